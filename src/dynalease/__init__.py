@@ -1,0 +1,81 @@
+"""dynalease: distributed locks (leases) on one DynamoDB table, built first for AWS Lambda.
+
+Example::
+
+    from dynalease import DynamoDBClient
+    from dynalease.lock import SyncDistributedLock
+
+    client = DynamoDBClient()
+    with SyncDistributedLock(client, table="locks", key="import:daily") as lease:
+        run_import()
+
+Names are imported on first use, so ``import dynalease`` stays cheap for
+Lambda cold starts.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from .client import DynamoDBClient
+    from .exceptions import (
+        DynaleaseError,
+        LockLost,
+        LockNotAcquired,
+        LockReleaseError,
+        TransactionCanceledException,
+    )
+    from .lock import DistributedLock, SyncDistributedLock, distributed_lock
+    from .metrics import LockMetrics
+    from .transaction import SyncTransaction, Transaction
+
+__all__ = [
+    "DistributedLock",
+    "DynaleaseError",
+    "DynamoDBClient",
+    "LockLost",
+    "LockMetrics",
+    "LockNotAcquired",
+    "LockReleaseError",
+    "SyncDistributedLock",
+    "SyncTransaction",
+    "Transaction",
+    "TransactionCanceledException",
+    "__version__",
+    "distributed_lock",
+]
+
+_HOMES = {
+    "DynamoDBClient": "client",
+    "DistributedLock": "lock",
+    "SyncDistributedLock": "lock",
+    "distributed_lock": "lock",
+    "LockMetrics": "metrics",
+    "Transaction": "transaction",
+    "SyncTransaction": "transaction",
+    "DynaleaseError": "exceptions",
+    "LockLost": "exceptions",
+    "LockNotAcquired": "exceptions",
+    "LockReleaseError": "exceptions",
+    "TransactionCanceledException": "exceptions",
+}
+
+logging.getLogger(__name__).addHandler(logging.NullHandler())
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'dynalease' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,1 @@
+"""The lease engine. Private: nothing here knows about AWS SDK types, Lambda or the CDK."""

@@ -1,0 +1,658 @@
+"""The lease state machine: acquire, take over, renew, release, reconcile.
+
+One :class:`Lease` is one guard's life. All of its coroutines run on one event
+loop (the process runtime's in production, the test's own with a manual clock
+in unit tests). Other threads only read its state and its lost signal.
+
+Every write is stamped with the time it was *sent*; validity runs from that
+stamp for 90% of the lease and is only ever extended by a confirmed write. A
+write whose outcome is unknown is reconciled with a strong read: it counts only
+if the row shows exactly the owner and version we attempted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import enum
+import logging
+import random
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from ..exceptions import (
+    DynamoDBError,
+    LockLost,
+    LockNotAcquired,
+    LockReleaseError,
+    RequestFailedError,
+    ThrottledError,
+)
+from . import protocol as p
+from .clock import Clock, Stamp, sleep_or_wake, wait_for
+from .observations import Observations
+from .store import ConditionFailed, LockStore, Reply
+
+log = logging.getLogger("dynalease")
+
+#: The lost signal is pushed at least this often while renewal waits, so a wall
+#: clock jump ends the lease promptly rather than at the next renewal.
+WATCH_INTERVAL_S = 1.0
+FIRST_POLL_S = 0.025
+
+
+class State(enum.Enum):
+    """Where a guard is in its single life."""
+
+    NEW = "new"
+    ACQUIRING = "acquiring"
+    HELD = "held"
+    RELEASING = "releasing"
+    RELEASED = "released"
+    LOST = "lost"
+    NOT_ACQUIRED = "not acquired"
+    CANCELLED = "cancelled"
+
+
+_FINISHED = {State.RELEASED, State.LOST, State.NOT_ACQUIRED, State.CANCELLED}
+
+
+@dataclass(frozen=True, slots=True)
+class Counters:
+    """A snapshot of a lease's request counters (see ``dynalease.metrics``)."""
+
+    read_requests: int
+    write_requests: int
+    renewals: int
+    wait_ms: float
+    conditional_failures: int
+    request_failures: int
+    wait_timeouts: int
+    cleanup_failures: int
+    lost: bool
+    consumed_rcu: float
+    consumed_wcu: float
+
+
+class _Unknown(Exception):
+    """A request whose outcome is unknown: timed out, reset, or a 5xx answer."""
+
+    def __init__(self, task: asyncio.Future[Reply], cause: BaseException | None) -> None:
+        super().__init__("request outcome unknown")
+        self.task = task
+        self.cause = cause
+
+
+class _BudgetSpent(Exception):
+    """No time is left for another request within the current deadline."""
+
+
+class Lease:
+    """One guard: a single acquisition of one key, its renewals and its release."""
+
+    def __init__(
+        self,
+        *,
+        store: LockStore,
+        clock: Clock,
+        observations: Observations,
+        table: str,
+        key: str,
+        lease_s: float,
+        wait_s: float,
+        on_lost: Callable[[LockLost], object] | None = None,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.observations = observations
+        self.table = table
+        self.key = key
+        self.lease_s = lease_s
+        self.wait_s = wait_s
+        self.owner = p.new_token()
+        self.state = State.NEW
+        self._resource = (table, key)
+        self._lease_ms = p.lease_ms(lease_s)
+        self._span = p.validity_span(lease_s)
+        self._version: str | None = None
+        self._validity: Stamp | None = None
+        self._pending: dict[str, Stamp] = {}
+        self._late: set[asyncio.Future[Reply]] = set()
+        self._tasks: set[asyncio.Future[None]] = set()
+        self._renewer: asyncio.Task[None] | None = None
+        self._lost_reason = ""
+        self._on_lost = on_lost
+        self.lost_signal: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._reads = 0
+        self._writes = 0
+        self._renewals = 0
+        self._wait_ms = 0.0
+        self._conditional_failures = 0
+        self._request_failures = 0
+        self._wait_timeouts = 0
+        self._cleanup_failures = 0
+        self._rcu = 0.0
+        self._wcu = 0.0
+
+    # --- what other threads may ask ------------------------------------------
+
+    def counters(self) -> Counters:
+        """A consistent-enough snapshot; each field is read once."""
+        return Counters(
+            read_requests=self._reads,
+            write_requests=self._writes,
+            renewals=self._renewals,
+            wait_ms=self._wait_ms,
+            conditional_failures=self._conditional_failures,
+            request_failures=self._request_failures,
+            wait_timeouts=self._wait_timeouts,
+            cleanup_failures=self._cleanup_failures,
+            lost=self.state is State.LOST or bool(self._lost_reason),
+            consumed_rcu=self._rcu,
+            consumed_wcu=self._wcu,
+        )
+
+    def time_left(self) -> float:
+        """Seconds of local validity left; 0 when not held."""
+        validity = self._validity
+        if self.state is not State.HELD or validity is None:
+            return 0.0
+        return validity.remaining(self.clock, self._span)
+
+    def raise_if_lost(self) -> None:
+        """Raise LockLost unless the guard holds a valid lease right now."""
+        if self.state is State.HELD and not self._lost_reason and self.time_left() > 0:
+            return
+        raise self._lost_error()
+
+    def condition_item(self) -> dict[str, Any]:
+        """The ownership ConditionCheck for a transaction; the guard must be valid."""
+        self.raise_if_lost()
+        return self.store.condition_item(self.table, self.key, self.owner)
+
+    def _lost_error(self) -> LockLost:
+        if self._lost_reason:
+            reason = self._lost_reason
+        elif self.state is State.HELD:
+            reason = "its lease expired locally before a renewal was confirmed"
+        else:
+            reason = f"the guard is {self.state.value}, not held"
+        return LockLost(
+            f"lock {self.key!r} in table {self.table!r} is no longer owned by this guard: "
+            f"{reason}. Stop the work it protected; acquire a new guard to continue",
+            table=self.table,
+            key=self.key,
+            owner=self.owner,
+        )
+
+    # --- requests -------------------------------------------------------------
+
+    async def _request(
+        self, kind: str, operation: Awaitable[Reply], deadline: float
+    ) -> Reply | None:
+        """Send one request bounded by the deadline.
+
+        Returns the reply, or None when the condition failed (the current row, if
+        DynamoDB returned it, is in ``self._conflict_item``). Raises
+        :class:`_Unknown` when the outcome is unknown and ``DynamoDBError`` when
+        the request was definitely not applied.
+        """
+        timeout = p.request_timeout(self.lease_s, deadline - self.clock.monotonic())
+        if timeout <= 0:
+            close = getattr(operation, "close", None)
+            if close is not None:
+                close()
+            raise _BudgetSpent
+        if kind == "read":
+            self._reads += 1
+        else:
+            self._writes += 1
+        task: asyncio.Future[Reply] = asyncio.ensure_future(operation)
+        if not await wait_for(self.clock, task, timeout):
+            self._request_failures += 1
+            raise _Unknown(task, None)
+        try:
+            reply = task.result()
+        except ConditionFailed as failed:
+            self._conditional_failures += 1
+            self._conflict_item = failed.item
+            return None
+        except RequestFailedError as error:
+            self._request_failures += 1
+            if error.may_have_committed and kind != "read":
+                raise _Unknown(task, error) from error
+            raise
+        except DynamoDBError:
+            self._request_failures += 1
+            raise
+        if kind == "read":
+            self._rcu += reply.capacity
+        else:
+            self._wcu += reply.capacity
+        return reply
+
+    _conflict_item: dict[str, Any] | None = None
+
+    async def _read_row(self, deadline: float) -> dict[str, Any] | None:
+        reply = await self._request("read", self.store.read(self.table, self.key), deadline)
+        assert reply is not None  # reads have no condition
+        return reply.item
+
+    def _ours(self, item: dict[str, Any] | None) -> Stamp | None:
+        """If the row shows one of our attempted versions, the stamp of that attempt."""
+        if item is None or item.get(p.OWNER_ATTR) != {"S": self.owner}:
+            return None
+        version = item.get(p.VERSION_ATTR, {}).get("S")
+        return self._pending.get(version) if isinstance(version, str) else None
+
+    def _confirm(self, version: str, stamp: Stamp) -> None:
+        self._version = version
+        self._validity = stamp
+        self._pending.clear()
+
+    # --- acquire --------------------------------------------------------------
+
+    async def acquire(self) -> None:
+        """Acquire within the wait budget or raise LockNotAcquired."""
+        if self.state is not State.NEW:
+            raise RuntimeError(
+                f"this guard for {self.key!r} was already used ({self.state.value}); "
+                "guards are single use, create a new one"
+            )
+        self.state = State.ACQUIRING
+        start = self.clock.monotonic()
+        single = self.wait_s == 0
+        deadline = start + (p.zero_wait_budget(self.lease_s) if single else self.wait_s)
+        try:
+            await self._acquire(deadline, single)
+        except asyncio.CancelledError:
+            self._finish_unacquired(State.CANCELLED)
+            raise
+        except BaseException:
+            self._finish_unacquired(State.NOT_ACQUIRED)
+            raise
+        finally:
+            self._wait_ms = (self.clock.monotonic() - start) * 1000
+        self.state = State.HELD
+        self.observations.forget(self._resource)
+        self._renewer = asyncio.ensure_future(self._renew_loop())
+
+    def _not_acquired(self, why: str, cause: BaseException | None = None) -> LockNotAcquired:
+        error = LockNotAcquired(
+            f"lock {self.key!r} in table {self.table!r} was not acquired: {why}",
+            table=self.table,
+            key=self.key,
+            owner=self.owner,
+        )
+        error.__cause__ = cause
+        return error
+
+    async def _acquire(self, deadline: float, single: bool) -> None:
+        create = True
+        poll = min(FIRST_POLL_S, p.poll_cap(self.lease_s))
+        last_error: BaseException | None = None
+        while True:
+            try:
+                if create:
+                    item, won = await self._write_attempt(deadline, None)
+                    if won:
+                        return
+                else:
+                    item = await self._read_row(deadline)
+            except _BudgetSpent:
+                raise self._budget_spent(single, last_error) from None
+            except _Unknown as unknown:
+                last_error = unknown.cause
+                item = None
+                create = False
+                await self._pause(poll, deadline)
+                continue
+            except (ThrottledError, RequestFailedError) as error:
+                last_error = error
+                if single or not await self._pause(poll, deadline):
+                    raise self._budget_spent(single, error) from error
+                poll = self._next_poll(poll)
+                continue
+            if item is None:
+                create = True
+                continue
+            stamp = self._ours(item)
+            if stamp is not None:  # an earlier attempt of ours landed after all
+                self._confirm(item[p.VERSION_ATTR]["S"], stamp)
+                return
+            row = p.parse_row(item, table=self.table, key=self.key)
+            now = self.clock.monotonic()
+            first_seen = self.observations.observe(self._resource, row.identity, now)
+            eligible = first_seen + row.lease_ms / 1000
+            if now >= eligible:
+                try:
+                    item, won = await self._write_attempt(deadline, row)
+                except _BudgetSpent:
+                    raise self._budget_spent(single, last_error) from None
+                except _Unknown as unknown:
+                    last_error = unknown.cause
+                    create = False
+                    continue
+                except (ThrottledError, RequestFailedError) as error:
+                    last_error = error
+                    create = False
+                    continue
+                if won:
+                    return
+                create = item is None
+                if item is None:
+                    continue
+                create = False
+                continue
+            if single:
+                raise self._not_acquired(
+                    f"it is held by owner {row.owner} and wait_timeout=0 allows one attempt"
+                )
+            create = False
+            pause = min(poll, eligible - now)
+            waiter = self.observations.waiter(self._resource)
+            try:
+                woke = await self._pause(pause, deadline, waiter)
+            finally:
+                self.observations.discard_waiter(self._resource, waiter)
+            if not woke:
+                self._wait_timeouts += 1
+                raise self._not_acquired(
+                    f"it is held by owner {row.owner} and the wait_timeout of "
+                    f"{self.wait_s:g} s ran out. Retry later or raise wait_timeout"
+                )
+            if waiter.done():
+                create = True
+            poll = self._next_poll(poll)
+
+    def _budget_spent(self, single: bool, cause: BaseException | None) -> LockNotAcquired:
+        self._wait_timeouts += 1
+        budget = "network budget of the single attempt" if single else "wait_timeout"
+        detail = f" (last failure: {cause})" if cause is not None else ""
+        error = self._not_acquired(f"the {budget} ran out{detail}")
+        error.__cause__ = cause
+        return error
+
+    def _next_poll(self, poll: float) -> float:
+        return min(poll * 1.6, p.poll_cap(self.lease_s))
+
+    async def _pause(
+        self, seconds: float, deadline: float, waiter: asyncio.Future[None] | None = None
+    ) -> bool:
+        """Sleep (with jitter) unless that passes the deadline; False when time is up."""
+        left = deadline - self.clock.monotonic()
+        if left <= 0:
+            return False
+        await sleep_or_wake(self.clock, min(left, seconds * random.uniform(0.8, 1.2)), waiter)
+        return (waiter is not None and waiter.done()) or self.clock.monotonic() < deadline
+
+    async def _write_attempt(
+        self, deadline: float, observed: p.LockRow | None
+    ) -> tuple[dict[str, Any] | None, bool]:
+        """Create (``observed`` None) or take over; returns (current row, won)."""
+        version = p.new_token()
+        row = p.LockRow(self.key, self.owner, version, self._lease_ms)
+        stamp = Stamp.now(self.clock)
+        self._pending[version] = stamp
+        operation = (
+            self.store.create(self.table, row)
+            if observed is None
+            else self.store.replace(self.table, row, observed)
+        )
+        try:
+            reply = await self._request("write", operation, deadline)
+        except _Unknown as unknown:
+            self._watch_late(unknown.task)
+            try:
+                item = await self._read_row(deadline)
+            except (_BudgetSpent, _Unknown, DynamoDBError):
+                raise unknown from None
+            if self._ours(item) is not None:
+                self._confirm(version, self._pending[version])
+                return item, True
+            return item, False
+        if reply is None:
+            return self._conflict_item, False
+        self._confirm(version, stamp)
+        return None, True
+
+    def _watch_late(self, task: asyncio.Future[Reply]) -> None:
+        """A write that may still commit: clean it up if it lands after we moved on."""
+        self._late.add(task)
+
+        def landed(done: asyncio.Future[Reply]) -> None:
+            self._late.discard(done)
+            if done.cancelled() or done.exception() is not None:
+                return
+            if self.state in (State.NOT_ACQUIRED, State.CANCELLED):
+                self._background(self._cleanup_late())
+
+        task.add_done_callback(landed)
+
+    def _background(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _finish_unacquired(self, state: State) -> None:
+        self.state = state
+        self._pending.clear()
+        if self._validity is not None or self._late:
+            # Acquired just as we were cancelled, or a write may still land.
+            self._background(self._cleanup_late())
+
+    async def _cleanup_late(self) -> None:
+        """Delete a row this guard wrote after it stopped wanting it (owner-conditional)."""
+        deadline = self.clock.monotonic() + p.cleanup_budget(self.lease_s)
+        try:
+            await self._delete_until_gone(deadline)
+        except Exception as error:
+            log.warning("dynalease: could not clean up late lock row %r: %s", self.key, error)
+
+    # --- renew ---------------------------------------------------------------
+
+    async def _renew_loop(self) -> None:
+        interval = p.renew_interval(self.lease_s)
+        retry = p.renew_retry_interval(self.lease_s)
+        assert self._validity is not None
+        next_attempt = self._validity.monotonic + interval
+        while self.state is State.HELD:
+            validity = self._validity
+            assert validity is not None
+            left = validity.remaining(self.clock, self._span)
+            if left <= 0:
+                self._lose("its lease expired before a renewal was confirmed")
+                return
+            wait = next_attempt - self.clock.monotonic()
+            if wait > 0:
+                await self.clock.sleep(min(wait, WATCH_INTERVAL_S, left))
+                continue
+            confirmed = await self._renew_once()
+            if confirmed:
+                assert self._validity is not None
+                next_attempt = self._validity.monotonic + interval
+            else:
+                next_attempt = self.clock.monotonic() + retry
+
+    async def _renew_once(self) -> bool:
+        """One renewal attempt; True when confirmed, False to retry soon."""
+        assert self._validity is not None and self._version is not None
+        deadline = self.clock.monotonic() + self._validity.remaining(self.clock, self._span)
+        current = self._version
+        version = p.new_token()
+        stamp = Stamp.now(self.clock)
+        self._pending[version] = stamp
+        operation = self.store.renew(self.table, self.key, self.owner, current, version)
+        try:
+            reply = await self._request("write", operation, deadline)
+        except _BudgetSpent:
+            return False
+        except _Unknown:
+            try:
+                item = await self._read_row(deadline)
+            except (_BudgetSpent, _Unknown, DynamoDBError):
+                return False
+            return self._reconcile_renewal(item, current)
+        except DynamoDBError as error:
+            log.debug("dynalease: renewal of %r failed: %s", self.key, error)
+            return False
+        if reply is None:
+            item = self._conflict_item
+            if item is None:
+                try:
+                    item = await self._read_row(deadline)
+                except (_BudgetSpent, _Unknown, DynamoDBError):
+                    return False
+            return self._reconcile_renewal(item, current)
+        if self.state is State.HELD:
+            self._confirm(version, stamp)
+            self._renewals += 1
+        return True
+
+    def _reconcile_renewal(self, item: dict[str, Any] | None, current: str) -> bool:
+        if self.state is not State.HELD:
+            return False
+        stamp = self._ours(item)
+        if stamp is not None:
+            version = item[p.VERSION_ATTR]["S"] if item else ""
+            self._confirm(version, stamp)
+            self._renewals += 1
+            return True
+        if (
+            item is not None
+            and item.get(p.OWNER_ATTR) == {"S": self.owner}
+            and item.get(p.VERSION_ATTR) == {"S": current}
+        ):
+            return False  # not applied; retry
+        holder = "the row is gone" if item is None else "another owner took it over"
+        self._lose(f"{holder} (renewal rejected)")
+        return False
+
+    def _lose(self, reason: str) -> None:
+        """Mark the guard lost (once) and tell whoever is listening."""
+        if self._lost_reason:
+            return
+        self._lost_reason = reason
+        if self.state is State.HELD:
+            self.state = State.LOST
+        log.warning("dynalease: lock %r in table %r lost: %s", self.key, self.table, reason)
+        error = self._lost_error()
+        if not self.lost_signal.done():
+            self.lost_signal.set_result(None)
+        callback = self._on_lost
+        if callback is not None:
+            # A user callback must never stall the runtime that renews every lease.
+            threading.Thread(
+                target=_run_callback, args=(callback, error), name="dynalease-on-lost", daemon=True
+            ).start()
+
+    def mark_lost(self, reason: str) -> None:
+        """Record that ownership is known to be gone (e.g. a rejected check_in)."""
+        self._lose(reason)
+
+    # --- release ---------------------------------------------------------------
+
+    async def release(self) -> None:
+        """Stop renewing and delete the row if it is still ours, within the cleanup budget.
+
+        Raises LockLost when the guard had lost ownership (the protected work ran
+        unprotected for a while) and LockReleaseError when the delete could not be
+        confirmed.
+        """
+        if self.state in (State.NEW, State.ACQUIRING, State.NOT_ACQUIRED, State.CANCELLED):
+            return
+        if self.state in (State.RELEASED, State.RELEASING):
+            return
+        if self.state is State.HELD and self.time_left() <= 0:
+            self._lose("its lease expired before a renewal was confirmed")
+        was_lost = self.state is State.LOST
+        self.state = State.RELEASING
+        deadline = self.clock.monotonic() + p.cleanup_budget(self.lease_s)
+        renewer, self._renewer = self._renewer, None
+        if renewer is not None and not renewer.done():
+            # A renewal in flight cannot recreate the row: its condition needs our
+            # owner and version on an existing row, and the delete below removes it.
+            renewer.cancel()
+        try:
+            await self._delete_until_gone(deadline)
+        except LockReleaseError:
+            self.state = State.LOST if was_lost else State.RELEASED
+            self._cleanup_failures += 1
+            raise
+        finally:
+            if self.state is State.RELEASING:
+                self.state = State.LOST if was_lost or self._lost_reason else State.RELEASED
+        self.observations.released(self._resource)
+        if was_lost or self._lost_reason:
+            self.state = State.LOST
+            raise self._lost_error()
+
+    async def _delete_until_gone(self, deadline: float) -> None:
+        retry = p.renew_retry_interval(self.lease_s)
+        uncertain = False
+        last_error: BaseException | None = None
+        while True:
+            try:
+                reply = await self._request(
+                    "write", self.store.delete(self.table, self.key, self.owner), deadline
+                )
+            except _BudgetSpent:
+                break
+            except _Unknown as unknown:
+                uncertain = True
+                last_error = unknown.cause
+                try:
+                    item = await self._read_row(deadline)
+                except _BudgetSpent:
+                    break
+                except (_Unknown, DynamoDBError) as error:
+                    last_error = error
+                    await self.clock.sleep(min(retry, max(0.0, deadline - self.clock.monotonic())))
+                    continue
+                if item is None or item.get(p.OWNER_ATTR) != {"S": self.owner}:
+                    return
+                continue
+            except DynamoDBError as error:
+                last_error = error
+                left = deadline - self.clock.monotonic()
+                if left <= 0:
+                    break
+                await self.clock.sleep(min(retry, left))
+                continue
+            if reply is None and not uncertain and self.state is State.RELEASING:
+                item = self._conflict_item
+                if item is not None and item.get(p.OWNER_ATTR) != {"S": self.owner}:
+                    self._lose("another owner took the lock over before release")
+                elif item is None and self._lost_reason == "":
+                    # The row vanished under a valid guard: someone deleted it by hand.
+                    self._lose("the row was deleted by someone else before release")
+            return
+        raise LockReleaseError(
+            f"release of lock {self.key!r} in table {self.table!r} was not confirmed within "
+            f"the cleanup budget of {p.cleanup_budget(self.lease_s):g} s"
+            + (f" (last failure: {last_error})" if last_error else "")
+            + "; the row stays until its lease can be taken over by observation",
+            table=self.table,
+            key=self.key,
+            owner=self.owner,
+        )
+
+    def abandon(self) -> None:
+        """Called when the caller gave up on a guard it acquired: release in the background."""
+        if self.state is State.HELD or self.state is State.LOST:
+            self._background(self._release_quietly())
+
+    async def _release_quietly(self) -> None:
+        try:
+            await self.release()
+        except Exception as error:
+            log.debug("dynalease: background release of %r: %s", self.key, error)
+
+
+def _run_callback(callback: Callable[[LockLost], object], error: LockLost) -> None:
+    try:
+        callback(error)
+    except Exception:
+        log.exception("dynalease: on_lost callback raised")

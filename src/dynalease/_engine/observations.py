@@ -1,0 +1,78 @@
+"""The per-client observation cache: when did we first see each row unchanged?
+
+A contender may take over a row only after it has watched the same
+(owner, version, lease_ms) for the stored lease, measured on its own monotonic
+clock. No timestamps from other machines are involved. The cache belongs to a
+client, so repeated short waits on one client keep their history, and a fresh
+client starts from nothing.
+
+The cache also carries in-process hand-over: a guard that releases a key wakes
+the waiters of the same client at once instead of letting them sleep out a poll.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+
+from .protocol import OBSERVATION_CAPACITY
+
+Identity = tuple[str, str, int]
+Resource = tuple[str, str]
+
+
+class Observations:
+    """A bounded LRU of first sightings, keyed by (table, key)."""
+
+    def __init__(self, capacity: int = OBSERVATION_CAPACITY) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity must be at least 1, got {capacity}")
+        self._capacity = capacity
+        self._seen: OrderedDict[Resource, tuple[Identity, float]] = OrderedDict()
+        self._waiters: dict[Resource, set[asyncio.Future[None]]] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+    def observe(self, resource: Resource, identity: Identity, now: float) -> float:
+        """Record a sighting; return when this exact identity was first seen."""
+        with self._lock:
+            entry = self._seen.get(resource)
+            if entry is not None and entry[0] == identity:
+                self._seen.move_to_end(resource)
+                return entry[1]
+            self._seen[resource] = (identity, now)
+            self._seen.move_to_end(resource)
+            while len(self._seen) > self._capacity:
+                self._seen.popitem(last=False)
+            return now
+
+    def forget(self, resource: Resource) -> None:
+        """Drop a resource's sighting (after we wrote the row ourselves)."""
+        with self._lock:
+            self._seen.pop(resource, None)
+
+    def waiter(self, resource: Resource) -> asyncio.Future[None]:
+        """A future resolved when a guard of this client releases ``resource``.
+
+        Must be called on the runtime loop, like :meth:`released`.
+        """
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(resource, set()).add(future)
+        return future
+
+    def discard_waiter(self, resource: Resource, future: asyncio.Future[None]) -> None:
+        """Stop tracking a waiter that is done waiting."""
+        waiters = self._waiters.get(resource)
+        if waiters is not None:
+            waiters.discard(future)
+            if not waiters:
+                del self._waiters[resource]
+
+    def released(self, resource: Resource) -> None:
+        """Wake every waiter of ``resource``: the row is gone, try to create it now."""
+        for future in self._waiters.pop(resource, ()):
+            if not future.done():
+                future.set_result(None)

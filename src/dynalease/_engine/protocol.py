@@ -1,0 +1,193 @@
+"""Protocol version 1: the lock row, its validation and the timing rules.
+
+The row layout matches pydynox 1.8 lock rows so both libraries compete for the
+same lock. Every timing rule of the protocol is a function here, so the lease
+state machine and the tests share one definition.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from ..exceptions import MalformedLockRow
+
+PROTOCOL = 1
+MIN_LEASE_MS = 100
+MAX_LEASE_MS = 86_400_000
+MAX_DURATION_S = 86_400.0
+MIN_LEASE_S = 0.1
+
+#: Validity ends at this fraction of the lease unless a renewal is confirmed.
+VALIDITY_FRACTION = 0.9
+MAX_REQUEST_TIMEOUT_S = 5.0
+MAX_RENEW_RETRY_S = 1.0
+MAX_ZERO_WAIT_BUDGET_S = 5.0
+MAX_CLEANUP_BUDGET_S = 10.0
+OBSERVATION_CAPACITY = 4096
+
+KEY_ATTR = "key"
+OWNER_ATTR = "owner"
+VERSION_ATTR = "version"
+LEASE_ATTR = "lease_ms"
+PROTOCOL_ATTR = "protocol"
+ROW_ATTRS = frozenset({KEY_ATTR, OWNER_ATTR, VERSION_ATTR, LEASE_ATTR, PROTOCOL_ATTR})
+
+
+def new_token() -> str:
+    """A fresh owner or version token (UUID4 text, as pydynox writes them)."""
+    return str(uuid.uuid4())
+
+
+@dataclass(frozen=True, slots=True)
+class LockRow:
+    """One lock row as stored in DynamoDB."""
+
+    key: str
+    owner: str
+    version: str
+    lease_ms: int
+    protocol: int = PROTOCOL
+
+    @property
+    def identity(self) -> tuple[str, str, int]:
+        """What an observer compares: the row is abandoned only if this stays unchanged."""
+        return (self.owner, self.version, self.lease_ms)
+
+    def to_item(self) -> dict[str, dict[str, str]]:
+        """The row in DynamoDB's AttributeValue form."""
+        return {
+            KEY_ATTR: {"S": self.key},
+            OWNER_ATTR: {"S": self.owner},
+            VERSION_ATTR: {"S": self.version},
+            LEASE_ATTR: {"N": str(self.lease_ms)},
+            PROTOCOL_ATTR: {"N": str(self.protocol)},
+        }
+
+
+def parse_row(item: dict[str, Any], *, table: str, key: str) -> LockRow:
+    """Read a stored row, rejecting anything that is not a well-formed protocol-1 row.
+
+    A malformed row is never taken over: whoever wrote it does not follow this
+    protocol, so its owner's timing cannot be trusted.
+    """
+
+    def fail(problem: str) -> MalformedLockRow:
+        return MalformedLockRow(
+            f"lock row {key!r} in table {table!r} is not a dynalease/pydynox protocol-1 row "
+            f"({problem}); it will not be taken over. Check who writes to this table, "
+            "and delete the row only when no holder depends on it",
+            table=table,
+            key=key,
+        )
+
+    protocol = _number(item.get(PROTOCOL_ATTR))
+    if protocol != PROTOCOL:
+        raise fail(f"protocol is {_describe(item.get(PROTOCOL_ATTR))}, expected 1")
+    lease_ms = _number(item.get(LEASE_ATTR))
+    if lease_ms is None or not MIN_LEASE_MS <= lease_ms <= MAX_LEASE_MS:
+        raise fail(
+            f"lease_ms is {_describe(item.get(LEASE_ATTR))}, expected an integer "
+            f"in {MIN_LEASE_MS}..{MAX_LEASE_MS}"
+        )
+    owner = _string(item.get(OWNER_ATTR))
+    version = _string(item.get(VERSION_ATTR))
+    if not owner:
+        raise fail(f"owner is {_describe(item.get(OWNER_ATTR))}, expected a non-empty string")
+    if not version:
+        raise fail(f"version is {_describe(item.get(VERSION_ATTR))}, expected a non-empty string")
+    return LockRow(key=key, owner=owner, version=version, lease_ms=lease_ms)
+
+
+def _number(value: Any) -> int | None:
+    """The integer in an ``{"N": ...}`` attribute, or None when it is anything else."""
+    if not isinstance(value, dict) or set(value) != {"N"} or not isinstance(value["N"], str):
+        return None
+    text = value["N"].strip()
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    if not math.isfinite(number) or number != int(number):
+        return None
+    return int(number)
+
+
+def _string(value: Any) -> str | None:
+    if not isinstance(value, dict) or set(value) != {"S"} or not isinstance(value["S"], str):
+        return None
+    return value["S"]
+
+
+def _describe(value: Any) -> str:
+    return "missing" if value is None else repr(value)
+
+
+# --- durations -------------------------------------------------------------
+
+
+def check_durations(lease_duration: object, wait_timeout: object) -> tuple[float, float]:
+    """Validate the two durations a lock takes; raise before any request is made."""
+    lease = _duration("lease_duration", lease_duration)
+    wait = _duration("wait_timeout", wait_timeout)
+    if lease < MIN_LEASE_S:
+        raise ValueError(
+            f"lease_duration must be at least {MIN_LEASE_S} seconds, got {lease!r}; "
+            "use a lease that comfortably covers a renewal round trip"
+        )
+    if wait < 0:
+        raise ValueError(f"wait_timeout must be 0 or more seconds, got {wait!r}")
+    return lease, wait
+
+
+def _duration(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
+    seconds = float(value)
+    if not math.isfinite(seconds):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if seconds > MAX_DURATION_S:
+        raise ValueError(f"{name} must be at most {MAX_DURATION_S:,.0f} seconds, got {value!r}")
+    return seconds
+
+
+def lease_ms(lease_s: float) -> int:
+    """The whole milliseconds written to the row."""
+    return max(MIN_LEASE_MS, min(MAX_LEASE_MS, round(lease_s * 1000)))
+
+
+def validity_span(lease_s: float) -> float:
+    """How long a confirmed write keeps us the owner, measured from when it was sent."""
+    return lease_s * VALIDITY_FRACTION
+
+
+def renew_interval(lease_s: float) -> float:
+    """Time from one confirmed renewal (its send time) to the next attempt."""
+    return lease_s / 3
+
+
+def renew_retry_interval(lease_s: float) -> float:
+    """Pause between renewal attempts after one failed."""
+    return min(lease_s / 12, MAX_RENEW_RETRY_S)
+
+
+def request_timeout(lease_s: float, time_left: float) -> float:
+    """The bound on one request: never past the caller's deadline."""
+    return max(0.0, min(time_left, lease_s / 3, MAX_REQUEST_TIMEOUT_S))
+
+
+def zero_wait_budget(lease_s: float) -> float:
+    """Network budget of a ``wait_timeout=0`` call: one attempt, bounded requests."""
+    return min(0.6 * lease_s, MAX_ZERO_WAIT_BUDGET_S)
+
+
+def cleanup_budget(lease_s: float) -> float:
+    """Total time release may take, including reconciliation."""
+    return min(0.6 * lease_s, MAX_CLEANUP_BUDGET_S)
+
+
+def poll_cap(lease_s: float) -> float:
+    """The longest pause between contention polls: quick hand-over, bounded read rate."""
+    return min(max(lease_s / 10, 0.05), 1.0)

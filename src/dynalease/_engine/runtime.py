@@ -1,0 +1,129 @@
+"""The process runtime: one daemon thread running the event loop that owns lock I/O.
+
+Sync callers block on it (waiting on a future releases the GIL); async callers
+await it from whatever event loop they run. Renewal therefore continues while
+user code, or the user's event loop, is stuck.
+
+After ``fork()`` the child has no runtime thread; anything created before the
+fork refuses to work there rather than hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from ..exceptions import ForkedProcessError
+
+T = TypeVar("T")
+
+#: Threads for transports that block (botocore). Lock requests are short; this
+#: bounds concurrency, not the number of leases (no thread is held per lease).
+BLOCKING_WORKERS = 32
+
+
+class Runtime:
+    """An event loop on a daemon thread, plus a pool for blocking transports."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.loop = asyncio.new_event_loop()
+        self.executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=BLOCKING_WORKERS, thread_name_prefix="dynalease-io"
+        )
+        self.loop.set_default_executor(self.executor)
+        ready = threading.Event()
+        self.thread = threading.Thread(
+            target=self._run, args=(ready,), name="dynalease-runtime", daemon=True
+        )
+        self.thread.start()
+        ready.wait()
+
+    def _run(self, ready: threading.Event) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.call_soon(ready.set)
+        self.loop.run_forever()
+
+    def check(self) -> None:
+        """Refuse use from a forked child or from inside the runtime thread itself."""
+        if os.getpid() != self.pid:
+            raise ForkedProcessError(
+                "this dynalease client or guard was created in a parent process before fork(); "
+                "create a new DynamoDBClient inside the child process (or use the "
+                "multiprocessing 'spawn' start method)"
+            )
+
+    def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Schedule a coroutine on the runtime loop."""
+        self.check()
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine on the runtime and block this thread until it finishes.
+
+        An interrupt (Ctrl-C) while blocked cancels the coroutine, which then
+        cleans up on the runtime before the interrupt propagates.
+        """
+        if threading.current_thread() is self.thread:
+            coroutine.close()
+            raise RuntimeError(
+                "a blocking dynalease call was made on the dynalease runtime thread "
+                "(from an on_lost callback?); use the async API there"
+            )
+        future = self.submit(coroutine)
+        try:
+            return future.result()
+        except BaseException:
+            if not future.done():
+                future.cancel()
+                try:
+                    future.result(timeout=10)
+                except BaseException:
+                    pass
+            raise
+
+    async def run_async(self, coroutine: Coroutine[Any, Any, T], *, shield: bool = False) -> T:
+        """Await a runtime coroutine from any event loop.
+
+        With ``shield`` the runtime coroutine keeps going if the caller is
+        cancelled (used for release, so a cancelled task still frees its lock).
+        """
+        future = asyncio.wrap_future(self.submit(coroutine))
+        if shield:
+            return await asyncio.shield(future)
+        return await future
+
+    def call_soon(self, callback: Callable[[], object]) -> None:
+        """Run a plain callback on the runtime loop."""
+        self.check()
+        self.loop.call_soon_threadsafe(callback)
+
+
+_lock = threading.Lock()
+_runtime: Runtime | None = None
+
+
+def get_runtime() -> Runtime:
+    """The process's runtime, started on first use."""
+    global _runtime
+    runtime = _runtime
+    if runtime is not None and runtime.pid == os.getpid():
+        return runtime
+    with _lock:
+        if _runtime is None or _runtime.pid != os.getpid():
+            _runtime = Runtime()
+        return _runtime
+
+
+def _after_fork_in_child() -> None:
+    # The parent's thread does not exist here; a fresh runtime starts on demand,
+    # while objects bound to the old one fail their pid check.
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

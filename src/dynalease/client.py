@@ -1,0 +1,405 @@
+"""DynamoDBClient: AWS configuration, item helpers, and the state locks share.
+
+One client per process is the intended use: it carries the observation cache
+that lets repeated short waits recover an abandoned lock, and two botocore
+clients made from the same AWS configuration: one for your own requests (with
+your retry settings) and one for the lock protocol (SDK retries off, bounded
+timeouts; the protocol retries on its own schedule).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ._engine.clock import SYSTEM_CLOCK, Clock
+from ._engine.lease import Lease
+from ._engine.observations import Observations
+from ._engine.runtime import Runtime, get_runtime
+from ._engine.store import LockStore, Transport
+from ._values import from_item, to_item
+from .exceptions import ForkedProcessError, LockLost, TableNotFoundError
+
+if TYPE_CHECKING:
+    import boto3
+    from botocore.client import BaseClient
+
+__all__ = ["DynamoDBClient"]
+
+T = TypeVar("T")
+_TABLE_NAME = re.compile(r"^[A-Za-z0-9_.\-]{3,255}$")
+_KEY_TYPES = {"S", "N", "B"}
+_TABLE_WAIT_S = 300.0
+
+
+def check_table_name(table: object, *, parameter: str = "table") -> str:
+    """Validate a DynamoDB table name before any request."""
+    if not isinstance(table, str):
+        raise TypeError(f"{parameter} must be a table name (str), got {type(table).__name__}")
+    if not _TABLE_NAME.match(table):
+        raise ValueError(
+            f"{parameter} {table!r} is not a valid DynamoDB table name: use 3-255 characters "
+            "from letters, digits, '_', '-' and '.'"
+        )
+    return table
+
+
+def _positive(name: str, value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+class DynamoDBClient:
+    """A DynamoDB connection for locks, transactions and simple item helpers.
+
+    Every option is optional; anything not given comes from the standard AWS
+    configuration chain (environment variables such as ``AWS_REGION`` and
+    ``AWS_ENDPOINT_URL_DYNAMODB``, shared config and credentials files, and
+    container, Lambda or instance credentials). Explicit arguments win.
+
+    Example::
+
+        client = DynamoDBClient(region="eu-west-1")
+        if not client.sync_table_exists("locks"):
+            client.sync_create_table("locks", partition_key=("key", "S"), wait=True)
+    """
+
+    def __init__(
+        self,
+        *,
+        region: str | None = None,
+        endpoint_url: str | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        session_token: str | None = None,
+        profile: str | None = None,
+        connect_timeout: float | None = None,
+        read_timeout: float | None = None,
+        max_retries: int | None = None,
+    ) -> None:
+        for name, value in (
+            ("region", region),
+            ("endpoint_url", endpoint_url),
+            ("access_key", access_key),
+            ("secret_key", secret_key),
+            ("session_token", session_token),
+            ("profile", profile),
+        ):
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+        if (access_key is None) != (secret_key is None):
+            raise ValueError("pass access_key and secret_key together, or neither")
+        connect = _positive("connect_timeout", connect_timeout)
+        read = _positive("read_timeout", read_timeout)
+        if max_retries is not None and (
+            isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0
+        ):
+            raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
+        import boto3
+        from botocore.config import Config
+
+        session = boto3.Session(
+            aws_access_key_id=access_key,
+            aws_secret_access_key=secret_key,
+            aws_session_token=session_token,
+            region_name=region,
+            profile_name=profile,
+        )
+        options: dict[str, Any] = {}
+        if connect is not None:
+            options["connect_timeout"] = connect
+        if read is not None:
+            options["read_timeout"] = read
+        if max_retries is not None:
+            options["retries"] = {"total_max_attempts": max_retries + 1, "mode": "standard"}
+        self._setup_boto(session, endpoint_url, Config(**options) if options else None)
+
+    # --- construction -----------------------------------------------------
+
+    @classmethod
+    def from_session(
+        cls, session: boto3.Session, *, endpoint_url: str | None = None
+    ) -> DynamoDBClient:
+        """Use an existing ``boto3.Session`` (its credentials, Region and profile)."""
+        client = cls.__new__(cls)
+        client._setup_boto(session, endpoint_url, None)
+        return client
+
+    @classmethod
+    def from_client(cls, dynamodb: BaseClient) -> DynamoDBClient:
+        """Use an existing boto3/botocore DynamoDB client for your requests.
+
+        Lock requests go through a sibling client with the same Region, endpoint
+        and credentials (shared, so refreshes apply to both) but with SDK retries
+        off and the protocol's timeouts.
+        """
+        if getattr(getattr(dynamodb, "meta", None), "service_model", None) is None or (
+            dynamodb.meta.service_model.service_name != "dynamodb"
+        ):
+            raise TypeError(
+                "from_client() needs a boto3 DynamoDB client, e.g. boto3.client('dynamodb')"
+            )
+        from ._aws import BotoTransport, lock_config
+
+        def lock_client() -> BaseClient:
+            import botocore.session
+
+            session = botocore.session.get_session()
+            sibling: Any = session.create_client(
+                "dynamodb",
+                region_name=dynamodb.meta.region_name,
+                endpoint_url=dynamodb.meta.endpoint_url,
+                config=lock_config(dynamodb.meta.config),
+                aws_access_key_id="placeholder",
+                aws_secret_access_key="placeholder",
+            )
+            # Share the credentials object so refreshable credentials stay fresh.
+            source: Any = dynamodb
+            sibling._request_signer._credentials = source._request_signer._credentials
+            made: BaseClient = sibling
+            return made
+
+        client = cls.__new__(cls)
+        client._setup(
+            BotoTransport(lambda: dynamodb),
+            BotoTransport(lock_client),
+            region=dynamodb.meta.region_name,
+            endpoint_url=dynamodb.meta.endpoint_url,
+        )
+        return client
+
+    def _setup_boto(self, session: Any, endpoint_url: str | None, config: Any) -> None:
+        from ._aws import BotoTransport, lock_config
+
+        region = session.region_name
+        if region is None:
+            raise ValueError(
+                "no AWS Region is configured: pass region=..., or set AWS_REGION / "
+                "AWS_DEFAULT_REGION, or use a profile that sets one"
+            )
+
+        def items() -> BaseClient:
+            client: BaseClient = session.client(
+                "dynamodb", endpoint_url=endpoint_url, config=config
+            )
+            return client
+
+        def locks() -> BaseClient:
+            client: BaseClient = session.client(
+                "dynamodb", endpoint_url=endpoint_url, config=lock_config(config)
+            )
+            return client
+
+        self._setup(
+            BotoTransport(items), BotoTransport(locks), region=region, endpoint_url=endpoint_url
+        )
+
+    def _setup(
+        self,
+        items: Transport,
+        locks: Transport,
+        *,
+        region: str | None,
+        endpoint_url: str | None,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self._pid = os.getpid()
+        self._items = items
+        self._lock_store = LockStore(locks)
+        self._observations = Observations()
+        self._clock = clock
+        self._region = region
+        self._endpoint_url = endpoint_url
+
+    # --- shared state -------------------------------------------------------
+
+    @property
+    def region(self) -> str | None:
+        """The AWS Region requests go to."""
+        return self._region
+
+    @property
+    def endpoint_url(self) -> str | None:
+        """An explicit endpoint, if one was given (else botocore resolves it)."""
+        return self._endpoint_url
+
+    def _check_process(self) -> None:
+        if os.getpid() != self._pid:
+            raise ForkedProcessError(
+                "this DynamoDBClient was created before fork(); create a new DynamoDBClient "
+                "inside the child process (or use the multiprocessing 'spawn' start method)"
+            )
+
+    def _runtime(self) -> Runtime:
+        self._check_process()
+        return get_runtime()
+
+    def _new_lease(
+        self,
+        table: str,
+        key: str,
+        lease_s: float,
+        wait_s: float,
+        on_lost: Callable[[LockLost], object] | None,
+    ) -> Lease:
+        self._check_process()
+        return Lease(
+            store=self._lock_store,
+            clock=self._clock,
+            observations=self._observations,
+            table=table,
+            key=key,
+            lease_s=lease_s,
+            wait_s=wait_s,
+            on_lost=on_lost,
+        )
+
+    async def _in_pool(self, function: Callable[[], T]) -> T:
+        runtime = self._runtime()
+        return await asyncio.wrap_future(runtime.executor.submit(function))
+
+    # --- item helpers (sync) --------------------------------------------------
+
+    def sync_create_table(
+        self,
+        name: str,
+        partition_key: tuple[str, str] = ("key", "S"),
+        sort_key: tuple[str, str] | None = None,
+        wait: bool = False,
+    ) -> None:
+        """Create an on-demand table; with ``wait`` block until it is ACTIVE.
+
+        For locks: ``partition_key=("key", "S")`` and no sort key. Lock
+        operations never create tables; do this at deployment time.
+        """
+        params = self._create_table_params(name, partition_key, sort_key)
+        self._check_process()
+        self._items.call("CreateTable", params)
+        if wait:
+            self._wait_active(name)
+
+    @staticmethod
+    def _create_table_params(
+        name: str, partition_key: tuple[str, str], sort_key: tuple[str, str] | None
+    ) -> dict[str, Any]:
+        check_table_name(name, parameter="name")
+        schema = [("partition_key", partition_key, "HASH")]
+        if sort_key is not None:
+            schema.append(("sort_key", sort_key, "RANGE"))
+        key_schema, definitions = [], []
+        for label, spec, role in schema:
+            if (
+                not isinstance(spec, tuple | list)
+                or len(spec) != 2
+                or not isinstance(spec[0], str)
+                or not spec[0]
+                or spec[1] not in _KEY_TYPES
+            ):
+                raise ValueError(
+                    f"{label} must be (attribute_name, type) with type 'S', 'N' or 'B', "
+                    f"got {spec!r}"
+                )
+            key_schema.append({"AttributeName": spec[0], "KeyType": role})
+            definitions.append({"AttributeName": spec[0], "AttributeType": spec[1]})
+        return {
+            "TableName": name,
+            "KeySchema": key_schema,
+            "AttributeDefinitions": definitions,
+            "BillingMode": "PAY_PER_REQUEST",
+        }
+
+    def _wait_active(self, name: str) -> None:
+        deadline = time.monotonic() + _TABLE_WAIT_S
+        while True:
+            description = self._items.call("DescribeTable", {"TableName": name})
+            if description.get("Table", {}).get("TableStatus") == "ACTIVE":
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"table {name!r} did not become ACTIVE within {_TABLE_WAIT_S} s")
+            time.sleep(0.5)
+
+    def sync_table_exists(self, name: str) -> bool:
+        """True when the table exists (in any status)."""
+        check_table_name(name, parameter="name")
+        self._check_process()
+        try:
+            self._items.call("DescribeTable", {"TableName": name})
+        except TableNotFoundError:
+            return False
+        return True
+
+    def sync_get_item(
+        self, table: str, key: Mapping[str, Any], *, consistent_read: bool = False
+    ) -> dict[str, Any] | None:
+        """The item with this key as plain Python values, or None when absent."""
+        params = {
+            "TableName": check_table_name(table),
+            "Key": to_item(key, name="key"),
+            "ConsistentRead": bool(consistent_read),
+        }
+        self._check_process()
+        item = self._items.call("GetItem", params).get("Item")
+        return None if item is None else from_item(item)
+
+    def sync_put_item(self, table: str, item: Mapping[str, Any]) -> None:
+        """Write an item (plain Python values), replacing any item with the same key."""
+        params = {"TableName": check_table_name(table), "Item": to_item(item)}
+        self._check_process()
+        self._items.call("PutItem", params)
+
+    def sync_delete_item(self, table: str, key: Mapping[str, Any]) -> None:
+        """Delete the item with this key (no error when it is absent)."""
+        params = {"TableName": check_table_name(table), "Key": to_item(key, name="key")}
+        self._check_process()
+        self._items.call("DeleteItem", params)
+
+    # --- item helpers (async) -------------------------------------------------
+
+    async def create_table(
+        self,
+        name: str,
+        partition_key: tuple[str, str] = ("key", "S"),
+        sort_key: tuple[str, str] | None = None,
+        wait: bool = False,
+    ) -> None:
+        """Async form of :meth:`sync_create_table`."""
+        self._create_table_params(name, partition_key, sort_key)
+        await self._in_pool(lambda: self.sync_create_table(name, partition_key, sort_key, wait))
+
+    async def table_exists(self, name: str) -> bool:
+        """Async form of :meth:`sync_table_exists`."""
+        check_table_name(name, parameter="name")
+        return await self._in_pool(lambda: self.sync_table_exists(name))
+
+    async def get_item(
+        self, table: str, key: Mapping[str, Any], *, consistent_read: bool = False
+    ) -> dict[str, Any] | None:
+        """Async form of :meth:`sync_get_item`."""
+        check_table_name(table)
+        to_item(key, name="key")
+        return await self._in_pool(
+            lambda: self.sync_get_item(table, key, consistent_read=consistent_read)
+        )
+
+    async def put_item(self, table: str, item: Mapping[str, Any]) -> None:
+        """Async form of :meth:`sync_put_item`."""
+        check_table_name(table)
+        to_item(item)
+        await self._in_pool(lambda: self.sync_put_item(table, item))
+
+    async def delete_item(self, table: str, key: Mapping[str, Any]) -> None:
+        """Async form of :meth:`sync_delete_item`."""
+        check_table_name(table)
+        to_item(key, name="key")
+        await self._in_pool(lambda: self.sync_delete_item(table, key))
+
+    def __repr__(self) -> str:
+        endpoint = f", endpoint_url={self._endpoint_url!r}" if self._endpoint_url else ""
+        return f"DynamoDBClient(region={self._region!r}{endpoint})"

@@ -1,0 +1,158 @@
+"""Exceptions raised by dynalease.
+
+Everything derives from :class:`DynaleaseError`. The three lock outcomes a caller
+must handle are :class:`LockNotAcquired` (contention or an exhausted budget),
+:class:`LockLost` (ownership is gone) and :class:`LockReleaseError` (release not
+confirmed). DynamoDB failures are mapped to :class:`DynamoDBError` subclasses so
+a missing table or a permission problem is never mistaken for contention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "AccessDeniedError",
+    "DynaleaseError",
+    "DynamoDBError",
+    "ForkedProcessError",
+    "LockError",
+    "LockLost",
+    "LockNotAcquired",
+    "LockOwnershipLost",
+    "LockReleaseError",
+    "MalformedLockRow",
+    "RequestFailedError",
+    "TableNotFoundError",
+    "ThrottledError",
+    "TransactionCanceledException",
+    "ValidationError",
+]
+
+
+class DynaleaseError(Exception):
+    """Base class of every error raised by dynalease."""
+
+
+class LockError(DynaleaseError):
+    """A lock operation failed; carries the lock's table, key and owner where known."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        table: str | None = None,
+        key: str | None = None,
+        owner: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.table = table
+        self.key = key
+        self.owner = owner
+
+
+class LockNotAcquired(LockError):
+    """The lock was not acquired: another owner holds it, or the wait budget ran out.
+
+    Decide how to retry; a queue worker should leave the message unacknowledged.
+    """
+
+
+class LockLost(LockError):
+    """This guard no longer owns the lock (taken over, expired, released or cancelled)."""
+
+
+class LockReleaseError(LockError):
+    """Release was not confirmed within the cleanup budget.
+
+    The row is still bounded by its lease: another owner can take it over after
+    observing it unchanged for the stored lease.
+    """
+
+
+class MalformedLockRow(LockError):
+    """The lock row is not a protocol-1 row; it is never taken over.
+
+    Someone wrote the row by hand or another program shares the table. Remove the
+    row after checking that no holder depends on it, or use a dedicated table.
+    """
+
+
+class ForkedProcessError(DynaleaseError, RuntimeError):
+    """A client or guard created before ``fork()`` was used in the child process."""
+
+
+class TransactionCanceledException(DynaleaseError):
+    """DynamoDB cancelled a transaction; ``reasons`` holds one entry per item, in order."""
+
+    def __init__(self, message: str, *, reasons: Sequence[Mapping[str, Any]] = ()) -> None:
+        super().__init__(message)
+        self.reasons: list[dict[str, Any]] = [dict(reason) for reason in reasons]
+
+
+class LockOwnershipLost(TransactionCanceledException, LockLost):
+    """A transaction was rejected because the lock it checked in is no longer ours.
+
+    Nothing in the transaction was written. Catch it as
+    :class:`TransactionCanceledException` or as :class:`LockLost`.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reasons: Sequence[Mapping[str, Any]] = (),
+        table: str | None = None,
+        key: str | None = None,
+        owner: str | None = None,
+    ) -> None:
+        TransactionCanceledException.__init__(self, message, reasons=reasons)
+        self.table = table
+        self.key = key
+        self.owner = owner
+
+
+class DynamoDBError(DynaleaseError):
+    """DynamoDB rejected a request; ``code`` is DynamoDB's error code."""
+
+    def __init__(self, message: str, *, code: str = "", operation: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.operation = operation
+
+
+class TableNotFoundError(DynamoDBError):
+    """The table does not exist (or is not visible in this account and Region)."""
+
+
+class AccessDeniedError(DynamoDBError):
+    """The credentials are missing, invalid or not allowed to make this request."""
+
+
+class ThrottledError(DynamoDBError):
+    """DynamoDB throttled the request; it was not applied."""
+
+
+class ValidationError(DynamoDBError):
+    """DynamoDB rejected the request as invalid (for example a key schema mismatch)."""
+
+
+class RequestFailedError(DynamoDBError):
+    """The request failed in transit or on the server.
+
+    ``may_have_committed`` is true when the request may have been applied anyway
+    (a timeout, a reset connection or a 5xx answer); false when it never reached
+    DynamoDB (for example the endpoint was unreachable).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "",
+        operation: str = "",
+        may_have_committed: bool = True,
+    ) -> None:
+        super().__init__(message, code=code, operation=operation)
+        self.may_have_committed = may_have_committed

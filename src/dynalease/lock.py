@@ -1,0 +1,315 @@
+"""Distributed locks: async and sync guards, and a decorator for functions.
+
+All three are thin faces over one lease engine running on the process
+runtime; they differ only in how they wait for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
+
+from ._engine.lease import Lease, State
+from ._engine.protocol import check_durations
+from .client import DynamoDBClient, check_table_name
+from .exceptions import LockLost, ValidationError
+from .keys import KeyTemplate, validate_key
+from .metrics import LockMetrics
+
+if TYPE_CHECKING:
+    from .transaction import SyncTransaction, Transaction
+
+__all__ = ["DistributedLock", "LockMetrics", "SyncDistributedLock", "distributed_lock"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+OnLost = Callable[[LockLost], object]
+
+_SCHEMA_HINT = (
+    "lock tables need a partition key named 'key' of type S and no sort key; "
+    "check the table with `dynalease doctor --table {table}`"
+)
+
+
+def _check_options(
+    client: object, table: object, lease_duration: object, wait_timeout: object, on_lost: object
+) -> tuple[float, float]:
+    if not isinstance(client, DynamoDBClient):
+        raise TypeError(
+            f"client must be a dynalease.DynamoDBClient, got {type(client).__name__}; "
+            "create one with DynamoDBClient() or DynamoDBClient.from_client(boto3_client)"
+        )
+    check_table_name(table)
+    if on_lost is not None and not callable(on_lost):
+        raise TypeError(f"on_lost must be a callable taking the LockLost error, got {on_lost!r}")
+    return check_durations(lease_duration, wait_timeout)
+
+
+class _Guard:
+    """What sync and async guards share: construction, checks and metrics."""
+
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        *,
+        table: str,
+        key: str,
+        lease_duration: float = 30.0,
+        wait_timeout: float = 35.0,
+        on_lost: OnLost | None = None,
+    ) -> None:
+        lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
+        self._client = client
+        self._lease: Lease = client._new_lease(table, validate_key(key), lease_s, wait_s, on_lost)
+
+    @property
+    def table(self) -> str:
+        """The lock table."""
+        return self._lease.table
+
+    @property
+    def key(self) -> str:
+        """The resolved lock key."""
+        return self._lease.key
+
+    @property
+    def owner(self) -> str:
+        """This guard's owner token (a UUID4), as written to the row."""
+        return self._lease.owner
+
+    @property
+    def lost(self) -> bool:
+        """True once ownership is known to be gone (expired, taken over, rejected)."""
+        lease = self._lease
+        return lease.counters().lost or (lease.state is State.HELD and lease.time_left() <= 0)
+
+    @property
+    def time_left(self) -> float:
+        """Seconds of local validity left before the guard counts as lost (0 if not held)."""
+        return self._lease.time_left()
+
+    def raise_if_lost(self) -> None:
+        """Raise :class:`LockLost` unless this guard holds a valid lease right now.
+
+        A local check: it cannot make a later side effect atomic with ownership.
+        Use :meth:`check_in` to protect DynamoDB writes.
+        """
+        self._lease.raise_if_lost()
+
+    def wait_lost(self, timeout: float | None = None) -> bool:
+        """Block up to ``timeout`` seconds until the guard is lost; True if it was.
+
+        Long-running sync work can run this in a watcher thread, or poll with
+        ``timeout=0``, to stop early instead of finding out at its next write.
+        """
+        try:
+            self._lease.lost_signal.result(timeout)
+        except concurrent.futures.TimeoutError:
+            return self.lost
+        return True
+
+    async def until_lost(self) -> None:
+        """Return when the guard is lost; await it beside long async work.
+
+        Example::
+
+            async with DistributedLock(client, table="locks", key="job") as lease:
+                work = asyncio.ensure_future(long_job())
+                lost = asyncio.ensure_future(lease.until_lost())
+                await asyncio.wait({work, lost}, return_when=asyncio.FIRST_COMPLETED)
+        """
+        await asyncio.shield(asyncio.wrap_future(self._lease.lost_signal))
+
+    def check_in(self, transaction: Transaction | SyncTransaction) -> None:
+        """Add this guard's ownership condition to a transaction of the same client.
+
+        DynamoDB then rejects the whole transaction if the lock was released or
+        taken over before it committed. Commit inside the lock block. Raises
+        :class:`LockLost` if the guard is not held now.
+        """
+        from .transaction import _TransactionBase
+
+        if not isinstance(transaction, _TransactionBase):
+            raise TypeError(
+                f"check_in() takes a dynalease Transaction or SyncTransaction, "
+                f"got {type(transaction).__name__}"
+            )
+        if transaction.client is not self._client:
+            raise ValueError(
+                "the transaction uses a different DynamoDBClient than this lock; "
+                "create the transaction with the lock's client"
+            )
+        transaction._check_in(self._lease, self._lease.condition_item())
+
+    @property
+    def metrics(self) -> LockMetrics:
+        """A snapshot of this guard's requests, renewals, wait and capacity."""
+        return LockMetrics(**asdict(self._lease.counters()))
+
+    def _prepare(self) -> None:
+        if self._lease.state is not State.NEW:
+            raise RuntimeError(
+                f"this guard for {self.key!r} was already used; guards are single use "
+                "and locks are not reentrant: create a new guard"
+            )
+
+    def _explain(self, error: ValidationError) -> ValidationError:
+        return ValidationError(
+            f"{error} ({_SCHEMA_HINT.format(table=self.table)})",
+            code=error.code,
+            operation=error.operation,
+        )
+
+    @staticmethod
+    def _note_cleanup(exc: BaseException | None, cleanup_error: BaseException) -> None:
+        if exc is None:
+            raise cleanup_error
+        exc.add_note(f"dynalease: lock cleanup also failed: {cleanup_error}")
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(table={self.table!r}, key={self.key!r}, "
+            f"state={self._lease.state.value!r})"
+        )
+
+
+class DistributedLock(_Guard):
+    """An async context manager holding one lock, renewed in the background.
+
+    Requires a table with a string partition key named ``key`` and no sort key.
+    Guards are single use and locks are not reentrant. Contention raises
+    :class:`~dynalease.exceptions.LockNotAcquired`; loss of ownership raises
+    :class:`~dynalease.exceptions.LockLost`. A lease cannot stop your code: check
+    :meth:`raise_if_lost` or await :meth:`until_lost` in long work.
+
+    Example::
+
+        async with DistributedLock(client, table="locks", key="customer:123") as lease:
+            await do_work()
+            lease.raise_if_lost()
+    """
+
+    async def __aenter__(self) -> DistributedLock:
+        self._prepare()
+        runtime = self._client._runtime()
+        lease = self._lease
+        try:
+            await runtime.run_async(lease.acquire())
+        except asyncio.CancelledError:
+            runtime.call_soon(lease.abandon)
+            raise
+        except ValidationError as error:
+            raise self._explain(error) from error
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        try:
+            await self._client._runtime().run_async(self._lease.release(), shield=True)
+        except asyncio.CancelledError:
+            raise
+        except Exception as cleanup_error:
+            self._note_cleanup(exc, cleanup_error)
+
+
+class SyncDistributedLock(_Guard):
+    """The sync form of :class:`DistributedLock`; waiting releases the GIL.
+
+    Example::
+
+        with SyncDistributedLock(client, table="locks", key="import:daily") as lease:
+            run_import()
+    """
+
+    def __enter__(self) -> SyncDistributedLock:
+        self._prepare()
+        try:
+            self._client._runtime().run(self._lease.acquire())
+        except ValidationError as error:
+            raise self._explain(error) from error
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        try:
+            self._client._runtime().run(self._lease.release())
+        except Exception as cleanup_error:
+            self._note_cleanup(exc, cleanup_error)
+
+
+def distributed_lock(
+    client: DynamoDBClient,
+    *,
+    table: str,
+    key: str,
+    lease_duration: float = 30.0,
+    wait_timeout: float = 35.0,
+    on_lost: OnLost | None = None,
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Run each call of a ``def`` or ``async def`` function under a lock.
+
+    ``key`` is a template over the function's arguments, e.g.
+    ``"customer:{customer_id}"``; referenced arguments must be ``str``. Several
+    placeholders are length-framed (``"{tenant}:{id}"`` -> ``"4:acme:3:123"``).
+    Template errors are raised here; argument errors at call time, before any
+    request. Decorating (or creating an unawaited coroutine) makes no request.
+
+    Example::
+
+        @distributed_lock(client, table="locks", key="customer-sync:{customer_id}")
+        def synchronize_customer(customer_id: str) -> None:
+            ...
+    """
+    lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
+    template = KeyTemplate(key)
+
+    def decorate(function: Callable[P, R]) -> Callable[P, R]:
+        if not callable(function):
+            raise TypeError(f"distributed_lock decorates functions, got {function!r}")
+        if inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function):
+            raise TypeError(
+                f"distributed_lock cannot wrap the generator {function.__qualname__}: a lock "
+                "around a generator would be held between its steps; lock inside it instead"
+            )
+        bound = template.bind(function)
+        options: dict[str, Any] = {
+            "table": table,
+            "lease_duration": lease_s,
+            "wait_timeout": wait_s,
+            "on_lost": on_lost,
+        }
+
+        if inspect.iscoroutinefunction(function):
+            coroutine_function = cast(Callable[P, Awaitable[Any]], function)
+
+            @functools.wraps(function)
+            async def async_wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
+                resolved = bound.resolve(args, kwargs)
+                async with DistributedLock(client, key=resolved, **options):
+                    return await coroutine_function(*args, **kwargs)
+
+            return cast(Callable[P, R], async_wrapper)
+
+        @functools.wraps(function)
+        def sync_wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            resolved = bound.resolve(args, kwargs)
+            with SyncDistributedLock(client, key=resolved, **options):
+                return function(*args, **kwargs)
+
+        return sync_wrapper
+
+    return decorate
