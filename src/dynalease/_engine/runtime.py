@@ -78,12 +78,9 @@ class Runtime:
         try:
             return future.result()
         except BaseException:
-            if not future.done():
-                future.cancel()
-                try:
-                    future.result(timeout=10)
-                except BaseException:
-                    pass
+            # Interrupted while blocked: cancel the coroutine; it cleans up on the
+            # runtime (e.g. deletes a row it may have written) in the background.
+            future.cancel()
             raise
 
     async def run_async(self, coroutine: Coroutine[Any, Any, T], *, shield: bool = False) -> T:

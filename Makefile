@@ -1,0 +1,53 @@
+# `make demo` runs the demo, `make test` runs every test. Both build .venv from scratch if needed.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: demo test lint typecheck unit system-deps layer bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+# libfaketime runs the clock-jump tests; Node runs dynalite and the CDK's jsii runtime.
+system-deps:
+	@command -v faketime >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    (apt-get update -qq >/dev/null && apt-get install -y -qq faketime >/dev/null) \
+	      || echo "warning: could not install faketime; clock tests will be skipped"; \
+	  else echo "warning: faketime missing (apt-get install faketime); clock tests will be skipped"; fi; }
+	@if command -v npm >/dev/null 2>&1 && [ ! -d tests/support/node/node_modules ] \
+	    && [ -f tests/support/node/package.json ]; then \
+	  (cd tests/support/node && npm ci --no-audit --no-fund --silent) \
+	    || echo "warning: npm ci failed; dynalite tests will be skipped"; fi
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+test: $(STAMP) system-deps lint typecheck
+	$(BIN)/pytest
+
+unit: $(STAMP)
+	$(BIN)/pytest tests/unit -q
+
+demo: $(STAMP)
+	$(BIN)/dynalease demo
+
+layer: $(STAMP)
+	$(BIN)/python layer/build.py
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) cdk.out layer/dist .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,132 @@
+"""The reference documentation's examples, run against a real moto server over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+from dynalease import DynamoDBClient
+from dynalease.exceptions import LockNotAcquired
+from dynalease.lock import DistributedLock, SyncDistributedLock, distributed_lock
+from dynalease.transaction import SyncTransaction
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[str]:
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=1).close()
+            break
+        except Exception:
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                raise RuntimeError("moto server did not start") from None
+            time.sleep(0.1)
+    yield url
+    process.terminate()
+    process.wait(10)
+
+
+@pytest.fixture
+def client(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> DynamoDBClient:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    return DynamoDBClient(region="us-east-1", endpoint_url=endpoint)
+
+
+def test_async_workers_example_serialises_same_customer(client: DynamoDBClient) -> None:
+    if not client.sync_table_exists("worker_locks"):
+        client.sync_create_table("worker_locks", partition_key=("key", "S"), wait=True)
+
+    @distributed_lock(client, table="worker_locks", key="customer:{customer_id}", wait_timeout=2)
+    async def synchronize_customer(customer_id: str) -> str:
+        await asyncio.sleep(0.01)
+        return f"Updated {customer_id}"
+
+    async def main() -> None:
+        results = await asyncio.gather(
+            synchronize_customer("123"),
+            synchronize_customer(customer_id="123"),
+            synchronize_customer("456"),
+        )
+        assert results == ["Updated 123", "Updated 123", "Updated 456"]
+
+    asyncio.run(main())
+
+
+def test_sync_transaction_example_uses_two_lock_writes(client: DynamoDBClient) -> None:
+    for table, partition_key in (("script_locks", "key"), ("import_results", "job_id")):
+        if not client.sync_table_exists(table):
+            client.sync_create_table(table, partition_key=(partition_key, "S"), wait=True)
+
+    with SyncDistributedLock(client, table="script_locks", key="import:daily") as lease:
+        summary = "Imported 100 rows"
+        with SyncTransaction(client) as transaction:
+            lease.check_in(transaction)
+            transaction.put("import_results", {"job_id": "daily", "summary": summary})
+
+    assert lease.metrics.write_requests == 2
+    result = client.sync_get_item("import_results", {"job_id": "daily"})
+    assert result is not None and result["summary"] == summary
+
+
+def test_a_held_lock_blocks_a_zero_wait_contender(client: DynamoDBClient) -> None:
+    if not client.sync_table_exists("contended"):
+        client.sync_create_table("contended", partition_key=("key", "S"), wait=True)
+    other = DynamoDBClient(region="us-east-1", endpoint_url=client.endpoint_url)
+    with SyncDistributedLock(client, table="contended", key="k", lease_duration=5):
+        with pytest.raises(LockNotAcquired):
+            with SyncDistributedLock(other, table="contended", key="k", wait_timeout=0):
+                pass
+    with SyncDistributedLock(other, table="contended", key="k", wait_timeout=0) as lease:
+        assert lease.time_left > 0
+
+
+def test_renewal_keeps_the_lease_over_several_windows(client: DynamoDBClient) -> None:
+    if not client.sync_table_exists("renewing"):
+        client.sync_create_table("renewing", partition_key=("key", "S"), wait=True)
+
+    async def hold() -> DistributedLock:
+        async with DistributedLock(client, table="renewing", key="r", lease_duration=0.6) as lease:
+            await asyncio.sleep(1.5)
+            lease.raise_if_lost()
+        return lease
+
+    lease = asyncio.run(hold())
+    assert lease.metrics.renewals >= 3
+    assert lease.metrics.write_requests == lease.metrics.renewals + 2
+
+
+def test_bad_durations_are_rejected_before_any_request(client: DynamoDBClient) -> None:
+    for kwargs in (
+        {"lease_duration": 0.05},
+        {"wait_timeout": -1},
+        {"lease_duration": float("nan")},
+        {"wait_timeout": 86_401},
+    ):
+        with pytest.raises(ValueError):
+            SyncDistributedLock(client, table="renewing", key="x", **kwargs)  # type: ignore[arg-type]
+    assert os.getpid() > 0
