@@ -130,3 +130,80 @@ def test_bad_durations_are_rejected_before_any_request(client: DynamoDBClient) -
         with pytest.raises(ValueError):
             SyncDistributedLock(client, table="renewing", key="x", **kwargs)  # type: ignore[arg-type]
     assert os.getpid() > 0
+
+
+def _table(client: DynamoDBClient, name: str) -> str:
+    if not client.sync_table_exists(name):
+        client.sync_create_table(name, partition_key=("key", "S"), wait=True)
+    return name
+
+
+def test_cancelling_an_async_body_releases_the_row(client: DynamoDBClient) -> None:
+    table = _table(client, "cancelled")
+
+    async def main() -> None:
+        async def body() -> None:
+            async with DistributedLock(client, table=table, key="c"):
+                await asyncio.sleep(30)
+
+        task = asyncio.ensure_future(body())
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert client.sync_get_item(table, {"key": "c"}, consistent_read=True) is None
+
+
+def test_threads_sharing_one_client_never_overlap(client: DynamoDBClient) -> None:
+    import threading
+
+    table = _table(client, "threads")
+    inside: list[int] = []
+    overlaps: list[int] = []
+
+    def worker() -> None:
+        for _ in range(3):
+            with SyncDistributedLock(client, table=table, key="t", wait_timeout=20):
+                inside.append(1)
+                if len(inside) > 1:
+                    overlaps.append(1)
+                time.sleep(0.01)
+                inside.pop()
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert overlaps == []
+
+
+def test_check_in_is_rejected_once_another_owner_holds_the_row(client: DynamoDBClient) -> None:
+    from dynalease.exceptions import LockLost, TransactionCanceledException
+
+    table = _table(client, "checkin")
+    results = _table(client, "checkin_results")
+    with pytest.raises(LockLost):
+        with SyncDistributedLock(client, table=table, key="job") as lease:
+            # A successor's row, as after a takeover.
+            client.sync_put_item(
+                table,
+                {
+                    "key": "job",
+                    "owner": "successor",
+                    "version": "v",
+                    "lease_ms": 30000,
+                    "protocol": 1,
+                },
+            )
+            with pytest.raises(TransactionCanceledException) as rejected:
+                with SyncTransaction(client) as transaction:
+                    lease.check_in(transaction)
+                    transaction.put(results, {"key": "job", "by": lease.owner})
+            assert isinstance(rejected.value, LockLost)
+            assert lease.lost
+    assert client.sync_get_item(results, {"key": "job"}) is None
+    row = client.sync_get_item(table, {"key": "job"}, consistent_read=True)
+    assert row is not None and row["owner"] == "successor"
