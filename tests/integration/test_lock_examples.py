@@ -164,3 +164,54 @@ def test_check_in_is_rejected_once_another_owner_holds_the_row(client: DynamoDBC
     assert client.sync_get_item(results, {"key": "job"}) is None
     row = client.sync_get_item(table, {"key": "job"}, consistent_read=True)
     assert row is not None and row["owner"] == "successor"
+
+
+def test_a_transaction_sends_nothing_when_its_block_raises(client: DynamoDBClient) -> None:
+    table = _table(client, "tx_abort")
+    with pytest.raises(RuntimeError, match="boom"):
+        with SyncTransaction(client) as transaction:
+            transaction.put(table, {"key": "a", "n": 1})
+            raise RuntimeError("boom")
+    assert client.sync_get_item(table, {"key": "a"}) is None
+
+
+def test_check_in_refuses_a_transaction_of_another_client(client: DynamoDBClient) -> None:
+    table = _table(client, "tx_other")
+    other = DynamoDBClient(region="us-east-1", endpoint_url=client.endpoint_url)
+    with SyncDistributedLock(client, table=table, key="o") as lease:
+        with pytest.raises(ValueError, match="different DynamoDBClient"):
+            lease.check_in(SyncTransaction(other))
+
+
+def test_a_missing_table_is_an_error_not_contention(client: DynamoDBClient) -> None:
+    from dynalease.exceptions import TableNotFoundError
+
+    with pytest.raises(TableNotFoundError, match="does not exist"):
+        with SyncDistributedLock(client, table="no_such_table", key="k", wait_timeout=1):
+            pass
+
+
+def test_item_helpers_round_trip_plain_python_values(client: DynamoDBClient) -> None:
+    table = _table(client, "items")
+    item = {
+        "key": "v",
+        "int": 7,
+        "float": 0.25,
+        "bytes": b"\x00\x01",
+        "flag": True,
+        "nothing": None,
+        "list": [1, "two"],
+        "map": {"a": 1},
+        "tags": {"x", "y"},
+    }
+    client.sync_put_item(table, item)
+    assert client.sync_get_item(table, {"key": "v"}) == item
+    client.sync_delete_item(table, {"key": "v"})
+    assert client.sync_get_item(table, {"key": "v"}) is None
+
+    async def main() -> None:
+        await client.put_item(table, {"key": "w", "n": 1})
+        assert await client.get_item(table, {"key": "w"}) == {"key": "w", "n": 1}
+        assert await client.table_exists(table)
+
+    asyncio.run(main())
