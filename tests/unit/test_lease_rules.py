@@ -189,3 +189,62 @@ def test_a_malformed_row_is_never_taken_over() -> None:
         assert transport.rows["k"]["owner"] == {"S": "x"}
 
     run(scenario())
+
+
+class LosingTransport(DictTransport):
+    """Commits chosen writes, then answers as if the connection dropped."""
+
+    def __init__(self, lose: set[str]) -> None:
+        super().__init__()
+        self.lose = lose
+
+    async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        from dynalease.exceptions import RequestFailedError
+
+        answer = await super().send(operation, params)
+        if operation in self.lose:
+            self.lose.discard(operation)
+            raise RequestFailedError("connection reset", operation=operation)
+        return answer
+
+
+@pytest.mark.parametrize("operation", ["PutItem", "UpdateItem", "DeleteItem"])
+def test_a_lost_response_is_reconciled_by_a_strong_read(operation: str) -> None:
+    async def scenario() -> Lease:
+        clock, transport = ManualClock(), LosingTransport({operation})
+        lease = make(transport, clock, lease=3)
+        await lease.acquire()
+        await clock.advance(1.05)  # one renewal
+        lease.raise_if_lost()
+        await lease.release()
+        assert transport.rows == {}
+        assert "GetItem" in transport.sent
+        return lease
+
+    counters = run(scenario()).counters()
+    assert counters.request_failures == 1 and not counters.lost
+
+
+def test_a_failed_renewal_is_retried_and_the_lease_is_lost_at_ninety_percent() -> None:
+    from dynalease.exceptions import ThrottledError
+
+    class Throttling(DictTransport):
+        async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+            if operation == "UpdateItem":
+                self.sent.append(operation)
+                raise ThrottledError("throttled", operation=operation)
+            return await super().send(operation, params)
+
+    async def scenario() -> None:
+        clock, transport = ManualClock(), Throttling()
+        lease = make(transport, clock, lease=12)
+        await lease.acquire()
+        await clock.advance(10.79)
+        lease.raise_if_lost()
+        # renewals start at 4 s and retry every min(12/12, 1 s) = 1 s
+        assert transport.sent.count("UpdateItem") == 7
+        await clock.advance(0.02)
+        with pytest.raises(LockLost):
+            lease.raise_if_lost()
+
+    run(scenario())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import math
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
@@ -136,7 +137,9 @@ class ManualClock:
             await asyncio.sleep(0)
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._sleepers, (self._now + delay, next(self._order), future))
+        # Never wake at "now": a delay lost to float rounding would spin forever.
+        wake = max(self._now + delay, math.nextafter(self._now, math.inf))
+        heapq.heappush(self._sleepers, (wake, next(self._order), future))
         await future
 
     async def settle(self, rounds: int = 50) -> None:

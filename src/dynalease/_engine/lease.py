@@ -41,6 +41,7 @@ log = logging.getLogger("dynalease")
 #: clock jump ends the lease promptly rather than at the next renewal.
 WATCH_INTERVAL_S = 1.0
 FIRST_POLL_S = 0.025
+_EPSILON_S = 1e-6
 
 
 class State(enum.Enum):
@@ -462,7 +463,7 @@ class Lease:
             validity = self._validity
             assert validity is not None
             left = validity.remaining(self.clock, self._span)
-            if left <= 0:
+            if left <= _EPSILON_S:  # a sub-microsecond remainder cannot be renewed in time
                 self._lose("its lease expired before a renewal was confirmed")
                 return
             wait = next_attempt - self.clock.monotonic()
