@@ -1,9 +1,14 @@
 """Key templates: ``"customer:{customer_id}"`` bound to a function's arguments.
 
+A template is parsed once, when a function is decorated, so template mistakes
+surface at import time rather than on the first call. Resolving runs on every
+call and before any request, so argument mistakes fail the way Python itself
+would fail a bad call, without touching DynamoDB.
+
 With more than one placeholder each value is framed as
-``<UTF-8 byte length>:<value>``, so ``"{tenant}:{id}"`` with ``"acme"`` and
-``"123"`` is ``"4:acme:3:123"`` and no choice of values can collide.
-``{{`` and ``}}`` are literal braces. Resolved keys are 1..2,048 UTF-8 bytes.
+``<UTF-8 byte length>:<value>``: ``"{tenant}:{id}"`` with ``"acme"`` and
+``"123"`` is ``"4:acme:3:123"``. ``{{`` and ``}}`` are literal braces. Resolved
+keys are 1..2,048 UTF-8 bytes.
 """
 
 from __future__ import annotations
@@ -15,136 +20,275 @@ from typing import Any
 __all__ = ["MAX_KEY_BYTES", "BoundKey", "KeyTemplate", "validate_key"]
 
 MAX_KEY_BYTES = 2048
+"""Largest resolved key, in UTF-8 bytes (DynamoDB's limit for a partition key)."""
+
+_DIRECT_KINDS = frozenset(
+    {
+        inspect.Parameter.POSITIONAL_ONLY,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+    }
+)
+
+
+def _describe(value: object) -> str:
+    """``"int 123"``: type and a short repr, so a message stays one readable line."""
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{type(value).__name__} {text}"
 
 
 def validate_key(key: object, *, parameter: str = "key") -> str:
-    """Check a resolved lock key: a str of 1..2,048 UTF-8 bytes."""
+    """Return ``key`` if it is a ``str`` of 1..2,048 UTF-8 bytes, else raise.
+
+    Raises ``TypeError`` for a non-``str`` and ``ValueError`` for an empty key, a
+    key with lone surrogates (which DynamoDB cannot store) or one that is too long.
+    ``parameter`` names the value in the messages.
+    """
     if not isinstance(key, str):
-        raise TypeError(f"{parameter} must be a str, got {type(key).__name__}; convert it first")
+        raise TypeError(
+            f"{parameter} must be a str, got {_describe(key)}; convert it with str() first"
+        )
     try:
         size = len(key.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise ValueError(f"{parameter} {key!r} is not valid UTF-8 text") from None
-    if not 1 <= size <= MAX_KEY_BYTES:
+    except UnicodeEncodeError as error:
         raise ValueError(
-            f"{parameter} must be 1..{MAX_KEY_BYTES} UTF-8 bytes, got {size} bytes; "
-            "use a shorter key (for example a hash of long identifiers)"
+            f"{parameter} is not valid UTF-8 text: lone surrogate {key[error.start]!r} at "
+            f"index {error.start}; decode external bytes with errors='replace' first"
+        ) from None
+    if size == 0:
+        raise ValueError(f"{parameter} is empty (0 UTF-8 bytes); a key needs at least 1 byte")
+    if size > MAX_KEY_BYTES:
+        raise ValueError(
+            f"{parameter} is {size} UTF-8 bytes, over the {MAX_KEY_BYTES}-byte limit; "
+            "use shorter identifiers or a hash of long ones"
         )
     return key
 
 
-def _parse(template: str) -> list[tuple[bool, str]]:
-    """Split a template into (is_placeholder, text) segments."""
-    segments: list[tuple[bool, str]] = []
-    literal: list[str] = []
-    i = 0
-    while i < len(template):
+def _placeholder_problem(name: str) -> str | None:
+    """Why ``{name}`` is not an accepted placeholder, or None if it is."""
+    if name == "":
+        return "an empty placeholder {}; name an argument, e.g. {customer_id}"
+    if name.isdigit():
+        return f"a positional placeholder {{{name}}}; name an argument instead"
+    # str.format features are rejected rather than ignored: silently dropping a
+    # conversion or format spec would give another service a different key.
+    if "!" in name:
+        return f"a conversion in {{{name}}}; conversions are not supported, pass a str"
+    if ":" in name:
+        return f"a format spec in {{{name}}}; format specs are not supported, pass a str"
+    if "." in name or "[" in name:
+        return f"attribute or index access in {{{name}}}; pass the value as its own argument"
+    if "{" in name:
+        return f"an unmatched '{{' before {{{name.rsplit('{', 1)[-1]}}}; write '{{{{' for a brace"
+    if not name.isidentifier():
+        return f"{{{name}}}, which is not a Python identifier; use an argument name"
+    return None
+
+
+def _parse(template: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Split a template into literal texts and placeholder names.
+
+    The literals interleave the names: ``literals[0] names[0] literals[1] ...``,
+    so there is always one more literal than names (possibly empty strings).
+    """
+    literals: list[str] = []
+    names: list[str] = []
+    text: list[str] = []
+    i, end = 0, len(template)
+    while i < end:
         char = template[i]
         if char == "{" and template.startswith("{{", i):
-            literal.append("{")
+            text.append("{")
             i += 2
         elif char == "}" and template.startswith("}}", i):
-            literal.append("}")
+            text.append("}")
             i += 2
         elif char == "{":
-            end = template.find("}", i)
-            if end < 0:
-                raise ValueError(
-                    f"key template {template!r} has an unmatched '{{'; write '{{{{' for a brace"
-                )
-            name = template[i + 1 : end]
-            if not name.isidentifier():
-                raise ValueError(
-                    f"key template {template!r} has placeholder {{{name}}}: placeholders must be "
-                    "argument names like {customer_id}, without formats, indexes or attributes"
-                )
-            if literal:
-                segments.append((False, "".join(literal)))
-                literal = []
-            segments.append((True, name))
-            i = end + 1
+            close = template.find("}", i)
+            if close < 0:
+                problem: str | None = "an unmatched '{'; write '{{' for a literal brace"
+            else:
+                problem = _placeholder_problem(template[i + 1 : close])
+            if problem is not None:
+                raise ValueError(f"key template {template!r} has {problem}")
+            literals.append("".join(text))
+            names.append(template[i + 1 : close])
+            text = []
+            i = close + 1
         elif char == "}":
             raise ValueError(
-                f"key template {template!r} has an unmatched '}}'; write '}}}}' for a brace"
+                f"key template {template!r} has an unmatched '}}'; write '}}}}' for a literal brace"
             )
         else:
-            literal.append(char)
+            text.append(char)
             i += 1
-    if literal:
-        segments.append((False, "".join(literal)))
-    return segments
+    literals.append("".join(text))
+    return tuple(literals), tuple(names)
 
 
 class KeyTemplate:
-    """A parsed key template; parsing errors are raised at construction."""
+    """A lock-key template such as ``"customer:{customer_id}"``, parsed on construction.
+
+    Placeholders are ``{name}`` with ``name`` a Python identifier; ``{{`` and
+    ``}}`` are literal braces. Anything else ``str.format`` would accept
+    (``{}``, ``{0}``, ``{a.b}``, ``{a[0]}``, ``{a!r}``, ``{a:>3}``) is a
+    ``ValueError`` here, as are unmatched braces.
+    """
+
+    __slots__ = ("_framed", "_literals", "_names", "_placeholders", "_template")
 
     def __init__(self, template: str) -> None:
         if not isinstance(template, str):
-            raise TypeError(f"key must be a str template, got {type(template).__name__}")
-        self.template = template
-        self._segments = _parse(template)
-        names = [text for is_name, text in self._segments if is_name]
-        self._framed = len(names) > 1
-        self.placeholders: tuple[str, ...] = tuple(dict.fromkeys(names))
+            raise TypeError(
+                f"key template must be a str such as 'customer:{{customer_id}}', "
+                f"got {_describe(template)}"
+            )
+        self._template = template
+        self._literals, self._names = _parse(template)
+        # One value cannot collide with anything, so it stays readable; with two
+        # or more, framing is what keeps ("a:b", "c") and ("a", "b:c") apart.
+        self._framed = len(self._names) > 1
+        self._placeholders = tuple(dict.fromkeys(self._names))
+
+    @property
+    def template(self) -> str:
+        """The template text as given."""
+        return self._template
+
+    @property
+    def placeholders(self) -> tuple[str, ...]:
+        """Distinct placeholder names, in order of first appearance."""
+        return self._placeholders
 
     def resolve(self, values: Mapping[str, object]) -> str:
-        """The key for these placeholder values (each must be a str)."""
-        parts: list[str] = []
-        for is_name, text in self._segments:
-            if not is_name:
-                parts.append(text)
-                continue
-            if text not in values:
-                raise ValueError(f"key template {self.template!r} needs a value for {{{text}}}")
-            value = values[text]
+        """Return the key for ``values``, which must map every placeholder to a ``str``.
+
+        A missing placeholder is a ``ValueError``, a non-``str`` value a
+        ``TypeError``; the resolved key must be 1..2,048 UTF-8 bytes.
+        """
+        literals = self._literals
+        parts = [literals[0]]
+        for index, name in enumerate(self._names, 1):
+            try:
+                value = values[name]
+            except KeyError:
+                raise ValueError(
+                    f"key template {self._template!r} needs a value for placeholder {{{name}}}"
+                ) from None
             if not isinstance(value, str):
+                # No implicit str(): 123 and "123" or 1.0 and "1.0" must not be
+                # left to each caller's formatting to agree on.
                 raise TypeError(
-                    f"placeholder {{{text}}} got {type(value).__name__} {value!r}; "
+                    f"placeholder {{{name}}} got {_describe(value)}; "
                     "convert it to str before calling"
                 )
-            parts.append(
-                f"{len(value.encode('utf-8', 'surrogatepass'))}:{value}" if self._framed else value
-            )
-        return validate_key("".join(parts))
+            if self._framed:
+                try:
+                    size = len(value.encode("utf-8"))
+                except UnicodeEncodeError:
+                    raise ValueError(
+                        f"placeholder {{{name}}} got text with a lone surrogate, which is "
+                        "not valid UTF-8; clean the value before calling"
+                    ) from None
+                parts.append(f"{size}:{value}")
+            else:
+                parts.append(value)
+            parts.append(literals[index])
+        return validate_key("".join(parts), parameter=f"key from template {self._template!r}")
 
     def bind(self, function: Callable[..., Any]) -> BoundKey:
-        """Bind to a function's parameters; unknown placeholders fail here."""
+        """Bind to ``function``'s parameters; see :class:`BoundKey`."""
         return BoundKey(self, function)
 
     def __repr__(self) -> str:
-        return f"KeyTemplate({self.template!r})"
+        return f"KeyTemplate({self._template!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, KeyTemplate) and other.template == self.template
+        if not isinstance(other, KeyTemplate):
+            return NotImplemented
+        return self._template == other._template
 
     def __hash__(self) -> int:
-        return hash(self.template)
+        return hash(self._template)
 
 
 class BoundKey:
-    """A template bound to one function's signature, resolved on every call."""
+    """A key template bound to one function's signature, built at decoration time.
+
+    Every placeholder must name a parameter that can be passed by position or
+    keyword; ``*args`` and ``**kwargs`` parameters do not count. The signature is
+    read once with :func:`inspect.signature`, which follows ``__wrapped__`` and
+    leaves ``self`` out of bound methods.
+    """
+
+    __slots__ = ("_defaults", "_name", "_signature", "_template")
 
     def __init__(self, template: KeyTemplate, function: Callable[..., Any]) -> None:
-        self.template = template
-        self._name = getattr(function, "__qualname__", repr(function))
-        self._signature = inspect.signature(function)
-        direct = {
+        self._template = template
+        self._name: str = getattr(function, "__qualname__", None) or repr(function)
+        try:
+            self._signature = inspect.signature(function)
+        except (TypeError, ValueError) as error:
+            raise ValueError(
+                f"key template {template.template!r} cannot be bound to {self._name}: "
+                f"its signature is not readable ({error})"
+            ) from None
+        parameters = self._signature.parameters
+        for name in template.placeholders:
+            parameter = parameters.get(name)
+            if parameter is None or parameter.kind not in _DIRECT_KINDS:
+                why = "is not a parameter of" if parameter is None else "is the variadic *name of"
+                raise ValueError(
+                    f"key template {template.template!r} uses {{{name}}}, which {why} "
+                    f"{self._name}{self._signature}; placeholders must be direct argument "
+                    f"names, one of {self._direct_names()}"
+                )
+        # Only the defaults a placeholder can need, so a call does not pay for
+        # BoundArguments.apply_defaults() filling in every other parameter.
+        self._defaults = {
+            name: parameters[name].default
+            for name in template.placeholders
+            if parameters[name].default is not inspect.Parameter.empty
+        }
+
+    def _direct_names(self) -> list[str]:
+        return [
             name
             for name, parameter in self._signature.parameters.items()
-            if parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
-        }
-        for name in template.placeholders:
-            if name not in direct:
-                raise ValueError(
-                    f"key template {template.template!r} uses {{{name}}}, which is not an "
-                    f"argument of {self._name}{self._signature}; use one of {sorted(direct)}"
-                )
+            if parameter.kind in _DIRECT_KINDS
+        ]
+
+    @property
+    def template(self) -> KeyTemplate:
+        """The template this key resolves."""
+        return self._template
+
+    @property
+    def signature(self) -> inspect.Signature:
+        """The function's signature, as read at bind time."""
+        return self._signature
 
     def resolve(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-        """The key for one call's arguments."""
+        """Return the key for one call of the function with ``args`` and ``kwargs``.
+
+        Arguments the function would not accept raise ``TypeError`` naming the
+        function, as calling it would, before any request is made.
+        """
         try:
-            bound = self._signature.bind(*args, **kwargs)
+            arguments = self._signature.bind(*args, **kwargs).arguments
         except TypeError as error:
             raise TypeError(f"{self._name}(): {error}") from None
-        bound.apply_defaults()
-        return self.template.resolve(bound.arguments)
+        defaults = self._defaults
+        # A placeholder absent after a successful bind has a default: required
+        # parameters are always bound, and variadic ones were refused in __init__.
+        values = {
+            name: arguments[name] if name in arguments else defaults[name]
+            for name in self._template.placeholders
+        }
+        return self._template.resolve(values)
+
+    def __repr__(self) -> str:
+        return f"BoundKey({self._template.template!r}, {self._name})"
