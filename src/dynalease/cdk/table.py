@@ -1,0 +1,238 @@
+"""LockTable: the DynamoDB table the lock protocol runs on, and its exact grants."""
+
+from __future__ import annotations
+
+import re
+
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from ..constants import ENV_TABLE
+
+__all__ = ["INSPECT_ACTIONS", "LOCK_ACTIONS", "TABLE_ENV_VAR", "LockTable"]
+
+#: The environment variable ``configure_function`` sets to the table name.
+TABLE_ENV_VAR = ENV_TABLE
+
+#: Every DynamoDB action protocol version 1 sends, and nothing more.
+LOCK_ACTIONS: tuple[str, ...] = (
+    "dynamodb:GetItem",  # observe (strong read) and reconcile
+    "dynamodb:PutItem",  # acquire and take over
+    "dynamodb:UpdateItem",  # renew
+    "dynamodb:DeleteItem",  # release
+    "dynamodb:ConditionCheckItem",  # check_in inside TransactWriteItems
+)
+
+#: Read-only actions for ``dynalease inspect`` / ``dynalease doctor``.
+INSPECT_ACTIONS: tuple[str, ...] = (
+    "dynamodb:DescribeTable",
+    "dynamodb:DescribeTimeToLive",
+    "dynamodb:DescribeContinuousBackups",
+    "dynamodb:GetItem",
+    "dynamodb:Scan",
+)
+
+# With a customer managed key, DynamoDB checks the caller's access to the key on
+# every item request. Named actions only, so no policy carries a wildcard.
+_KEY_LOCK_ACTIONS = ("kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey")
+_KEY_INSPECT_ACTIONS = ("kms:Decrypt", "kms:DescribeKey")
+
+_PARTITION_KEY = "key"
+_TABLE_NAME = re.compile(r"^[A-Za-z0-9_.\-]{3,255}$")
+
+
+class LockTable(Construct):
+    """An on-demand DynamoDB table for dynalease locks.
+
+    Partition key ``key`` (S), no sort key, no TTL and no stream: the lock rows
+    are exactly the protocol's rows and expire by lease, never by TTL.
+
+    Example::
+
+        locks = LockTable(self, "Locks")
+        locks.configure_function(worker)  # sets DYNALEASE_TABLE and grants the lock actions
+
+    :param table_name: a fixed name; by default CloudFormation generates one.
+    :param removal_policy: what happens to the table when it leaves the stack (RETAIN).
+    :param point_in_time_recovery: continuous backups (on by default).
+    :param deletion_protection: refuse ``DeleteTable`` while set.
+    :param encryption_key: a customer managed KMS key; by default the AWS owned key.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        table_name: str | None = None,
+        removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
+        point_in_time_recovery: bool = True,
+        deletion_protection: bool = False,
+        encryption_key: kms.IKey | None = None,
+    ) -> None:
+        _check_table_name(table_name)
+        if not isinstance(removal_policy, cdk.RemovalPolicy):
+            raise TypeError(
+                f"removal_policy must be an aws_cdk.RemovalPolicy, got {removal_policy!r}"
+            )
+        for name, value in (
+            ("point_in_time_recovery", point_in_time_recovery),
+            ("deletion_protection", deletion_protection),
+        ):
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} must be True or False, got {value!r}")
+        if encryption_key is not None and not _is_key(encryption_key):
+            raise TypeError(
+                "encryption_key must be an aws_kms.IKey (for example kms.Key(...) or "
+                f"kms.Key.from_key_arn(...)), got {type(encryption_key).__name__}"
+            )
+        super().__init__(scope, id)
+
+        self._encryption_key = encryption_key
+        self.table: dynamodb.Table = dynamodb.Table(
+            self,
+            "Table",
+            table_name=table_name,
+            partition_key=dynamodb.Attribute(
+                name=_PARTITION_KEY, type=dynamodb.AttributeType.STRING
+            ),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=point_in_time_recovery
+            ),
+            deletion_protection=deletion_protection,
+            encryption=(
+                dynamodb.TableEncryption.CUSTOMER_MANAGED
+                if encryption_key is not None
+                else dynamodb.TableEncryption.DEFAULT
+            ),
+            encryption_key=encryption_key,
+            removal_policy=removal_policy,
+        )
+        """The underlying ``aws_dynamodb.Table`` (construct ID ``Table``)."""
+
+    @property
+    def table_name(self) -> str:
+        """The table's name (a token until deploy unless ``table_name`` was given)."""
+        return self.table.table_name
+
+    @property
+    def table_arn(self) -> str:
+        """The table's ARN."""
+        return self.table.table_arn
+
+    @property
+    def encryption_key(self) -> kms.IKey | None:
+        """The customer managed key, if the table has one."""
+        return self._encryption_key
+
+    def grant_lock(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` take, renew and release locks: exactly :data:`LOCK_ACTIONS`.
+
+        The statement names this table's ARN only (no index ARNs, no wildcards).
+        With a customer managed key, it also grants the key use DynamoDB needs
+        (``kms:Decrypt``, ``kms:DescribeKey``, ``kms:Encrypt``,
+        ``kms:GenerateDataKey``) on that key only.
+        """
+        return self._grant(grantee, LOCK_ACTIONS, _KEY_LOCK_ACTIONS)
+
+    def grant_inspect(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` read lock rows and the table settings (the CLI's inspect/doctor)."""
+        return self._grant(grantee, INSPECT_ACTIONS, _KEY_INSPECT_ACTIONS)
+
+    def configure_function(
+        self,
+        function: lambda_.Function,
+        layer: lambda_.ILayerVersion | None = None,
+    ) -> iam.Grant:
+        """Wire a Lambda function to this table.
+
+        Sets ``DYNALEASE_TABLE`` to the table name, grants :meth:`grant_lock` to
+        the function's role, and adds ``layer`` (for example a ``LockLayer``) if
+        given. A ``LockLayer`` is checked against the function's runtime and
+        architecture, so a mismatch fails at synth time, not at the first cold
+        start. Returns the lock grant.
+        """
+        if not isinstance(function, lambda_.Function):
+            raise TypeError(
+                "configure_function needs an aws_lambda.Function defined in this app (it sets an "
+                "environment variable); for an imported function, call grant_lock(function) and "
+                f"set {TABLE_ENV_VAR} where the function is defined. Got {type(function).__name__}"
+            )
+        if layer is not None:
+            _check_layer(function, layer)
+        function.add_environment(TABLE_ENV_VAR, self.table_name)
+        grant = self.grant_lock(function)
+        if layer is not None:
+            function.add_layers(layer)
+        return grant
+
+    def _grant(
+        self, grantee: iam.IGrantable, actions: tuple[str, ...], key_actions: tuple[str, ...]
+    ) -> iam.Grant:
+        if not hasattr(grantee, "grant_principal"):
+            raise TypeError(
+                "grantee must be an aws_iam.IGrantable (a role, user, or function), "
+                f"got {type(grantee).__name__}"
+            )
+        grant = iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=list(actions),
+            resource_arns=[self.table.table_arn],
+        )
+        if self._encryption_key is not None:
+            grant = grant.combine(self._encryption_key.grant(grantee, *key_actions))
+        return grant
+
+
+def _check_table_name(table_name: object) -> None:
+    if table_name is None:
+        return
+    if not isinstance(table_name, str):
+        raise TypeError(f"table_name must be a str or None, got {type(table_name).__name__}")
+    if cdk.Token.is_unresolved(table_name):
+        return
+    if not _TABLE_NAME.match(table_name):
+        raise ValueError(
+            f"table_name {table_name!r} is not a valid DynamoDB table name: use 3-255 characters "
+            "from letters, digits, '_', '-' and '.', or leave it out to let CloudFormation "
+            "generate one"
+        )
+
+
+def _is_key(value: object) -> bool:
+    return all(hasattr(value, name) for name in ("key_arn", "grant"))
+
+
+def _check_layer(function: lambda_.Function, layer: object) -> None:
+    if not hasattr(layer, "layer_version_arn"):
+        raise TypeError(
+            f"layer must be an aws_lambda.ILayerVersion such as a LockLayer, got "
+            f"{type(layer).__name__}"
+        )
+    runtime = function.runtime
+    if runtime.family != lambda_.RuntimeFamily.PYTHON:
+        raise ValueError(
+            f"the dynalease layer is for Python functions, but {function.node.path} uses "
+            f"{runtime.name}; use a python3.11 or newer runtime"
+        )
+    # Local import: the layer module imports this one.
+    from .layer import LockLayer
+
+    if isinstance(layer, LockLayer):
+        if runtime.name not in layer.compatible_runtime_names:
+            raise ValueError(
+                f"{function.node.path} uses {runtime.name}, which {layer.node.path} does not "
+                f"support (compatible runtimes: {', '.join(layer.compatible_runtime_names)})"
+            )
+        architecture = function.architecture.name
+        if architecture not in layer.compatible_architecture_names:
+            raise ValueError(
+                f"{function.node.path} runs on {architecture}, which {layer.node.path} does not "
+                f"support (compatible architectures: "
+                f"{', '.join(layer.compatible_architecture_names)})"
+            )
