@@ -415,7 +415,13 @@ class Lease:
                 return item, True
             return item, False
         if reply is None:
-            return self._conflict_item, False
+            item = self._conflict_item
+            if item is None:
+                # DynamoDB returns the row with a failed condition (ALL_OLD), but some
+                # implementations do not (docs/emulators.md). "No item" must not mean
+                # "no row", or a contender retries its create in a tight loop: read it.
+                item = await self._read_row(deadline)
+            return item, False
         self._confirm(version, stamp)
         return None, True
 
@@ -624,6 +630,11 @@ class Lease:
                 continue
             if reply is None and not uncertain and self.state is State.RELEASING:
                 item = self._conflict_item
+                if item is None:  # not returned with the failure: find out who holds it
+                    try:
+                        item = await self._read_row(deadline)
+                    except (_BudgetSpent, _Unknown, DynamoDBError):
+                        item = None
                 if item is not None and item.get(p.OWNER_ATTR) != {"S": self.owner}:
                     self._lose("another owner took the lock over before release")
                 elif item is None and self._lost_reason == "":
