@@ -211,7 +211,14 @@ class Lease:
         else:
             self._writes += 1
         task: asyncio.Future[Reply] = asyncio.ensure_future(operation)
-        if not await wait_for(self.clock, task, timeout):
+        try:
+            finished = await wait_for(self.clock, task, timeout)
+        except asyncio.CancelledError:
+            if kind != "read" and self.state is State.ACQUIRING:
+                # Cancelled with a create or takeover in flight: it may still land.
+                self._watch_late(task)
+            raise
+        if not finished:
             self._request_failures += 1
             raise _Unknown(task, None)
         try:
@@ -431,7 +438,14 @@ class Lease:
 
         def landed(done: asyncio.Future[Reply]) -> None:
             self._late.discard(done)
-            if done.cancelled() or done.exception() is not None:
+            if done.cancelled():
+                return
+            failure = done.exception()
+            # A lost answer may still mean the write was applied; deleting our own
+            # owner's row is always safe, so treat it like a success here.
+            if failure is not None and not (
+                isinstance(failure, RequestFailedError) and failure.may_have_committed
+            ):
                 return
             if self.state in (State.NOT_ACQUIRED, State.CANCELLED):
                 self._background(self._cleanup_late())

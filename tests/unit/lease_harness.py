@@ -1,0 +1,207 @@
+"""A lease on the test's own event loop: manual clock, in-memory table, scripted faults.
+
+The table is the in-memory DynamoDB emulation behind ``dynalease.testing``, so
+every condition expression the engine sends is really evaluated. Between the
+engine and the table sits :class:`FaultyTransport`, which records each request
+with the manual-clock time it was sent and can delay it, drop its answer after
+committing, or fail it, one scripted :class:`Fault` at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from dynalease import DynamoDBClient
+from dynalease._engine.clock import ManualClock
+from dynalease._engine.lease import Lease
+from dynalease._engine.observations import Observations
+from dynalease._engine.store import LockStore
+from dynalease._memory import MemoryDynamoDB
+from dynalease.exceptions import LockLost, RequestFailedError
+from dynalease.testing import _MemoryTransport
+
+TABLE = "locks"
+FOREVER = 1e9
+
+
+@dataclass
+class Fault:
+    """What happens to the next request of ``operation``.
+
+    ``before``: clock seconds until the request reaches the table; ``commit``:
+    whether the table applies it; ``after``: clock seconds until the answer
+    comes back; ``error``: raised instead of the answer (after ``after``).
+    """
+
+    operation: str
+    before: float = 0.0
+    commit: bool = True
+    after: float = 0.0
+    error: BaseException | None = None
+
+
+def lost_answer(operation: str) -> Fault:
+    """The request is applied but the connection drops before the answer."""
+    return Fault(operation, error=RequestFailedError("connection reset", operation=operation))
+
+
+def hang(operation: str, *, commit: bool = True) -> Fault:
+    """The answer never comes back (the request may or may not be applied)."""
+    return Fault(operation, commit=commit, after=FOREVER)
+
+
+@dataclass(frozen=True)
+class Sent:
+    """One request as the table saw it, with the manual-clock time it was sent."""
+
+    operation: str
+    params: dict[str, Any]
+    at: float
+
+
+class FaultyTransport:
+    """Records requests and plays scripted faults in front of the in-memory table."""
+
+    def __init__(self, clock: ManualClock, db: MemoryDynamoDB) -> None:
+        self.clock = clock
+        self.inner = _MemoryTransport(db, lock_requests=True)
+        self.sent: list[Sent] = []
+        self.faults: list[Fault] = []
+        #: Faults applied to every request of an operation, after the scripted ones.
+        self.always: dict[str, Fault] = {}
+
+    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.sent.append(Sent(operation, params, self.clock.monotonic()))
+        return self.inner.call(operation, params)
+
+    def operations(self) -> list[str]:
+        return [request.operation for request in self.sent]
+
+    def times(self, operation: str) -> list[float]:
+        return [request.at for request in self.sent if request.operation == operation]
+
+    def _fault(self, operation: str) -> Fault | None:
+        for index, fault in enumerate(self.faults):
+            if fault.operation == operation:
+                return self.faults.pop(index)
+        return self.always.get(operation)
+
+    async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.sent.append(Sent(operation, params, self.clock.monotonic()))
+        fault = self._fault(operation) or Fault(operation)
+        if fault.before:
+            await self.clock.sleep(fault.before)
+        answer: dict[str, Any] | None = None
+        failure: BaseException | None = None
+        if fault.commit:
+            try:
+                answer = self.inner.call(operation, params)
+            except Exception as error:
+                failure = error
+        if fault.after:
+            await self.clock.sleep(fault.after)
+        if fault.error is not None:
+            raise fault.error
+        if failure is not None:
+            raise failure
+        return answer or {}
+
+
+class Harness:
+    """One manual clock, one in-memory lock table, one client's observation cache."""
+
+    def __init__(self, *, start: float = 1_000.0) -> None:
+        self.clock = ManualClock(start=start)
+        self.db = MemoryDynamoDB()
+        self.db.call(
+            "CreateTable",
+            {
+                "TableName": TABLE,
+                "KeySchema": [{"AttributeName": "key", "KeyType": "HASH"}],
+                "AttributeDefinitions": [{"AttributeName": "key", "AttributeType": "S"}],
+                "BillingMode": "PAY_PER_REQUEST",
+            },
+        )
+        self.transport = FaultyTransport(self.clock, self.db)
+        self.observations = Observations()
+
+    def lease(
+        self,
+        *,
+        key: str = "k",
+        lease: float = 30.0,
+        wait: float = 35.0,
+        observations: Observations | None = None,
+        on_lost: Callable[[LockLost], object] | None = None,
+    ) -> Lease:
+        return Lease(
+            store=LockStore(self.transport),
+            clock=self.clock,
+            observations=self.observations if observations is None else observations,
+            table=TABLE,
+            key=key,
+            lease_s=lease,
+            wait_s=wait,
+            on_lost=on_lost,
+        )
+
+    def row(self, key: str = "k") -> dict[str, Any] | None:
+        """The stored lock row (AttributeValue form), read without being recorded."""
+        item: dict[str, Any] | None = self.db.call(
+            "GetItem", {"TableName": TABLE, "Key": {"key": {"S": key}}, "ConsistentRead": True}
+        ).get("Item")
+        return item
+
+    def write_row(self, item: dict[str, Any]) -> None:
+        """Store a row as another client (or a person) would, unconditionally."""
+        self.db.call("PutItem", {"TableName": TABLE, "Item": item})
+
+    def write_lock(
+        self, owner: str, version: str, lease_ms: int, *, key: str = "k", protocol: int = 1
+    ) -> None:
+        """Store a well-formed row held by someone else."""
+        self.write_row(
+            {
+                "key": {"S": key},
+                "owner": {"S": owner},
+                "version": {"S": version},
+                "lease_ms": {"N": str(lease_ms)},
+                "protocol": {"N": str(protocol)},
+            }
+        )
+
+    def delete_row(self, key: str = "k") -> None:
+        self.db.call("DeleteItem", {"TableName": TABLE, "Key": {"key": {"S": key}}})
+
+    def owner_of(self, key: str = "k") -> str | None:
+        row = self.row(key)
+        return None if row is None else str(row["owner"]["S"])
+
+
+def run(scenario: Callable[[Harness], Any]) -> Any:
+    """Run ``scenario(harness)`` (a coroutine function) on a fresh event loop."""
+
+    async def main() -> Any:
+        return await scenario(Harness())
+
+    return asyncio.run(main())
+
+
+def recording_client() -> tuple[DynamoDBClient, FaultyTransport]:
+    """A real DynamoDBClient over an in-memory table whose lock requests are recorded.
+
+    Its leases run on the process runtime with the system clock; the transport's
+    manual clock only stamps the records.
+    """
+    harness = Harness()
+    client = DynamoDBClient.__new__(DynamoDBClient)
+    client._setup(
+        _MemoryTransport(harness.db, lock_requests=False),
+        harness.transport,
+        region="memory",
+        endpoint_url=None,
+    )
+    return client, harness.transport
