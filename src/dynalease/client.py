@@ -64,6 +64,10 @@ class DynamoDBClient:
     ``AWS_ENDPOINT_URL_DYNAMODB``, shared config and credentials files, and
     container, Lambda or instance credentials). Explicit arguments win.
 
+    ``transport`` picks the path lock requests take: ``"lean"`` (the default:
+    keep-alive HTTP on the dynalease runtime, signed with the same credentials)
+    or ``"boto"`` (botocore); without it, ``DYNALEASE_TRANSPORT`` decides.
+
     Example::
 
         client = DynamoDBClient(region="eu-west-1")
@@ -83,6 +87,7 @@ class DynamoDBClient:
         connect_timeout: float | None = None,
         read_timeout: float | None = None,
         max_retries: int | None = None,
+        transport: str | None = None,
     ) -> None:
         for name, value in (
             ("region", region),
@@ -102,6 +107,9 @@ class DynamoDBClient:
             isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0
         ):
             raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
+        from ._lean import transport_choice
+
+        choice = transport_choice(transport)
         import boto3
         from botocore.config import Config
 
@@ -119,21 +127,28 @@ class DynamoDBClient:
             options["read_timeout"] = read
         if max_retries is not None:
             options["retries"] = {"total_max_attempts": max_retries + 1, "mode": "standard"}
-        self._setup_boto(session, endpoint_url, Config(**options) if options else None)
+        self._setup_boto(session, endpoint_url, Config(**options) if options else None, choice)
 
     # --- construction -----------------------------------------------------
 
     @classmethod
     def from_session(
-        cls, session: boto3.Session, *, endpoint_url: str | None = None
+        cls,
+        session: boto3.Session,
+        *,
+        endpoint_url: str | None = None,
+        transport: str | None = None,
     ) -> DynamoDBClient:
         """Use an existing ``boto3.Session`` (its credentials, Region and profile)."""
+        from ._lean import transport_choice
+
+        choice = transport_choice(transport)
         client = cls.__new__(cls)
-        client._setup_boto(session, endpoint_url, None)
+        client._setup_boto(session, endpoint_url, None, choice)
         return client
 
     @classmethod
-    def from_client(cls, dynamodb: BaseClient) -> DynamoDBClient:
+    def from_client(cls, dynamodb: BaseClient, *, transport: str | None = None) -> DynamoDBClient:
         """Use an existing boto3/botocore DynamoDB client for your requests.
 
         Lock requests go through a sibling client with the same Region, endpoint
@@ -147,6 +162,9 @@ class DynamoDBClient:
                 "from_client() needs a boto3 DynamoDB client, e.g. boto3.client('dynamodb')"
             )
         from ._aws import BotoTransport, lock_config
+        from ._lean import lock_transport, transport_choice
+
+        choice = transport_choice(transport)
 
         def lock_client() -> BaseClient:
             import botocore.session
@@ -169,16 +187,21 @@ class DynamoDBClient:
         client = cls.__new__(cls)
         client._setup(
             BotoTransport(lambda: dynamodb),
-            BotoTransport(lock_client),
+            lock_transport(lock_client, choice),
             region=dynamodb.meta.region_name,
             endpoint_url=dynamodb.meta.endpoint_url,
         )
         return client
 
-    def _setup_boto(self, session: Any, endpoint_url: str | None, config: Any) -> None:
+    def _setup_boto(
+        self, session: Any, endpoint_url: str | None, config: Any, transport: str
+    ) -> None:
         from ._aws import BotoTransport, lock_config
+        from ._lean import lock_transport
 
-        region = session.region_name
+        # botocore reads AWS_DEFAULT_REGION only; AWS_REGION is what Lambda and the
+        # other AWS SDKs set, and what users expect to work.
+        region = session.region_name or os.environ.get("AWS_REGION") or None
         if region is None:
             raise ValueError(
                 "no AWS Region is configured: pass region=..., or set AWS_REGION / "
@@ -187,18 +210,24 @@ class DynamoDBClient:
 
         def items() -> BaseClient:
             client: BaseClient = session.client(
-                "dynamodb", endpoint_url=endpoint_url, config=config
+                "dynamodb", region_name=region, endpoint_url=endpoint_url, config=config
             )
             return client
 
         def locks() -> BaseClient:
             client: BaseClient = session.client(
-                "dynamodb", endpoint_url=endpoint_url, config=lock_config(config)
+                "dynamodb",
+                region_name=region,
+                endpoint_url=endpoint_url,
+                config=lock_config(config),
             )
             return client
 
         self._setup(
-            BotoTransport(items), BotoTransport(locks), region=region, endpoint_url=endpoint_url
+            BotoTransport(items),
+            lock_transport(locks, transport),
+            region=region,
+            endpoint_url=endpoint_url,
         )
 
     def _setup(

@@ -1,0 +1,62 @@
+"""Terminal output for the ``dynalease`` command: tables in plain text or with rich.
+
+rich is optional (it ships with the ``dev`` extra): without it, or when output is
+not a terminal, everything is plain aligned text, so scripts and tests can read it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+
+def rich_available() -> bool:
+    """True when rich can be imported (without importing it twice)."""
+    try:
+        import rich  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def use_rich(plain: bool) -> bool:
+    """Whether to draw with rich: asked for, installed, and writing to a terminal."""
+    return not plain and sys.stdout.isatty() and rich_available()
+
+
+def plain_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Left-aligned columns separated by two spaces, with a dashed rule under the header."""
+    cells = [[str(h) for h in headers], *[[_cell(value) for value in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        for row in cells
+    ]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def rich_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> Any:
+    """The same table as a rich renderable."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for header in headers:
+        table.add_column(header)
+    for row in rows:
+        table.add_row(*(_cell(value) for value in row))
+    return table
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.1f}"
+    return str(value)
+
+
+def seconds(value: float) -> str:
+    """A duration for a table cell."""
+    return f"{value:.1f} s"

@@ -1,0 +1,216 @@
+"""``dynalease doctor``: is this table usable by the lock protocol?
+
+Read-only. Each check yields a finding; a problem carries the fix. The checks
+follow from the protocol: rows are addressed by a string partition key named
+``key`` and nothing else, a row must never vanish on its own (TTL), and every
+conditional write must be decided in one place (no multi-Region replicas, which
+resolve concurrent writes by last-writer-wins).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any
+
+from ._engine.protocol import KEY_ATTR
+from .client import DynamoDBClient
+from .exceptions import AccessDeniedError, DynamoDBError, RequestFailedError, TableNotFoundError
+
+OK = "ok"
+PROBLEM = "problem"
+NOTE = "note"
+
+#: A key no lock uses; doctor reads it to prove the credentials can use the table.
+PROBE_KEY = "dynalease-doctor-probe"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One result: ``status`` is ok, problem or note; problems say how to fix them."""
+
+    status: str
+    check: str
+    detail: str
+    fix: str = ""
+
+
+def diagnose(client: DynamoDBClient, table: str) -> list[Finding]:
+    """Every finding for ``table``; stops early when the table cannot be read at all."""
+    where = f"Region {client.region}" + (
+        f" at {client.endpoint_url}" if client.endpoint_url else ""
+    )
+    try:
+        description = client._items.call("DescribeTable", {"TableName": table})["Table"]
+    except TableNotFoundError:
+        return [
+            Finding(
+                PROBLEM,
+                "table exists",
+                f"no table {table!r} in {where}",
+                "create it with partition key 'key' (S), e.g. "
+                f"aws dynamodb create-table --table-name {table} --attribute-definitions "
+                "AttributeName=key,AttributeType=S --key-schema AttributeName=key,KeyType=HASH "
+                "--billing-mode PAY_PER_REQUEST (or the CDK LockTable construct); check the "
+                "Region and account if it should exist",
+            )
+        ]
+    except AccessDeniedError as error:
+        return [_denied("describe the table", error, "dynamodb:DescribeTable")]
+    except RequestFailedError as error:
+        return [
+            Finding(
+                PROBLEM,
+                "endpoint reachable",
+                f"could not reach DynamoDB in {where}: {error.code or error}",
+                "check --endpoint / --region, the network path, and that the server is running",
+            )
+        ]
+    findings = [Finding(OK, "table exists", f"{table!r} in {where}")]
+    findings += _schema(description)
+    findings.append(_status(description))
+    findings.append(_replicas(client, table, description))
+    findings.append(_ttl(client, table))
+    findings.append(_probe(client, table))
+    return findings
+
+
+def _denied(action: str, error: DynamoDBError, permission: str) -> Finding:
+    return Finding(
+        PROBLEM,
+        "credentials",
+        f"could not {action}: {error.code}",
+        f"use credentials (--profile, environment, role) allowed {permission} on the table",
+    )
+
+
+def _schema(description: dict[str, Any]) -> list[Finding]:
+    types = {
+        d["AttributeName"]: d["AttributeType"] for d in description.get("AttributeDefinitions", [])
+    }
+    hash_keys = [k["AttributeName"] for k in description["KeySchema"] if k["KeyType"] == "HASH"]
+    range_keys = [k["AttributeName"] for k in description["KeySchema"] if k["KeyType"] == "RANGE"]
+    findings: list[Finding] = []
+    recreate = (
+        "the key schema cannot be changed: create a new table with partition key 'key' (S) "
+        "and no sort key, and point the locks at it"
+    )
+    partition = hash_keys[0] if hash_keys else "?"
+    if partition == KEY_ATTR and types.get(partition) == "S":
+        findings.append(Finding(OK, "partition key", "'key' of type S"))
+    else:
+        findings.append(
+            Finding(
+                PROBLEM,
+                "partition key",
+                f"{partition!r} of type {types.get(partition, '?')}; locks need 'key' of type S",
+                recreate,
+            )
+        )
+    if range_keys:
+        findings.append(
+            Finding(
+                PROBLEM,
+                "sort key",
+                f"{range_keys[0]!r}; lock rows are addressed by the partition key alone",
+                recreate,
+            )
+        )
+    else:
+        findings.append(Finding(OK, "sort key", "none"))
+    return findings
+
+
+def _status(description: dict[str, Any]) -> Finding:
+    status = description.get("TableStatus", "?")
+    if status in ("ACTIVE", "UPDATING"):
+        return Finding(OK, "table status", status)
+    return Finding(
+        PROBLEM,
+        "table status",
+        f"{status}; requests fail until the table is ACTIVE",
+        "wait for creation to finish (aws dynamodb wait table-exists) or find out why it "
+        "is not active",
+    )
+
+
+def _replicas(client: DynamoDBClient, table: str, description: dict[str, Any]) -> Finding:
+    regions = [r.get("RegionName", "?") for r in description.get("Replicas") or []]
+    if not regions and description.get("GlobalTableVersion"):
+        regions = ["(global table)"]
+    if not regions:
+        return Finding(OK, "global table", "no replicas: every write is decided in one Region")
+    return Finding(
+        PROBLEM,
+        "global table",
+        f"replicas in {', '.join(regions)}: replicated writes resolve conflicts by "
+        "last-writer-wins, so holders in two Regions could both own a lock",
+        "use a lock table without replicas and send every lock request to its one Region "
+        "(a lease cannot coordinate across Regions)",
+    )
+
+
+def _ttl(client: DynamoDBClient, table: str) -> Finding:
+    try:
+        answer = client._items.call("DescribeTimeToLive", {"TableName": table})
+    except AccessDeniedError as error:
+        return _denied("read the TTL setting", error, "dynamodb:DescribeTimeToLive")
+    ttl = answer.get("TimeToLiveDescription", {})
+    status = ttl.get("TimeToLiveStatus", "DISABLED")
+    if status in ("DISABLED", "DISABLING"):
+        return Finding(OK, "TTL", status.lower())
+    attribute = ttl.get("AttributeName", "?")
+    return Finding(
+        PROBLEM,
+        "TTL",
+        f"{status.lower()} on attribute {attribute!r}; TTL deletes rows on its own schedule, "
+        "and a lock row must only go away by release or takeover",
+        f"aws dynamodb update-time-to-live --table-name {table} --time-to-live-specification "
+        f"Enabled=false,AttributeName={attribute} (or use a dedicated lock table)",
+    )
+
+
+def _probe(client: DynamoDBClient, table: str) -> Finding:
+    params = {
+        "TableName": table,
+        "Key": {KEY_ATTR: {"S": PROBE_KEY}},
+        "ConsistentRead": True,
+    }
+    try:
+        client._items.call("GetItem", params)
+    except AccessDeniedError as error:
+        return _denied("read a lock row", error, "dynamodb:GetItem (and the lock writes)")
+    except DynamoDBError as error:
+        return Finding(
+            PROBLEM,
+            "lock read",
+            f"a strongly consistent GetItem on 'key' failed: {error}",
+            "fix the key schema (see above) or the permissions",
+        )
+    return Finding(OK, "lock read", "a strongly consistent GetItem on 'key' works")
+
+
+def render(findings: list[Finding]) -> str:
+    """One line per finding, a fix line under each problem, and a verdict."""
+    lines = []
+    for finding in findings:
+        lines.append(f"{finding.status.upper():<8} {finding.check}: {finding.detail}")
+        if finding.fix:
+            lines.append(f"         fix: {finding.fix}")
+    problems = sum(f.status == PROBLEM for f in findings)
+    lines.append(
+        "verdict: usable as a dynalease lock table"
+        if problems == 0
+        else f"verdict: {problems} problem{'s' if problems > 1 else ''} to fix before using "
+        "this table for locks"
+    )
+    return "\n".join(lines)
+
+
+def run_doctor(args: argparse.Namespace) -> int:
+    """Entry point of ``dynalease doctor``."""
+    from .cli import EXIT_FAILED, EXIT_OK, make_client
+
+    findings = diagnose(make_client(args), args.table)
+    print(render(findings))
+    return EXIT_FAILED if any(f.status == PROBLEM for f in findings) else EXIT_OK

@@ -1,0 +1,195 @@
+"""``dynalease inspect``: a read-only view of lock rows.
+
+It sends only DescribeTable-free reads: GetItem for ``--key``, Scan otherwise,
+both strongly consistent. ``--watch`` keeps an observation cache like a
+contender's (:class:`dynalease._engine.observations.Observations`): a row is
+"unchanged" for as long as its (owner, version, lease_ms) has been seen on this
+machine's monotonic clock, and a contender may take it over once that reaches
+the stored lease. A renewal shows as a new version with the same owner.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._console import plain_table, rich_table, use_rich
+from ._engine import protocol as p
+from ._engine.observations import Observations
+from .client import DynamoDBClient
+from .exceptions import MalformedLockRow
+
+_PROBLEM = re.compile(r"protocol-1 row \((.*)\); it will not")
+HEADERS = ("key", "owner", "version", "lease", "protocol")
+WATCH_HEADERS = ("key", "owner", "version", "lease", "unchanged for", "renewals", "state")
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One lock row as read: the parsed row, or why it is not a protocol-1 row."""
+
+    key: str
+    parsed: p.LockRow | None
+    problem: str = ""
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+def read_rows(
+    client: DynamoDBClient, table: str, *, key: str | None = None, prefix: str | None = None
+) -> list[Row]:
+    """The lock rows of ``table`` (one key, a key prefix, or all), sorted by key."""
+    if key is not None:
+        answer = client._items.call(
+            "GetItem",
+            {"TableName": table, "Key": {p.KEY_ATTR: {"S": key}}, "ConsistentRead": True},
+        )
+        items = [answer["Item"]] if "Item" in answer else []
+    else:
+        items = list(_scan(client, table, prefix))
+    return sorted((_row(item, table) for item in items), key=lambda row: row.key)
+
+
+def _scan(client: DynamoDBClient, table: str, prefix: str | None) -> Iterator[dict[str, Any]]:
+    params: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+    if prefix:
+        params["FilterExpression"] = "begins_with(#k, :prefix)"
+        params["ExpressionAttributeNames"] = {"#k": p.KEY_ATTR}
+        params["ExpressionAttributeValues"] = {":prefix": {"S": prefix}}
+    while True:
+        page = client._items.call("Scan", params)
+        yield from page.get("Items", [])
+        if "LastEvaluatedKey" not in page:
+            return
+        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _row(item: dict[str, Any], table: str) -> Row:
+    key_value = item.get(p.KEY_ATTR, {})
+    key = key_value.get("S", repr(key_value)) if isinstance(key_value, dict) else repr(key_value)
+    try:
+        return Row(key, p.parse_row(item, table=table, key=key), raw=item)
+    except MalformedLockRow as error:
+        found = _PROBLEM.search(str(error))
+        return Row(key, None, found.group(1) if found else str(error), raw=item)
+
+
+def _lease(row: Row) -> str:
+    return f"{row.parsed.lease_ms / 1000:g} s" if row.parsed else "-"
+
+
+def snapshot_rows(rows: list[Row]) -> list[tuple[str, ...]]:
+    """Table cells for a one-off view."""
+    return [
+        (
+            row.key,
+            row.parsed.owner if row.parsed else "-",
+            row.parsed.version if row.parsed else "-",
+            _lease(row),
+            "v1 ok" if row.parsed else f"not a protocol-1 row: {row.problem}",
+        )
+        for row in rows
+    ]
+
+
+class Watcher:
+    """Follows rows between reads, by the engine's observation rule."""
+
+    def __init__(self, table: str) -> None:
+        self.table = table
+        self._observations = Observations(capacity=1_000_000)
+        self._owners: dict[str, str] = {}
+        self._renewals: dict[str, int] = {}
+
+    def update(self, rows: list[Row], now: float) -> list[tuple[str, ...]]:
+        """Record one read; return the watch table's cells."""
+        cells: list[tuple[str, ...]] = []
+        for row in rows:
+            parsed = row.parsed
+            if parsed is None:
+                cells.append((row.key, "-", "-", "-", "-", "-", f"malformed: {row.problem}"))
+                continue
+            previous_owner = self._owners.get(row.key)
+            first_seen = self._observations.observe((self.table, row.key), parsed.identity, now)
+            if previous_owner != parsed.owner:
+                self._renewals[row.key] = 0
+                self._owners[row.key] = parsed.owner
+            elif first_seen == now:  # same owner, new version: a renewal
+                self._renewals[row.key] += 1
+            unchanged = now - first_seen
+            lease = parsed.lease_ms / 1000
+            if unchanged >= lease:
+                state = "unchanged for a whole lease: a contender may take it over"
+            elif self._renewals[row.key]:
+                state = "held, renewing"
+            else:
+                state = "held"
+            cells.append(
+                (
+                    row.key,
+                    parsed.owner,
+                    parsed.version[:8],
+                    _lease(row),
+                    f"{unchanged:.1f} s",
+                    str(self._renewals[row.key]),
+                    state,
+                )
+            )
+        seen = {row.key for row in rows}
+        for key in list(self._owners):
+            if key not in seen:  # released (or taken over after a delete): start over
+                del self._owners[key]
+                del self._renewals[key]
+                self._observations.forget((self.table, key))
+        return cells
+
+
+def _count(rows: list[Row]) -> str:
+    return f"{len(rows)} lock row{'' if len(rows) == 1 else 's'}"
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    """Entry point of ``dynalease inspect``."""
+    from .cli import EXIT_OK, make_client
+
+    client = make_client(args)
+
+    def read() -> list[Row]:
+        return read_rows(client, args.table, key=args.key, prefix=args.prefix)
+
+    if not args.watch:
+        rows = read()
+        print(plain_table(HEADERS, snapshot_rows(rows)))
+        print(f"{_count(rows)} in {args.table}")
+        return EXIT_OK
+    watcher = Watcher(args.table)
+    stop = None if args.watch_for is None else time.monotonic() + args.watch_for
+    live: Any = None
+    if use_rich(args.plain):
+        from rich.live import Live
+
+        live = Live(auto_refresh=False)
+        live.start()
+    try:
+        while True:
+            rows = read()
+            cells = watcher.update(rows, time.monotonic())
+            title = f"{args.table} at {time.strftime('%H:%M:%S')}: {_count(rows)}"
+            if live is not None:
+                live.update(rich_table(title, WATCH_HEADERS, cells), refresh=True)
+            else:
+                print(title)
+                print(plain_table(WATCH_HEADERS, cells), flush=True)
+            if stop is not None and time.monotonic() + args.interval > stop:
+                return EXIT_OK
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
+        return EXIT_OK
+    finally:
+        if live is not None:
+            live.stop()
+        sys.stdout.flush()
