@@ -76,6 +76,8 @@ _LAYER_EXTRA = "lambda"
 _BUILD_ONLY = ("dynalease/cdk/", "dynalease/_layer_build.py")
 _DROP_DIST_INFO = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
 _MACHINES = ("x86_64", "aarch64")
+# Every source edit makes a new cache entry; keep only the most recent few.
+_CACHE_ENTRIES = 8
 
 
 class LayerBuildError(RuntimeError):
@@ -138,6 +140,7 @@ def build_layer(
     zip_path = directory / f"dynalease-layer-{digest.hexdigest()[:32]}.zip"
     if not zip_path.is_file():
         _write_zip(entries, zip_path)
+        _prune(directory, keep=zip_path)
     data = zip_path.read_bytes()
     return LayerBuild(
         zip_path=zip_path,
@@ -355,3 +358,14 @@ def _write_zip(entries: dict[str, bytes], zip_path: Path) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _prune(directory: Path, *, keep: Path) -> None:
+    entries = sorted(
+        (path for path in directory.glob("dynalease-layer-*.zip") if path != keep),
+        key=lambda path: path.stat().st_mtime,
+        reverse=True,
+    )
+    for stale in entries[_CACHE_ENTRIES - 1 :]:
+        # Another synth may be pruning or reading the same directory at the same time.
+        stale.unlink(missing_ok=True)
