@@ -1,0 +1,126 @@
+"""Misusing LockTable or LockLayer fails while the stack is being defined, with a clear message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+
+from dynalease.cdk import LockLayer, LockTable
+
+
+@pytest.fixture
+def stack() -> cdk.Stack:
+    return cdk.Stack(cdk.App(), "Misuse")
+
+
+def _function(stack: cdk.Stack, **props: Any) -> lambda_.Function:
+    options: dict[str, Any] = {
+        "runtime": lambda_.Runtime.PYTHON_3_12,
+        "handler": "index.handler",
+        "code": lambda_.Code.from_inline("def handler(event, context):\n    return None\n"),
+        **props,
+    }
+    return lambda_.Function(stack, "Function", **options)
+
+
+@pytest.mark.parametrize(
+    ("props", "error", "message"),
+    [
+        ({"table_name": "ab"}, ValueError, "not a valid DynamoDB table name"),
+        ({"table_name": "locks/prod"}, ValueError, "not a valid DynamoDB table name"),
+        ({"table_name": 42}, TypeError, "table_name must be a str"),
+        ({"removal_policy": "retain"}, TypeError, "aws_cdk.RemovalPolicy"),
+        ({"point_in_time_recovery": "yes"}, TypeError, "point_in_time_recovery must be"),
+        ({"deletion_protection": 1}, TypeError, "deletion_protection must be"),
+        ({"encryption_key": "arn:aws:kms:eu-west-1:1:key/x"}, TypeError, "aws_kms.IKey"),
+    ],
+)
+def test_lock_table_rejects_bad_props(
+    stack: cdk.Stack, props: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        LockTable(stack, "Locks", **props)
+
+
+def test_grant_lock_rejects_something_that_cannot_be_granted(stack: cdk.Stack) -> None:
+    locks = LockTable(stack, "Locks")
+    with pytest.raises(TypeError, match=r"aws_iam\.IGrantable"):
+        locks.grant_lock("arn:aws:iam::123456789012:role/worker")  # type: ignore[arg-type]
+
+
+def test_configure_function_rejects_an_imported_function_and_says_to_use_grant_lock(
+    stack: cdk.Stack,
+) -> None:
+    locks = LockTable(stack, "Locks")
+    imported = lambda_.Function.from_function_arn(
+        stack, "Imported", "arn:aws:lambda:eu-west-1:123456789012:function:worker"
+    )
+    with pytest.raises(TypeError, match="grant_lock"):
+        locks.configure_function(imported)  # type: ignore[arg-type]
+
+
+def test_configure_function_rejects_a_layer_on_a_non_python_function(stack: cdk.Stack) -> None:
+    locks = LockTable(stack, "Locks")
+    layer = LockLayer(stack, "Layer")
+    function = _function(
+        stack, runtime=lambda_.Runtime.NODEJS_22_X, code=lambda_.Code.from_inline("exports.h=1")
+    )
+    with pytest.raises(ValueError, match="for Python functions"):
+        locks.configure_function(function, layer=layer)
+
+
+def test_configure_function_rejects_a_runtime_the_layer_does_not_support(
+    stack: cdk.Stack,
+) -> None:
+    locks = LockTable(stack, "Locks")
+    layer = LockLayer(stack, "Layer", compatible_runtimes=[lambda_.Runtime.PYTHON_3_13])
+    with pytest.raises(ValueError, match=r"python3\.12.*compatible runtimes: python3\.13"):
+        locks.configure_function(_function(stack), layer=layer)
+
+
+def test_configure_function_rejects_an_architecture_the_layer_does_not_support(
+    stack: cdk.Stack,
+) -> None:
+    locks = LockTable(stack, "Locks")
+    layer = LockLayer(stack, "Layer", compatible_architectures=[lambda_.Architecture.X86_64])
+    function = _function(stack, architecture=lambda_.Architecture.ARM_64)
+    with pytest.raises(ValueError, match="arm64"):
+        locks.configure_function(function, layer=layer)
+
+
+def test_configure_function_rejects_a_layer_that_is_not_a_layer(stack: cdk.Stack) -> None:
+    locks = LockTable(stack, "Locks")
+    with pytest.raises(TypeError, match="ILayerVersion"):
+        locks.configure_function(_function(stack), layer="arn:aws:lambda:layer")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("props", "error", "message"),
+    [
+        ({"compatible_runtimes": [lambda_.Runtime.PYTHON_3_10]}, ValueError, "3.11 or newer"),
+        ({"compatible_runtimes": [lambda_.Runtime.NODEJS_22_X]}, ValueError, "3.11 or newer"),
+        ({"compatible_runtimes": []}, ValueError, "non-empty sequence"),
+        ({"compatible_runtimes": ["python3.12"]}, TypeError, "not an aws_lambda.Runtime"),
+        ({"compatible_architectures": []}, ValueError, "at least one architecture"),
+        ({"compatible_architectures": ["arm64"]}, ValueError, "Architecture.X86_64"),
+        ({"removal_policy": "destroy"}, TypeError, "aws_cdk.RemovalPolicy"),
+        ({"parameter_name": "dynalease layer"}, ValueError, "not a valid SSM parameter name"),
+        ({"parameter_name": 7}, TypeError, "parameter_name must be a str"),
+        ({"include_powertools": "yes"}, TypeError, "include_powertools must be a bool"),
+    ],
+)
+def test_lock_layer_rejects_bad_props(
+    stack: cdk.Stack, props: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        LockLayer(stack, "Layer", **props)
+
+
+def test_a_role_from_elsewhere_can_still_be_granted(stack: cdk.Stack) -> None:
+    locks = LockTable(stack, "Locks")
+    role = iam.Role.from_role_arn(stack, "Worker", "arn:aws:iam::123456789012:role/worker")
+    assert locks.grant_lock(role).principal_statement is not None
