@@ -1,0 +1,108 @@
+"""The demo's Lambda process: example handlers invoked on the sample events.
+
+Run by ``dynalease demo`` as ``python -m dynalease._demo_lambda CONFIG_JSON``.
+Each invocation goes through :func:`dynalease._invoke.invoke`, so the handler's
+middleware sizes its lock wait from a context whose remaining time really
+counts down. The handlers lock the same customer keys as the workers, through
+the lock table named in ``DYNALEASE_TABLE``, as the CDK construct would set it.
+Events are reported as JSON lines, like the workers'.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+#: Lambda's default timeout is 3 s; the examples need room for a 30 s lease's cleanup.
+INVOCATION_TIMEOUT_S = 30.0
+PAUSE_S = 0.5
+
+
+def handlers(root: Path) -> dict[str, str]:
+    """Event file -> handler target, for every event with a matching example handler."""
+    found = {}
+    for event in sorted((root / "events").glob("*.json")):
+        handler = root / "examples" / "lambda" / f"{event.stem.replace('-', '_')}_handler.py"
+        if handler.is_file():
+            found[str(event)] = f"{handler}:handler"
+    return found
+
+
+def lambda_plan(common: dict[str, Any]) -> dict[str, Any] | None:
+    """The Lambda process's config, or None when this installation has no examples."""
+    from ._demo import repository_root
+
+    root = repository_root()
+    if root is None:
+        return None
+    pairs = handlers(root)
+    if not pairs:
+        return None
+    return {**common, "handlers": pairs}
+
+
+def _invoke_once(invoke: Any, target: str, event: Any) -> tuple[str, str]:
+    """(outcome, detail): ok, contended (the lock was busy; Lambda retries) or error."""
+    from .exceptions import LockNotAcquired
+
+    try:
+        result = invoke(target, event, timeout=INVOCATION_TIMEOUT_S)
+    except LockNotAcquired as error:
+        return "contended", str(error)
+    except Exception as error:
+        return "error", f"{type(error).__name__}: {error}"
+    if isinstance(result, dict):
+        failures = result.get("batchItemFailures")
+        if failures:
+            return "contended", f"{len(failures)} records left for redelivery"
+        status = result.get("statusCode")
+        if isinstance(status, int) and status == 409:
+            return "contended", "HTTP 409"
+        if isinstance(status, int) and status >= 400:
+            return "error", f"HTTP {status}"
+    return "ok", ""
+
+
+def main(argv: list[str]) -> int:
+    from ._demo_worker import emit
+    from ._invoke import invoke
+    from .constants import ENV_TABLE
+
+    config = json.loads(argv[0])
+    os.environ[ENV_TABLE] = config["locks"]
+    if config["endpoint"]:
+        os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = config["endpoint"]
+    if config["region"]:
+        os.environ["AWS_REGION"] = os.environ["AWS_DEFAULT_REGION"] = config["region"]
+    if config["profile"]:
+        os.environ["AWS_PROFILE"] = config["profile"]
+    events = {path: json.loads(Path(path).read_text()) for path in config["handlers"]}
+    emit("ready", pid=os.getpid())
+    while time.time() < config["end_at"]:
+        for path, target in config["handlers"].items():
+            if time.time() >= config["end_at"]:
+                break
+            name = Path(path).stem
+            started = time.monotonic()
+            # The handlers log to stdout; keep it for our events.
+            with contextlib.redirect_stdout(sys.stderr):
+                outcome, detail = _invoke_once(invoke, target, events[path])
+            emit(
+                "invoked",
+                handler=name,
+                outcome=outcome,
+                detail=detail,
+                ms=(time.monotonic() - started) * 1000,
+            )
+            time.sleep(PAUSE_S)
+    emit("done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,204 @@
+"""What the demo supervisor knows, built from the workers' event streams.
+
+Pure bookkeeping (no I/O), so the live view, the summary and the checks read
+one model.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def percentile(values: list[float], fraction: float) -> float | None:
+    """Nearest-rank percentile; None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return ordered[rank - 1]
+
+
+@dataclass
+class WorkerStats:
+    """One process's counts, as reported by its events."""
+
+    name: str
+    kind: str = "worker"
+    state: str = "starting"
+    key: str = ""
+    since: float = 0.0
+    completions: int = 0
+    gave_up: int = 0
+    lost: int = 0
+    errors: int = 0
+    renewals: int = 0
+    waits_ms: list[float] = field(default_factory=list)
+    reads: list[int] = field(default_factory=list)
+    writes: list[int] = field(default_factory=list)
+    killed: bool = False
+    exit_code: int | None = None
+    last_error: str = ""
+
+
+@dataclass
+class KeyState:
+    """Who holds a key right now, as far as the events tell."""
+
+    holder: str = ""
+    since: float = 0.0
+    renewals: int = 0
+    waiting: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Crash:
+    """The SIGKILLed holder and who took its lock over."""
+
+    worker: str
+    key: str
+    at: float
+    successor: str = ""
+    takeover_after_s: float | None = None
+
+
+class DemoState:
+    """Folds events into per-worker and per-key state."""
+
+    def __init__(self, started: float) -> None:
+        self.started = started
+        self.workers: dict[str, WorkerStats] = {}
+        self.keys: dict[str, KeyState] = {}
+        self.log: deque[str] = deque(maxlen=8)
+        self.acquisitions = 0
+        self.renewals = 0
+        self.takeovers = 0
+        self.committed: dict[str, int] = {}
+        self.uncertain: dict[str, int] = {}
+        self.audits = 0
+        self.audit_changes = 0
+        self.invocations: dict[str, dict[str, int]] = {}
+        self.crash: Crash | None = None
+        self.victim_ready: str = ""
+
+    def elapsed(self, now: float | None = None) -> float:
+        return (time.monotonic() if now is None else now) - self.started
+
+    def note(self, text: str, now: float | None = None) -> None:
+        self.log.append(f"[{self.elapsed(now):5.1f} s] {text}")
+
+    def worker(self, name: str, kind: str = "worker") -> WorkerStats:
+        if name not in self.workers:
+            self.workers[name] = WorkerStats(name, kind)
+        return self.workers[name]
+
+    def apply(self, name: str, event: dict[str, Any], now: float) -> None:
+        """Fold one event of worker ``name`` received at monotonic time ``now``."""
+        stats = self.worker(name)
+        kind = event.get("event")
+        key = str(event.get("key", ""))
+        state = self.keys.setdefault(key, KeyState()) if key else None
+        if kind == "ready":
+            stats.state = "ready"
+        elif kind == "waiting" and state is not None:
+            stats.state, stats.key, stats.since = "waiting", key, now
+            state.waiting.add(name)
+        elif kind == "acquired" and state is not None:
+            self._acquired(name, stats, state, key, float(event.get("wait_ms", 0.0)), now)
+        elif kind == "renewed" and state is not None:
+            stats.renewals += 1
+            state.renewals += 1
+            self.renewals += 1
+        elif kind == "long_hold":
+            self.victim_ready = name
+            self.note(f"{name} holds {key} and keeps working past its lease: about to be killed")
+        elif kind == "committed":
+            customer = str(event["customer"])
+            self.committed[customer] = self.committed.get(customer, 0) + 1
+        elif kind == "uncertain":
+            customer = str(event["customer"])
+            self.uncertain[customer] = self.uncertain.get(customer, 0) + 1
+        elif kind == "released" and state is not None:
+            stats.completions += 1
+            if event.get("kind") == "ledger":
+                stats.reads.append(int(event["reads"]))
+                stats.writes.append(int(event["writes"]))
+            else:
+                self.audits += 1
+                if event.get("changed"):
+                    self.audit_changes += 1
+                    self.note(f"VIOLATION: {name} saw {key} change while it held the lock")
+            self._leave(name, stats, state)
+        elif kind in ("gave_up", "lost") and state is not None:
+            if kind == "gave_up":
+                stats.gave_up += 1
+                stats.waits_ms.append(float(event.get("wait_ms", 0.0)))
+            else:
+                stats.lost += 1
+                self.note(f"{name} lost {key}: {event.get('error', '')}")
+            self._leave(name, stats, state)
+        elif kind == "error":
+            stats.errors += 1
+            stats.last_error = str(event.get("error", ""))
+            self.note(f"{name}: {stats.last_error}")
+        elif kind == "invoked":
+            self._invoked(stats, event)
+        elif kind == "done":
+            stats.state = "done"
+
+    def _acquired(
+        self, name: str, stats: WorkerStats, state: KeyState, key: str, wait_ms: float, now: float
+    ) -> None:
+        self.acquisitions += 1
+        stats.waits_ms.append(wait_ms)
+        stats.state, stats.key, stats.since = "holding", key, now
+        state.waiting.discard(name)
+        crash = self.crash
+        if state.holder and crash is not None and state.holder == crash.worker:
+            self.takeovers += 1
+            crash.successor = name
+            crash.takeover_after_s = now - crash.at
+            self.note(
+                f"{name} took {key} over {crash.takeover_after_s:.1f} s after {crash.worker} "
+                "was killed (observed unchanged for the stored lease)",
+                now,
+            )
+        state.holder, state.since, state.renewals = name, now, 0
+
+    def _leave(self, name: str, stats: WorkerStats, state: KeyState) -> None:
+        stats.state, stats.key = "idle", ""
+        state.waiting.discard(name)
+        if state.holder == name:
+            state.holder = ""
+
+    def _invoked(self, stats: WorkerStats, event: dict[str, Any]) -> None:
+        handler = str(event.get("handler", "?"))
+        outcome = str(event.get("outcome", "error"))
+        counts = self.invocations.setdefault(handler, {"ok": 0, "contended": 0, "error": 0})
+        counts[outcome] = counts.get(outcome, 0) + 1
+        if outcome == "ok":
+            stats.completions += 1
+        elif outcome == "contended":
+            stats.gave_up += 1
+        else:
+            stats.errors += 1
+            self.note(f"{stats.name}: {handler} failed: {event.get('detail', '')}")
+        stats.waits_ms.append(float(event.get("ms", 0.0)))
+
+    def killed(self, name: str, now: float) -> None:
+        """Record the SIGKILL of ``name`` while it held its key."""
+        stats = self.workers[name]
+        stats.killed, stats.state = True, "killed"
+        self.crash = Crash(worker=name, key=stats.key, at=now)
+        self.note(f"SIGKILL {name} while it holds {stats.key}; its row stays behind", now)
+
+    def exited(self, name: str, code: int | None) -> None:
+        stats = self.worker(name)
+        stats.exit_code = code
+        if stats.state not in ("done", "killed"):
+            stats.state = f"exited ({code})"
+        for state in self.keys.values():
+            state.waiting.discard(name)
