@@ -65,9 +65,11 @@ class Sent:
 class FaultyTransport:
     """Records requests and plays scripted faults in front of the in-memory table."""
 
-    def __init__(self, clock: ManualClock, db: MemoryDynamoDB) -> None:
+    def __init__(
+        self, clock: ManualClock, db: MemoryDynamoDB, *, lock_requests: bool = True
+    ) -> None:
         self.clock = clock
-        self.inner = _MemoryTransport(db, lock_requests=True)
+        self.inner = _MemoryTransport(db, lock_requests=lock_requests)
         self.sent: list[Sent] = []
         self.faults: list[Fault] = []
         #: Faults applied to every request of an operation, after the scripted ones.
@@ -194,14 +196,22 @@ def recording_client() -> tuple[DynamoDBClient, FaultyTransport]:
     """A real DynamoDBClient over an in-memory table whose lock requests are recorded.
 
     Its leases run on the process runtime with the system clock; the transport's
-    manual clock only stamps the records.
+    manual clock only stamps the records. The client's own requests (item helpers,
+    transactions) are recorded by ``items_of(client)``.
     """
     harness = Harness()
     client = DynamoDBClient.__new__(DynamoDBClient)
     client._setup(
-        _MemoryTransport(harness.db, lock_requests=False),
+        FaultyTransport(harness.clock, harness.db, lock_requests=False),
         harness.transport,
         region="memory",
         endpoint_url=None,
     )
     return client, harness.transport
+
+
+def items_of(client: DynamoDBClient) -> FaultyTransport:
+    """The recorder of a :func:`recording_client`'s own (non-lock) requests."""
+    items = client._items
+    assert isinstance(items, FaultyTransport)
+    return items

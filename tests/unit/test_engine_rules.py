@@ -14,7 +14,17 @@ import threading
 from typing import Any
 
 import pytest
-from lease_harness import FOREVER, TABLE, Fault, Harness, hang, lost_answer, recording_client, run
+from lease_harness import (
+    FOREVER,
+    TABLE,
+    Fault,
+    Harness,
+    hang,
+    items_of,
+    lost_answer,
+    recording_client,
+    run,
+)
 
 from dynalease._engine import protocol as p
 from dynalease._engine.lease import State
@@ -31,6 +41,7 @@ from dynalease.exceptions import (
     ValidationError,
 )
 from dynalease.lock import SyncDistributedLock
+from dynalease.transaction import SyncTransaction
 
 
 def spoken(params: dict[str, Any], field: str) -> str:
@@ -100,6 +111,22 @@ def test_check_in_condition_is_the_owner_on_the_lock_row() -> None:
             lease.condition_item()
 
     run(scenario)
+
+
+def test_a_check_in_transaction_holds_the_ownership_condition_and_asks_for_capacity() -> None:
+    client, locks = recording_client()
+    client.sync_create_table("results", partition_key=("id", "S"))
+    with SyncDistributedLock(client, table=TABLE, key="job") as lease:
+        with SyncTransaction(client) as transaction:
+            lease.check_in(transaction)
+            transaction.put("results", {"id": "1"})
+    (commit,) = [r for r in items_of(client).sent if r.operation == "TransactWriteItems"]
+    assert commit.params["ReturnConsumedCapacity"] == "TOTAL"
+    check, put = commit.params["TransactItems"]
+    assert check["ConditionCheck"]["Key"] == {"key": {"S": "job"}}
+    assert spoken(check["ConditionCheck"], "ConditionExpression") == f"owner = {lease.owner!r}"
+    assert put["Put"]["TableName"] == "results"
+    assert lease.metrics.write_requests == 2 and locks.operations() == ["PutItem", "DeleteItem"]
 
 
 def test_owner_and_version_are_fresh_uuid4_tokens() -> None:
