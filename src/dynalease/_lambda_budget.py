@@ -1,0 +1,89 @@
+"""How long a Lambda invocation may wait for a lock: the budget rules in one place.
+
+An invocation that acquires a lock must still have time, after acquiring, for
+the work (``reserve_time``) and for the release (the lease's cleanup budget),
+or a hard timeout leaves the row behind and every contender waits out the
+whole lease. So the wait is cut to what is left after both.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ._engine.protocol import MAX_DURATION_S, cleanup_budget
+from .exceptions import LockNotAcquired
+
+__all__ = ["DEFAULT_WAIT_S", "NoTimeLeft", "acquisition_wait", "remaining_seconds"]
+
+DEFAULT_WAIT_S = 35.0
+"""The wait when the remaining time is unknown and no ``wait_timeout`` was given
+(the same default as ``distributed_lock``)."""
+
+
+class NoTimeLeft(Exception):
+    """The invocation's remaining time cannot cover reserve plus cleanup: do not try."""
+
+    def __init__(self, remaining_s: float, reserve_s: float, lease_s: float) -> None:
+        super().__init__("no time left to acquire")
+        self.remaining_s = remaining_s
+        self.reserve_s = reserve_s
+        self.lease_s = lease_s
+        self.cleanup_s = cleanup_budget(lease_s)
+
+    def to_lock_error(self, table: str, key: str) -> LockNotAcquired:
+        """The error the caller sees: what was left and what was reserved."""
+        return LockNotAcquired(
+            f"lock {key!r} in table {table!r} was not acquired, and no request was made: "
+            f"the invocation had {self.remaining_s:.3f} s left, and reserve_time "
+            f"({self.reserve_s:g} s) plus the cleanup budget of the {self.lease_s:g} s lease "
+            f"({self.cleanup_s:g} s) leave no time to try. Raise the function timeout, or "
+            "lower reserve_time or lease_duration",
+            table=table,
+            key=key,
+        )
+
+
+def remaining_seconds(context: Any) -> float | None:
+    """The invocation's remaining time in seconds, or None when the context cannot tell.
+
+    A Lambda context reports whole milliseconds; 0 is a real value (the time is
+    up), not "unknown". Only a context without ``get_remaining_time_in_millis``
+    (``None`` in a quick local test) is unknown.
+    """
+    getter = getattr(context, "get_remaining_time_in_millis", None)
+    if getter is None:
+        return None
+    millis = getter()
+    if isinstance(millis, bool) or not isinstance(millis, int | float) or math.isnan(millis):
+        raise TypeError(
+            "context.get_remaining_time_in_millis() must return a number of milliseconds, "
+            f"got {type(millis).__name__}; pass the Lambda context the runtime gave the handler"
+        )
+    return max(0.0, float(millis) / 1000)
+
+
+def acquisition_wait(
+    remaining_s: float | None,
+    *,
+    reserve_s: float,
+    lease_s: float,
+    wait_timeout: float | None,
+) -> float:
+    """The ``wait_timeout`` for one acquisition inside an invocation.
+
+    ``usable = remaining - reserve - cleanup_budget(lease)``. When ``usable`` is
+    0 or less, :class:`NoTimeLeft` is raised and no request should be made.
+    Otherwise the wait is ``min(wait_timeout, usable)``, or ``usable`` alone
+    when no ``wait_timeout`` was given; ``wait_timeout=0`` stays 0 (one
+    immediate attempt). With an unknown remaining time the wait is
+    ``wait_timeout``, else :data:`DEFAULT_WAIT_S`.
+    """
+    if remaining_s is None:
+        return DEFAULT_WAIT_S if wait_timeout is None else wait_timeout
+    usable = remaining_s - reserve_s - cleanup_budget(lease_s)
+    if usable <= 0:
+        raise NoTimeLeft(remaining_s, reserve_s, lease_s)
+    if wait_timeout is None:
+        return min(usable, MAX_DURATION_S)
+    return min(wait_timeout, usable)

@@ -1,0 +1,157 @@
+"""Lock keys from Lambda events: a key template whose placeholders come from the event.
+
+The template is the same :class:`~dynalease.keys.KeyTemplate` that
+``distributed_lock`` binds to function arguments, so a Lambda handler and an ECS
+worker that share ``"customer:{customer_id}"`` resolve ``"customer:123"`` alike
+and compete for one lock. Here each placeholder is read from the event instead:
+by a JMESPath expression from ``fields`` (with Powertools' functions such as
+``powertools_json``), or else from the top-level event key of the same name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .keys import KeyTemplate
+
+__all__ = ["EventKey", "plain_data"]
+
+
+def plain_data(value: Any) -> Any:
+    """The JSON-like data behind an event or record, for JMESPath to search.
+
+    Powertools data classes (``SQSRecord``, ``APIGatewayProxyEvent``...) keep the
+    original dict in ``raw_event``; Pydantic models are dumped by alias, so
+    field names match the event's own (``messageId``, ``body``).
+    """
+    raw = getattr(value, "raw_event", None)
+    if isinstance(raw, Mapping):
+        return raw
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, Mapping):
+        return dump(by_alias=True, mode="json")
+    return value
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class EventKey:
+    """Resolve a key template from an event (or a batch record), before any request.
+
+    ``fields`` maps placeholder names to JMESPath expressions, compiled here so
+    a syntax error surfaces when the handler is decorated. Placeholders left
+    out of ``fields`` name top-level keys of the event. ``what`` names the
+    searched data in messages ("event" or "record").
+    """
+
+    __slots__ = ("_expressions", "_options", "_template", "_what")
+
+    def __init__(
+        self, template: KeyTemplate, fields: Mapping[str, str] | None, *, what: str = "event"
+    ) -> None:
+        self._template = template
+        self._what = what
+        self._expressions: dict[str, Any] = {}
+        self._options: Any = None
+        if fields is None:
+            return
+        if not isinstance(fields, Mapping):
+            raise TypeError(
+                "fields must map placeholder names to JMESPath expressions, e.g. "
+                f"{{'customer_id': 'detail.customer_id'}}, got {type(fields).__name__}"
+            )
+        unknown = [name for name in fields if name not in template.placeholders]
+        if unknown:
+            raise ValueError(
+                f"fields names {unknown} but key template {template.template!r} has the "
+                f"placeholders {list(template.placeholders)}; map only those"
+            )
+        # Imported only when fields are used: jmespath and Powertools' function
+        # table are not needed for top-level lookups.
+        import jmespath  # type: ignore[import-untyped]
+        from aws_lambda_powertools.utilities.jmespath_utils import PowertoolsFunctions
+        from jmespath.exceptions import JMESPathError  # type: ignore[import-untyped]
+
+        self._options = jmespath.Options(custom_functions=PowertoolsFunctions())
+        for name, expression in fields.items():
+            if not isinstance(expression, str) or not expression.strip():
+                raise TypeError(
+                    f"fields[{name!r}] must be a JMESPath expression (a non-empty str), "
+                    f"got {_short(expression)}"
+                )
+            try:
+                self._expressions[name] = jmespath.compile(expression)
+            except JMESPathError as error:
+                raise ValueError(
+                    f"fields[{name!r}] = {expression!r} is not a valid JMESPath expression: "
+                    f"{error}".replace("\n", " ")
+                ) from None
+
+    @property
+    def template(self) -> KeyTemplate:
+        """The key template."""
+        return self._template
+
+    def resolve(self, data: Any) -> str:
+        """The lock key for one event or record.
+
+        A placeholder whose value is missing raises ``ValueError`` and one whose
+        value is not a ``str`` raises ``TypeError``; both name the placeholder
+        and where it was looked up.
+        """
+        data = plain_data(data)
+        values = {name: self._value(name, data) for name in self._template.placeholders}
+        return self._template.resolve(values)
+
+    def _value(self, name: str, data: Any) -> str:
+        expression = self._expressions.get(name)
+        if expression is None:
+            source = f"the top-level {self._what} key {name!r}"
+            if not isinstance(data, Mapping):
+                raise TypeError(
+                    f"placeholder {{{name}}} is read from {source}, but the {self._what} is "
+                    f"{type(data).__name__}, not an object; map it with "
+                    f"fields={{{name!r}: '<JMESPath>'}}"
+                )
+            value = data.get(name)
+        else:
+            source = f"fields[{name!r}] = {expression.expression!r}"
+            value = self._search(name, expression, data, source)
+        if value is None:
+            raise ValueError(
+                f"placeholder {{{name}}}: {source} found nothing in the {self._what}; "
+                f"check the {self._what}'s shape or the expression"
+            )
+        if not isinstance(value, str):
+            hint = (
+                "wrap the expression in to_string(...)"
+                if expression is not None
+                else f"map it with fields={{{name!r}: 'to_string({name})'}}"
+            )
+            raise TypeError(
+                f"placeholder {{{name}}}: {source} gave {type(value).__name__} "
+                f"{_short(value)}, not a str; {hint} so every service formats it alike"
+            )
+        return value
+
+    def _search(self, name: str, expression: Any, data: Any, source: str) -> Any:
+        from jmespath.exceptions import JMESPathError
+
+        try:
+            return expression.search(data, options=self._options)
+        # powertools_json raises on bad JSON (ValueError), powertools_base64 on bad
+        # padding or non-UTF-8 bytes (binascii.Error and UnicodeError are ValueErrors).
+        except (JMESPathError, ValueError, TypeError) as error:
+            detail = str(error).replace("\n", " ")
+            raise ValueError(
+                f"placeholder {{{name}}}: {source} failed on the {self._what}: "
+                f"{type(error).__name__}: {detail}"
+            ) from None
+
+    def __repr__(self) -> str:
+        fields = {name: expr.expression for name, expr in self._expressions.items()}
+        return f"EventKey({self._template.template!r}, fields={fields!r})"

@@ -1,0 +1,210 @@
+"""One lock per invocation or batch record: options, client, budget and the hold itself.
+
+``lock_handler`` and ``lock_record`` differ only in what they wrap; both build a
+:class:`LockPlan` when they decorate (so every option and the key template are
+checked at import time) and enter a :class:`Holding` per invocation or record.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import threading
+import time
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+from ._engine.protocol import check_durations
+from ._lambda_budget import NoTimeLeft, acquisition_wait, remaining_seconds
+from ._lambda_fields import EventKey
+from ._lambda_report import Reporter, check_log_key, check_logger, check_metrics
+from .client import DynamoDBClient, check_table_name
+from .constants import ENV_TABLE
+from .exceptions import LockNotAcquired
+from .keys import KeyTemplate
+from .lock import SyncDistributedLock
+
+__all__ = ["CURRENT_LOCK", "Holding", "LockPlan", "shared_client"]
+
+CURRENT_LOCK: contextvars.ContextVar[SyncDistributedLock] = contextvars.ContextVar(
+    "dynalease_current_lock"
+)
+
+# The AWS settings a client is built from. In Lambda they never change, so this
+# is one client for the life of the execution environment; a local run that
+# points the environment elsewhere (another endpoint, Region) gets a new one.
+_CLIENT_ENV = (
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_DYNAMODB",
+    "AWS_PROFILE",
+)
+_shared_lock = threading.Lock()
+_shared: tuple[tuple[Any, ...], DynamoDBClient] | None = None
+
+
+def shared_client() -> DynamoDBClient:
+    """The module-level client, created on first use and kept by warm invocations.
+
+    Keeping it keeps its observation cache, which is what lets repeated short
+    waits on later invocations recover a lock abandoned by a timed-out one.
+    """
+    global _shared
+    identity = (os.getpid(), *(os.environ.get(name) for name in _CLIENT_ENV))
+    current = _shared
+    if current is not None and current[0] == identity:
+        return current[1]
+    with _shared_lock:
+        if _shared is None or _shared[0] != identity:
+            _shared = (identity, DynamoDBClient())
+        return _shared[1]
+
+
+def _check_reserve(reserve_time: object) -> float:
+    if isinstance(reserve_time, bool) or not isinstance(reserve_time, int | float):
+        raise TypeError(
+            f"reserve_time must be a number of seconds, got {type(reserve_time).__name__}"
+        )
+    if not 0 <= reserve_time < float("inf"):
+        raise ValueError(
+            f"reserve_time must be 0 or more finite seconds (the time the work needs after "
+            f"acquiring), got {reserve_time!r}"
+        )
+    return float(reserve_time)
+
+
+class LockPlan:
+    """Validated options of one decorated handler; builds a :class:`Holding` per call."""
+
+    __slots__ = (
+        "_client",
+        "_lease_s",
+        "_reporter",
+        "_reserve_s",
+        "_table",
+        "_wait_s",
+        "event_key",
+    )
+
+    def __init__(
+        self,
+        *,
+        client: object,
+        table: object,
+        key: object,
+        fields: Mapping[str, str] | None,
+        lease_duration: object,
+        wait_timeout: object,
+        reserve_time: object,
+        logger: object,
+        metrics: object,
+        log_key: object,
+        what: str,
+    ) -> None:
+        if client is not None and not isinstance(client, DynamoDBClient):
+            raise TypeError(
+                f"client must be a dynalease.DynamoDBClient or None (one shared client "
+                f"created on first use), got {type(client).__name__}"
+            )
+        if table is not None:
+            check_table_name(table)
+        lease_s, wait_s = check_durations(
+            lease_duration, 0.0 if wait_timeout is None else wait_timeout
+        )
+        check_logger(logger)
+        check_metrics(metrics)
+        template = KeyTemplate(key)  # type: ignore[arg-type]  # KeyTemplate checks the type
+        self._client: DynamoDBClient | None = client
+        self._table: str | None = table  # type: ignore[assignment]  # checked above
+        self._lease_s = lease_s
+        self._wait_s: float | None = None if wait_timeout is None else wait_s
+        self._reserve_s = _check_reserve(reserve_time)
+        self.event_key = EventKey(template, fields, what=what)
+        self._reporter = Reporter(
+            template=template.template,
+            logger=logger,
+            metrics=metrics,
+            log_key=check_log_key(log_key),
+        )
+
+    def table(self) -> str:
+        """The explicit table, else ``DYNALEASE_TABLE``, read per call (tests set it late)."""
+        if self._table is not None:
+            return self._table
+        name = os.environ.get(ENV_TABLE)
+        if not name:
+            raise ValueError(
+                f"no lock table: pass table=... to the decorator or set the {ENV_TABLE} "
+                "environment variable (the dynalease LockTable CDK construct sets it)"
+            )
+        return check_table_name(name, parameter=ENV_TABLE)
+
+    def client(self) -> DynamoDBClient:
+        return self._client if self._client is not None else shared_client()
+
+    def hold(self, data: Any, context: Any) -> Holding:
+        """A context manager holding the lock for ``data``'s key within ``context``'s time."""
+        return Holding(self, data, context)
+
+
+class Holding:
+    """One acquisition: resolve the key, size the wait, acquire, report, release."""
+
+    __slots__ = ("_context", "_data", "_guard", "_plan", "_start", "_table", "_token")
+
+    def __init__(self, plan: LockPlan, data: Any, context: Any) -> None:
+        self._plan = plan
+        self._data = data
+        self._context = context
+        self._guard: SyncDistributedLock | None = None
+        self._token: contextvars.Token[SyncDistributedLock] | None = None
+        self._start = 0.0
+        self._table = ""
+
+    def __enter__(self) -> SyncDistributedLock:
+        plan = self._plan
+        # Everything that can be wrong with the input fails here, before a request.
+        key = plan.event_key.resolve(self._data)
+        table = self._table = plan.table()
+        remaining = remaining_seconds(self._context)
+        try:
+            wait = acquisition_wait(
+                remaining,
+                reserve_s=plan._reserve_s,
+                lease_s=plan._lease_s,
+                wait_timeout=plan._wait_s,
+            )
+        except NoTimeLeft as no_time:
+            plan._reporter.no_time(table, key, remaining)
+            raise no_time.to_lock_error(table, key) from None
+        guard = SyncDistributedLock(
+            plan.client(), table=table, key=key, lease_duration=plan._lease_s, wait_timeout=wait
+        )
+        try:
+            guard.__enter__()
+        except LockNotAcquired:
+            plan._reporter.not_acquired(table, key, guard.metrics, remaining)
+            raise
+        self._start = time.monotonic()
+        plan._reporter.acquired(guard.metrics)
+        self._guard = guard
+        self._token = CURRENT_LOCK.set(guard)
+        return guard
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        guard = self._guard
+        assert guard is not None and self._token is not None
+        CURRENT_LOCK.reset(self._token)
+        held_ms = 0.0
+        try:
+            guard.__exit__(exc_type, exc, traceback)
+        finally:
+            held_ms = (time.monotonic() - self._start) * 1000
+            self._plan._reporter.finished(self._table, guard.key, guard.metrics, held_ms)

@@ -1,0 +1,146 @@
+"""What the Lambda middleware tells logs and metrics about each lock.
+
+One log line per lock, when its story ends (released, lost, release failed,
+contention, no time left), so a log search finds one record per invocation or
+record. Keys often carry customer or tenant identifiers, so by default the log
+shows a short SHA-256 of the key next to the template, which is enough to
+follow one key across services without writing identifiers into logs;
+``log_key="key"`` logs the key itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any
+
+from .metrics import LockMetrics
+
+__all__ = ["LOG_KEY_CHOICES", "Reporter", "key_hash"]
+
+_library_log = logging.getLogger("dynalease.middleware")
+
+LOG_KEY_CHOICES = ("hash", "key")
+
+# Outcome -> (log level with a user's logger, with the library logger). A user
+# who passes a logger wants the routine lines; the library stays quiet unless
+# something needs attention.
+_LEVELS = {
+    "released": ("info", logging.DEBUG),
+    "contention": ("info", logging.INFO),
+    "no_time": ("warning", logging.INFO),
+    "lost": ("warning", logging.WARNING),
+    "release_failed": ("warning", logging.WARNING),
+}
+
+
+def key_hash(key: str) -> str:
+    """The short hash logged for ``key``: the first 16 hex digits of its SHA-256.
+
+    Compute it for a key you know to find its log lines::
+
+        >>> key_hash("customer:123")
+        '02ec19c58d54ce98'
+    """
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+def check_logger(logger: object) -> None:
+    """A logger needs ``info``/``warning`` taking ``extra=``: stdlib or Powertools ``Logger``."""
+    if logger is not None and not all(
+        callable(getattr(logger, method, None)) for method in ("info", "warning")
+    ):
+        raise TypeError(
+            f"logger must be a Powertools Logger or a logging.Logger, got {type(logger).__name__}"
+        )
+
+
+def check_metrics(metrics: object) -> None:
+    """Metrics need ``add_metric(name=, unit=, value=)``, as Powertools ``Metrics`` has."""
+    if metrics is not None and not callable(getattr(metrics, "add_metric", None)):
+        raise TypeError(f"metrics must be a Powertools Metrics, got {type(metrics).__name__}")
+
+
+def check_log_key(log_key: object) -> str:
+    if log_key not in LOG_KEY_CHOICES:
+        raise ValueError(
+            f"log_key must be 'hash' (log a SHA-256 prefix of the key) or 'key' (log the "
+            f"key itself), got {log_key!r}"
+        )
+    return str(log_key)
+
+
+class Reporter:
+    """Writes the structured log line and EMF metrics of each lock."""
+
+    __slots__ = ("_log_key", "_logger", "_metrics", "_template")
+
+    def __init__(self, *, template: str, logger: Any, metrics: Any, log_key: str) -> None:
+        self._template = template
+        self._logger = logger
+        self._metrics = metrics
+        self._log_key = log_key
+
+    def acquired(self, stats: LockMetrics) -> None:
+        self._metric("LockAcquired", "Count", 1)
+        self._metric("LockWaitMs", "Milliseconds", stats.wait_ms)
+
+    def not_acquired(
+        self, table: str, key: str, stats: LockMetrics, remaining_s: float | None
+    ) -> None:
+        self._metric("LockContention", "Count", 1)
+        self._metric("LockWaitMs", "Milliseconds", stats.wait_ms)
+        self._line("contention", table, key, stats, remaining_s)
+
+    def no_time(self, table: str, key: str, remaining_s: float | None) -> None:
+        self._metric("LockInsufficientTime", "Count", 1)
+        self._line("no_time", table, key, LockMetrics(), remaining_s)
+
+    def finished(self, table: str, key: str, stats: LockMetrics, held_ms: float) -> str:
+        """Report a lock that was held; returns the outcome."""
+        if stats.lost:
+            outcome = "lost"
+        elif stats.cleanup_failures:
+            outcome = "release_failed"
+        else:
+            outcome = "released"
+        self._metric("LockRenewals", "Count", stats.renewals)
+        if stats.lost:
+            self._metric("LockLost", "Count", 1)
+        self._line(outcome, table, key, stats, None, held_ms)
+        return outcome
+
+    def _metric(self, name: str, unit: str, value: float) -> None:
+        if self._metrics is not None:
+            self._metrics.add_metric(name=name, unit=unit, value=value)
+
+    def _line(
+        self,
+        outcome: str,
+        table: str,
+        key: str,
+        stats: LockMetrics,
+        remaining_s: float | None,
+        held_ms: float | None = None,
+    ) -> None:
+        fields: dict[str, Any] = {"outcome": outcome, "table": table, "template": self._template}
+        if self._log_key == "key":
+            fields["key"] = key
+        else:
+            fields["key_hash"] = key_hash(key)
+        fields["wait_ms"] = round(stats.wait_ms, 1)
+        fields["renewals"] = stats.renewals
+        if held_ms is not None:
+            fields["held_ms"] = round(held_ms, 1)
+        if remaining_s is not None:
+            fields["remaining_ms"] = round(remaining_s * 1000)
+        fields["requests"] = stats.read_requests + stats.write_requests
+        user_method, library_level = _LEVELS[outcome]
+        text = " ".join(f"{name}={value}" for name, value in fields.items() if name != "outcome")
+        if self._logger is not None:
+            # The level's own method, not log(): Powertools' Logger wraps info/warning
+            # (stack level, extra keys) and only proxies log() to the stdlib logger.
+            log_method = getattr(self._logger, user_method)
+            log_method(f"dynalease lock {outcome}", extra={"lock": fields})
+        else:
+            _library_log.log(library_level, "dynalease lock %s: %s", outcome, text)

@@ -1,0 +1,274 @@
+"""Lambda middleware: hold a lock for each invocation, or for each batch record.
+
+``lock_handler`` wraps a Lambda handler; ``lock_record`` wraps a Powertools
+batch record handler. Both take the same key templates as ``distributed_lock``,
+read the placeholders from the event (``fields`` maps them to JMESPath
+expressions with Powertools' functions), and size the wait from the
+invocation's remaining time::
+
+    usable = remaining time - reserve_time - cleanup budget of the lease
+    wait   = min(wait_timeout, usable)         # usable alone without wait_timeout
+
+When ``usable`` is 0 or less the lock is not tried at all: ``LockNotAcquired``
+is raised at once, without a request, so an invocation never starts an
+acquisition it cannot finish and release before its timeout.
+
+Example::
+
+    from aws_lambda_powertools import Logger
+    from dynalease.middleware import lock_handler
+
+    logger = Logger()
+
+    @logger.inject_lambda_context
+    @lock_handler(key="customer:{customer_id}", fields={"customer_id": "detail.customer_id"},
+                  reserve_time=5, logger=logger)
+    def handler(event, context):
+        ...
+
+Needs the ``lambda`` extra: ``pip install 'dynalease[lambda]'``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, cast
+
+try:
+    from aws_lambda_powertools.middleware_factory import lambda_handler_decorator
+except ImportError as error:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "dynalease.middleware needs aws-lambda-powertools; install it with "
+        "pip install 'dynalease[lambda]' (or add Powertools' layer to the function)"
+    ) from error
+
+from ._lambda_plan import CURRENT_LOCK, LockPlan
+from ._lambda_report import key_hash
+from .client import DynamoDBClient
+from .exceptions import LockNotAcquired
+from .lock import SyncDistributedLock
+
+__all__ = ["current_lock", "key_hash", "lock_handler", "lock_record"]
+
+H = TypeVar("H", bound=Callable[..., Any])
+OnContention = Callable[[Any, Any, LockNotAcquired], Any]
+
+_log = logging.getLogger(__name__)
+
+
+@lambda_handler_decorator
+def dynalease_lock_handler(
+    handler: Callable[..., Any],
+    event: Any,
+    context: Any,
+    *,
+    dynalease_plan: LockPlan,
+    dynalease_on_contention: OnContention | None,
+    **handler_kwargs: Any,
+) -> Any:
+    """The middleware behind :func:`lock_handler` (its name shows in Powertools' logs)."""
+    holding = dynalease_plan.hold(event, context)
+    try:
+        holding.__enter__()
+    except LockNotAcquired as error:
+        if dynalease_on_contention is None:
+            raise
+        return dynalease_on_contention(event, context, error)
+    try:
+        response = handler(event, context, **handler_kwargs)
+    except BaseException as failure:
+        holding.__exit__(type(failure), failure, failure.__traceback__)
+        raise
+    holding.__exit__(None, None, None)
+    return response
+
+
+def lock_handler(
+    client: DynamoDBClient | None = None,
+    *,
+    table: str | None = None,
+    key: str,
+    fields: Mapping[str, str] | None = None,
+    lease_duration: float = 30.0,
+    wait_timeout: float | None = None,
+    reserve_time: float = 0.0,
+    on_contention: OnContention | None = None,
+    logger: Any = None,
+    metrics: Any = None,
+    log_key: str = "hash",
+) -> Callable[[H], H]:
+    """Run each invocation of a Lambda handler under a lock resolved from the event.
+
+    - ``client``: a :class:`~dynalease.DynamoDBClient`, else one module-level
+      client created on first use and reused by warm invocations (so its
+      observations of abandoned locks survive between invocations).
+    - ``table``: the lock table, else the ``DYNALEASE_TABLE`` environment variable.
+    - ``key``: a template such as ``"customer:{customer_id}"``, resolved exactly as
+      ``distributed_lock`` resolves it, so Lambda handlers and other services that
+      share a template compete for one lock.
+    - ``fields``: placeholder -> JMESPath expression over the event, with
+      Powertools' functions (``powertools_json``, ``powertools_base64``,
+      ``powertools_base64_gzip``). Placeholders not in ``fields`` name top-level
+      event keys. A missing or non-``str`` value raises ``ValueError`` /
+      ``TypeError`` naming the placeholder and expression, before any request.
+    - ``wait_timeout``: at most this long a wait; the invocation's remaining time
+      minus ``reserve_time`` and the lease's cleanup budget always caps it.
+      ``0`` makes one immediate attempt.
+    - ``reserve_time``: seconds the handler's own work needs after acquiring.
+    - ``on_contention(event, context, error)``: called instead of raising
+      :class:`~dynalease.exceptions.LockNotAcquired` (contention, or too little
+      time left); its return value is the handler's response, e.g. an HTTP 409.
+    - ``logger`` / ``metrics``: a Powertools ``Logger`` (one structured line per
+      lock: outcome, table, template, key hash, wait_ms, renewals) and
+      ``Metrics`` (LockAcquired, LockContention, LockWaitMs, LockRenewals,
+      LockLost, LockInsufficientTime). ``log_key="key"`` logs the key itself
+      instead of :func:`key_hash` of it.
+
+    Built with Powertools' ``lambda_handler_decorator``, so it stacks with
+    ``Logger.inject_lambda_context``, ``Tracer``, ``Metrics.log_metrics`` and
+    idempotency; put it innermost (closest to the handler).
+    """
+    plan = LockPlan(
+        client=client,
+        table=table,
+        key=key,
+        fields=fields,
+        lease_duration=lease_duration,
+        wait_timeout=wait_timeout,
+        reserve_time=reserve_time,
+        logger=logger,
+        metrics=metrics,
+        log_key=log_key,
+        what="event",
+    )
+    if on_contention is not None and not callable(on_contention):
+        raise TypeError(
+            "on_contention must be a callable (event, context, error) -> response, "
+            f"got {type(on_contention).__name__}"
+        )
+
+    def decorate(handler: H) -> H:
+        if not inspect.isfunction(handler):
+            raise TypeError(
+                f"lock_handler decorates a Lambda handler function (def handler(event, "
+                f"context)), got {type(handler).__name__}"
+            )
+        if inspect.iscoroutinefunction(handler) or inspect.isasyncgenfunction(handler):
+            raise TypeError(
+                f"lock_handler cannot wrap async {handler.__qualname__}: Lambda calls handlers "
+                "synchronously; run your coroutine with asyncio.run inside a def handler"
+            )
+        wrapped = dynalease_lock_handler(
+            handler, dynalease_plan=plan, dynalease_on_contention=on_contention
+        )
+        return cast(H, wrapped)
+
+    return decorate
+
+
+def lock_record(
+    client: DynamoDBClient | None = None,
+    *,
+    table: str | None = None,
+    key: str,
+    fields: Mapping[str, str] | None = None,
+    lease_duration: float = 30.0,
+    wait_timeout: float | None = None,
+    reserve_time: float = 0.0,
+    logger: Any = None,
+    metrics: Any = None,
+    log_key: str = "hash",
+) -> Callable[[H], H]:
+    """Process each SQS, Kinesis or DynamoDB-stream record under its own lock.
+
+    Wraps a Powertools batch record handler (``def record_handler(record)`` or
+    ``def record_handler(record, lambda_context)``) for ``BatchProcessor``,
+    ``SqsFifoPartialProcessor`` and ``process_partial_response``. ``fields``
+    are evaluated on the record (e.g. ``{"customer_id":
+    "powertools_json(body).customer_id"}`` for SQS). The options mean what they
+    mean for :func:`lock_handler`.
+
+    The wait comes from the invocation's remaining time at each record, so pass
+    ``context=context`` to ``process_partial_response``: the wrapped handler
+    asks for ``lambda_context``. A record whose lock is not acquired (contention,
+    or too little time left for it) or whose handler fails raises, so the
+    processor reports it in ``batchItemFailures`` and it is never acknowledged
+    as done; the FIFO processor's short-circuit then applies as usual.
+    """
+    plan = LockPlan(
+        client=client,
+        table=table,
+        key=key,
+        fields=fields,
+        lease_duration=lease_duration,
+        wait_timeout=wait_timeout,
+        reserve_time=reserve_time,
+        logger=logger,
+        metrics=metrics,
+        log_key=log_key,
+        what="record",
+    )
+    warned: list[bool] = []
+
+    def decorate(record_handler: H) -> H:
+        if not callable(record_handler):
+            raise TypeError(f"lock_record decorates a record handler, got {record_handler!r}")
+        if inspect.iscoroutinefunction(record_handler):
+            raise TypeError(
+                f"lock_record wraps sync record handlers; {record_handler.__qualname__} is async"
+            )
+        takes_context = "lambda_context" in inspect.signature(record_handler).parameters
+
+        @functools.wraps(record_handler)
+        def locked_record(record: Any, lambda_context: Any = None) -> Any:
+            if lambda_context is None and not warned:
+                warned.append(True)
+                _log.warning(
+                    "lock_record got no lambda_context, so lock waits cannot follow the "
+                    "invocation's remaining time; pass context=context to "
+                    "process_partial_response (or to the processor)"
+                )
+            with plan.hold(record, lambda_context):
+                if takes_context:
+                    return record_handler(record, lambda_context=lambda_context)
+                return record_handler(record)
+
+        # Powertools passes lambda_context only to handlers whose signature asks
+        # for it; inspect.signature would otherwise follow __wrapped__ to the
+        # user's function, which may not.
+        locked_record.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [
+                inspect.Parameter("record", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+                inspect.Parameter(
+                    "lambda_context", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None
+                ),
+            ]
+        )
+        return cast(H, locked_record)
+
+    return decorate
+
+
+def current_lock() -> SyncDistributedLock:
+    """The lock held for the current invocation or record by the middleware.
+
+    Use it to check ownership before a side effect, or to add the ownership
+    condition to a transaction::
+
+        with SyncTransaction(client) as transaction:
+            current_lock().check_in(transaction)
+            transaction.put("summaries", {...})
+
+    Raises ``LookupError`` outside a handler wrapped by ``lock_handler`` or
+    ``lock_record``.
+    """
+    try:
+        return CURRENT_LOCK.get()
+    except LookupError:
+        raise LookupError(
+            "no dynalease lock is held here: current_lock() works inside a handler "
+            "wrapped by lock_handler or a record handler wrapped by lock_record"
+        ) from None
