@@ -21,9 +21,10 @@ import sys
 import time
 from pathlib import Path
 
-# Node 20 runs jsii here; its deprecation banner would drown the synth output.
+# Node 20 runs jsii here; its deprecation banners would drown the synth output.
 # Set before aws_cdk is imported, because the import starts the jsii runtime.
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 import aws_cdk as cdk
 
@@ -32,7 +33,7 @@ REPO_ROOT = INFRA_DIR.parent
 if str(INFRA_DIR) not in sys.path:
     sys.path.insert(0, str(INFRA_DIR))
 
-from stacks import ExampleStack, LockStack, check_with_nag  # noqa: E402
+from stacks import LAYER_PARAMETER_NAME, ExampleStack, LockStack, check_with_nag  # noqa: E402
 
 
 def build_app(outdir: str | os.PathLike[str] | None = None) -> cdk.App:
@@ -49,7 +50,15 @@ def build_app(outdir: str | os.PathLike[str] | None = None) -> cdk.App:
         account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION")
     )
     locks = LockStack(app, "DynaleaseLocks", env=env)
-    ExampleStack(app, "DynaleaseExamples", locks=locks.locks, layer=locks.layer, env=env)
+    examples = ExampleStack(
+        app,
+        "DynaleaseExamples",
+        locks=locks.locks,
+        layer_parameter_name=LAYER_PARAMETER_NAME,
+        env=env,
+    )
+    # The SSM parameter is read at deploy time, so order the deployments explicitly.
+    examples.add_stack_dependency(locks, "reads the layer ARN from SSM at deploy time")
     check_with_nag(app)
     return app
 

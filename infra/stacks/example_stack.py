@@ -25,9 +25,10 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from dynalease.cdk import LockLayer, LockTable
+from dynalease.cdk import LockTable
 from dynalease.cdk.layer import DEFAULT_RUNTIMES
 
 from .nag import suppress
@@ -44,8 +45,9 @@ EXAMPLE_FUNCTIONS: dict[str, str] = {
     "DirectHandler": "direct_handler",
 }
 
-#: The ``source`` the example EventBridge rule matches.
-EVENT_SOURCE = "dynalease.example"
+#: The events the example rule sends to the handler (as in events/eventbridge.json).
+EVENT_SOURCE = "com.example.customers"
+EVENT_DETAIL_TYPE = "CustomerUpdated"
 
 _TIMEOUT = cdk.Duration.seconds(60)
 _RETENTION = logs.RetentionDays.ONE_MONTH
@@ -97,16 +99,33 @@ def _encrypted_queue(scope: Construct, id: str, **props: Any) -> sqs.Queue:
 
 
 class ExampleStack(cdk.Stack):
-    """The examples in ``examples/lambda`` wired to SQS, EventBridge and API Gateway."""
+    """The examples in ``examples/lambda`` wired to SQS, EventBridge and API Gateway.
+
+    ``locks`` is the LockStack's table; ``layer_parameter_name`` the SSM parameter
+    where LockStack publishes the current layer version ARN.
+    """
 
     def __init__(
-        self, scope: Construct, id: str, *, locks: LockTable, layer: LockLayer, **kwargs: Any
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        locks: LockTable,
+        layer_parameter_name: str,
+        **kwargs: Any,
     ) -> None:
         super().__init__(
             scope, id, description="dynalease example handlers behind each event source", **kwargs
         )
         self._locks = locks
-        self._layer = layer
+        # The layer ARN is read from SSM at deploy time rather than exported: a new
+        # layer version replaces the old one, and CloudFormation refuses to change
+        # an export another stack uses, so an export would block every layer update.
+        self._layer = lambda_.LayerVersion.from_layer_version_arn(
+            self,
+            "LockLayer",
+            ssm.StringParameter.value_for_string_parameter(self, layer_parameter_name),
+        )
         self._code = lambda_.Code.from_asset(
             str(EXAMPLES_DIR), exclude=["__pycache__", "*.pyc", "README*"]
         )
@@ -182,8 +201,10 @@ class ExampleStack(cdk.Stack):
         rule = events.Rule(
             self,
             "ExampleRule",
-            description=f"events with source {EVENT_SOURCE} go to the eventbridge example",
-            event_pattern=events.EventPattern(source=[EVENT_SOURCE]),
+            description=f"{EVENT_DETAIL_TYPE} events from {EVENT_SOURCE} go to the example",
+            event_pattern=events.EventPattern(
+                source=[EVENT_SOURCE], detail_type=[EVENT_DETAIL_TYPE]
+            ),
         )
         dead_letters = _encrypted_queue(
             self, "RuleDeadLetters", retention_period=cdk.Duration.days(14)
@@ -229,19 +250,25 @@ class ExampleStack(cdk.Stack):
         )
         integration = apigw.LambdaIntegration(function)
         # Every path and method reaches the handler, which routes by itself.
-        api.root.add_method(
-            "ANY",
-            integration,
-            authorization_type=options.authorization_type,
-            request_validator=validator,
-        )
-        api.root.add_proxy(default_integration=integration, default_method_options=options)
-        suppress(
-            api,
-            "AwsSolutions-COG4",
-            "Callers sign requests with SigV4 (IAM authorization on every method); the example "
-            "has no end users, so a Cognito user pool authorizer would add nothing.",
-        )
+        methods = [
+            api.root.add_method(
+                "ANY",
+                integration,
+                authorization_type=options.authorization_type,
+                request_validator=validator,
+            ),
+            api.root.add_proxy(
+                default_integration=integration, default_method_options=options
+            ).any_method,
+        ]
+        for method in methods:
+            if method is not None:
+                suppress(
+                    method,
+                    "AwsSolutions-COG4",
+                    "Callers sign requests with SigV4 (IAM authorization on this method); the "
+                    "example has no end users, so a Cognito user pool authorizer adds nothing.",
+                )
         suppress(
             api.deployment_stage,
             "AwsSolutions-APIG6",

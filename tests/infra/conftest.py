@@ -19,6 +19,7 @@ from infra_helpers import EXAMPLE_STACK, LOCK_STACK, ROOT, Assembly
 
 # Before aws_cdk is imported anywhere: the import starts jsii, which reads this.
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 
 @pytest.fixture(scope="session", autouse=True)
