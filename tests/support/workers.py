@@ -146,8 +146,9 @@ def contend(target: Target, events: Any, stop: Any, name: str, first_hold: float
 
     The first hold lasts ``first_hold`` seconds (or until the guard is lost),
     later ones 0.3 s. Reports ``("ready", name)``, ``("acquired", name, owner,
-    t)`` and, for a guard that found itself lost, ``("lost", name, owner, t)``
-    with the time it first noticed.
+    t, wall)`` and, for a guard that found itself lost, ``("lost", name, owner,
+    t, wall)`` with the monotonic time it first noticed; ``wall`` is this
+    process's wall clock when it reported.
     """
     client = target.client()
     events.put(("ready", name))
@@ -158,7 +159,7 @@ def contend(target: Target, events: Any, stop: Any, name: str, first_hold: float
         try:
             with guard:
                 commit(client, guard, table=target.history, kind=ACQUIRED)
-                events.put(("acquired", name, guard.owner, time.monotonic()))
+                events.put(("acquired", name, guard.owner, time.monotonic(), time.time()))
                 end = time.monotonic() + (first_hold if holds == 0 else 0.3)
                 holds += 1
                 try:
@@ -174,4 +175,4 @@ def contend(target: Target, events: Any, stop: Any, name: str, first_hold: float
         except LockLost:
             lost_at = lost_at or time.monotonic()
         if lost_at is not None:
-            events.put(("lost", name, guard.owner, lost_at))
+            events.put(("lost", name, guard.owner, lost_at, time.time()))

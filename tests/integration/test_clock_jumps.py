@@ -1,0 +1,173 @@
+"""A holder whose wall clock jumps (libfaketime) gives its lease up early and never overlaps.
+
+The holder runs in a spawned process under libfaketime with the offset read
+from a file on every call (``FAKETIME_NO_CACHE=1``), so the test moves that
+process's wall clock mid-run. ``FAKETIME_DONT_FAKE_MONOTONIC=1`` keeps its
+monotonic clock true: the scenario is a wall clock step (an operator, a bad NTP
+step) while time really runs on. The protocol requires both clocks to agree
+that a lease is valid, so a jump either way must end the holder's lease at
+once, well before another owner could take the row over.
+
+libfaketime comes from the Debian package ``faketime`` (``make system-deps``
+installs it as root). Without it the tests skip locally and fail in CI.
+"""
+
+from __future__ import annotations
+
+import glob
+import multiprocessing
+import os
+import queue
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.servers import in_ci
+from support.workers import Target, contend, new_target
+
+from dynalease import DynamoDBClient
+from dynalease._engine.protocol import validity_span
+from dynalease._history import check_history
+
+LEASE_S = 3.0
+JUMP_S = 300
+MESSAGE_TIMEOUT_S = 60.0
+LIBRARY_PATTERNS = (
+    "/usr/lib/*/faketime/libfaketimeMT.so.1",
+    "/usr/lib/faketime/libfaketimeMT.so.1",
+    "/usr/local/lib/faketime/libfaketimeMT.so.1",
+)
+
+spawn = multiprocessing.get_context("spawn")
+
+
+@pytest.fixture(scope="module")
+def libfaketime() -> str:
+    """The multi-threaded libfaketime library (the runtime renews from its own thread)."""
+    for pattern in LIBRARY_PATTERNS:
+        found = sorted(glob.glob(pattern))
+        if found:
+            return found[0]
+    reason = "libfaketime is not installed (apt-get install faketime, or `make system-deps`)"
+    if in_ci():
+        pytest.fail(f"CI=true but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+class Inbox:
+    """Every message the workers sent, with waiting for a particular one."""
+
+    def __init__(self, events: Any) -> None:
+        self.events = events
+        self.messages: list[tuple[Any, ...]] = []
+
+    def wait_for(self, wanted: Callable[[tuple[Any, ...]], bool]) -> tuple[Any, ...]:
+        for message in self.messages:
+            if wanted(message):
+                return message
+        deadline = time.monotonic() + MESSAGE_TIMEOUT_S
+        while True:
+            message = self.events.get(timeout=max(0.1, deadline - time.monotonic()))
+            self.messages.append(message)
+            if wanted(message):
+                return message
+
+    def drain(self) -> None:
+        while True:
+            try:
+                self.messages.append(self.events.get(timeout=0.5))
+            except queue.Empty:
+                return
+
+
+def set_offset(rc: Path, offset: str) -> None:
+    """Replace the offset file atomically: libfaketime rereads it on every clock call."""
+    staging = rc.with_suffix(".new")
+    staging.write_text(offset + "\n")
+    os.replace(staging, rc)
+
+
+@pytest.fixture
+def processes() -> Iterator[list[Any]]:
+    started: list[Any] = []
+    yield started
+    for process in started:
+        if process.is_alive():
+            process.kill()
+        process.join(10)
+
+
+def start_under_faketime(
+    library: str, rc: Path, target: Callable[..., None], args: tuple[Any, ...]
+) -> Any:
+    """Spawn ``target`` with libfaketime preloaded; only this child sees the fake wall clock."""
+    process = spawn.Process(target=target, args=args)
+    settings = {
+        "LD_PRELOAD": library,
+        "FAKETIME_TIMESTAMP_FILE": str(rc),
+        "FAKETIME_NO_CACHE": "1",
+        "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+    }
+    saved = {name: os.environ.get(name) for name in [*settings, "FAKETIME"]}
+    os.environ.pop("FAKETIME", None)  # it would override the timestamp file
+    os.environ.update(settings)
+    try:
+        process.start()  # spawn execs a fresh interpreter with this environment
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return process
+
+
+@pytest.mark.parametrize("offset", [f"+{JUMP_S}", f"-{JUMP_S}"], ids=["forward", "backward"])
+def test_a_holder_whose_wall_clock_jumps_loses_its_lease_early_and_never_overlaps(
+    offset: str,
+    libfaketime: str,
+    client: DynamoDBClient,
+    endpoint: str,
+    tmp_path: Path,
+    processes: list[Any],
+) -> None:
+    target: Target = new_target(client, endpoint, lease=LEASE_S)
+    rc = tmp_path / "faketime.rc"
+    set_offset(rc, "+0")
+    # Queues and events first: their helper process must not inherit LD_PRELOAD.
+    events, stop = spawn.Queue(), spawn.Event()
+    inbox = Inbox(events)
+    jumper = start_under_faketime(libfaketime, rc, contend, (target, events, stop, "jumper", 60.0))
+    processes.append(jumper)
+    _, _, held_owner, *_ = inbox.wait_for(lambda m: m[:2] == ("acquired", "jumper"))
+    steady = spawn.Process(target=contend, args=(target, events, stop, "steady", 0.3))
+    processes.append(steady)
+    steady.start()
+    inbox.wait_for(lambda m: m == ("ready", "steady"))
+    time.sleep(LEASE_S / 2)  # the jumper renews while the steady worker waits for it
+
+    set_offset(rc, offset)
+    jumped_at = time.monotonic()
+    lost = inbox.wait_for(lambda m: m[:3] == ("lost", "jumper", held_owner))
+    taken = inbox.wait_for(lambda m: m[:2] == ("acquired", "steady"))
+    time.sleep(1.5)  # both keep contending, the jumper on its shifted clock
+    stop.set()
+    for process in processes:
+        process.join(30)
+    inbox.drain()
+
+    lost_at, steady_first_at = lost[3], taken[3]
+    # The jump really reached the holder's process (and only its wall clock).
+    assert abs(lost[4] - time.time() - float(offset)) < 60
+    # Early: it noticed within a lease's validity of the jump (its own renewals
+    # would have kept it going; a true-time lease had not run out).
+    assert jumped_at <= lost_at < jumped_at + validity_span(LEASE_S)
+    # It held the lock from start to jump: nobody else got it before it gave up.
+    assert steady_first_at >= lost_at
+    assert all(m[3] >= lost_at for m in inbox.messages if m[:2] == ("acquired", "steady"))
+    assert jumper.exitcode == 0 and steady.exitcode == 0
+    report = check_history(client, target.history)
+    assert report.ok, report.violations
+    assert report.owners >= 2 and report.commits > 0
