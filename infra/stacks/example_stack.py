@@ -245,30 +245,25 @@ class ExampleStack(cdk.Stack):
         validator = api.add_request_validator(
             "RequestValidator", validate_request_parameters=True, validate_request_body=True
         )
-        options = apigw.MethodOptions(
-            authorization_type=apigw.AuthorizationType.IAM, request_validator=validator
-        )
         integration = apigw.LambdaIntegration(function)
         # Every path and method reaches the handler, which routes by itself.
+        proxy = api.root.add_proxy(any_method=False)
         methods = [
-            api.root.add_method(
+            resource.add_method(
                 "ANY",
                 integration,
-                authorization_type=options.authorization_type,
+                authorization_type=apigw.AuthorizationType.IAM,
                 request_validator=validator,
-            ),
-            api.root.add_proxy(
-                default_integration=integration, default_method_options=options
-            ).any_method,
+            )
+            for resource in (api.root, proxy)
         ]
         for method in methods:
-            if method is not None:
-                suppress(
-                    method,
-                    "AwsSolutions-COG4",
-                    "Callers sign requests with SigV4 (IAM authorization on this method); the "
-                    "example has no end users, so a Cognito user pool authorizer adds nothing.",
-                )
+            suppress(
+                method,
+                "AwsSolutions-COG4",
+                "Callers sign requests with SigV4 (IAM authorization on this method); the "
+                "example has no end users, so a Cognito user pool authorizer adds nothing.",
+            )
         suppress(
             api.deployment_stage,
             "AwsSolutions-APIG6",
