@@ -1,0 +1,314 @@
+"""The lean request path: lock requests over keep-alive HTTP on the runtime's loop.
+
+botocore spends most of a lock request's CPU on generic machinery (the
+request pipeline, event hooks, model-driven serialising and parsing, urllib3)
+and needs a thread per in-flight request. Lock requests are a handful of fixed
+JSON shapes, so this path sends them itself: JSON bodies, SigV4 signatures
+(:mod:`._lean_sign`) and HTTP/1.1 keep-alive connections (:mod:`._lean_http`)
+on the runtime's event loop.
+
+Everything about *where* and *as whom* comes from the botocore lock client made
+from the user's configuration, so both paths agree: the endpoint botocore
+resolved (explicit ``endpoint_url``, ``AWS_ENDPOINT_URL_DYNAMODB``, config files,
+the regional endpoint), its Region, its credentials object (the same chain, and
+refreshed the same way), its CA bundle or ``verify`` setting and its timeouts.
+Configurations this path does not implement (proxies, client certificates,
+unsigned or non-SigV4 clients, endpoints with a path) are handed to botocore:
+the transport then sends everything through :class:`BotoTransport`.
+
+Answers and failures are mapped by :func:`._aws.map_error_code` and
+:func:`._aws.map_transport_error`, exactly as on the botocore path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+import logging
+import os
+import zlib
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import botocore.exceptions
+from botocore.client import BaseClient
+
+from ._aws import LOCK_POOL_CONNECTIONS, BotoTransport, map_error_code, map_transport_error
+from ._engine.store import Transport
+from ._lean_http import ConnectionPool, NotSent, Unanswered
+from ._lean_sign import SigV4Signer, amz_date
+from .constants import ENV_TRANSPORT
+
+__all__ = ["TRANSPORTS", "LeanTransport", "lock_transport", "transport_choice"]
+
+log = logging.getLogger("dynalease")
+
+TRANSPORTS = ("lean", "boto")
+DEFAULT_TRANSPORT = "lean"
+_TARGET = "DynamoDB_20120810."
+_USER_AGENT = "dynalease-lean/1"
+#: Operations that change nothing: safe to resend when a reused connection was dropped.
+_READS = frozenset({"GetItem", "DescribeTable"})
+
+
+def transport_choice(explicit: str | None) -> str:
+    """The lock request path: the explicit choice, else ``DYNALEASE_TRANSPORT``, else lean."""
+    if explicit is not None:
+        if explicit not in TRANSPORTS:
+            raise ValueError(f"transport must be 'lean' or 'boto', got {explicit!r}")
+        return explicit
+    value = os.environ.get(ENV_TRANSPORT, "").strip().lower()
+    if not value:
+        return DEFAULT_TRANSPORT
+    if value not in TRANSPORTS:
+        raise ValueError(
+            f"{ENV_TRANSPORT}={value!r} is not a lock request path: set it to 'lean' or "
+            "'boto', or unset it"
+        )
+    return value
+
+
+def lock_transport(factory: Callable[[], BaseClient], choice: str) -> Transport:
+    """The transport for lock requests over a botocore lock client made by ``factory``."""
+    if choice == "boto":
+        return BotoTransport(factory)
+    return LeanTransport(factory)
+
+
+class _Route:
+    """Where lean requests go and how they are signed, taken from a botocore client."""
+
+    def __init__(self, client: Any) -> None:
+        url = client.meta.endpoint_url
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise _Unsupported(f"endpoint {url!r} is not an http(s) URL")
+        if parts.path not in ("", "/") or parts.query or parts.username:
+            raise _Unsupported(f"endpoint {url!r} has a path, query or user info")
+        config = client.meta.config
+        if (config.signature_version or "v4") not in ("v4", "dynamodb"):
+            raise _Unsupported(f"signature version {config.signature_version!r}")
+        signer = client._request_signer
+        credentials = signer._credentials
+        if credentials is None:
+            raise _Unsupported("the client signs no requests (no credentials object)")
+        session = client._endpoint.http_session
+        if session._proxy_config.proxy_url_for(url):
+            raise _Unsupported("a proxy is configured for the endpoint")
+        if getattr(session, "_cert_file", None):
+            raise _Unsupported("a client certificate is configured")
+        verify = session._verify
+        default_port = 443 if parts.scheme == "https" else 80
+        port = parts.port or default_port
+        host = parts.hostname
+        host_header = f"[{host}]" if ":" in host else host
+        if port != default_port:
+            host_header = f"{host_header}:{port}"
+        self.url = url
+        self.credentials = credentials
+        self.signer = SigV4Signer(host_header, signer._region_name or client.meta.region_name)
+        self.pool = ConnectionPool(
+            host,
+            port,
+            ssl_context=_ssl_context(verify) if parts.scheme == "https" else None,
+            connect_timeout=float(config.connect_timeout),
+            read_timeout=float(config.read_timeout),
+            max_connections=int(config.max_pool_connections or LOCK_POOL_CONNECTIONS),
+        )
+
+
+class _Unsupported(Exception):
+    """A configuration the lean path leaves to botocore."""
+
+
+def _ssl_context(verify: Any) -> Any:
+    import ssl
+
+    from botocore.httpsession import get_cert_path
+
+    if verify is False:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
+    path = get_cert_path(verify)
+    if isinstance(path, str) and os.path.isdir(path):
+        return ssl.create_default_context(capath=path)
+    return ssl.create_default_context(cafile=path)
+
+
+class LeanTransport:
+    """Lock requests over asyncio keep-alive HTTP, signed with the botocore client's credentials.
+
+    ``call`` (blocking, from user threads) and anything the lean path does not
+    support go through the botocore client; ``send`` on the runtime loop uses
+    the lean path. The botocore client is made on first use, off the loop.
+    """
+
+    def __init__(self, factory: Callable[[], BaseClient]) -> None:
+        self.boto = BotoTransport(factory)
+        self._route: _Route | None = None
+        self._prepared = False
+        self.fallback_reason: str | None = None
+
+    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send one request from this thread (through botocore)."""
+        return self.boto.call(operation, params)
+
+    @property
+    def pool(self) -> ConnectionPool | None:
+        """The connection pool, once the first request has chosen the lean path."""
+        return None if self._route is None else self._route.pool
+
+    async def _prepare(self) -> None:
+        loop = asyncio.get_running_loop()
+        # Making the client may resolve credentials (a metadata-service call): off the loop.
+        client = await loop.run_in_executor(None, lambda: self.boto.client)
+        if self._prepared:
+            return
+        try:
+            self._route = _Route(client)
+        except _Unsupported as why:
+            self.fallback_reason = str(why)
+            log.debug("dynalease: lock requests go through botocore: %s", why)
+        except (AttributeError, TypeError) as error:  # a botocore we do not know
+            self.fallback_reason = f"unrecognised botocore client ({error})"
+            log.debug("dynalease: lock requests go through botocore: %s", error)
+        self._prepared = True
+
+    async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send one request from the runtime loop."""
+        if not self._prepared:
+            await self._prepare()
+        route = self._route
+        if route is None:
+            return await self.boto.send(operation, params)
+        body = json.dumps(params, separators=(",", ":"), default=_encode_blob).encode()
+        frozen = await _frozen(route.credentials, operation)
+        headers = route.signer.sign(
+            _TARGET + operation,
+            body,
+            frozen.access_key,
+            frozen.secret_key,
+            frozen.token,
+            amz_date(),
+        )
+        head = "".join(f"{name}: {value}\r\n" for name, value in headers)
+        request = (
+            f"POST / HTTP/1.1\r\n{head}Content-Length: {len(body)}\r\n"
+            f"User-Agent: {_USER_AGENT}\r\nAccept-Encoding: identity\r\n\r\n"
+        ).encode("latin-1")
+        try:
+            status, payload, crc = await route.pool.request(
+                request, body, retry_stale=operation in _READS
+            )
+        except (NotSent, Unanswered) as failure:
+            raise _transport_failure(failure, route.url, operation) from failure.cause
+        return _answer(operation, status, payload, crc, route.url)
+
+
+async def _frozen(credentials: Any, operation: str) -> Any:
+    """The current key, secret and token; a due refresh runs off the loop."""
+    try:
+        if getattr(credentials, "refresh_needed", None) is not None and (
+            credentials.refresh_needed()
+        ):
+            # A refresh may call STS or a metadata service: never on the loop.
+            frozen = await asyncio.get_running_loop().run_in_executor(
+                None, credentials.get_frozen_credentials
+            )
+        else:
+            frozen = credentials.get_frozen_credentials()
+        if frozen.access_key is None or frozen.secret_key is None:
+            raise botocore.exceptions.NoCredentialsError()
+    except (botocore.exceptions.BotoCoreError, OSError) as error:
+        raise map_transport_error(error, operation) from error
+    return frozen
+
+
+def _transport_failure(failure: NotSent | Unanswered, url: str, operation: str) -> Exception:
+    """The botocore error botocore would have raised, mapped the same way."""
+    error: Exception
+    if isinstance(failure, NotSent):
+        error = (
+            botocore.exceptions.ConnectTimeoutError(endpoint_url=url)
+            if failure.timeout
+            else botocore.exceptions.EndpointConnectionError(endpoint_url=url)
+        )
+    else:
+        error = (
+            botocore.exceptions.ReadTimeoutError(endpoint_url=url)
+            if failure.timeout
+            else botocore.exceptions.ConnectionClosedError(endpoint_url=url)
+        )
+    return map_transport_error(error, operation)
+
+
+def _answer(
+    operation: str, status: int, payload: bytes, crc: int | None, url: str
+) -> dict[str, Any]:
+    """The parsed answer, or the mapped error; as botocore would parse it."""
+    garbled = crc is not None and zlib.crc32(payload) != crc
+    try:
+        response: dict[str, Any] = json.loads(payload) if payload and not garbled else {}
+        if not isinstance(response, dict):
+            raise ValueError("not a JSON object")
+    except ValueError:
+        garbled = True
+        response = {}
+    if garbled:
+        # A damaged answer tells nothing about whether the request was applied.
+        error = botocore.exceptions.ConnectionClosedError(endpoint_url=url)
+        raise map_transport_error(error, operation)
+    _decode_blobs(response)
+    if status == 200:
+        response["ResponseMetadata"] = {"HTTPStatusCode": status}
+        return response
+    kind = str(response.pop("__type", "") or "")
+    code = kind.rsplit("#", 1)[-1] or str(status)
+    message = str(response.pop("message", "") or response.pop("Message", "") or "")
+    response["Error"] = {"Code": code, "Message": message}
+    response["ResponseMetadata"] = {"HTTPStatusCode": status}
+    raise map_error_code(code, message, operation, status, response)
+
+
+def _encode_blob(value: object) -> str:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    raise TypeError(f"a value of type {type(value).__name__} cannot be sent to DynamoDB")
+
+
+def _decode_blobs(response: dict[str, Any]) -> None:
+    """Binary attributes arrive base64-encoded; botocore hands them over as bytes."""
+    for name in ("Item", "Attributes"):
+        item = response.get(name)
+        if isinstance(item, dict):
+            _decode_item(item)
+    for reason in response.get("CancellationReasons") or ():
+        if isinstance(reason, dict) and isinstance(reason.get("Item"), dict):
+            _decode_item(reason["Item"])
+
+
+def _decode_item(item: dict[str, Any]) -> None:
+    for value in item.values():
+        _decode_value(value)
+
+
+def _decode_value(value: Any) -> None:
+    if not isinstance(value, dict):
+        return
+    try:
+        if "B" in value:
+            value["B"] = base64.b64decode(value["B"])
+        elif "BS" in value:
+            value["BS"] = [base64.b64decode(member) for member in value["BS"]]
+        elif "M" in value:
+            _decode_item(value["M"])
+        elif "L" in value:
+            for member in value["L"]:
+                _decode_value(member)
+    except (binascii.Error, TypeError, AttributeError):
+        pass  # leave what cannot be decoded as it came

@@ -1,0 +1,352 @@
+"""A small keep-alive HTTP/1.1 client on asyncio protocols, for the lean request path.
+
+It sends one POST at a time per connection and keeps idle connections for the
+next request, all on the runtime's event loop: no thread per request and no
+thread per lease. A protocol object (rather than streams) parses the answer as
+bytes arrive, so a request costs one wake-up of the loop when the answer is
+complete. Failures are told apart by whether the request could have reached
+the server, because a write that may have arrived must be reconciled by the
+lock protocol, and one that never left need not be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections import deque
+from typing import Any
+
+__all__ = ["ConnectionPool", "NotSent", "Unanswered"]
+
+#: A connection idle longer than this is closed rather than reused: servers
+#: and middle boxes drop idle connections, and a write sent into a connection
+#: that was just dropped has an unknown outcome.
+IDLE_REUSE_S = 20.0
+#: How long a resolved address is reused for new connections.
+RESOLVE_TTL_S = 30.0
+_MAX_HEAD = 64 * 1024
+
+
+class NotSent(Exception):
+    """The request never reached the server (refused, unresolvable, connect timeout)."""
+
+    def __init__(self, cause: BaseException | None, *, timeout: bool) -> None:
+        super().__init__(str(cause) if cause else "connect timed out")
+        self.cause = cause
+        self.timeout = timeout
+
+
+class Unanswered(Exception):
+    """The request may have reached the server but no complete answer came back."""
+
+    def __init__(self, cause: BaseException | None, *, timeout: bool) -> None:
+        super().__init__(str(cause) if cause else "read timed out")
+        self.cause = cause
+        self.timeout = timeout
+
+
+class _Stale(Exception):
+    """A reused connection closed before any byte of the answer: maybe an idle drop."""
+
+
+class _Answer(asyncio.Protocol):
+    """One connection: collects each answer and wakes the request waiting for it."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.waiter: asyncio.Future[tuple[int, bytes, int | None]] | None = None
+        self.closed = False
+        self.timed_out = False
+        self.keep = False
+        self.idle_since = 0.0
+        self._head: tuple[int, int | None, bool, bool, int | None] | None = None
+        self._head_end = 0
+
+    # --- asyncio callbacks --------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        if self.waiter is None or self.waiter.done():
+            return
+        try:
+            answer = self._complete()
+        except ValueError as error:
+            self._fail(error)
+            return
+        if answer is not None:
+            self.waiter.set_result(answer)
+
+    def eof_received(self) -> bool:
+        self._lost(None)
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost(exc)
+
+    # --- requests -----------------------------------------------------------------
+
+    def usable(self, now: float) -> bool:
+        return (
+            not self.closed
+            and not self.buffer
+            and self.transport is not None
+            and not self.transport.is_closing()
+            and now - self.idle_since < IDLE_REUSE_S
+        )
+
+    def start(self, data: bytes) -> asyncio.Future[tuple[int, bytes, int | None]]:
+        assert self.transport is not None
+        self.waiter = asyncio.get_running_loop().create_future()
+        self._head = None
+        self._head_end = 0
+        self.buffer.clear()
+        self.transport.write(data)
+        return self.waiter
+
+    def expire(self) -> None:
+        """The read timeout passed: give up on this connection at once."""
+        self.timed_out = True
+        self._fail(TimeoutError("read timed out"))
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _fail(self, error: BaseException) -> None:
+        self.close()
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(error)
+
+    def _lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        waiter = self.waiter
+        if waiter is None or waiter.done():
+            return
+        if self._head is None and self._head_end == 0 and not self.buffer:
+            waiter.set_exception(_Stale())
+            return
+        if self._head is not None and self._head[1] is None and not self._head[2]:
+            # No length and not chunked: the body runs to the end of the connection.
+            status, _, _, _, crc = self._head
+            waiter.set_result((status, bytes(self.buffer[self._head_end :]), crc))
+            return
+        waiter.set_exception(exc or ConnectionResetError("connection closed mid-answer"))
+
+    def _complete(self) -> tuple[int, bytes, int | None] | None:
+        """The whole answer once it is in the buffer, else None."""
+        if self._head is None:
+            end = self.buffer.find(b"\r\n\r\n")
+            if end < 0:
+                if len(self.buffer) > _MAX_HEAD:
+                    raise ValueError("response head too large")
+                return None
+            self._head = _parse_head(bytes(self.buffer[: end + 4]))
+            self._head_end = end + 4
+        status, length, chunked, keep, crc = self._head
+        start = self._head_end
+        if chunked:
+            dechunked = _dechunk(self.buffer, start)
+            if dechunked is None:
+                return None
+            body, end = dechunked
+        elif length is not None:
+            end = start + length
+            if len(self.buffer) < end:
+                return None
+            body = bytes(self.buffer[start:end])
+        else:
+            return None  # read to the end of the connection
+        # Bytes after the answer were never asked for: do not reuse such a connection.
+        self.keep = keep and len(self.buffer) == end
+        self.buffer.clear()
+        return status, body, crc
+
+
+class ConnectionPool:
+    """Keep-alive connections to one host, used from one event loop."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        ssl_context: Any = None,
+        connect_timeout: float,
+        read_timeout: float,
+        max_connections: int,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.ssl_context = ssl_context
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self._idle: deque[_Answer] = deque()
+        self._slots = asyncio.Semaphore(max_connections)
+        self._address: tuple[Any, ...] | None = None
+        self._family = 0
+        self._resolved_at = -RESOLVE_TTL_S
+        self.opened = 0  # connections made, for tests and benchmarks
+
+    async def _resolve(self) -> tuple[int, tuple[Any, ...]]:
+        now = time.monotonic()
+        if self._address is None or now - self._resolved_at > RESOLVE_TTL_S:
+            infos = await asyncio.get_running_loop().getaddrinfo(
+                self.host, self.port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
+            )
+            if not infos:
+                raise OSError(f"cannot resolve {self.host!r}")
+            self._family, self._address = infos[0][0], infos[0][4]
+            self._resolved_at = now
+        return self._family, self._address
+
+    async def _connect(self) -> _Answer:
+        loop = asyncio.get_running_loop()
+        sock: socket.socket | None = None
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                family, address = await self._resolve()
+                sock = socket.socket(family, socket.SOCK_STREAM)
+                sock.setblocking(False)
+                await loop.sock_connect(sock, address)
+                _, protocol = await loop.create_connection(
+                    _Answer,
+                    sock=sock,
+                    ssl=self.ssl_context,
+                    server_hostname=self.host if self.ssl_context is not None else None,
+                )
+        except TimeoutError as error:
+            if sock is not None:
+                sock.close()
+            raise NotSent(error, timeout=True) from None
+        except OSError as error:
+            if sock is not None:
+                sock.close()
+            self._address = None  # resolve again next time
+            raise NotSent(error, timeout=False) from None
+        self.opened += 1
+        return protocol
+
+    def _take_idle(self) -> _Answer | None:
+        now = time.monotonic()
+        while self._idle:
+            connection = self._idle.pop()  # the most recently used is the least likely dropped
+            if connection.usable(now):
+                return connection
+            connection.close()
+        return None
+
+    async def request(
+        self, head: bytes, body: bytes, *, retry_stale: bool
+    ) -> tuple[int, bytes, int | None]:
+        """Send ``head`` + ``body``; return (status, response body, its ``x-amz-crc32``).
+
+        ``retry_stale`` allows one more try on a new connection when a reused
+        connection turns out to be closed before any answer byte arrived
+        (only for requests that change nothing, such as reads).
+        """
+        data = head + body
+        async with self._slots:
+            connection = self._take_idle()
+            reused = connection is not None
+            if connection is None:
+                connection = await self._connect()
+            try:
+                return await self._exchange(connection, data)
+            except _Stale:
+                if not (reused and retry_stale):
+                    raise _closed() from None
+            connection = await self._connect()
+            try:
+                return await self._exchange(connection, data)
+            except _Stale:
+                raise _closed() from None
+
+    async def _exchange(self, connection: _Answer, data: bytes) -> tuple[int, bytes, int | None]:
+        loop = asyncio.get_running_loop()
+        waiter = connection.start(data)
+        timer = loop.call_later(self.read_timeout, connection.expire)
+        try:
+            answer = await waiter
+        except _Stale:
+            raise
+        except (OSError, ValueError) as error:
+            connection.close()
+            raise Unanswered(
+                None if connection.timed_out else error, timeout=connection.timed_out
+            ) from None
+        except BaseException:
+            connection.close()  # cancelled mid-request: the answer would confuse the next one
+            raise
+        finally:
+            timer.cancel()
+        connection.waiter = None
+        if connection.keep and not connection.closed:
+            connection.idle_since = time.monotonic()
+            self._idle.append(connection)
+        else:
+            connection.close()
+        return answer
+
+    def close(self) -> None:
+        """Close the idle connections."""
+        while self._idle:
+            self._idle.pop().close()
+
+
+def _closed() -> Unanswered:
+    return Unanswered(ConnectionResetError("connection closed before an answer"), timeout=False)
+
+
+def _parse_head(head: bytes) -> tuple[int, int | None, bool, bool, int | None]:
+    """(status, content length, chunked, keep-alive, CRC32) from a response head."""
+    lines = head.decode("latin-1").split("\r\n")
+    version, _, rest = lines[0].partition(" ")
+    if not version.startswith("HTTP/") or len(rest) < 3 or not rest[:3].isdigit():
+        raise ValueError(f"not an HTTP response: {lines[0][:80]!r}")
+    status = int(rest[:3])
+    length: int | None = None
+    chunked = False
+    crc: int | None = None
+    keep = version == "HTTP/1.1"
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        name = name.strip().lower()
+        if name == "content-length":
+            length = int(value)
+        elif name == "transfer-encoding":
+            chunked = "chunked" in value.lower()
+        elif name == "connection":
+            token = value.strip().lower()
+            keep = token == "keep-alive" or (keep and token != "close")
+        elif name == "x-amz-crc32":
+            crc = int(value)
+    return status, length, chunked, keep, crc
+
+
+def _dechunk(buffer: bytearray, start: int) -> tuple[bytes, int] | None:
+    """(body, end offset) of a complete chunked answer starting at ``start``, else None."""
+    parts: list[bytes] = []
+    position = start
+    while True:
+        line_end = buffer.find(b"\r\n", position)
+        if line_end < 0:
+            return None
+        size = int(bytes(buffer[position:line_end]).split(b";", 1)[0], 16)
+        position = line_end + 2
+        if size == 0:
+            trailer_end = buffer.find(b"\r\n\r\n", position - 2)
+            return None if trailer_end < 0 else (b"".join(parts), trailer_end + 4)
+        if len(buffer) < position + size + 2:
+            return None
+        parts.append(bytes(buffer[position : position + size]))
+        position += size + 2

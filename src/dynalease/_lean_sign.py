@@ -1,0 +1,105 @@
+"""AWS Signature Version 4 for the lean request path's DynamoDB POSTs.
+
+botocore's ``SigV4Auth`` handles every AWS service and request shape; lock
+requests are always a JSON POST to ``/`` with the same five or six headers, so
+signing them is a few hashes. The signing key depends only on the secret, the
+UTC date, the Region and the service, so it is derived once a day per secret
+instead of four HMACs per request. ``tests/unit/test_signing.py`` checks every
+signature against ``botocore.auth.SigV4Auth`` for the same request and time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import time
+
+__all__ = ["CONTENT_TYPE", "SigV4Signer", "amz_date"]
+
+CONTENT_TYPE = "application/x-amz-json-1.0"
+_ALGORITHM = "AWS4-HMAC-SHA256"
+
+
+def amz_date(epoch: float | None = None) -> str:
+    """The ``X-Amz-Date`` form of a UTC time (``20260101T120000Z``)."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(epoch))
+
+
+class SigV4Signer:
+    """Signs DynamoDB JSON POST requests to one host and Region.
+
+    ``host`` is the Host header value as botocore derives it from the endpoint
+    URL (lower case, port only when it is not the scheme's default).
+    """
+
+    def __init__(self, host: str, region: str, service: str = "dynamodb") -> None:
+        self.host = host
+        self.region = region
+        self.service = service
+        self._keys: dict[tuple[str, str], bytes] = {}
+
+    def _signing_key(self, secret: str, day: str) -> bytes:
+        key = self._keys.get((secret, day))
+        if key is None:
+            key = _hmac(("AWS4" + secret).encode(), day)
+            for part in (self.region, self.service, "aws4_request"):
+                key = _hmac(key, part)
+            if len(self._keys) > 8:  # old days and rotated secrets
+                self._keys.clear()
+            self._keys[(secret, day)] = key
+        return key
+
+    def sign(
+        self,
+        target: str,
+        body: bytes,
+        access_key: str,
+        secret_key: str,
+        token: str | None,
+        date: str,
+    ) -> list[tuple[str, str]]:
+        """The headers to send (Host first), including ``Authorization``.
+
+        ``target`` is the ``X-Amz-Target`` value and ``date`` the ``X-Amz-Date``
+        value; the caller adds the unsigned ones (Content-Length, User-Agent).
+        """
+        day = date[:8]
+        payload = hashlib.sha256(body).hexdigest()
+        if token:
+            canonical_headers = (
+                f"content-type:{CONTENT_TYPE}\nhost:{self.host}\nx-amz-date:{date}\n"
+                f"x-amz-security-token:{' '.join(token.split())}\nx-amz-target:{target}\n"
+            )
+            signed = "content-type;host;x-amz-date;x-amz-security-token;x-amz-target"
+        else:
+            canonical_headers = (
+                f"content-type:{CONTENT_TYPE}\nhost:{self.host}\nx-amz-date:{date}\n"
+                f"x-amz-target:{target}\n"
+            )
+            signed = "content-type;host;x-amz-date;x-amz-target"
+        canonical = f"POST\n/\n\n{canonical_headers}\n{signed}\n{payload}"
+        scope = f"{day}/{self.region}/{self.service}/aws4_request"
+        to_sign = f"{_ALGORITHM}\n{date}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
+        signature = hmac.new(
+            self._signing_key(secret_key, day), to_sign.encode(), hashlib.sha256
+        ).hexdigest()
+        headers = [
+            ("Host", self.host),
+            ("Content-Type", CONTENT_TYPE),
+            ("X-Amz-Target", target),
+            ("X-Amz-Date", date),
+        ]
+        if token:
+            headers.append(("X-Amz-Security-Token", token))
+        headers.append(
+            (
+                "Authorization",
+                f"{_ALGORITHM} Credential={access_key}/{scope}, SignedHeaders={signed}, "
+                f"Signature={signature}",
+            )
+        )
+        return headers
+
+
+def _hmac(key: bytes, message: str) -> bytes:
+    return hmac.new(key, message.encode(), hashlib.sha256).digest()
