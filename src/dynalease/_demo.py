@@ -300,7 +300,8 @@ class Demo:
         report = history.check_history(client, self.plan.tables["history"])
         lines.append(
             f"history: {report.keys} keys, {report.acquisitions} acquisitions, "
-            f"{report.commits} commits, {report.takeovers} takeovers: "
+            f"{report.commits} commits, {report.takeovers} "
+            f"takeover{'' if report.takeovers == 1 else 's'}: "
             f"{report.stale_commits} stale commits, {report.overlaps} overlaps"
         )
         for violation in report.violations:

@@ -69,9 +69,10 @@ def diagnose(client: DynamoDBClient, table: str) -> list[Finding]:
     findings = [Finding(OK, "table exists", f"{table!r} in {where}")]
     findings += _schema(description)
     findings.append(_status(description))
-    findings.append(_replicas(client, table, description))
+    findings.append(_replicas(description))
     findings.append(_ttl(client, table))
-    findings.append(_probe(client, table))
+    if all(f.status == OK for f in findings if f.check in ("partition key", "sort key")):
+        findings.append(_probe(client, table))
     return findings
 
 
@@ -134,7 +135,7 @@ def _status(description: dict[str, Any]) -> Finding:
     )
 
 
-def _replicas(client: DynamoDBClient, table: str, description: dict[str, Any]) -> Finding:
+def _replicas(description: dict[str, Any]) -> Finding:
     regions = [r.get("RegionName", "?") for r in description.get("Replicas") or []]
     if not regions and description.get("GlobalTableVersion"):
         regions = ["(global table)"]

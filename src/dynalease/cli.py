@@ -218,8 +218,19 @@ def _invoke(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILED
-    status: int = module.main(argv)
+    try:
+        status: int = module.main(argv)
+    except SystemExit as exit_:  # its argparse exits on --help and usage errors
+        return _exit_status(exit_)
     return status
+
+
+def _exit_status(exit_: SystemExit) -> int:
+    code = exit_.code
+    if code is None or isinstance(code, int):
+        return code or 0
+    print(code, file=sys.stderr)
+    return EXIT_FAILED
 
 
 def _run(command: str, action: Callable[[], int]) -> int:
@@ -255,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(args_list)
     except SystemExit as exit_:
-        return int(exit_.code or 0)
+        return _exit_status(exit_)
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE

@@ -1,0 +1,133 @@
+"""``dynalease inspect``: what it shows, --watch by the observation rule; it never writes."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+from support.cli_runner import Result
+from support.fault_proxy import FaultProxy
+
+from dynalease import DynamoDBClient
+from dynalease.lock import SyncDistributedLock
+
+READS = {"GetItem", "Scan"}
+
+
+@pytest.fixture
+def proxy(endpoint: str) -> Iterator[FaultProxy]:
+    """A recording proxy: every request the command sends is logged by operation."""
+    with FaultProxy(endpoint) as recorder:
+        yield recorder
+
+
+def _abandoned_row(client: DynamoDBClient, table: str, key: str, lease_ms: int) -> None:
+    client.sync_put_item(
+        table,
+        {
+            "key": key,
+            "owner": "crashed-owner",
+            "version": "v-1",
+            "lease_ms": lease_ms,
+            "protocol": 1,
+        },
+    )
+
+
+def test_it_lists_held_rows_and_flags_rows_that_are_not_protocol_rows(
+    dynalease: Callable[..., Result], client: DynamoDBClient, lock_table: str, endpoint: str
+) -> None:
+    client.sync_put_item(lock_table, {"key": "hand-written", "owner": "someone"})
+    with SyncDistributedLock(client, table=lock_table, key="customer:1") as guard:
+        result = dynalease("inspect", "--table", lock_table, "--endpoint", endpoint)
+    assert result.code == 0, result.err
+    held = next(line for line in result.out.splitlines() if line.startswith("customer:1"))
+    assert guard.owner in held
+    assert "30 s" in held
+    assert "v1 ok" in held
+    flagged = next(line for line in result.out.splitlines() if line.startswith("hand-written"))
+    assert "not a protocol-1 row: protocol is missing, expected 1" in flagged
+    assert "2 lock rows in" in result.out
+
+
+def test_key_and_prefix_narrow_the_view(
+    dynalease: Callable[..., Result], client: DynamoDBClient, lock_table: str, endpoint: str
+) -> None:
+    for key in ("customer:1", "customer:2", "invoice:9"):
+        _abandoned_row(client, lock_table, key, 5000)
+    by_prefix = dynalease(
+        "inspect", "--table", lock_table, "--prefix", "customer:", "--endpoint", endpoint
+    )
+    assert by_prefix.code == 0, by_prefix.err
+    assert "customer:1" in by_prefix.out and "customer:2" in by_prefix.out
+    assert "invoice:9" not in by_prefix.out
+    by_key = dynalease(
+        "inspect", "--table", lock_table, "--key", "invoice:9", "--endpoint", endpoint
+    )
+    assert "invoice:9" in by_key.out and "customer:" not in by_key.out
+    assert "1 lock row in" in by_key.out
+    both = dynalease("inspect", "--table", lock_table, "--key", "a", "--prefix", "b")
+    assert both.code == 2
+
+
+def test_watch_shows_renewals_and_rows_a_contender_may_take_over_without_writing(
+    dynalease: Callable[..., Result],
+    client: DynamoDBClient,
+    lock_table: str,
+    proxy: FaultProxy,
+) -> None:
+    _abandoned_row(client, lock_table, "abandoned", lease_ms=300)
+    holding = threading.Event()
+    done = threading.Event()
+
+    def hold() -> None:
+        with SyncDistributedLock(client, table=lock_table, key="busy", lease_duration=0.6):
+            holding.set()
+            done.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(10)
+        result = dynalease(
+            "inspect",
+            "--table",
+            lock_table,
+            "--watch",
+            "--for",
+            "1.8",
+            "--interval",
+            "0.3",
+            "--plain",
+            "--endpoint",
+            proxy.url,
+        )
+    finally:
+        done.set()
+        holder.join(10)
+    assert result.code == 0, result.err
+    last = result.out.split(f"{lock_table} at ")[-1]
+    busy = next(line for line in last.splitlines() if line.startswith("busy"))
+    assert "held, renewing" in busy
+    renewals = re.search(r" s\s+(\d+)\s+held, renewing", busy)
+    assert renewals is not None and int(renewals.group(1)) >= 2, busy  # one every 0.2 s
+    abandoned = next(line for line in last.splitlines() if line.startswith("abandoned"))
+    assert "a contender may take it over" in abandoned
+    operations = {entry.operation for entry in proxy.seen()}
+    assert operations and operations <= READS, operations
+    # The abandoned row is still exactly as written: watching never takes over.
+    row = client.sync_get_item(lock_table, {"key": "abandoned"}, consistent_read=True)
+    assert row is not None and row["owner"] == "crashed-owner" and row["version"] == "v-1"
+
+
+def test_a_one_off_view_only_reads(
+    dynalease: Callable[..., Result], client: DynamoDBClient, lock_table: str, proxy: FaultProxy
+) -> None:
+    _abandoned_row(client, lock_table, "k", 1000)
+    for extra in ([], ["--key", "k"], ["--prefix", "k"]):
+        assert (
+            dynalease("inspect", "--table", lock_table, "--endpoint", proxy.url, *extra).code == 0
+        )
+    assert {entry.operation for entry in proxy.seen()} == READS

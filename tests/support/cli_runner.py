@@ -1,0 +1,78 @@
+"""Running the ``dynalease`` command with test credentials, in this process or a new one."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+CLI = [sys.executable, "-c", "import sys; from dynalease.cli import main; sys.exit(main())"]
+
+
+@dataclass(frozen=True)
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+def cli_env(**overrides: str | None) -> dict[str, str]:
+    """The environment a user with test credentials for the moto server would have."""
+    env = dict(os.environ)
+    env.update(
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",
+        AWS_REGION="us-east-1",
+        AWS_EC2_METADATA_DISABLED="true",
+    )
+    for name in ("AWS_PROFILE", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL_DYNAMODB"):
+        env.pop(name, None)
+    for name, value in overrides.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
+@contextlib.contextmanager
+def environment(env: dict[str, str]) -> Iterator[None]:
+    """Replace os.environ for the duration of the block."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> Result:
+    """Run ``dynalease ARGS`` through its entry point in this process (fast)."""
+    from dynalease.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with (
+        environment(cli_env() if env is None else env),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
+        code = main(list(args))
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def spawn_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Result:
+    """Run ``dynalease ARGS`` in a new interpreter, as a user would."""
+    done = subprocess.run(
+        [*CLI, *args],
+        capture_output=True,
+        text=True,
+        env=cli_env() if env is None else env,
+        timeout=timeout,
+    )
+    return Result(done.returncode, done.stdout, done.stderr)
