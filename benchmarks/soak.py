@@ -1,0 +1,326 @@
+"""Soak: worker processes contend for a few locks while holders are killed and paused.
+
+Each worker process loops: pick a key, acquire it, record the acquisition,
+commit a few history records through ``check_in`` transactions, record the
+release and let go. Meanwhile the supervisor SIGKILLs or SIGSTOPs (and later
+resumes) a current holder every few seconds, so leases are taken over from
+dead and from paused owners. At the end the history checker
+(``dynalease._history``) proves, from what DynamoDB committed, that no owner
+committed after it was taken over and that no two owners' writes interleaved.
+
+    python -m benchmarks.soak --processes 8 --minutes 10
+
+It prints the figures (runs, acquisitions, commits, takeovers, kills, pauses,
+lost guards, rejected commits, violations) and exits 1 on any violation, or if
+no work was done. Without ``--endpoint`` it starts its own moto server.
+See docs/soak.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import random
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field, replace
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from dynalease import DynamoDBClient
+from dynalease._history import ACQUIRED, RELEASED, check_history, commit, create_history_table
+from dynalease.exceptions import (
+    DynamoDBError,
+    LockLost,
+    LockNotAcquired,
+    LockOwnershipLost,
+    TransactionCanceledException,
+)
+from dynalease.lock import SyncDistributedLock
+
+from .server import moto_server
+
+STAT_NAMES = ("lost", "rejected", "not_acquired", "conflicts", "errors")
+#: The order figures are printed in.
+FIGURES = (
+    "runs",
+    "acquisitions",
+    "commits",
+    "takeovers",
+    "kills",
+    "pauses",
+    *STAT_NAMES,
+    "overlaps",
+    "stale_commits",
+    "violations",
+    "seconds",
+)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one soak run does; passed to every worker."""
+
+    endpoint: str
+    region: str
+    table: str
+    history: str
+    keys: int
+    lease: float
+    deadline: float  # time.monotonic() value, the same clock in every process here
+
+    def client(self) -> DynamoDBClient:
+        return DynamoDBClient(region=self.region, endpoint_url=self.endpoint)
+
+
+def worker(plan: Plan, seed: int, channel: Connection) -> None:
+    """One contender. Sends ``("held", key, owner)`` while it holds a lock, and
+    ``("stats", {...})`` (cumulative) after each guard."""
+    rng = random.Random(seed)
+    client = plan.client()
+    stats = dict.fromkeys(STAT_NAMES, 0)
+    while time.monotonic() < plan.deadline:
+        key = f"key-{rng.randrange(plan.keys)}"
+        guard = SyncDistributedLock(
+            client,
+            table=plan.table,
+            key=key,
+            lease_duration=plan.lease,
+            wait_timeout=2 * plan.lease,
+        )
+        try:
+            with guard:
+                commit(client, guard, table=plan.history, kind=ACQUIRED)
+                channel.send(("held", key, guard.owner))
+                for _ in range(rng.randint(1, 4)):
+                    time.sleep(rng.uniform(0, plan.lease / 3))
+                    guard.raise_if_lost()
+                    commit(client, guard, table=plan.history)
+                commit(client, guard, table=plan.history, kind=RELEASED)
+        except LockNotAcquired:
+            stats["not_acquired"] += 1
+        except LockOwnershipLost:
+            stats["rejected"] += 1
+        except LockLost:
+            stats["lost"] += 1
+        except TransactionCanceledException:
+            stats["conflicts"] += 1  # the head moved under a valid guard: the checker judges
+        except DynamoDBError:
+            stats["errors"] += 1
+        channel.send(("stats", dict(stats)))
+
+
+@dataclass
+class Worker:
+    process: Any
+    channel: Connection | None
+    stats: dict[str, int] = field(default_factory=dict)
+    holding: tuple[str, str] | None = None
+    resume_at: float | None = None
+
+
+class Supervisor:
+    """Starts workers, reads their reports, kills and pauses holders, collects figures."""
+
+    def __init__(self, plan: Plan, processes: int, chaos_every: float, seed: int) -> None:
+        self.plan = plan
+        self.chaos_every = chaos_every
+        self.rng = random.Random(seed)
+        self.context = multiprocessing.get_context("spawn")
+        self.client = plan.client()
+        self.workers: list[Worker] = []
+        self.finished: list[Worker] = []  # killed ones, kept for their last stats
+        self.figures = {"runs": 0, "kills": 0, "pauses": 0}
+        for _ in range(processes):
+            self.spawn()
+
+    def spawn(self) -> None:
+        receive, send = self.context.Pipe(duplex=False)
+        process = self.context.Process(
+            target=worker, args=(self.plan, self.rng.randrange(2**32), send), daemon=True
+        )
+        process.start()
+        send.close()  # so a killed worker's channel reports EOF instead of blocking
+        self.workers.append(Worker(process, receive))
+        self.figures["runs"] += 1
+
+    def read(self, timeout: float) -> None:
+        channels = {w.channel: w for w in self.workers if w.channel is not None}
+        for channel in wait(list(channels), timeout):
+            assert isinstance(channel, Connection)
+            owner = channels[channel]
+            try:
+                message = channel.recv()
+            except Exception:  # EOF, or a message cut short by SIGKILL
+                owner.channel, owner.holding = None, None
+                continue
+            if message[0] == "held":
+                owner.holding = (message[1], message[2])
+            else:
+                owner.stats, owner.holding = message[1], None
+
+    def chaos(self) -> None:
+        """SIGKILL or SIGSTOP one worker that holds a lock right now."""
+        holders = [w for w in self.workers if w.holding and w.resume_at is None]
+        self.rng.shuffle(holders)
+        for candidate in holders:
+            assert candidate.holding is not None
+            key, owner = candidate.holding
+            row = self.client.sync_get_item(self.plan.table, {"key": key}, consistent_read=True)
+            if row is None or row.get("owner") != owner or not candidate.process.is_alive():
+                continue
+            if self.rng.random() < 0.5:
+                candidate.process.kill()
+                candidate.process.join(10)
+                self.figures["kills"] += 1
+                self.workers.remove(candidate)
+                self.finished.append(candidate)
+                self.spawn()
+            else:
+                os.kill(candidate.process.pid, signal.SIGSTOP)
+                pause = self.rng.uniform(self.plan.lease, 2 * self.plan.lease)
+                candidate.resume_at = time.monotonic() + pause
+                self.figures["pauses"] += 1
+            return
+
+    def resume_due(self, everyone: bool = False) -> None:
+        now = time.monotonic()
+        for w in self.workers:
+            if w.resume_at is not None and (everyone or now >= w.resume_at):
+                os.kill(w.process.pid, signal.SIGCONT)
+                w.resume_at = None
+
+    def run(self) -> dict[str, int]:
+        next_chaos = time.monotonic() + self.chaos_every / 2
+        while time.monotonic() < self.plan.deadline:
+            self.read(0.1)
+            self.resume_due()
+            if time.monotonic() >= next_chaos:
+                self.chaos()
+                next_chaos = time.monotonic() + self.chaos_every * self.rng.uniform(0.5, 1.5)
+        self.resume_due(everyone=True)
+        # Workers finish their current guard (at most a wait and a few commits).
+        finish_by = time.monotonic() + 4 * self.plan.lease + 30
+        while any(w.process.is_alive() for w in self.workers) and time.monotonic() < finish_by:
+            self.read(0.1)
+        for w in self.workers:
+            while w.channel is not None and w.channel.poll():
+                self.read(0)
+            if w.process.is_alive():
+                w.process.kill()
+            w.process.join(10)
+        totals = dict.fromkeys(STAT_NAMES, 0)
+        for w in self.workers + self.finished:
+            for name in STAT_NAMES:
+                totals[name] += w.stats.get(name, 0)
+        return {**self.figures, **totals}
+
+
+@contextmanager
+def _server(endpoint: str | None) -> Iterator[str]:
+    if endpoint:
+        with nullcontext(endpoint) as given:
+            yield given
+    else:
+        with moto_server(keep_alive=False) as url:
+            yield url
+
+
+def soak(
+    *,
+    processes: int,
+    seconds: float,
+    keys: int,
+    lease: float,
+    chaos_every: float,
+    endpoint: str | None,
+    region: str,
+    seed: int,
+) -> tuple[dict[str, Any], list[str]]:
+    """Run one soak; returns the figures and the violations found."""
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    with _server(endpoint) as url:
+        suffix = uuid.uuid4().hex[:8]
+        plan = Plan(url, region, f"soak-locks-{suffix}", f"soak-history-{suffix}", keys, lease, 0)
+        client = plan.client()
+        client.sync_create_table(plan.table, partition_key=("key", "S"), wait=True)
+        create_history_table(client, plan.history)
+        started = time.monotonic()
+        plan = replace(plan, deadline=started + seconds)
+        figures: dict[str, Any] = dict(Supervisor(plan, processes, chaos_every, seed).run())
+        report = check_history(client, plan.history)
+        figures.update(
+            seconds=round(time.monotonic() - started, 1),
+            acquisitions=report.acquisitions,
+            commits=report.commits,
+            takeovers=report.takeovers,
+            overlaps=report.overlaps,
+            stale_commits=report.stale_commits,
+            violations=len(report.violations),
+        )
+        return figures, list(report.violations)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.soak",
+        description="Contend for a few locks from many processes while holders are killed "
+        "and paused; check the commit history for overlaps.",
+    )
+    parser.add_argument("--processes", type=int, default=8, help="worker processes (default 8)")
+    parser.add_argument("--minutes", type=float, default=10.0, help="run time (default 10)")
+    parser.add_argument("--seconds", type=float, help="run time in seconds (overrides --minutes)")
+    parser.add_argument("--keys", type=int, default=3, help="lock keys contended (default 3)")
+    parser.add_argument("--lease", type=float, default=2.0, help="lease seconds (default 2)")
+    parser.add_argument(
+        "--chaos-every", type=float, default=4.0, help="mean seconds between kills/pauses"
+    )
+    parser.add_argument("--endpoint", help="DynamoDB endpoint (default: start a moto server)")
+    parser.add_argument("--region", default="us-east-1")
+    parser.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
+    parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    args = parser.parse_args(argv)
+    seconds = args.seconds if args.seconds is not None else args.minutes * 60
+    if args.processes < 2 or args.keys < 1 or seconds <= 0 or args.lease < 0.5:
+        parser.error("need --processes >= 2, --keys >= 1, a positive run time and --lease >= 0.5")
+    seed = args.seed if args.seed is not None else random.randrange(2**32)
+    print(
+        f"soak: {args.processes} processes x {seconds:g} s on {args.keys} keys, "
+        f"lease {args.lease:g} s, a kill or pause every ~{args.chaos_every:g} s, seed {seed}",
+        flush=True,
+    )
+    figures, violations = soak(
+        processes=args.processes,
+        seconds=seconds,
+        keys=args.keys,
+        lease=args.lease,
+        chaos_every=args.chaos_every,
+        endpoint=args.endpoint,
+        region=args.region,
+        seed=seed,
+    )
+    for name in FIGURES:
+        print(f"  {name:<14}{figures[name]}")
+    for violation in violations[:20]:
+        print(f"  VIOLATION {violation}")
+    if args.json:
+        print(json.dumps(figures, sort_keys=True))
+    if violations:
+        print(f"soak: FAILED, {len(violations)} violations", file=sys.stderr)
+        return 1
+    if not figures["commits"]:
+        print("soak: FAILED, no commits were made (is the endpoint reachable?)", file=sys.stderr)
+        return 1
+    print("soak: ok, 0 violations")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
