@@ -1,0 +1,347 @@
+"""lock_handler: keys from events, options checked early, Powertools stacking, 409s."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import logging
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from aws_lambda_powertools import Logger, Metrics
+
+import dynalease.middleware as middleware
+from dynalease import DynamoDBClient
+from dynalease._invoke import CountdownContext
+from dynalease.constants import ENV_TABLE
+from dynalease.exceptions import LockNotAcquired
+from dynalease.lock import SyncDistributedLock
+from dynalease.middleware import current_lock, key_hash, lock_handler
+
+
+def _id() -> str:
+    return f"c-{uuid.uuid4().hex[:8]}"
+
+
+def _key_of(**options: Any) -> Callable[[Any], str]:
+    """A handler that returns the key it ran under."""
+
+    @lock_handler(**options)
+    def handler(event: Any, context: Any) -> str:
+        return current_lock().key
+
+    return lambda event: handler(event, CountdownContext(60))
+
+
+def test_the_public_names_are_exactly_these() -> None:
+    assert sorted(middleware.__all__) == ["current_lock", "key_hash", "lock_handler", "lock_record"]
+
+
+# --- keys from events --------------------------------------------------------------
+
+
+def test_placeholders_without_fields_name_top_level_event_keys(lock_table: str) -> None:
+    run = _key_of(key="customer:{customer_id}")
+    assert run({"customer_id": "c-1", "other": 5}) == "customer:c-1"
+
+
+def test_fields_are_jmespath_with_powertools_functions(lock_table: str) -> None:
+    run = _key_of(
+        key="{tenant}:{customer_id}",
+        fields={
+            "tenant": "requestContext.accountId",
+            "customer_id": "powertools_json(body).customer.id",
+        },
+    )
+    event = {"requestContext": {"accountId": "acme"}, "body": '{"customer": {"id": "123"}}'}
+    # Two placeholders are framed exactly as distributed_lock frames them.
+    assert run(event) == "4:acme:3:123"
+
+
+def test_powertools_base64_and_to_string_turn_encoded_and_numeric_values_into_keys(
+    lock_table: str,
+) -> None:
+    payload = base64.b64encode(json.dumps({"order": 42}).encode()).decode()
+    run = _key_of(
+        key="order:{order}",
+        fields={"order": "to_string(powertools_json(powertools_base64(data)).order)"},
+    )
+    assert run({"data": payload}) == "order:42"
+
+
+@pytest.mark.parametrize(
+    ("options", "event", "error", "pattern"),
+    [
+        (
+            {"key": "customer:{customer_id}"},
+            {"customerId": "c-1"},
+            ValueError,
+            r"placeholder \{customer_id\}: the top-level event key 'customer_id' found nothing",
+        ),
+        (
+            {"key": "customer:{customer_id}"},
+            {"customer_id": 1001},
+            TypeError,
+            r"gave int 1001, not a str; map it with fields=\{'customer_id': "
+            r"'to_string\(customer_id\)'\}",
+        ),
+        (
+            {"key": "customer:{customer_id}", "fields": {"customer_id": "detail.customer_id"}},
+            {"detail": {}},
+            ValueError,
+            r"fields\['customer_id'\] = 'detail.customer_id' found nothing in the event",
+        ),
+        (
+            {"key": "c:{customer_id}", "fields": {"customer_id": "powertools_json(body).id"}},
+            {"body": "{not json"},
+            ValueError,
+            r"fields\['customer_id'\] = 'powertools_json\(body\).id' failed on the event",
+        ),
+        (
+            {"key": "c:{customer_id}", "fields": {"customer_id": "detail.ids"}},
+            {"detail": {"ids": ["a"]}},
+            TypeError,
+            r"gave list \['a'\], not a str; wrap the expression in to_string",
+        ),
+        (
+            {"key": "customer:{customer_id}"},
+            ["not", "an", "object"],
+            TypeError,
+            r"the event is list, not an object",
+        ),
+    ],
+)
+def test_a_missing_or_non_string_value_is_a_clear_error_before_any_request(
+    options: dict[str, Any],
+    event: Any,
+    error: type[Exception],
+    pattern: str,
+    lock_table: str,
+    counted_client: DynamoDBClient,
+    counting_proxy: Any,
+) -> None:
+    @lock_handler(counted_client, **options)
+    def handler(event: Any, context: Any) -> None:
+        raise AssertionError("must not run")
+
+    with pytest.raises(error, match=pattern):
+        handler(event, CountdownContext(60))
+    assert counting_proxy.total() == 0
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "pattern"),
+    [
+        ({"key": "c:{id}", "fields": {"id": "detail.["}}, ValueError, "not a valid JMESPath"),
+        ({"key": "c:{id}", "fields": {"idd": "detail.id"}}, ValueError, r"fields names \['idd'\]"),
+        ({"key": "c:{id}", "fields": {"id": 3}}, TypeError, "must be a JMESPath expression"),
+        ({"key": "c:{id}", "fields": ["id"]}, TypeError, "fields must map placeholder names"),
+        ({"key": "c:{0}"}, ValueError, "positional placeholder"),
+        ({"key": "c:{id}", "reserve_time": -1}, ValueError, "reserve_time must be 0 or more"),
+        ({"key": "c:{id}", "wait_timeout": -1}, ValueError, "wait_timeout must be 0 or more"),
+        ({"key": "c:{id}", "lease_duration": 0.01}, ValueError, "lease_duration must be at least"),
+        ({"key": "c:{id}", "table": "x"}, ValueError, "not a valid DynamoDB table name"),
+        ({"key": "c:{id}", "log_key": "plain"}, ValueError, "log_key must be 'hash'"),
+        ({"key": "c:{id}", "on_contention": 409}, TypeError, "on_contention must be a callable"),
+        ({"key": "c:{id}", "metrics": object()}, TypeError, "metrics must be a Powertools"),
+        ({"key": "c:{id}", "logger": "log"}, TypeError, "logger must be a Powertools Logger"),
+        ({"key": "c:{id}", "client": "boto3"}, TypeError, "client must be a dynalease"),
+    ],
+)
+def test_bad_options_are_rejected_when_the_handler_is_decorated(
+    options: dict[str, Any], error: type[Exception], pattern: str
+) -> None:
+    with pytest.raises(error, match=pattern):
+        lock_handler(**options)
+
+
+def test_an_async_handler_is_rejected_with_a_way_out() -> None:
+    with pytest.raises(TypeError, match=r"asyncio.run inside a def handler"):
+
+        @lock_handler(key="c:{id}", table="locks")
+        async def handler(event: Any, context: Any) -> None: ...
+
+
+def test_without_a_table_argument_or_environment_variable_the_error_names_both(
+    aws_env: str,
+    monkeypatch: pytest.MonkeyPatch,
+    counted_client: DynamoDBClient,
+    counting_proxy: Any,
+) -> None:
+    monkeypatch.delenv(ENV_TABLE, raising=False)
+
+    @lock_handler(counted_client, key="c:{id}")
+    def handler(event: Any, context: Any) -> None: ...
+
+    with pytest.raises(
+        ValueError, match=r"pass table=\.\.\. to the decorator or set the DYNALEASE_TABLE"
+    ):
+        handler({"id": "1"}, CountdownContext(60))
+    assert counting_proxy.total() == 0
+
+
+def test_an_explicit_table_wins_over_the_environment(
+    lock_table: str, client: DynamoDBClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV_TABLE, "some-other-table")
+    run = _key_of(key="c:{id}", table=lock_table)
+    assert run({"id": "x"}) == "c:x"
+
+
+# --- contention ------------------------------------------------------------------
+
+
+def test_on_contention_turns_a_held_lock_into_the_handlers_response(
+    lock_table: str, client: DynamoDBClient
+) -> None:
+    seen: list[tuple[Any, Any, LockNotAcquired]] = []
+
+    def conflict(event: Any, context: Any, error: LockNotAcquired) -> dict[str, Any]:
+        seen.append((event, context, error))
+        return {"statusCode": 409, "body": json.dumps({"message": "busy"})}
+
+    @lock_handler(key="customer:{customer_id}", wait_timeout=0.2, on_contention=conflict)
+    def handler(event: Any, context: Any) -> dict[str, Any]:
+        return {"statusCode": 200}
+
+    customer = _id()
+    event, context = {"customer_id": customer}, CountdownContext(29)
+    with SyncDistributedLock(client, table=lock_table, key=f"customer:{customer}"):
+        assert handler(event, context)["statusCode"] == 409
+    [(seen_event, seen_context, error)] = seen
+    assert seen_event is event and seen_context is context
+    assert error.key == f"customer:{customer}" and error.table == lock_table
+    assert handler(event, CountdownContext(29)) == {"statusCode": 200}
+
+
+def test_on_contention_also_answers_when_the_invocation_has_no_time_left(lock_table: str) -> None:
+    @lock_handler(
+        key="c:{id}", reserve_time=25, on_contention=lambda e, c, error: {"statusCode": 503}
+    )
+    def handler(event: Any, context: Any) -> None:
+        raise AssertionError("must not run")
+
+    assert handler({"id": "1"}, CountdownContext(29)) == {"statusCode": 503}
+
+
+def test_a_failing_handler_releases_its_lock_and_its_error_propagates(
+    lock_table: str, client: DynamoDBClient
+) -> None:
+    @lock_handler(key="c:{id}")
+    def handler(event: Any, context: Any) -> None:
+        raise KeyError("boom")
+
+    with pytest.raises(KeyError, match="boom"):
+        handler({"id": "failing"}, CountdownContext(60))
+    assert client.sync_get_item(lock_table, {"key": "c:failing"}, consistent_read=True) is None
+
+
+def test_current_lock_outside_a_wrapped_handler_says_where_it_works() -> None:
+    with pytest.raises(LookupError, match="inside a handler wrapped by lock_handler"):
+        current_lock()
+
+
+# --- Powertools stacking and observability -------------------------------------------
+
+
+def _json_lines(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def test_it_stacks_under_logger_and_metrics_with_one_log_line_and_emf_metrics_per_lock(
+    lock_table: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stream = io.StringIO()
+    # A service name of its own: Powertools Loggers of one service share handlers.
+    logger = Logger(service=f"lock-tests-{uuid.uuid4().hex}", stream=stream)
+    metrics = Metrics(namespace="DynaleaseTests", service="lock-tests")
+    metrics.clear_metrics()
+    customer = _id()
+
+    @logger.inject_lambda_context
+    @metrics.log_metrics
+    @lock_handler(key="customer:{customer_id}", logger=logger, metrics=metrics)
+    def handler(event: Any, context: Any) -> str:
+        logger.info("working")
+        return current_lock().key
+
+    capsys.readouterr()
+    context = CountdownContext(60, function_name="stacked")
+    assert handler({"customer_id": customer}, context) == f"customer:{customer}"
+
+    [emf] = [line for line in _json_lines(capsys.readouterr().out) if "_aws" in line]
+    names = {m["Name"]: m["Unit"] for m in emf["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
+    assert names == {"LockAcquired": "Count", "LockWaitMs": "Milliseconds", "LockRenewals": "Count"}
+    assert emf["LockAcquired"] == [1.0] and emf["LockRenewals"] == [0.0]
+    assert emf["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "DynaleaseTests"
+
+    logs = _json_lines(stream.getvalue())
+    assert [line["message"] for line in logs] == ["working", "dynalease lock released"]
+    lock = logs[1]["lock"]
+    assert logs[1]["function_name"] == "stacked"  # inject_lambda_context's fields are there
+    assert logs[1]["function_request_id"] == context.aws_request_id
+    assert lock["outcome"] == "released" and lock["table"] == lock_table
+    assert lock["template"] == "customer:{customer_id}"
+    assert lock["key_hash"] == key_hash(f"customer:{customer}") and "key" not in lock
+    assert lock["renewals"] == 0 and lock["requests"] == 2 and lock["wait_ms"] >= 0
+
+
+def test_contention_is_logged_and_counted_even_though_the_handler_raises(
+    lock_table: str, client: DynamoDBClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stream = io.StringIO()
+    # A service name of its own: Powertools Loggers of one service share handlers.
+    logger = Logger(service=f"lock-tests-{uuid.uuid4().hex}", stream=stream)
+    metrics = Metrics(namespace="DynaleaseTests", service="lock-tests")
+    metrics.clear_metrics()
+    customer = _id()
+
+    @metrics.log_metrics
+    @lock_handler(
+        key="customer:{customer_id}", wait_timeout=0, logger=logger, metrics=metrics, log_key="key"
+    )
+    def handler(event: Any, context: Any) -> None:
+        raise AssertionError("must not run")
+
+    capsys.readouterr()
+    with SyncDistributedLock(client, table=lock_table, key=f"customer:{customer}"):
+        with pytest.raises(LockNotAcquired):
+            handler({"customer_id": customer}, CountdownContext(60))
+    [emf] = [line for line in _json_lines(capsys.readouterr().out) if "_aws" in line]
+    assert emf["LockContention"] == [1.0] and "LockAcquired" not in emf
+    [line] = _json_lines(stream.getvalue())
+    assert line["level"] == "INFO" and line["message"] == "dynalease lock contention"
+    assert line["lock"]["key"] == f"customer:{customer}" and "key_hash" not in line["lock"]
+
+
+def test_without_a_powertools_logger_the_library_logger_gets_the_same_line(
+    lock_table: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="dynalease")
+    run = _key_of(key="c:{id}")
+    run({"id": "plain"})
+    [record] = [r for r in caplog.records if r.name == "dynalease.middleware"]
+    assert record.levelno == logging.DEBUG
+    assert record.getMessage().startswith("dynalease lock released: table=")
+    assert f"key_hash={key_hash('c:plain')}" in record.getMessage()
+
+
+def test_importing_the_middleware_pulls_in_no_cdk_boto3_or_cli() -> None:
+    # Powertools itself imports botocore's package and jmespath; boto3 (the client's
+    # sessions) waits for the first invocation, and nothing CDK or CLI is needed.
+    code = (
+        "import sys, time; t = time.perf_counter(); import dynalease.middleware; "
+        "print(round((time.perf_counter() - t) * 1000)); "
+        "print(sorted(m for m in ('aws_cdk', 'boto3', 'rich', 'dynalease.cdk', "
+        "'dynalease.cli', 'dynalease._invoke') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    print(f"import dynalease.middleware: {out[0]} ms")  # a figure, not an assertion
+    assert out[1] == "[]"
