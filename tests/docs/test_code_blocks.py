@@ -1,0 +1,267 @@
+"""Every fenced code block in README.md and docs/*.md is checked.
+
+The convention the docs are written to:
+
+- ```python blocks run top to bottom in one namespace per document, against a
+  fresh empty moto server, with AWS_ENDPOINT_URL_DYNAMODB, AWS_REGION=us-east-1
+  and test credentials set, in the repository root. Top-level ``await`` works.
+- ```console, ```bash, ```sh (and unlabelled) blocks: ``dynalease ...`` commands
+  run against that server and must exit 0 (``dynalease demo`` is only parsed: it
+  has its own test; ``inspect --watch`` gets ``--for 1``); ``make X`` must name
+  a Makefile target; ``pip install`` must name extras the project declares;
+  ``python -m M`` / ``python FILE`` must name a module or file that exists;
+  ``export NAME=value`` applies to the document's later commands. In console
+  blocks with ``$ `` prompts only the prompted lines are commands.
+- ```text blocks are output; ```json and ```toml blocks must parse.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import importlib.util
+import inspect
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tomllib
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from support.cli_runner import run_cli
+from support.docs_server import DocsServer
+
+from dynalease.cli import _parser
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SHELL = {"", "console", "bash", "sh", "shell"}
+DISPLAY = {"text"}
+PARSED = {"json", "toml"}
+_FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
+_SEPARATORS = {"&&", "||", ";", "|"}
+
+
+@dataclass(frozen=True)
+class Block:
+    document: Path
+    line: int
+    language: str
+    text: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.document.relative_to(ROOT)}:{self.line} ({self.language or 'unlabelled'})"
+
+
+def fenced_blocks(document: Path) -> list[Block]:
+    """The fenced code blocks of a Markdown document, in order."""
+    blocks: list[Block] = []
+    lines = document.read_text(encoding="utf-8").splitlines()
+    index = 0
+    while index < len(lines):
+        opening = _FENCE.match(lines[index])
+        if opening is None:
+            index += 1
+            continue
+        fence, start = opening["fence"], index + 1
+        language = opening["info"].strip().split(" ")[0].lower() if opening["info"] else ""
+        index += 1
+        body: list[str] = []
+        while index < len(lines) and not (
+            lines[index].strip().startswith(fence) and not lines[index].strip().strip(fence[0])
+        ):
+            body.append(lines[index])
+            index += 1
+        blocks.append(Block(document, start, language, "\n".join(body) + "\n"))
+        index += 1
+    return blocks
+
+
+# --- python -------------------------------------------------------------------
+
+
+def run_python(block: Block, namespace: dict[str, object]) -> None:
+    code = compile(
+        block.text, block.where, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
+    )
+    result = eval(code, namespace)  # a coroutine when the block awaits at top level
+    if inspect.iscoroutine(result):
+        asyncio.run(result)
+
+
+# --- shell ----------------------------------------------------------------------
+
+
+def shell_commands(block: Block) -> list[list[str]]:
+    """The commands of a shell block: prompts, continuations, comments and && handled."""
+    joined: list[str] = []
+    pending = ""
+    for line in block.text.splitlines():
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        joined.append(pending + line)
+        pending = ""
+    if block.language == "console" and any(line.startswith("$ ") for line in joined):
+        joined = [line[2:] for line in joined if line.startswith("$ ")]
+    commands: list[list[str]] = []
+    for line in joined:
+        words = shlex.split(line, comments=True)
+        current: list[str] = []
+        for word in [*words, ";"]:
+            if word in _SEPARATORS:
+                if current:
+                    commands.append(current)
+                current = []
+            else:
+                current.append(word)
+    return commands
+
+
+def makefile_targets() -> set[str]:
+    text = (ROOT / "Makefile").read_text()
+    return set(re.findall(r"^([A-Za-z][\w.-]*)\s*:(?!=)", text, flags=re.MULTILINE))
+
+
+def declared_extras() -> set[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return set(project.get("optional-dependencies", {}))
+
+
+def check_pip(words: list[str], where: str) -> None:
+    extras = declared_extras()
+    for word in words:
+        match = re.fullmatch(r"(?:dynalease|\.|-e\s*\.)\[([^\]]*)\]", word)
+        if match:
+            for extra in match[1].split(","):
+                assert extra.strip() in extras, f"{where}: no extra {extra!r} in pyproject.toml"
+
+
+def check_python(words: list[str], where: str) -> None:
+    if "-m" in words:
+        module = words[words.index("-m") + 1]
+        if str(ROOT) not in sys.path:
+            sys.path.insert(0, str(ROOT))
+        assert importlib.util.find_spec(module) is not None, f"{where}: no module {module!r}"
+    else:
+        scripts = [w for w in words[1:] if w.endswith(".py")]
+        for script in scripts[:1]:
+            assert (ROOT / script).is_file(), f"{where}: no file {script!r}"
+
+
+def run_dynalease(args: list[str], env: dict[str, str], where: str) -> None:
+    if args[:1] == ["demo"]:
+        try:
+            _parser().parse_args(args)
+        except SystemExit as exit_:
+            pytest.fail(f"{where}: `dynalease {shlex.join(args)}` is not valid ({exit_})")
+        return
+    if args[:1] == ["inspect"] and "--watch" in args and "--for" not in args:
+        args = [*args, "--for", "1"]
+    if args[:1] == ["invoke"]:
+        # The handler is imported and configured from the environment: its own process.
+        done = subprocess.run(
+            [sys.executable, "-m", "dynalease.cli", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=60,
+        )
+        code, out, err = done.returncode, done.stdout, done.stderr
+    else:
+        result = run_cli(*args, env=env)
+        code, out, err = result.code, result.out, result.err
+    assert code == 0, f"{where}: `dynalease {shlex.join(args)}` exited {code}:\n{out}\n{err}"
+
+
+def run_shell(block: Block, env: dict[str, str]) -> None:
+    for words in shell_commands(block):
+        while words and re.fullmatch(r"[A-Za-z_]\w*=.*", words[0]):
+            name, _, value = words.pop(0).partition("=")
+            env = {**env, name: value}
+        if not words:
+            continue
+        program = Path(words[0]).name
+        if program == "export":
+            for assignment in words[1:]:
+                name, _, value = assignment.partition("=")
+                env[name] = value
+        elif program == "dynalease":
+            run_dynalease(words[1:], env, block.where)
+        elif program == "make":
+            targets = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+            missing = set(targets) - makefile_targets()
+            assert not missing, f"{block.where}: no Makefile target {sorted(missing)}"
+        elif program in ("pip", "pip3") or words[1:3] == ["-m", "pip"]:
+            check_pip(words, block.where)
+        elif program.startswith("python"):
+            check_python(words, block.where)
+
+
+# --- the test ---------------------------------------------------------------------
+
+
+def check_block(block: Block, namespace: dict[str, object], env: dict[str, str]) -> None:
+    if block.language == "python":
+        run_python(block, namespace)
+    elif block.language in SHELL:
+        run_shell(block, env)
+    elif block.language == "json":
+        json.loads(block.text)
+    elif block.language == "toml":
+        tomllib.loads(block.text)
+    elif block.language not in DISPLAY:
+        pytest.fail(
+            f"{block.where}: fence language {block.language!r} is not one the docs test knows; "
+            f"use python, console/bash/sh, json, toml or text"
+        )
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(ROOT)))
+def test_every_code_block_of_the_document_runs(
+    document: Path, docs_server: DocsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs_server.reset()
+    env = {
+        "AWS_ENDPOINT_URL_DYNAMODB": docs_server.url,
+        "AWS_REGION": "us-east-1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    monkeypatch.chdir(ROOT)
+    shell_env = dict(os.environ)
+    namespace: dict[str, object] = {"__name__": "__docs__"}
+    for block in fenced_blocks(document):
+        try:
+            check_block(block, namespace, shell_env)
+        except (AssertionError, pytest.fail.Exception):
+            raise
+        except Exception:
+            pytest.fail(f"{block.where} failed:\n{traceback.format_exc()}")
+
+
+def test_the_block_reader_finds_languages_prompts_and_continuations(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "text\n```python\nx = 1\n```\n\n````console\n$ dynalease doctor \\\n"
+        "    --table locks  # check\nOK  fine\n$ make demo && make test\n````\n```\nplain\n```\n"
+    )
+    blocks = fenced_blocks(page)
+    assert [(b.language, b.line) for b in blocks] == [("python", 2), ("console", 6), ("", 12)]
+    assert shell_commands(blocks[1]) == [
+        ["dynalease", "doctor", "--table", "locks"],
+        ["make", "demo"],
+        ["make", "test"],
+    ]
