@@ -35,6 +35,7 @@ def layer_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def assembly(tmp_path_factory: pytest.TempPathFactory, layer_cache: Path) -> Assembly:
     """``python infra/app.py`` run once, as a user would, without the CDK CLI."""
     outdir = tmp_path_factory.mktemp("cdk.out")
+    started_wall = time.time()
     started = time.perf_counter()
     result = subprocess.run(
         [sys.executable, str(ROOT / "infra" / "app.py")],
@@ -52,4 +53,4 @@ def assembly(tmp_path_factory: pytest.TempPathFactory, layer_cache: Path) -> Ass
         for stack in (LOCK_STACK, EXAMPLE_STACK)
     }
     print(f"\ninfra/app.py synthesized in {seconds:.1f} s")
-    return Assembly(outdir, manifest, templates, seconds)
+    return Assembly(outdir, manifest, templates, seconds, started_wall)

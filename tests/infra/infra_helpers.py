@@ -20,6 +20,8 @@ class Assembly:
     manifest: dict[str, Any]
     templates: dict[str, dict[str, Any]]
     seconds: float
+    started: float
+    """Wall-clock time (time.time()) when the synthesis started."""
 
     def resources(self, stack: str, type_: str) -> dict[str, dict[str, Any]]:
         """Logical ID -> resource, for every resource of one CloudFormation type."""
@@ -65,3 +67,13 @@ def strings_in(value: Any) -> Iterator[str]:
     elif isinstance(value, list):
         for item in value:
             yield from strings_in(item)
+
+
+def sources_edited_since(started: float) -> list[str]:
+    """dynalease source files modified after ``started`` (someone editing the tree mid-run)."""
+    package = ROOT / "src" / "dynalease"
+    return sorted(
+        str(path.relative_to(package))
+        for path in package.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts and path.stat().st_mtime >= started
+    )

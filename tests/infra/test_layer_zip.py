@@ -1,0 +1,147 @@
+"""The layer zip: what goes in, what stays out, same bytes every time, and the size budget."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path, PurePosixPath
+
+import pytest
+from infra_helpers import ROOT, Assembly, sources_edited_since
+
+from dynalease._layer_build import SIZE_BUDGET_BYTES, LayerBuild, build_layer
+
+RUNTIME_SHIPPED = {"boto3", "botocore", "s3transfer", "jmespath", "urllib3", "dateutil", "six"}
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory: pytest.TempPathFactory) -> LayerBuild:
+    return build_layer(cache_dir=tmp_path_factory.mktemp("full"))
+
+
+def _top_level(names: list[str]) -> set[str]:
+    found = set()
+    for name in names:
+        part = PurePosixPath(name).parts[1]
+        found.add(part.removesuffix(".py"))
+    return found
+
+
+def _run_build(output: Path, cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "layer" / "build.py"), "--output", str(output), *args],
+        env={**os.environ, "DYNALEASE_LAYER_CACHE": str(cache)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_the_layer_holds_dynalease_powertools_and_their_pure_python_deps(
+    full: LayerBuild,
+) -> None:
+    names = zipfile.ZipFile(full.zip_path).namelist()
+    assert all(name.startswith("python/") for name in names)
+    top = _top_level(names)
+    assert {"dynalease", "aws_lambda_powertools", "typing_extensions"} <= top
+    assert "python/dynalease/__init__.py" in names
+    assert "python/dynalease/middleware.py" in names
+    assert {name for name, _ in full.distributions} == {
+        "dynalease",
+        "aws-lambda-powertools",
+        "typing-extensions",
+    }
+
+
+def test_the_layer_leaves_out_what_the_lambda_runtime_ships(full: LayerBuild) -> None:
+    names = zipfile.ZipFile(full.zip_path).namelist()
+    top = _top_level(names)
+    assert not top & RUNTIME_SHIPPED
+    assert not [n for n in names if n.split("/")[1].lower().startswith(("boto", "botocore"))]
+
+
+def test_the_layer_leaves_out_build_time_code_caches_and_compiled_files(
+    full: LayerBuild,
+) -> None:
+    names = zipfile.ZipFile(full.zip_path).namelist()
+    assert not [n for n in names if n.startswith("python/dynalease/cdk/")]
+    assert "python/dynalease/_layer_build.py" not in names
+    assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".so", ".pth"))]
+    assert not [n for n in names if n.endswith(("direct_url.json", "INSTALLER"))]
+
+
+def test_each_record_lists_the_files_of_its_distribution_with_their_hashes(
+    full: LayerBuild,
+) -> None:
+    with zipfile.ZipFile(full.zip_path) as archive:
+        records = [n for n in archive.namelist() if n.endswith(".dist-info/RECORD")]
+        assert len(records) == len(full.distributions)
+        for record in records:
+            for line in archive.read(record).decode().splitlines():
+                path, digest, size = line.rsplit(",", 2)
+                if not digest:
+                    continue
+                content = archive.read(f"python/{path}")
+                expected = base64.urlsafe_b64encode(hashlib.sha256(content).digest())
+                assert digest == "sha256=" + expected.rstrip(b"=").decode(), path
+                assert int(size) == len(content), path
+
+
+def test_zip_entries_have_fixed_timestamps_and_permissions(full: LayerBuild) -> None:
+    with zipfile.ZipFile(full.zip_path) as archive:
+        infos = archive.infolist()
+    assert [i.filename for i in infos] == sorted(i.filename for i in infos)
+    assert {i.date_time for i in infos} == {(1980, 1, 1, 0, 0, 0)}
+    assert {i.external_attr >> 16 for i in infos} == {0o100644}
+
+
+def test_without_powertools_the_layer_holds_only_dynalease(
+    tmp_path: Path, full: LayerBuild
+) -> None:
+    slim = build_layer(include_powertools=False, cache_dir=tmp_path)
+    assert [name for name, _ in slim.distributions] == ["dynalease"]
+    assert slim.zipped_bytes < full.zipped_bytes
+
+
+def test_layer_build_py_writes_the_same_bytes_twice_and_the_same_as_the_cdk_asset(
+    tmp_path: Path, assembly: Assembly
+) -> None:
+    started = time.time()
+    first = _run_build(tmp_path / "a" / "layer.zip", tmp_path / "cache-a")
+    second = _run_build(tmp_path / "b" / "layer.zip", tmp_path / "cache-b")
+    assert first.returncode == 0, first.stderr
+    assert second.returncode == 0, second.stderr
+    a = (tmp_path / "a" / "layer.zip").read_bytes()
+    b = (tmp_path / "b" / "layer.zip").read_bytes()
+    asset = assembly.layer_asset().read_bytes()
+    if (a != b and sources_edited_since(started)) or (
+        a != asset and sources_edited_since(assembly.started)
+    ):
+        # The layer is built from the working tree; an edit during the run changes it.
+        pytest.skip(f"dynalease sources edited during the run: {sources_edited_since(started)}")
+    assert hashlib.sha256(a).hexdigest() == hashlib.sha256(b).hexdigest()
+    assert hashlib.sha256(a).hexdigest() in first.stdout
+    assert a == asset
+
+
+def test_layer_build_py_prints_the_sizes_and_stays_within_the_budget(tmp_path: Path) -> None:
+    result = _run_build(tmp_path / "layer.zip", tmp_path / "cache")
+    assert result.returncode == 0, result.stderr
+    zipped = (tmp_path / "layer.zip").stat().st_size
+    assert f"zipped:   {zipped} bytes" in result.stdout
+    assert "unzipped:" in result.stdout
+    assert zipped <= SIZE_BUDGET_BYTES
+    print(f"\nlayer: {result.stdout}")
+
+
+def test_layer_build_py_fails_when_the_zip_is_over_budget(tmp_path: Path) -> None:
+    result = _run_build(tmp_path / "layer.zip", tmp_path / "cache", "--max-bytes", "100000")
+    assert result.returncode == 1
+    assert "over budget" in result.stderr
+    assert "SIZE_BUDGET_BYTES" in result.stderr
