@@ -39,7 +39,7 @@ from botocore.client import BaseClient
 from ._aws import LOCK_POOL_CONNECTIONS, BotoTransport, map_error_code, map_transport_error
 from ._engine.store import Transport
 from ._lean_http import ConnectionPool, NotSent, Unanswered
-from ._lean_sign import SigV4Signer, amz_date
+from ._lean_sign import SigV4Signer, amz_date, host_header
 from .constants import ENV_TRANSPORT
 
 __all__ = ["TRANSPORTS", "LeanTransport", "lock_transport", "transport_choice"]
@@ -101,18 +101,16 @@ class _Route:
         if getattr(session, "_cert_file", None):
             raise _Unsupported("a client certificate is configured")
         verify = session._verify
-        default_port = 443 if parts.scheme == "https" else 80
-        port = parts.port or default_port
         host = parts.hostname
-        host_header = f"[{host}]" if ":" in host else host
-        if port != default_port:
-            host_header = f"{host_header}:{port}"
         self.url = url
         self.credentials = credentials
-        self.signer = SigV4Signer(host_header, signer._region_name or client.meta.region_name)
+        self.signer = SigV4Signer(
+            host_header(parts.scheme, host, parts.port),
+            signer._region_name or client.meta.region_name,
+        )
         self.pool = ConnectionPool(
             host,
-            port,
+            parts.port or (443 if parts.scheme == "https" else 80),
             ssl_context=_ssl_context(verify) if parts.scheme == "https" else None,
             connect_timeout=float(config.connect_timeout),
             read_timeout=float(config.read_timeout),
@@ -252,13 +250,17 @@ def _answer(
 ) -> dict[str, Any]:
     """The parsed answer, or the mapped error; as botocore would parse it."""
     garbled = crc is not None and zlib.crc32(payload) != crc
-    try:
-        response: dict[str, Any] = json.loads(payload) if payload and not garbled else {}
-        if not isinstance(response, dict):
-            raise ValueError("not a JSON object")
-    except ValueError:
-        garbled = True
-        response = {}
+    response: dict[str, Any] = {}
+    if payload and not garbled:
+        try:
+            parsed = json.loads(payload)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            response = parsed
+        else:
+            # A success must be a JSON object; an error page (a proxy's HTML) may not be.
+            garbled = status == 200
     if garbled:
         # A damaged answer tells nothing about whether the request was applied.
         error = botocore.exceptions.ConnectionClosedError(endpoint_url=url)

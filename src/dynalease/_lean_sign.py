@@ -14,7 +14,7 @@ import hashlib
 import hmac
 import time
 
-__all__ = ["CONTENT_TYPE", "SigV4Signer", "amz_date"]
+__all__ = ["CONTENT_TYPE", "SigV4Signer", "amz_date", "host_header"]
 
 CONTENT_TYPE = "application/x-amz-json-1.0"
 _ALGORITHM = "AWS4-HMAC-SHA256"
@@ -23,6 +23,16 @@ _ALGORITHM = "AWS4-HMAC-SHA256"
 def amz_date(epoch: float | None = None) -> str:
     """The ``X-Amz-Date`` form of a UTC time (``20260101T120000Z``)."""
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(epoch))
+
+
+def host_header(scheme: str, host: str, port: int | None) -> str:
+    """The Host header (and signed host) for an endpoint, as botocore derives it."""
+    name = host.lower()
+    if ":" in name:
+        name = f"[{name}]"
+    if port is not None and port != {"http": 80, "https": 443}.get(scheme):
+        name = f"{name}:{port}"
+    return name
 
 
 class SigV4Signer:

@@ -1,0 +1,416 @@
+"""The lean request path against the moto server and against small real HTTP servers.
+
+moto answers every request and closes the connection (werkzeug); the servers
+started here keep connections alive, stall, reset or answer 500, so reuse,
+timeouts and failures are exercised over real sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import botocore.session
+import pytest
+from botocore.config import Config
+from botocore.credentials import RefreshableCredentials
+
+from dynalease import DynamoDBClient
+from dynalease._aws import BotoTransport, lock_config
+from dynalease._engine.protocol import LockRow, new_token
+from dynalease._engine.store import ConditionFailed, LockStore
+from dynalease._lean import LeanTransport
+from dynalease.constants import ENV_TRANSPORT
+from dynalease.exceptions import (
+    AccessDeniedError,
+    RequestFailedError,
+    TableNotFoundError,
+    TransactionCanceledException,
+)
+from dynalease.lock import SyncDistributedLock
+
+pytestmark = pytest.mark.timeout(60)
+
+
+_SESSION = botocore.session.get_session()  # one session: its service model loads once
+
+
+def _botocore_client(url: str, config: Config | None = None) -> Any:
+    return _SESSION.create_client(
+        "dynamodb",
+        region_name="us-east-1",
+        endpoint_url=url,
+        config=config or lock_config(None),
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+
+
+def _lean(url: str, config: Config | None = None) -> LeanTransport:
+    return LeanTransport(lambda: _botocore_client(url, config))
+
+
+@pytest.fixture
+def table(client: DynamoDBClient) -> str:
+    name = f"lean-{uuid.uuid4().hex[:10]}"
+    client.sync_create_table(name, wait=True)
+    return name
+
+
+def _row(key: str) -> LockRow:
+    return LockRow(key, new_token(), new_token(), 3000)
+
+
+def test_every_store_request_works_on_the_lean_path(endpoint: str, table: str) -> None:
+    async def scenario() -> None:
+        transport = _lean(endpoint)
+        store = LockStore(transport)
+        row = _row("job")
+        created = await store.create(table, row)
+        assert created.capacity > 0
+        assert (await store.read(table, "job")).item == row.to_item()
+        with pytest.raises(ConditionFailed) as taken:
+            await store.create(table, _row("job"))
+        assert taken.value.item == row.to_item()  # ALL_OLD on the failed condition
+        newer = LockRow("job", new_token(), new_token(), 3000)
+        await store.replace(table, newer, row)
+        renewed = new_token()
+        await store.renew(table, "job", newer.owner, newer.version, renewed)
+        check = store.condition_item(table, "job", newer.owner)
+        await transport.send("TransactWriteItems", {"TransactItems": [check]})
+        with pytest.raises(TransactionCanceledException) as cancelled:
+            await transport.send(
+                "TransactWriteItems",
+                {"TransactItems": [store.condition_item(table, "job", "someone-else")]},
+            )
+        assert cancelled.value.reasons[0]["Code"] == "ConditionalCheckFailed"
+        await store.delete(table, "job", newer.owner)
+        assert (await store.read(table, "job")).item is None
+        assert transport.fallback_reason is None
+        assert transport.pool is not None
+
+    asyncio.run(scenario())
+
+
+def test_lean_and_botocore_paths_report_the_same_failed_condition(
+    endpoint: str, table: str
+) -> None:
+    async def failed_item(transport: Any, key: str) -> Any:
+        store = LockStore(transport)
+        row = _row(key)
+        await store.create(table, row)
+        try:
+            await store.renew(table, key, "not-the-owner", row.version, new_token())
+        except ConditionFailed as failure:
+            return failure.item, row.to_item()
+        raise AssertionError("the renewal of someone else's row was applied")
+
+    async def scenario() -> None:
+        lean_item, lean_row = await failed_item(_lean(endpoint), "a")
+        boto = BotoTransport(lambda: _botocore_client(endpoint))
+        boto_item, boto_row = await failed_item(boto, "b")
+        assert lean_item == lean_row
+        assert boto_item == boto_row
+
+    asyncio.run(scenario())
+
+
+def test_a_missing_table_is_reported_as_table_not_found(endpoint: str) -> None:
+    async def scenario() -> None:
+        store = LockStore(_lean(endpoint))
+        with pytest.raises(TableNotFoundError, match="does not exist"):
+            await store.read(f"missing-{uuid.uuid4().hex[:8]}", "k")
+
+    asyncio.run(scenario())
+
+
+# --- small real servers ----------------------------------------------------------
+
+
+class _Server:
+    """An HTTP server on the test's loop whose behaviour each test chooses."""
+
+    def __init__(self, respond: Callable[[_Server, bytes, asyncio.StreamWriter], Awaitable[bool]]):
+        self.respond = respond
+        self.connections = 0
+        self.heads: list[bytes] = []
+        self.url = ""
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> _Server:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        port = self._server.sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+                await reader.readexactly(length)
+                self.heads.append(head)
+                if not await self.respond(self, head, writer):
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+async def _keep_alive_ok(server: _Server, head: bytes, writer: asyncio.StreamWriter) -> bool:
+    writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+    return True
+
+
+def _get(key: str = "k") -> dict[str, Any]:
+    return {"TableName": "locks", "Key": {"key": {"S": key}}}
+
+
+def test_keep_alive_connections_are_reused_for_sequential_requests() -> None:
+    async def scenario() -> None:
+        async with _Server(_keep_alive_ok) as server:
+            transport = _lean(server.url)
+            for index in range(5):
+                assert await transport.send("GetItem", _get(str(index))) == {
+                    "ResponseMetadata": {"HTTPStatusCode": 200}
+                }
+            assert server.connections == 1
+            assert transport.pool is not None and transport.pool.opened == 1
+
+    asyncio.run(scenario())
+
+
+def test_moto_closing_each_connection_costs_a_new_connection_not_a_failure(
+    endpoint: str, table: str
+) -> None:
+    async def scenario() -> None:
+        transport = _lean(endpoint)
+        store = LockStore(transport)
+        for _ in range(3):
+            await store.read(table, "k")
+        assert transport.pool is not None and transport.pool.opened == 3
+
+    asyncio.run(scenario())
+
+
+def test_a_request_that_gets_no_answer_times_out_as_may_have_committed() -> None:
+    async def stall(server: _Server, head: bytes, writer: asyncio.StreamWriter) -> bool:
+        await asyncio.sleep(5)
+        return False
+
+    async def scenario() -> None:
+        async with _Server(stall) as server:
+            transport = _lean(server.url, Config(connect_timeout=1, read_timeout=0.3))
+            with pytest.raises(RequestFailedError) as raised:
+                await transport.send("PutItem", {"TableName": "locks", "Item": {}})
+            assert raised.value.may_have_committed
+            assert raised.value.code == "ReadTimeoutError"
+
+    asyncio.run(scenario())
+
+
+def test_a_connection_reset_after_the_request_may_have_committed() -> None:
+    async def reset(server: _Server, head: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.transport.abort()
+        return False
+
+    async def scenario() -> None:
+        async with _Server(reset) as server:
+            transport = _lean(server.url)
+            with pytest.raises(RequestFailedError) as raised:
+                await transport.send("DeleteItem", {"TableName": "locks", "Key": {}})
+            assert raised.value.may_have_committed
+
+    asyncio.run(scenario())
+
+
+def test_a_refused_connection_was_never_applied() -> None:
+    async def scenario() -> None:
+        async with _Server(_keep_alive_ok) as server:
+            url = server.url
+        transport = _lean(url)  # the server is gone: nothing listens on the port
+        with pytest.raises(RequestFailedError) as raised:
+            await transport.send("PutItem", {"TableName": "locks", "Item": {}})
+        assert not raised.value.may_have_committed
+
+    asyncio.run(scenario())
+
+
+def test_a_500_answer_may_have_committed() -> None:
+    async def fail(server: _Server, head: bytes, writer: asyncio.StreamWriter) -> bool:
+        body = b'{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"x"}'
+        writer.write(b"HTTP/1.1 500 Oops\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        return True
+
+    async def scenario() -> None:
+        async with _Server(fail) as server:
+            with pytest.raises(RequestFailedError) as raised:
+                await _lean(server.url).send("UpdateItem", {"TableName": "locks"})
+            assert raised.value.may_have_committed
+            assert raised.value.code == "InternalServerError"
+
+    asyncio.run(scenario())
+
+
+def test_a_connection_the_server_closed_while_idle_is_not_reused() -> None:
+    async def answer_then_drop(server: _Server, head: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+        await writer.drain()
+        return False  # close after answering, without saying Connection: close
+
+    async def scenario() -> None:
+        async with _Server(answer_then_drop) as server:
+            transport = _lean(server.url)
+            await transport.send("GetItem", _get())
+            await asyncio.sleep(0.05)
+            await transport.send("PutItem", {"TableName": "locks", "Item": {}})
+            assert server.connections == 2
+
+    asyncio.run(scenario())
+
+
+def test_a_reused_connection_dropped_unanswered_retries_reads_but_not_writes() -> None:
+    served: dict[int, int] = {}
+
+    async def drop_second(server: _Server, head: bytes, writer: asyncio.StreamWriter) -> bool:
+        count = served[id(writer)] = served.get(id(writer), 0) + 1
+        if count == 2:
+            writer.transport.abort()  # as if it were dropped just as the request went out
+            return False
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+        return True
+
+    async def scenario() -> None:
+        async with _Server(drop_second) as server:
+            transport = _lean(server.url)
+            await transport.send("GetItem", _get())
+            await transport.send("GetItem", _get())  # dropped, then resent on a new connection
+            assert server.connections == 2
+            with pytest.raises(RequestFailedError) as raised:
+                await transport.send("PutItem", {"TableName": "locks", "Item": {}})
+            assert raised.value.may_have_committed
+            assert server.connections == 2
+
+    asyncio.run(scenario())
+
+
+def test_chunked_answers_are_read_whole() -> None:
+    async def chunked(server: _Server, head: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b'5\r\n{"Ite\r\n8\r\nm":null}\r\n0\r\n\r\n'
+        )
+        return True
+
+    async def scenario() -> None:
+        async with _Server(chunked) as server:
+            transport = _lean(server.url)
+            assert (await transport.send("GetItem", _get()))["Item"] is None
+            assert (await transport.send("GetItem", _get()))["Item"] is None
+            assert server.connections == 1
+
+    asyncio.run(scenario())
+
+
+def test_refreshed_credentials_sign_the_next_request_without_blocking_the_loop() -> None:
+    refreshes: list[str] = []
+
+    def refresh() -> dict[str, str]:
+        key = f"AKIDREFRESH{len(refreshes)}"
+        refreshes.append(key)
+        return {
+            "access_key": key,
+            "secret_key": "secret",
+            "token": "token",
+            # Inside the advisory refresh window: every request refreshes, none is expired.
+            "expiry_time": (datetime.now(UTC) + timedelta(minutes=12)).isoformat(),
+        }
+
+    async def scenario() -> None:
+        async with _Server(_keep_alive_ok) as server:
+            client = _botocore_client(server.url)
+            client._request_signer._credentials = RefreshableCredentials.create_from_metadata(
+                refresh(), refresh, "test"
+            )
+            transport = LeanTransport(lambda: client)
+            await transport.send("GetItem", _get())
+            await transport.send("GetItem", _get())
+        assert len(refreshes) >= 3
+        signed = [head.split(b"Credential=")[1].split(b"/")[0].decode() for head in server.heads]
+        assert signed[-1] == refreshes[-1]
+        assert b"X-Amz-Security-Token: token" in server.heads[-1]
+
+    asyncio.run(scenario())
+
+
+def test_missing_credentials_are_reported_as_access_denied(endpoint: str) -> None:
+    async def scenario() -> None:
+        client = _botocore_client(endpoint)
+        client._request_signer._credentials.secret_key = None
+        with pytest.raises(AccessDeniedError, match="credentials"):
+            await LeanTransport(lambda: client).send("GetItem", _get())
+
+    asyncio.run(scenario())
+
+
+def test_a_configured_proxy_hands_lock_requests_to_botocore(endpoint: str, table: str) -> None:
+    async def scenario() -> None:
+        transport = _lean(endpoint, Config(proxies={"http": "http://127.0.0.1:9"}))
+        with pytest.raises(RequestFailedError):
+            await transport.send("GetItem", _get())  # through the (absent) proxy
+        assert transport.fallback_reason is not None and "proxy" in transport.fallback_reason
+        assert transport.pool is None
+
+    asyncio.run(scenario())
+
+
+# --- selection -----------------------------------------------------------------------
+
+
+def test_the_lean_path_is_the_default_and_the_environment_can_select_botocore(
+    endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.delenv(ENV_TRANSPORT, raising=False)
+    assert isinstance(DynamoDBClient(region="us-east-1")._lock_store.transport, LeanTransport)
+    monkeypatch.setenv(ENV_TRANSPORT, "boto")
+    assert isinstance(DynamoDBClient(region="us-east-1")._lock_store.transport, BotoTransport)
+    explicit = DynamoDBClient(region="us-east-1", transport="lean")
+    assert isinstance(explicit._lock_store.transport, LeanTransport)
+    monkeypatch.setenv(ENV_TRANSPORT, "fast")
+    with pytest.raises(ValueError, match=ENV_TRANSPORT):
+        DynamoDBClient(region="us-east-1")
+    with pytest.raises(ValueError, match="'lean' or 'boto'"):
+        DynamoDBClient(region="us-east-1", transport="http2")
+    with pytest.raises(ValueError, match="'lean' or 'boto'"):
+        DynamoDBClient.from_client(boto3.client("dynamodb", region_name="us-east-1"), transport="x")
+
+
+def test_locks_over_both_paths_exclude_each_other_and_the_environment_endpoint_is_used(
+    endpoint: str, table: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+    lean = DynamoDBClient(region="us-east-1", transport="lean")
+    boto = DynamoDBClient(region="us-east-1", transport="boto")
+    with SyncDistributedLock(lean, table=table, key="shared", lease_duration=2):
+        with pytest.raises(Exception, match="not acquired"):
+            with SyncDistributedLock(boto, table=table, key="shared", wait_timeout=0):
+                pass
+    with SyncDistributedLock(boto, table=table, key="shared", wait_timeout=0):
+        pass
+    transport = lean._lock_store.transport
+    assert isinstance(transport, LeanTransport) and transport.pool is not None
+    assert endpoint.endswith(f":{transport.pool.port}")
