@@ -1,0 +1,43 @@
+"""docs/api.md names every public name of every public module."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PUBLIC_MODULES = [
+    "dynalease",
+    "dynalease.client",
+    "dynalease.lock",
+    "dynalease.transaction",
+    "dynalease.exceptions",
+    "dynalease.metrics",
+    "dynalease.keys",
+    "dynalease.testing",
+    "dynalease.constants",
+    "dynalease.middleware",
+    "dynalease.cdk",
+]
+
+
+def exported(module_name: str) -> list[str]:
+    """The module's ``__all__``, read from its source (importing the CDK takes seconds)."""
+    path = ROOT / "src" / Path(*module_name.split("."))
+    source = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    for node in ast.parse(source.read_text()).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets
+        ):
+            return list(ast.literal_eval(node.value))
+    raise AssertionError(f"{module_name} has no __all__")
+
+
+@pytest.mark.parametrize("module_name", PUBLIC_MODULES)
+def test_the_api_reference_covers_every_exported_name(module_name: str) -> None:
+    reference = (ROOT / "docs" / "api.md").read_text()
+    assert f"## `{module_name}`" in reference, f"docs/api.md has no section for {module_name}"
+    missing = [name for name in exported(module_name) if f"`{name}" not in reference]
+    assert not missing, f"docs/api.md does not mention {module_name}.{missing}"
