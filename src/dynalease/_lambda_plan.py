@@ -75,6 +75,22 @@ def _check_reserve(reserve_time: object) -> float:
     return float(reserve_time)
 
 
+def _prepare(client: DynamoDBClient) -> None:
+    """Build the lock transport's botocore client before the budget is measured.
+
+    A cold botocore client takes 100-300 ms to build (more on a small Lambda),
+    and the transport builds it inside the first request, whose timeout is cut
+    to the acquisition's budget: a short budget would then fail every cold
+    start. Built here, the cost is paid once, and the remaining time is read
+    after it. (The boto transport holds the client itself; the lean one keeps
+    a boto transport for it.)
+    """
+    transport = getattr(getattr(client, "_lock_store", None), "transport", None)
+    for holder in (transport, getattr(transport, "boto", None)):
+        if holder is not None and getattr(holder, "client", None) is not None:
+            return
+
+
 class LockPlan:
     """Validated options of one decorated handler; builds a :class:`Holding` per call."""
 
@@ -168,6 +184,8 @@ class Holding:
         # Everything that can be wrong with the input fails here, before a request.
         key = plan.event_key.resolve(self._data)
         table = self._table = plan.table()
+        client = plan.client()
+        _prepare(client)
         remaining = remaining_seconds(self._context)
         try:
             wait = acquisition_wait(
@@ -180,7 +198,7 @@ class Holding:
             plan._reporter.no_time(table, key, remaining)
             raise no_time.to_lock_error(table, key) from None
         guard = SyncDistributedLock(
-            plan.client(), table=table, key=key, lease_duration=plan._lease_s, wait_timeout=wait
+            client, table=table, key=key, lease_duration=plan._lease_s, wait_timeout=wait
         )
         try:
             guard.__enter__()

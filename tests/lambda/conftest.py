@@ -101,20 +101,43 @@ def aws_env(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
     return endpoint
 
 
+def _client_for(url: str) -> DynamoDBClient:
+    return DynamoDBClient(
+        region="us-east-1", endpoint_url=url, access_key="testing", secret_key="testing"
+    )
+
+
+@pytest.fixture(scope="session")
+def other_client(endpoint: str) -> DynamoDBClient:
+    """A client standing for another service: creates tables and holds locks elsewhere.
+
+    One for the session (building a client costs a few hundred ms); tests use
+    fresh tables and keys, so nothing carries over between them.
+    """
+    return _client_for(endpoint)
+
+
 @pytest.fixture
-def lock_table(aws_env: str, client: DynamoDBClient, monkeypatch: pytest.MonkeyPatch) -> str:
+def lock_table(aws_env: str, other_client: DynamoDBClient, monkeypatch: pytest.MonkeyPatch) -> str:
     """A fresh lock table, also set as DYNALEASE_TABLE."""
     name = f"lambda-locks-{uuid.uuid4().hex[:12]}"
-    client.sync_create_table(name, partition_key=("key", "S"), wait=True)
+    other_client.sync_create_table(name, partition_key=("key", "S"), wait=True)
     monkeypatch.setenv(ENV_TABLE, name)
     return name
 
 
+@pytest.fixture(scope="session")
+def _counted_session_client(counting_proxy: CountingProxy) -> DynamoDBClient:
+    return _client_for(counting_proxy.url)
+
+
 @pytest.fixture
-def counted_client(counting_proxy: CountingProxy, aws_env: str) -> DynamoDBClient:
+def counted_client(
+    counting_proxy: CountingProxy, _counted_session_client: DynamoDBClient, aws_env: str
+) -> DynamoDBClient:
     """A client whose requests go through the counting proxy (counts start at 0)."""
     counting_proxy.reset()
-    return DynamoDBClient(region="us-east-1", endpoint_url=counting_proxy.url)
+    return _counted_session_client
 
 
 @pytest.fixture

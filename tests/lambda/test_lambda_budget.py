@@ -82,7 +82,7 @@ def _key() -> str:
 
 
 def test_a_contended_invocation_gives_up_when_only_reserve_and_cleanup_are_left(
-    lock_table: str, client: DynamoDBClient, counted_client: DynamoDBClient
+    lock_table: str, other_client: DynamoDBClient, counted_client: DynamoDBClient
 ) -> None:
     calls: list[str] = []
 
@@ -92,7 +92,7 @@ def test_a_contended_invocation_gives_up_when_only_reserve_and_cleanup_are_left(
         calls.append(event["job_id"])
 
     job = _key()
-    with SyncDistributedLock(client, table=lock_table, key=f"job:{job}", lease_duration=30):
+    with SyncDistributedLock(other_client, table=lock_table, key=f"job:{job}", lease_duration=30):
         context = CountdownContext(2.0)  # usable: 2.0 - 0.3 - 0.6 = 1.1 s
         start = time.monotonic()
         with pytest.raises(LockNotAcquired, match="ran out"):
@@ -143,14 +143,17 @@ def test_a_countdown_that_reached_zero_is_no_time_not_an_unknown_deadline(
 
 
 def test_wait_timeout_zero_makes_one_attempt_on_a_held_lock(
-    lock_table: str, client: DynamoDBClient, counted_client: DynamoDBClient, counting_proxy: Any
+    lock_table: str,
+    other_client: DynamoDBClient,
+    counted_client: DynamoDBClient,
+    counting_proxy: Any,
 ) -> None:
     @lock_handler(counted_client, key="job:{job_id}", wait_timeout=0)
     def handler(event: dict[str, str], context: object) -> None:
         raise AssertionError("must not run")
 
     job = _key()
-    with SyncDistributedLock(client, table=lock_table, key=f"job:{job}"):
+    with SyncDistributedLock(other_client, table=lock_table, key=f"job:{job}"):
         with pytest.raises(LockNotAcquired, match="one attempt"):
             handler({"job_id": job}, CountdownContext(60))
     counts = counting_proxy.counts
@@ -171,14 +174,14 @@ def test_an_uncontended_invocation_makes_two_writes(
 
 
 def test_warm_invocations_share_one_client_so_short_waits_recover_an_abandoned_lock(
-    lock_table: str, client: DynamoDBClient
+    lock_table: str, other_client: DynamoDBClient
 ) -> None:
     # A row left by an owner that died (1 s lease). A contender may take it over only
     # after seeing it unchanged for the stored lease: no single 0.4 s wait can, but
     # two invocations of one warm function can, because the module-level client
     # keeps the first invocation's observation.
     job = _key()
-    client.sync_put_item(
+    other_client.sync_put_item(
         lock_table,
         {
             "key": f"job:{job}",

@@ -18,9 +18,9 @@ Loader = Callable[[str], Any]
 HELD_KEY = "customer:c-1001"
 
 
-def _no_lock_rows(client: DynamoDBClient, table: str) -> bool:
+def _no_lock_rows(other_client: DynamoDBClient, table: str) -> bool:
     return all(
-        client.sync_get_item(table, {"key": key}, consistent_read=True) is None
+        other_client.sync_get_item(table, {"key": key}, consistent_read=True) is None
         for key in ("customer:c-1001", "customer:c-2002")
     )
 
@@ -62,22 +62,22 @@ def test_each_sample_event_runs_through_its_example_handler_and_leaves_no_lock_b
     handler_name: str,
     check: Callable[[Any], None],
     lock_table: str,
-    client: DynamoDBClient,
+    other_client: DynamoDBClient,
     example: Loader,
     load_event: Loader,
 ) -> None:
     handler = example(handler_name)
     result = handler(load_event(event_name), CountdownContext(60))
     check(result)
-    assert _no_lock_rows(client, lock_table)
+    assert _no_lock_rows(other_client, lock_table)
 
 
 @pytest.mark.parametrize("kind", ["apigw-rest", "apigw-http"])
 def test_api_examples_answer_409_while_the_customer_is_locked_elsewhere(
-    kind: str, lock_table: str, client: DynamoDBClient, example: Loader, load_event: Loader
+    kind: str, lock_table: str, other_client: DynamoDBClient, example: Loader, load_event: Loader
 ) -> None:
     handler = example(kind.replace("-", "_") + "_handler")
-    with SyncDistributedLock(client, table=lock_table, key=HELD_KEY):
+    with SyncDistributedLock(other_client, table=lock_table, key=HELD_KEY):
         response = handler(load_event(kind), CountdownContext(29))
     assert response["statusCode"] == 409
     assert "retry" in json.loads(response["body"])["message"]
@@ -85,22 +85,22 @@ def test_api_examples_answer_409_while_the_customer_is_locked_elsewhere(
 
 
 def test_the_eventbridge_example_raises_on_contention_so_lambda_retries_the_event(
-    lock_table: str, client: DynamoDBClient, example: Loader, load_event: Loader
+    lock_table: str, other_client: DynamoDBClient, example: Loader, load_event: Loader
 ) -> None:
     handler = example("eventbridge_handler")
     # 21 s left - 10 s reserved - 10 s cleanup budget: about 1 s to wait.
-    with SyncDistributedLock(client, table=lock_table, key=HELD_KEY):
+    with SyncDistributedLock(other_client, table=lock_table, key=HELD_KEY):
         with pytest.raises(LockNotAcquired, match="customer:c-1001"):
             handler(load_event("eventbridge"), CountdownContext(21))
 
 
 def test_the_fifo_example_fails_the_locked_group_and_keeps_the_other_groups_going(
-    lock_table: str, client: DynamoDBClient, example: Loader, load_event: Loader
+    lock_table: str, other_client: DynamoDBClient, example: Loader, load_event: Loader
 ) -> None:
     event = load_event("sqs-fifo")
     ids = {r["messageId"]: json.loads(r["body"])["customer_id"] for r in event["Records"]}
     handler = example("sqs_fifo_handler")
-    with SyncDistributedLock(client, table=lock_table, key=HELD_KEY):
+    with SyncDistributedLock(other_client, table=lock_table, key=HELD_KEY):
         result = handler(event, CountdownContext(60))
     failed = {item["itemIdentifier"] for item in result["batchItemFailures"]}
     # Both c-1001 messages fail (the second one without trying, to keep group order);

@@ -186,7 +186,7 @@ def test_without_a_table_argument_or_environment_variable_the_error_names_both(
 
 
 def test_an_explicit_table_wins_over_the_environment(
-    lock_table: str, client: DynamoDBClient, monkeypatch: pytest.MonkeyPatch
+    lock_table: str, other_client: DynamoDBClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(ENV_TABLE, "some-other-table")
     run = _key_of(key="c:{id}", table=lock_table)
@@ -197,7 +197,7 @@ def test_an_explicit_table_wins_over_the_environment(
 
 
 def test_on_contention_turns_a_held_lock_into_the_handlers_response(
-    lock_table: str, client: DynamoDBClient
+    lock_table: str, other_client: DynamoDBClient
 ) -> None:
     seen: list[tuple[Any, Any, LockNotAcquired]] = []
 
@@ -211,7 +211,7 @@ def test_on_contention_turns_a_held_lock_into_the_handlers_response(
 
     customer = _id()
     event, context = {"customer_id": customer}, CountdownContext(29)
-    with SyncDistributedLock(client, table=lock_table, key=f"customer:{customer}"):
+    with SyncDistributedLock(other_client, table=lock_table, key=f"customer:{customer}"):
         assert handler(event, context)["statusCode"] == 409
     [(seen_event, seen_context, error)] = seen
     assert seen_event is event and seen_context is context
@@ -230,7 +230,7 @@ def test_on_contention_also_answers_when_the_invocation_has_no_time_left(lock_ta
 
 
 def test_a_failing_handler_releases_its_lock_and_its_error_propagates(
-    lock_table: str, client: DynamoDBClient
+    lock_table: str, other_client: DynamoDBClient
 ) -> None:
     @lock_handler(key="c:{id}")
     def handler(event: Any, context: Any) -> None:
@@ -238,7 +238,9 @@ def test_a_failing_handler_releases_its_lock_and_its_error_propagates(
 
     with pytest.raises(KeyError, match="boom"):
         handler({"id": "failing"}, CountdownContext(60))
-    assert client.sync_get_item(lock_table, {"key": "c:failing"}, consistent_read=True) is None
+    assert (
+        other_client.sync_get_item(lock_table, {"key": "c:failing"}, consistent_read=True) is None
+    )
 
 
 def test_current_lock_outside_a_wrapped_handler_says_where_it_works() -> None:
@@ -292,7 +294,7 @@ def test_it_stacks_under_logger_and_metrics_with_one_log_line_and_emf_metrics_pe
 
 
 def test_contention_is_logged_and_counted_even_though_the_handler_raises(
-    lock_table: str, client: DynamoDBClient, capsys: pytest.CaptureFixture[str]
+    lock_table: str, other_client: DynamoDBClient, capsys: pytest.CaptureFixture[str]
 ) -> None:
     stream = io.StringIO()
     # A service name of its own: Powertools Loggers of one service share handlers.
@@ -309,7 +311,7 @@ def test_contention_is_logged_and_counted_even_though_the_handler_raises(
         raise AssertionError("must not run")
 
     capsys.readouterr()
-    with SyncDistributedLock(client, table=lock_table, key=f"customer:{customer}"):
+    with SyncDistributedLock(other_client, table=lock_table, key=f"customer:{customer}"):
         with pytest.raises(LockNotAcquired):
             handler({"customer_id": customer}, CountdownContext(60))
     [emf] = [line for line in _json_lines(capsys.readouterr().out) if "_aws" in line]
