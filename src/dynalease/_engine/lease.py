@@ -81,7 +81,7 @@ class _Unknown(Exception):
     """A request whose outcome is unknown: timed out, reset, or a 5xx answer."""
 
     def __init__(self, task: asyncio.Future[Reply], cause: BaseException | None) -> None:
-        super().__init__("request outcome unknown")
+        super().__init__(str(cause) if cause else "no answer within the request timeout")
         self.task = task
         self.cause = cause
 
@@ -285,6 +285,7 @@ class Lease:
             self._wait_ms = (self.clock.monotonic() - start) * 1000
         self.state = State.HELD
         self.observations.forget(self._resource)
+        self.observations.held(self._resource, self.owner)
         self._renewer = asyncio.ensure_future(self._renew_loop())
 
     def _not_acquired(self, why: str, cause: BaseException | None = None) -> LockNotAcquired:
@@ -300,6 +301,7 @@ class Lease:
     async def _acquire(self, deadline: float, single: bool) -> None:
         create = True
         poll = min(FIRST_POLL_S, p.poll_cap(self.lease_s))
+        backoff = poll  # after failed or unconfirmed writes; grows like the poll
         last_error: BaseException | None = None
         while True:
             try:
@@ -310,12 +312,15 @@ class Lease:
                 else:
                     item = await self._read_row(deadline)
             except _BudgetSpent:
-                raise self._budget_spent(single, last_error) from None
+                raise self._budget_spent(single, last_error) from last_error
             except _Unknown as unknown:
-                last_error = unknown.cause
-                item = None
+                # Not confirmed as ours: back off before retrying, so a server that
+                # keeps answering 5xx (or resetting) is not hammered in a tight loop.
+                last_error = unknown.cause or last_error
                 create = False
-                await self._pause(poll, deadline)
+                if not await self._pause(backoff, deadline):
+                    raise self._budget_spent(single, last_error) from last_error
+                backoff = self._next_poll(backoff)
                 continue
             except (ThrottledError, RequestFailedError) as error:
                 last_error = error
@@ -338,14 +343,14 @@ class Lease:
                 try:
                     item, won = await self._write_attempt(deadline, row)
                 except _BudgetSpent:
-                    raise self._budget_spent(single, last_error) from None
-                except _Unknown as unknown:
-                    last_error = unknown.cause
+                    raise self._budget_spent(single, last_error) from last_error
+                except (_Unknown, ThrottledError, RequestFailedError) as error:
+                    cause = error.cause if isinstance(error, _Unknown) else error
+                    last_error = cause or last_error
                     create = False
-                    continue
-                except (ThrottledError, RequestFailedError) as error:
-                    last_error = error
-                    create = False
+                    if not await self._pause(backoff, deadline):
+                        raise self._budget_spent(single, last_error) from last_error
+                    backoff = self._next_poll(backoff)
                     continue
                 if won:
                     return
@@ -359,10 +364,18 @@ class Lease:
                     f"it is held by owner {row.owner} and wait_timeout=0 allows one attempt"
                 )
             create = False
-            pause = min(poll, eligible - now)
+            # A holder in this process wakes us when it releases: poll it only slowly.
+            if self.observations.held_here(self._resource, row.owner):
+                poll = p.poll_cap(self.lease_s)
+            # Jitter spreads the polls, but never past the moment the row becomes eligible.
+            pause = min(poll * random.uniform(0.8, 1.2), eligible - now)
             waiter = self.observations.waiter(self._resource)
             try:
-                woke = await self._pause(pause, deadline, waiter)
+                woke = await self._pause(pause, deadline, waiter, jitter=False)
+            except BaseException:
+                if waiter.done():  # woken but leaving (cancelled): hand the wake on
+                    self.observations.wake_next(self._resource)
+                raise
             finally:
                 self.observations.discard_waiter(self._resource, waiter)
             if not woke:
@@ -387,13 +400,20 @@ class Lease:
         return min(poll * 1.6, p.poll_cap(self.lease_s))
 
     async def _pause(
-        self, seconds: float, deadline: float, waiter: asyncio.Future[None] | None = None
+        self,
+        seconds: float,
+        deadline: float,
+        waiter: asyncio.Future[None] | None = None,
+        *,
+        jitter: bool = True,
     ) -> bool:
         """Sleep (with jitter) unless that passes the deadline; False when time is up."""
         left = deadline - self.clock.monotonic()
         if left <= 0:
             return False
-        await sleep_or_wake(self.clock, min(left, seconds * random.uniform(0.8, 1.2)), waiter)
+        if jitter:
+            seconds *= random.uniform(0.8, 1.2)
+        await sleep_or_wake(self.clock, min(left, seconds), waiter)
         return (waiter is not None and waiter.done()) or self.clock.monotonic() < deadline
 
     async def _write_attempt(
@@ -420,7 +440,7 @@ class Lease:
             if self._ours(item) is not None:
                 self._confirm(version, self._pending[version])
                 return item, True
-            return item, False
+            raise unknown from None  # not applied, or not yet: the caller backs off
         if reply is None:
             item = self._conflict_item
             if item is None:
@@ -623,17 +643,20 @@ class Lease:
                 break
             except _Unknown as unknown:
                 uncertain = True
-                last_error = unknown.cause
+                last_error = unknown.cause or last_error  # a bare timeout names nothing new
                 try:
                     item = await self._read_row(deadline)
                 except _BudgetSpent:
                     break
                 except (_Unknown, DynamoDBError) as error:
-                    last_error = error
+                    cause = error.cause if isinstance(error, _Unknown) else error
+                    last_error = cause or last_error
                     await self.clock.sleep(min(retry, max(0.0, deadline - self.clock.monotonic())))
                     continue
                 if item is None or item.get(p.OWNER_ATTR) != {"S": self.owner}:
                     return
+                # Not applied: pause like any failed delete, never retry in a tight loop.
+                await self.clock.sleep(min(retry, max(0.0, deadline - self.clock.monotonic())))
                 continue
             except DynamoDBError as error:
                 last_error = error
