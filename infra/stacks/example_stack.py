@@ -49,7 +49,17 @@ EXAMPLE_FUNCTIONS: dict[str, str] = {
 EVENT_SOURCE = "com.example.customers"
 EVENT_DETAIL_TYPE = "CustomerUpdated"
 
-_TIMEOUT = cdk.Duration.seconds(60)
+# Function timeouts (seconds), from each handler's budget: SQS batches of 10 records
+# x (2 s wait + 5 s reserve) + the 10 s cleanup budget of a 30 s lease; the API
+# handlers stay under API Gateway's 29-30 s integration limit.
+_TIMEOUTS: dict[str, int] = {
+    "SqsHandler": 90,
+    "SqsFifoHandler": 90,
+    "EventBridgeHandler": 60,
+    "RestApiHandler": 28,
+    "HttpApiHandler": 28,
+    "DirectHandler": 60,
+}
 _RETENTION = logs.RetentionDays.ONE_MONTH
 
 
@@ -169,7 +179,7 @@ class ExampleStack(cdk.Stack):
             handler=f"{module}.handler",
             role=role,
             log_group=log_group,
-            timeout=_TIMEOUT,
+            timeout=cdk.Duration.seconds(_TIMEOUTS[id]),
             memory_size=256,
             environment={"POWERTOOLS_SERVICE_NAME": "dynalease-examples"},
             description=f"dynalease example: examples/lambda/{module}.py",
@@ -186,7 +196,7 @@ class ExampleStack(cdk.Stack):
             self,
             id,
             # Six times the function timeout, as Lambda recommends for SQS sources.
-            visibility_timeout=cdk.Duration.seconds(_TIMEOUT.to_seconds() * 6),
+            visibility_timeout=cdk.Duration.seconds(_TIMEOUTS[function.node.id] * 6),
             dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=3, queue=dead_letters),
             **({"content_based_deduplication": True, **fifo_props} if fifo else {}),
         )

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -31,26 +32,47 @@ def layer_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield path
 
 
-@pytest.fixture(scope="session")
-def assembly(tmp_path_factory: pytest.TempPathFactory, layer_cache: Path) -> Assembly:
-    """``python infra/app.py`` run once, as a user would, without the CDK CLI."""
+@dataclass
+class _Synthesis:
+    outdir: Path
+    process: subprocess.Popen[str]
+    started_wall: float
+    started: float
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _synthesis(tmp_path_factory: pytest.TempPathFactory, layer_cache: Path) -> Iterator[_Synthesis]:
+    """Start ``python infra/app.py`` as soon as the infra tests start.
+
+    It runs on the other core while the in-process construct tests synthesize
+    their own stacks; the ``assembly`` fixture waits for it.
+    """
     outdir = tmp_path_factory.mktemp("cdk.out")
     started_wall = time.time()
-    started = time.perf_counter()
-    result = subprocess.run(
+    process = subprocess.Popen(
         [sys.executable, str(ROOT / "infra" / "app.py")],
         env={**os.environ, "CDK_OUTDIR": str(outdir)},
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=180,
-        check=False,
     )
-    seconds = time.perf_counter() - started
-    assert result.returncode == 0, f"infra/app.py failed:\n{result.stderr[-4000:]}"
+    yield _Synthesis(outdir, process, started_wall, time.perf_counter())
+    if process.poll() is None:
+        process.kill()
+        process.communicate()
+
+
+@pytest.fixture(scope="session")
+def assembly(_synthesis: _Synthesis) -> Assembly:
+    """``python infra/app.py`` run once, as a user would, without the CDK CLI."""
+    _, stderr = _synthesis.process.communicate(timeout=300)
+    seconds = time.perf_counter() - _synthesis.started
+    assert _synthesis.process.returncode == 0, f"infra/app.py failed:\n{stderr[-4000:]}"
+    outdir = _synthesis.outdir
     manifest = json.loads((outdir / "manifest.json").read_text())
     templates = {
         stack: json.loads((outdir / f"{stack}.template.json").read_text())
         for stack in (LOCK_STACK, EXAMPLE_STACK)
     }
-    print(f"\ninfra/app.py synthesized in {seconds:.1f} s")
-    return Assembly(outdir, manifest, templates, seconds, started_wall)
+    print(f"\n{stderr.strip()} (waited {seconds:.1f} s)")
+    return Assembly(outdir, manifest, templates, seconds, _synthesis.started_wall)

@@ -132,6 +132,10 @@ def test_both_sqs_sources_report_batch_item_failures(assembly: Assembly) -> None
         assert mapping["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
         queue = queues[mapping["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]]["Properties"]
         assert queue["RedrivePolicy"]["maxReceiveCount"] == 3
+        function = _functions(assembly)[mapping["Properties"]["FunctionName"]["Ref"]]
+        # A batch of 10 records x (2 s wait + 5 s reserve) + 10 s cleanup must fit.
+        assert function["Properties"]["Timeout"] >= 80
+        assert queue["VisibilityTimeout"] == 6 * function["Properties"]["Timeout"]
         sources.add(bool(queue.get("FifoQueue")))
     assert sources == {False, True}
     for queue in queues.values():
