@@ -118,7 +118,7 @@ def load_handler(target: str) -> Callable[..., Any]:
     if not isinstance(target, str):
         raise TypeError(f"handler target must be a str such as 'app:handler', got {target!r}")
     module_part, sep, function_name = target.rpartition(":")
-    if not sep:
+    if not sep and "/" not in target and os.sep not in target and not target.endswith(".py"):
         # Lambda's own spelling: "app.handler".
         module_part, sep, function_name = target.rpartition(".")
     if not sep or not module_part or not function_name.isidentifier():

@@ -1,0 +1,278 @@
+"""Local invocation: a context that really counts down, and `dynalease invoke`."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+from dynalease._invoke import CountdownContext, HandlerTimeout, invoke, load_handler, main
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_the_context_counts_down_in_whole_milliseconds_and_stops_at_zero() -> None:
+    context = CountdownContext(0.3)
+    first = context.get_remaining_time_in_millis()
+    assert isinstance(first, int) and 250 <= first <= 300
+    time.sleep(0.1)
+    second = context.get_remaining_time_in_millis()
+    assert second <= first - 90
+    time.sleep(0.3)
+    assert context.get_remaining_time_in_millis() == 0
+
+
+def test_the_context_looks_like_a_real_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    context = CountdownContext(3, function_name="orders", memory_limit_in_mb=512)
+    assert context.function_name == "orders"
+    assert context.function_version == "$LATEST"
+    assert context.memory_limit_in_mb == 512
+    assert context.invoked_function_arn == "arn:aws:lambda:eu-west-1:123456789012:function:orders"
+    assert context.log_group_name == "/aws/lambda/orders"
+    assert "[$LATEST]" in context.log_stream_name
+    assert str(uuid.UUID(context.aws_request_id)) == context.aws_request_id
+    assert CountdownContext().aws_request_id != CountdownContext().aws_request_id
+
+
+@pytest.mark.parametrize(
+    ("timeout", "error"), [(0, ValueError), (-1, ValueError), (True, TypeError), ("30", TypeError)]
+)
+def test_the_context_rejects_a_timeout_that_is_not_a_positive_number(
+    timeout: Any, error: type[Exception]
+) -> None:
+    with pytest.raises(error, match="timeout"):
+        CountdownContext(timeout)
+
+
+@pytest.fixture
+def handler_file(tmp_path: pathlib.Path) -> pathlib.Path:
+    name = f"local_handler_{uuid.uuid4().hex[:8]}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            import time
+            from decimal import Decimal
+
+            def handler(event, context):
+                return {"echo": event, "remaining_ms": context.get_remaining_time_in_millis()}
+
+            def slow(event, context):
+                time.sleep(event["sleep"])
+                return "finished"
+
+            def fails(event, context):
+                raise ValueError("no customer " + event["customer_id"])
+
+            def decimal(event, context):
+                return {"count": Decimal("3"), "ratio": Decimal("0.5")}
+
+            def unserializable(event, context):
+                return {"when": object()}
+            """
+        )
+    )
+    return path
+
+
+def test_invoke_runs_a_handler_file_with_a_fresh_countdown(handler_file: pathlib.Path) -> None:
+    result = invoke(f"{handler_file}:handler", {"customer_id": "c-1"}, timeout=5)
+    assert result["echo"] == {"customer_id": "c-1"}
+    assert 4000 <= result["remaining_ms"] <= 5000
+
+
+def test_invoke_accepts_module_colon_function_and_lambdas_module_dot_function(
+    handler_file: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(handler_file.parent))
+    for target in (f"{handler_file.stem}:handler", f"{handler_file.stem}.handler"):
+        assert invoke(target, {"n": 1})["echo"] == {"n": 1}
+
+
+def test_a_handler_module_is_imported_once_like_a_warm_environment(
+    handler_file: pathlib.Path,
+) -> None:
+    assert load_handler(f"{handler_file}:handler") is load_handler(f"{handler_file}:handler")
+
+
+def test_a_handler_that_outlives_its_timeout_fails_as_lambda_does(
+    handler_file: pathlib.Path,
+) -> None:
+    with pytest.raises(HandlerTimeout, match=r"Task timed out after 0\.20 seconds"):
+        invoke(f"{handler_file}:slow", {"sleep": 1.0}, timeout=0.2)
+
+
+def _run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_command_prints_the_result_as_json_on_stdout(
+    handler_file: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    event = tmp_path / "event.json"
+    event.write_text('{"customer_id": "c-9"}')
+    code, out, _ = _run_main(capsys, f"{handler_file}:decimal", str(event))
+    assert code == 0
+    assert json.loads(out) == {"count": 3, "ratio": 0.5}
+
+
+def test_the_command_exits_1_with_lambdas_error_shape_when_the_handler_raises(
+    handler_file: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    event = tmp_path / "event.json"
+    event.write_text('{"customer_id": "c-9"}')
+    code, out, err = _run_main(capsys, f"{handler_file}:fails", str(event))
+    assert code == 1
+    error = json.loads(out)
+    assert error["errorType"] == "ValueError"
+    assert error["errorMessage"] == "no customer c-9"
+    assert "raise ValueError" in error["stackTrace"][-1]
+    assert "_invoke.py" not in error["stackTrace"][0]  # starts at the handler
+    assert "Traceback" in err  # the log, as Lambda writes it to CloudWatch
+
+
+def test_the_command_reports_a_result_that_is_not_json(
+    handler_file: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    event = tmp_path / "event.json"
+    event.write_text("{}")
+    code, out, _ = _run_main(capsys, f"{handler_file}:unserializable", str(event))
+    assert code == 1
+    assert json.loads(out)["errorType"] == "Runtime.MarshalError"
+
+
+def test_the_command_reports_a_timeout(
+    handler_file: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    event = tmp_path / "event.json"
+    event.write_text('{"sleep": 1.0}')
+    code, out, _ = _run_main(capsys, f"{handler_file}:slow", str(event), "--timeout", "0.2")
+    assert code == 1
+    assert json.loads(out)["errorType"] == "Sandbox.Timedout"
+
+
+@pytest.mark.parametrize(
+    ("target", "event_text", "message"),
+    [
+        ("no_such_module_here:handler", "{}", "no module named 'no_such_module_here'"),
+        ("{file}:missing", "{}", "has no attribute 'missing'"),
+        ("{file}", "{}", "is not MODULE:FUNCTION"),
+        ("{dir}/absent.py:handler", "{}", "does not exist"),
+        ("{file}:handler", "{not json", "is not valid JSON: Expecting property name"),
+        ("{file}:handler", None, "cannot read event file"),
+    ],
+)
+def test_bad_input_is_one_clear_line_with_exit_code_2_and_no_traceback(
+    target: str,
+    event_text: str | None,
+    message: str,
+    handler_file: pathlib.Path,
+    tmp_path: pathlib.Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    event = tmp_path / "event.json"
+    if event_text is not None:
+        event.write_text(event_text)
+    target = target.format(file=handler_file, dir=tmp_path)
+    code, out, err = _run_main(capsys, target, str(event))
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dynalease invoke: error: ")
+    assert message in lines[0]
+    assert "Traceback" not in err
+
+
+def _environment(endpoint: str) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("AWS_", "DYNALEASE_", "POWERTOOLS_"))
+    }
+    env.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing")
+    return env
+
+
+def test_dynalease_invoke_runs_an_example_end_to_end_against_the_server(
+    lock_table: str, aws_env: str
+) -> None:
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dynalease._invoke",
+            "examples/lambda/direct_handler.py:handler",
+            "events/direct.json",
+            "--endpoint",
+            aws_env,
+            "--table",
+            lock_table,
+            "--region",
+            "us-east-1",
+            "--timeout",
+            "20",
+        ],
+        cwd=ROOT,
+        env=_environment(aws_env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
+    # stdout is only the result; the handler's logs and EMF metrics went to stderr.
+    assert json.loads(completed.stdout) == {
+        "customer_id": "c-1001",
+        "action": "rebuild-summary",
+        "lock_key": "customer:c-1001",
+    }
+    logs = [json.loads(line) for line in completed.stderr.splitlines() if line.startswith("{")]
+    assert any(line.get("message") == "dynalease lock released" for line in logs)
+    assert any(line.get("LockAcquired") == [1.0] for line in logs)
+
+
+@pytest.mark.skipif(
+    shutil.which("dynalease") is None and not (ROOT / ".venv/bin/dynalease").exists(),
+    reason="console script not installed",
+)
+def test_the_dynalease_console_script_dispatches_invoke_and_fails_when_time_is_short(
+    lock_table: str, aws_env: str
+) -> None:
+    script = shutil.which("dynalease") or str(ROOT / ".venv/bin/dynalease")
+    # 12 s is less than the 5 s reserve + 10 s cleanup budget the example needs.
+    completed = subprocess.run(
+        [
+            script,
+            "invoke",
+            "examples/lambda/direct_handler.py:handler",
+            "events/direct.json",
+            "--endpoint",
+            aws_env,
+            "--table",
+            lock_table,
+            "--region",
+            "us-east-1",
+            "--timeout",
+            "12",
+        ],
+        cwd=ROOT,
+        env=_environment(aws_env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert completed.returncode == 1, completed.stderr
+    error = json.loads(completed.stdout)
+    assert error["errorType"] == "LockNotAcquired"
+    assert "no request was made" in error["errorMessage"]
