@@ -231,6 +231,13 @@ class Demo:
         self.state.worker(name, kind)
         threading.Thread(target=process.pump, args=(self.events,), daemon=True).start()
 
+    def stop_processes(self) -> None:
+        """Kill whatever is still running (after an interrupt or an error)."""
+        for process in self.processes.values():
+            if process.popen.poll() is None:
+                process.popen.kill()
+                process.popen.wait()
+
     def supervise(self, end_at_monotonic: float) -> None:
         live: Any = None
         if use_rich(self.args.plain):
@@ -269,7 +276,7 @@ class Demo:
                 if live is not None:
                     live.update(live_view(self.state, self.plan.duration_s, where), refresh=True)
                 else:
-                    for line in list(self.state.log)[shown:] if len(self.state.log) > shown else []:
+                    for line in self.state.log[shown:]:
                         print(line, flush=True)
                     shown = len(self.state.log)
                     if now >= next_progress:
@@ -380,13 +387,22 @@ class Demo:
             self.supervise(now_mono + plan.duration_s)
             lines = self.check(client)
         finally:
+            self.stop_processes()
             try:
                 self.drop_tables(client)
             finally:
                 if self.server is not None:
                     self.server.stop()
         print()
-        print(summary_table(self.state))
+        if use_rich(self.args.plain):
+            from rich.console import Console
+
+            from ._console import rich_table
+            from ._demo_view import SUMMARY_HEADERS, summary_rows
+
+            Console().print(rich_table("summary", SUMMARY_HEADERS, summary_rows(self.state)))
+        else:
+            print(summary_table(self.state))
         print()
         for line in lines:
             print(line)

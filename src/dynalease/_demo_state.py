@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,7 +71,7 @@ class DemoState:
         self.started = started
         self.workers: dict[str, WorkerStats] = {}
         self.keys: dict[str, KeyState] = {}
-        self.log: deque[str] = deque(maxlen=8)
+        self.log: list[str] = []
         self.acquisitions = 0
         self.renewals = 0
         self.takeovers = 0

@@ -8,6 +8,8 @@ from typing import Any
 from ._console import plain_table, rich_table
 from ._demo_state import DemoState, WorkerStats, percentile
 
+RECENT = 8
+
 SUMMARY_HEADERS = (
     "worker",
     "completions",
@@ -102,7 +104,7 @@ def live_view(state: DemoState, duration: float, where: str) -> Any:
         f"{state.takeovers} takeovers",
         style="bold",
     )
-    return Group(header, keys, workers, Text("\n".join(state.log) or "(no events yet)"))
+    return Group(header, keys, workers, Text("\n".join(state.log[-RECENT:]) or "(no events yet)"))
 
 
 def summary_table(state: DemoState) -> str:

@@ -25,7 +25,7 @@ import os
 import random
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from . import _history as history
@@ -38,6 +38,7 @@ KEY_TEMPLATE = "customer:{customer_id}"
 CUSTOMER_ATTR = "customer_id"
 COMMITS_ATTR = "commits"
 AUDIT_SHARE = 0.2
+HOT_SHARE = 0.5
 STEP_S = 0.05
 
 
@@ -89,11 +90,15 @@ class Worker:
         emit("ready", pid=os.getpid())
         config = self.config
         while time.time() < config.end_at:
-            customer = self.random.choice(config.customers)
+            # The first customer is hot: half of all jobs want it, so its lock is
+            # contended at any moment, and a crash while holding it is noticed at once.
+            hot = self.random.random() < HOT_SHARE
+            customer = config.customers[0] if hot else self.random.choice(config.customers)
             try:
                 if config.victim_at is not None and time.time() >= config.victim_at:
-                    self.ledger(customer, victim=True)  # the supervisor kills us meanwhile
-                    config = self.config = replace(config, victim_at=None)
+                    # The supervisor kills us during the long hold; if the lock was
+                    # busy for the whole wait, the next job tries again.
+                    self.ledger(config.customers[0], victim=True)
                 elif self.random.random() < AUDIT_SHARE:
                     self.run_audit(customer)
                 else:
