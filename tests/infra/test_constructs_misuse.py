@@ -30,8 +30,8 @@ def _function(stack: cdk.Stack, **props: Any) -> lambda_.Function:
 @pytest.mark.parametrize(
     ("props", "error", "message"),
     [
-        ({"table_name": "ab"}, ValueError, "not a valid DynamoDB table name"),
-        ({"table_name": "locks/prod"}, ValueError, "not a valid DynamoDB table name"),
+        ({"table_name": "ab"}, ValueError, "is not valid: a DynamoDB table name"),
+        ({"table_name": "locks/prod"}, ValueError, "is not valid: a DynamoDB table name"),
         ({"table_name": 42}, TypeError, "table_name must be a str"),
         ({"removal_policy": "retain"}, TypeError, "aws_cdk.RemovalPolicy"),
         ({"point_in_time_recovery": "yes"}, TypeError, "point_in_time_recovery must be"),
@@ -108,7 +108,7 @@ def test_configure_function_rejects_a_layer_that_is_not_a_layer(stack: cdk.Stack
         ({"compatible_architectures": []}, ValueError, "at least one architecture"),
         ({"compatible_architectures": ["arm64"]}, ValueError, "Architecture.X86_64"),
         ({"removal_policy": "destroy"}, TypeError, "aws_cdk.RemovalPolicy"),
-        ({"parameter_name": "dynalease layer"}, ValueError, "not a valid SSM parameter name"),
+        ({"parameter_name": "dynalease layer"}, ValueError, "is not valid: an SSM parameter name"),
         ({"parameter_name": 7}, TypeError, "parameter_name must be a str"),
         ({"include_powertools": "yes"}, TypeError, "include_powertools must be a bool"),
     ],

@@ -11,6 +11,7 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from .._layer_build import LayerBuild, build_layer
+from ._checks import check_optional_name, check_removal_policy
 
 __all__ = ["DEFAULT_ARCHITECTURES", "DEFAULT_RUNTIMES", "LockLayer"]
 
@@ -78,11 +79,15 @@ class LockLayer(lambda_.LayerVersion):
     ) -> None:
         runtimes = _check_runtimes(compatible_runtimes)
         architectures = _check_architectures(compatible_architectures)
-        if not isinstance(removal_policy, cdk.RemovalPolicy):
-            raise TypeError(
-                f"removal_policy must be an aws_cdk.RemovalPolicy, got {removal_policy!r}"
-            )
-        _check_parameter_name(parameter_name)
+        check_removal_policy(removal_policy)
+        check_optional_name(
+            parameter_name,
+            prop="parameter_name",
+            pattern=_PARAMETER_NAME,
+            max_length=1011,
+            rule="an SSM parameter name uses letters, digits and '_.-', in '/'-separated "
+            "levels starting with '/' (e.g. '/dynalease/layer-arn')",
+        )
         build = build_layer(
             include_powertools=include_powertools,
             python_versions=[runtime.name.removeprefix("python") for runtime in runtimes],
@@ -162,17 +167,3 @@ def _check_architectures(
     if not unique:
         raise ValueError("compatible_architectures must name at least one architecture")
     return tuple(unique.values())
-
-
-def _check_parameter_name(name: object) -> None:
-    if name is None:
-        return
-    if not isinstance(name, str):
-        raise TypeError(f"parameter_name must be a str or None, got {type(name).__name__}")
-    if cdk.Token.is_unresolved(name):
-        return
-    if len(name) > 1011 or not _PARAMETER_NAME.match(name):
-        raise ValueError(
-            f"parameter_name {name!r} is not a valid SSM parameter name: use letters, digits and "
-            "'_.-', with '/'-separated levels starting with '/' (e.g. '/dynalease/layer-arn')"
-        )

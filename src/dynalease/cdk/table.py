@@ -12,6 +12,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from ..constants import ENV_TABLE
+from ._checks import check_optional_name, check_removal_policy
 
 __all__ = ["INSPECT_ACTIONS", "LOCK_ACTIONS", "TABLE_ENV_VAR", "LockTable"]
 
@@ -42,7 +43,7 @@ _KEY_LOCK_ACTIONS = ("kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:Gener
 _KEY_INSPECT_ACTIONS = ("kms:Decrypt", "kms:DescribeKey")
 
 _PARTITION_KEY = "key"
-_TABLE_NAME = re.compile(r"^[A-Za-z0-9_.\-]{3,255}$")
+_TABLE_NAME = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
 
 
 class LockTable(Construct):
@@ -74,11 +75,15 @@ class LockTable(Construct):
         deletion_protection: bool = False,
         encryption_key: kms.IKey | None = None,
     ) -> None:
-        _check_table_name(table_name)
-        if not isinstance(removal_policy, cdk.RemovalPolicy):
-            raise TypeError(
-                f"removal_policy must be an aws_cdk.RemovalPolicy, got {removal_policy!r}"
-            )
+        check_optional_name(
+            table_name,
+            prop="table_name",
+            pattern=_TABLE_NAME,
+            max_length=255,
+            rule="a DynamoDB table name has 3-255 characters from letters, digits, '_', '-' "
+            "and '.'; or leave it out to let CloudFormation generate one",
+        )
+        check_removal_policy(removal_policy)
         for name, value in (
             ("point_in_time_recovery", point_in_time_recovery),
             ("deletion_protection", deletion_protection),
@@ -187,21 +192,6 @@ class LockTable(Construct):
         if self._encryption_key is not None:
             grant = grant.combine(self._encryption_key.grant(grantee, *key_actions))
         return grant
-
-
-def _check_table_name(table_name: object) -> None:
-    if table_name is None:
-        return
-    if not isinstance(table_name, str):
-        raise TypeError(f"table_name must be a str or None, got {type(table_name).__name__}")
-    if cdk.Token.is_unresolved(table_name):
-        return
-    if not _TABLE_NAME.match(table_name):
-        raise ValueError(
-            f"table_name {table_name!r} is not a valid DynamoDB table name: use 3-255 characters "
-            "from letters, digits, '_', '-' and '.', or leave it out to let CloudFormation "
-            "generate one"
-        )
 
 
 def _is_key(value: object) -> bool:
