@@ -10,9 +10,12 @@ import pytest
 from support.cli_runner import Result, cli_env, spawn_cli
 
 
-def test_importing_the_cli_pulls_in_neither_boto3_nor_rich_nor_moto() -> None:
+def test_importing_the_cli_and_asking_for_help_pull_in_neither_boto3_nor_rich_nor_moto() -> None:
     code = (
-        "import sys, dynalease.cli\n"
+        "import contextlib, io, sys, dynalease.cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    for command in ([], ['demo'], ['inspect'], ['doctor']):\n"
+        "        dynalease.cli.main([*command, '--help'])\n"
         "heavy = [m for m in ('boto3', 'botocore', 'rich', 'moto') if m in sys.modules]\n"
         "print(','.join(heavy))"
     )
