@@ -321,6 +321,42 @@ def test_contention_is_logged_and_counted_even_though_the_handler_raises(
     assert line["lock"]["key"] == f"customer:{customer}" and "key_hash" not in line["lock"]
 
 
+def test_under_powertools_idempotency_a_repeated_event_is_answered_without_taking_the_lock(
+    lock_table: str, other_client: DynamoDBClient, aws_env: str
+) -> None:
+    import boto3
+    from aws_lambda_powertools.utilities.idempotency import (
+        DynamoDBPersistenceLayer,
+        IdempotencyConfig,
+        idempotent,
+    )
+
+    records = f"idempotency-{uuid.uuid4().hex[:12]}"
+    other_client.sync_create_table(records, partition_key=("id", "S"), wait=True)
+    persistence = DynamoDBPersistenceLayer(
+        table_name=records, boto3_client=boto3.client("dynamodb", endpoint_url=aws_env)
+    )
+    runs: list[str] = []
+
+    @idempotent(
+        persistence_store=persistence,
+        config=IdempotencyConfig(event_key_jmespath="customer_id"),
+    )
+    @lock_handler(key="customer:{customer_id}")
+    def handler(event: Any, context: Any) -> dict[str, str]:
+        runs.append(current_lock().key)
+        return {"synchronized": event["customer_id"]}
+
+    customer = _id()
+    first = handler({"customer_id": customer}, CountdownContext(60))
+    # The repeat is answered from the idempotency record, even while another
+    # owner holds the customer's lock: the lock is only taken for real work.
+    with SyncDistributedLock(other_client, table=lock_table, key=f"customer:{customer}"):
+        second = handler({"customer_id": customer}, CountdownContext(60))
+    assert first == second == {"synchronized": customer}
+    assert runs == [f"customer:{customer}"]
+
+
 def test_without_a_powertools_logger_the_library_logger_gets_the_same_line(
     lock_table: str, caplog: pytest.LogCaptureFixture
 ) -> None:
