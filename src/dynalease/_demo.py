@@ -37,12 +37,13 @@ from typing import IO, Any
 
 from ._console import use_rich
 from ._demo_server import LOCAL_CREDENTIALS, LOCAL_REGION, LocalServer
-from ._demo_state import DemoState
+from ._demo_state import RELEASED_ROW, DemoState
 from ._demo_view import live_view, progress_line, summary_table
 
 MIN_DURATION_S = 10.0
 KILL_AT = 0.3
 PROGRESS_EVERY_S = 5.0
+ROW_CHECK_S = 0.1
 EXIT_GRACE_S = 30.0
 
 
@@ -142,11 +143,17 @@ class Demo:
             self.region = LOCAL_REGION
             self.env.update(LOCAL_CREDENTIALS)
             self.env.pop("AWS_PROFILE", None)
-            os.environ.update(LOCAL_CREDENTIALS)
+            return DynamoDBClient(
+                region=self.region,
+                endpoint_url=self.endpoint,
+                access_key=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+                secret_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+                connect_timeout=3.0,
+            )
         return DynamoDBClient(
             region=self.region,
             endpoint_url=self.endpoint,
-            profile=None if self.embedded else self.args.profile,
+            profile=self.args.profile,
             connect_timeout=3.0,
             max_retries=2,
         )
@@ -238,7 +245,7 @@ class Demo:
                 process.popen.kill()
                 process.popen.wait()
 
-    def supervise(self, end_at_monotonic: float) -> None:
+    def supervise(self, client: Any, end_at_monotonic: float) -> None:
         live: Any = None
         if use_rich(self.args.plain):
             from rich.live import Live
@@ -250,10 +257,11 @@ class Demo:
         next_progress = time.monotonic() + PROGRESS_EVERY_S
         hard_stop = end_at_monotonic + 2 * self.plan.lease_s + 2 + EXIT_GRACE_S
         shown = 0
+        next_row_check = 0.0
         try:
             while running:
                 try:
-                    name, event = self.events.get(timeout=0.25)
+                    name, event = self.events.get(timeout=ROW_CHECK_S)
                 except queue.Empty:
                     name, event = "", None
                 now = time.monotonic()
@@ -268,6 +276,9 @@ class Demo:
                 elif name and event is not None:
                     self.state.apply(name, event, now)
                     self._maybe_kill(name, event, now)
+                if now >= next_row_check:
+                    self._watch_crashed_row(client, now)
+                    next_row_check = now + ROW_CHECK_S
                 if now > hard_stop:
                     for name in running:
                         self.failures.append(f"{name} did not finish in time; killed")
@@ -285,6 +296,24 @@ class Demo:
         finally:
             if live is not None:
                 live.stop()
+
+    def _watch_crashed_row(self, client: Any, now: float) -> None:
+        # The row itself says when the lock changed hands, whoever took it (a worker
+        # or a Lambda handler): its owner is no longer the killed holder's.
+        crash = self.state.crash
+        if crash is None or crash.takeover_after_s is not None:
+            return
+        from .exceptions import DynaleaseError
+
+        try:
+            row = client.sync_get_item(
+                self.plan.tables["locks"], {"key": crash.key}, consistent_read=True
+            )
+        except DynaleaseError:
+            return  # a throttled or failed read: look again at the next check
+        owner = RELEASED_ROW if row is None else str(row.get("owner", ""))
+        if owner != crash.owner:
+            self.state.taken_over(owner, now)
 
     def _maybe_kill(self, name: str, event: dict[str, Any], now: float) -> None:
         # Kill right after a confirmed renewal: the row is fresh, so recovery takes
@@ -306,9 +335,9 @@ class Demo:
         lines = []
         report = history.check_history(client, self.plan.tables["history"])
         lines.append(
-            f"history: {report.keys} keys, {report.acquisitions} acquisitions, "
-            f"{report.commits} commits, {report.takeovers} "
-            f"takeover{'' if report.takeovers == 1 else 's'}: "
+            f"history: {_count(report.keys, 'key')}, "
+            f"{_count(report.acquisitions, 'acquisition')}, {_count(report.commits, 'commit')}, "
+            f"{_count(report.takeovers, 'takeover')}: "
             f"{report.stale_commits} stale commits, {report.overlaps} overlaps"
         )
         for violation in report.violations:
@@ -346,10 +375,10 @@ class Demo:
         else:
             lines.append(
                 f"crash: SIGKILLed {crash.worker} holding {crash.key} (lease "
-                f"{self.plan.lease_s:g} s); {crash.successor} took it over "
+                f"{self.plan.lease_s:g} s); {self.state.successor()} took it over "
                 f"{crash.takeover_after_s:.1f} s later"
             )
-            if report.takeovers < 1:
+            if crash.ledger_after and report.takeovers < 1:
                 self.failures.append("the history shows no takeover after the crash")
         for name, stats in self.state.workers.items():
             if not stats.killed and stats.exit_code != 0:
@@ -384,7 +413,7 @@ class Demo:
             now_wall, now_mono = time.time(), time.monotonic()
             self.state = DemoState(now_mono)
             self.spawn(now_wall + plan.duration_s, now_wall + KILL_AT * plan.duration_s)
-            self.supervise(now_mono + plan.duration_s)
+            self.supervise(client, now_mono + plan.duration_s)
             lines = self.check(client)
         finally:
             self.stop_processes()
@@ -414,6 +443,10 @@ class Demo:
             return EXIT_FAILED
         print(f"result: OK, 0 violations (wall time {wall:.0f} s)")
         return EXIT_OK
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def run_demo(args: argparse.Namespace) -> int:

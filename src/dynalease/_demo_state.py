@@ -11,6 +11,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+#: An acquisition event this close to a row change is that change.
+SAME_MOMENT_S = 1.0
+
+#: The crashed row was already taken over and released when we looked.
+RELEASED_ROW = "(released)"
+
 
 def percentile(values: list[float], fraction: float) -> float | None:
     """Nearest-rank percentile; None for no values."""
@@ -39,6 +45,7 @@ class WorkerStats:
     reads: list[int] = field(default_factory=list)
     writes: list[int] = field(default_factory=list)
     killed: bool = False
+    owner: str = ""
     exit_code: int | None = None
     last_error: str = ""
 
@@ -55,13 +62,16 @@ class KeyState:
 
 @dataclass
 class Crash:
-    """The SIGKILLed holder and who took its lock over."""
+    """The SIGKILLed holder, and who took its lock over (read from the lock row)."""
 
     worker: str
     key: str
+    owner: str
     at: float
+    successor_owner: str = ""
     successor: str = ""
     takeover_after_s: float | None = None
+    ledger_after: bool = False
 
 
 class DemoState:
@@ -82,6 +92,7 @@ class DemoState:
         self.invocations: dict[str, dict[str, int]] = {}
         self.crash: Crash | None = None
         self.victim_ready: str = ""
+        self.owners: dict[str, str] = {}
 
     def elapsed(self, now: float | None = None) -> float:
         return (time.monotonic() if now is None else now) - self.started
@@ -107,6 +118,12 @@ class DemoState:
             state.waiting.add(name)
         elif kind == "acquired" and state is not None:
             self._acquired(name, stats, state, key, float(event.get("wait_ms", 0.0)), now)
+            owner = event.get("owner")
+            if owner:  # ledger jobs report their owner token (and write history)
+                self.owners[str(owner)] = name
+                stats.owner = str(owner)
+                if self.crash is not None and key == self.crash.key:
+                    self.crash.ledger_after = True
         elif kind == "renewed" and state is not None:
             stats.renewals += 1
             state.renewals += 1
@@ -156,15 +173,14 @@ class DemoState:
         stats.state, stats.key, stats.since = "holding", key, now
         state.waiting.discard(name)
         crash = self.crash
-        if state.holder and crash is not None and state.holder == crash.worker:
-            self.takeovers += 1
-            crash.successor = name
-            crash.takeover_after_s = now - crash.at
-            self.note(
-                f"{name} took {key} over {crash.takeover_after_s:.1f} s after {crash.worker} "
-                "was killed (observed unchanged for the stored lease)",
-                now,
-            )
+        if (
+            crash is not None
+            and key == crash.key
+            and crash.takeover_after_s is not None
+            and not crash.successor
+            and now - crash.at - crash.takeover_after_s < SAME_MOMENT_S
+        ):
+            crash.successor = name  # its event arrived just after the row changed
         state.holder, state.since, state.renewals = name, now, 0
 
     def _leave(self, name: str, stats: WorkerStats, state: KeyState) -> None:
@@ -191,8 +207,39 @@ class DemoState:
         """Record the SIGKILL of ``name`` while it held its key."""
         stats = self.workers[name]
         stats.killed, stats.state = True, "killed"
-        self.crash = Crash(worker=name, key=stats.key, at=now)
+        self.crash = Crash(worker=name, key=stats.key, owner=stats.owner, at=now)
         self.note(f"SIGKILL {name} while it holds {stats.key}; its row stays behind", now)
+
+    def taken_over(self, new_owner: str, now: float) -> None:
+        """The crashed holder's row changed hands (seen on the row itself)."""
+        crash = self.crash
+        assert crash is not None
+        crash.successor_owner = new_owner
+        crash.takeover_after_s = now - crash.at
+        holder = self.keys[crash.key].holder
+        if new_owner in self.owners:
+            crash.successor = self.owners[new_owner]
+        elif holder and holder != crash.worker:
+            # Decorated (audit) calls do not report their owner; the worker whose
+            # acquisition event arrived since the kill is the one.
+            crash.successor = holder
+        self.takeovers += 1
+        self.note(
+            f"{self.successor()} took {crash.key} over {crash.takeover_after_s:.1f} s after "
+            f"{crash.worker} was killed: it saw the row unchanged for the whole lease",
+            now,
+        )
+
+    def successor(self) -> str:
+        """Who took the crashed holder's lock over: a worker, or a Lambda handler."""
+        crash = self.crash
+        if crash is None or not crash.successor_owner:
+            return "nobody"
+        if crash.successor:
+            return crash.successor
+        if crash.successor_owner == RELEASED_ROW:
+            return "another owner"
+        return "a Lambda handler"
 
     def exited(self, name: str, code: int | None) -> None:
         stats = self.worker(name)

@@ -1,7 +1,7 @@
 """``dynalease inspect``: a read-only view of lock rows.
 
-It sends only DescribeTable-free reads: GetItem for ``--key``, Scan otherwise,
-both strongly consistent. ``--watch`` keeps an observation cache like a
+It sends reads only: a GetItem for ``--key``, a Scan otherwise, both strongly
+consistent. ``--watch`` keeps an observation cache like a
 contender's (:class:`dynalease._engine.observations.Observations`): a row is
 "unchanged" for as long as its (owner, version, lease_ms) has been seen on this
 machine's monotonic clock, and a contender may take it over once that reaches

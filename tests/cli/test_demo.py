@@ -19,13 +19,13 @@ def test_a_short_demo_kills_a_holder_sees_it_taken_over_and_finds_no_violation()
     out = result.out
     assert "result: OK, 0 violations" in out
     assert re.search(
-        r"history: \d keys, \d+ acquisitions, \d+ commits, [1-9]\d* takeovers?: "
+        r"history: \d keys?, \d+ acquisitions?, \d+ commits?, \d+ takeovers?: "
         r"0 stale commits, 0 overlaps",
         out,
     ), out
-    assert re.search(
-        r"crash: SIGKILLed w1 holding customer:c-\d+ \(lease 3 s\); w\d took it over", out
-    )
+    # The hot customer's holder is killed; a worker or a Lambda handler takes over.
+    crash = r"crash: SIGKILLed w1 holding customer:c-1001 \(lease 3 s\); .+ took it over"
+    assert re.search(crash, out), out
     counters = re.search(r"counters: (\d+) increments counted, (\d+) commits reported", out)
     assert counters is not None and counters.group(1) == counters.group(2) != "0"
     header = next(line for line in out.splitlines() if line.startswith("worker "))
