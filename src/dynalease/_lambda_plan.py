@@ -106,7 +106,7 @@ class LockPlan:
 
     def __init__(
         self,
-        *,
+        what: str,
         client: object,
         table: object,
         key: object,
@@ -117,8 +117,9 @@ class LockPlan:
         logger: object,
         metrics: object,
         log_key: object,
-        what: str,
+        /,
     ) -> None:
+        """Check every option; the positional order is the decorators' own."""
         if client is not None and not isinstance(client, DynamoDBClient):
             raise TypeError(
                 f"client must be a dynalease.DynamoDBClient or None (one shared client "

@@ -132,17 +132,17 @@ def lock_handler(
     idempotency; put it innermost (closest to the handler).
     """
     plan = LockPlan(
-        client=client,
-        table=table,
-        key=key,
-        fields=fields,
-        lease_duration=lease_duration,
-        wait_timeout=wait_timeout,
-        reserve_time=reserve_time,
-        logger=logger,
-        metrics=metrics,
-        log_key=log_key,
-        what="event",
+        "event",
+        client,
+        table,
+        key,
+        fields,
+        lease_duration,
+        wait_timeout,
+        reserve_time,
+        logger,
+        metrics,
+        log_key,
     )
     if on_contention is not None and not callable(on_contention):
         raise TypeError(
@@ -199,17 +199,17 @@ def lock_record(
     as done; the FIFO processor's short-circuit then applies as usual.
     """
     plan = LockPlan(
-        client=client,
-        table=table,
-        key=key,
-        fields=fields,
-        lease_duration=lease_duration,
-        wait_timeout=wait_timeout,
-        reserve_time=reserve_time,
-        logger=logger,
-        metrics=metrics,
-        log_key=log_key,
-        what="record",
+        "record",
+        client,
+        table,
+        key,
+        fields,
+        lease_duration,
+        wait_timeout,
+        reserve_time,
+        logger,
+        metrics,
+        log_key,
     )
     warned: list[bool] = []
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -195,40 +194,34 @@ def test_bad_input_is_one_clear_line_with_exit_code_2_and_no_traceback(
     assert "Traceback" not in err
 
 
-def _environment(endpoint: str) -> dict[str, str]:
+SCRIPT = pathlib.Path(sys.executable).with_name("dynalease")
+
+
+def _run_direct_example(command: list[str], endpoint: str, table: str, timeout: str) -> Any:
+    """Run the direct example through a command line, in a clean AWS environment."""
     env = {
         key: value
         for key, value in os.environ.items()
         if not key.startswith(("AWS_", "DYNALEASE_", "POWERTOOLS_"))
     }
     env.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing")
-    return env
+    arguments = ["examples/lambda/direct_handler.py:handler", "events/direct.json"]
+    arguments += ["--endpoint", endpoint, "--table", table, "--region", "us-east-1"]
+    return subprocess.run(
+        [*command, *arguments, "--timeout", timeout],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_dynalease_invoke_runs_an_example_end_to_end_against_the_server(
     lock_table: str, aws_env: str
 ) -> None:
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "dynalease._invoke",
-            "examples/lambda/direct_handler.py:handler",
-            "events/direct.json",
-            "--endpoint",
-            aws_env,
-            "--table",
-            lock_table,
-            "--region",
-            "us-east-1",
-            "--timeout",
-            "20",
-        ],
-        cwd=ROOT,
-        env=_environment(aws_env),
-        capture_output=True,
-        text=True,
-        timeout=60,
+    completed = _run_direct_example(
+        [sys.executable, "-m", "dynalease._invoke"], aws_env, lock_table, "20"
     )
     assert completed.returncode == 0, completed.stderr
     # stdout is only the result; the handler's logs and EMF metrics went to stderr.
@@ -242,36 +235,12 @@ def test_dynalease_invoke_runs_an_example_end_to_end_against_the_server(
     assert any(line.get("LockAcquired") == [1.0] for line in logs)
 
 
-@pytest.mark.skipif(
-    shutil.which("dynalease") is None and not (ROOT / ".venv/bin/dynalease").exists(),
-    reason="console script not installed",
-)
+@pytest.mark.skipif(not SCRIPT.exists(), reason="the dynalease console script is not installed")
 def test_the_dynalease_console_script_dispatches_invoke_and_fails_when_time_is_short(
     lock_table: str, aws_env: str
 ) -> None:
-    script = shutil.which("dynalease") or str(ROOT / ".venv/bin/dynalease")
     # 12 s is less than the 5 s reserve + 10 s cleanup budget the example needs.
-    completed = subprocess.run(
-        [
-            script,
-            "invoke",
-            "examples/lambda/direct_handler.py:handler",
-            "events/direct.json",
-            "--endpoint",
-            aws_env,
-            "--table",
-            lock_table,
-            "--region",
-            "us-east-1",
-            "--timeout",
-            "12",
-        ],
-        cwd=ROOT,
-        env=_environment(aws_env),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    completed = _run_direct_example([str(SCRIPT), "invoke"], aws_env, lock_table, "12")
     assert completed.returncode == 1, completed.stderr
     error = json.loads(completed.stdout)
     assert error["errorType"] == "LockNotAcquired"
