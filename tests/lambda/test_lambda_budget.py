@@ -201,3 +201,19 @@ def test_warm_invocations_share_one_client_so_short_waits_recover_an_abandoned_l
         handler({"job_id": job}, CountdownContext(60))
     time.sleep(max(0.0, started + 1.05 - time.monotonic()))
     assert handler({"job_id": job}, CountdownContext(60)) == "recovered"
+
+
+@pytest.mark.parametrize("transport", ["lean", "boto"])
+def test_the_lock_transport_is_built_before_the_budget_is_measured(
+    transport: str, aws_env: str
+) -> None:
+    # Building a cold botocore client takes hundreds of milliseconds; if the first
+    # request built it, that time would come out of a short acquisition budget.
+    from dynalease._lambda_plan import _prepare
+
+    fresh = DynamoDBClient(region="us-east-1", endpoint_url=aws_env, transport=transport)
+    lock_transport = fresh._lock_store.transport
+    boto = getattr(lock_transport, "boto", lock_transport)
+    assert boto._client is None  # nothing is built by constructing a client
+    _prepare(fresh)
+    assert boto._client is not None
