@@ -9,7 +9,9 @@ at once. Takeovers did the same on 5xx and throttling.
 
 from __future__ import annotations
 
+import gc
 import itertools
+import logging
 
 import pytest
 from lease_harness import Fault, Harness, run
@@ -96,3 +98,21 @@ def test_a_failing_release_pauses_between_deletes_and_names_the_failure() -> Non
         assert h.owner_of() == lease.owner  # left for observation to recover
 
     run(scenario)
+
+
+def test_a_request_that_fails_after_its_timeout_leaves_no_unretrieved_task_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def scenario(h: Harness) -> None:
+        late_failure = RequestFailedError("reset after the timeout", operation="UpdateItem")
+        h.transport.faults.append(Fault("UpdateItem", commit=False, after=5.0, error=late_failure))
+        lease = h.lease(lease=3)
+        await lease.acquire()
+        await h.clock.advance(7.0)  # renewal at 1 s times out at 2 s, fails at 6 s
+        lease.raise_if_lost()
+        await lease.release()
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        run(scenario)
+        gc.collect()  # asyncio reports unretrieved task errors when the task is collected
+    assert not [record for record in caplog.records if "never retrieved" in record.getMessage()]

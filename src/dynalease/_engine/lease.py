@@ -220,6 +220,9 @@ class Lease:
             raise
         if not finished:
             self._request_failures += 1
+            # Nobody may await it again; retrieve its failure so asyncio does not
+            # log "Task exception was never retrieved" when it finally fails.
+            task.add_done_callback(_retrieve)
             raise _Unknown(task, None)
         try:
             reply = task.result()
@@ -698,6 +701,11 @@ class Lease:
             await self.release()
         except Exception as error:
             log.debug("dynalease: background release of %r: %s", self.key, error)
+
+
+def _retrieve(task: asyncio.Future[Reply]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _run_callback(callback: Callable[[LockLost], object], error: LockLost) -> None:
