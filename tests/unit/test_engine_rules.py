@@ -513,8 +513,7 @@ def test_a_missing_row_means_the_create_is_retried_at_once() -> None:
         task = asyncio.ensure_future(lease.acquire())
         await h.clock.advance(0.3)
         h.delete_row()  # the holder released
-        await h.clock.advance(1.0)
-        await task
+        await h.clock.run(task)
         last_read = h.transport.times("GetItem")[-1]
         assert h.transport.operations()[-2:] == ["GetItem", "PutItem"]
         assert h.transport.times("PutItem")[-1] == last_read  # no pause in between
@@ -546,8 +545,7 @@ def test_a_changed_version_restarts_the_observation() -> None:
         h.write_lock("alive", "v2", 2_000)  # the holder renewed
         await h.clock.advance(2.0)
         assert not task.done()  # 3.5 s after the first sighting, 2 s after the renewal
-        await h.clock.advance(1.0)
-        await task
+        await h.clock.run(task)
         assert h.transport.times("PutItem")[-1] - start >= 3.5
 
     run(scenario)
@@ -586,8 +584,7 @@ def test_observation_uses_only_the_monotonic_clock() -> None:
         await h.clock.advance(1.4)
         assert not task.done() and h.owner_of() == "crashed"
         h.clock.jump_wall(-7_200.0)  # nor does a leap backwards delay it
-        await h.clock.advance(0.3)
-        await task
+        await h.clock.run(task, limit=0.3)
         assert h.transport.times("PutItem")[-1] - start >= 2.0
 
     run(scenario)
@@ -630,7 +627,7 @@ def test_eviction_from_the_cache_delays_recovery() -> None:
         second = h.lease(wait=0)
         with pytest.raises(LockNotAcquired):
             await second.acquire()
-        await h.clock.advance(2.0)
+        await h.clock.advance(2.01)
         third = h.lease(wait=0)
         await third.acquire()
         assert h.owner_of() == third.owner

@@ -214,3 +214,17 @@ def test_argument_errors_are_raised_at_call_before_any_request(
     with pytest.raises(error, match=problem):
         asyncio.run(async_work(*args, **kwargs))
     assert transport.sent == [] and calls == []
+
+
+def test_decorating_and_creating_an_unawaited_coroutine_make_no_request() -> None:
+    client, transport = recording_client()
+
+    @distributed_lock(client, table=TABLE, key="c:{customer_id}")
+    async def work(customer_id: str) -> str:
+        return customer_id
+
+    pending = work("1")
+    pending.close()
+    assert transport.sent == []
+    assert asyncio.run(work("2")) == "2"
+    assert [r.operation for r in transport.sent] == ["PutItem", "DeleteItem"]
