@@ -19,7 +19,7 @@ import dynalease.middleware as middleware
 from dynalease import DynamoDBClient
 from dynalease._invoke import CountdownContext
 from dynalease.constants import ENV_TABLE
-from dynalease.exceptions import LockNotAcquired
+from dynalease.exceptions import LockLost, LockNotAcquired
 from dynalease.lock import SyncDistributedLock
 from dynalease.middleware import current_lock, key_hash, lock_handler
 
@@ -319,6 +319,30 @@ def test_contention_is_logged_and_counted_even_though_the_handler_raises(
     [line] = _json_lines(stream.getvalue())
     assert line["level"] == "INFO" and line["message"] == "dynalease lock contention"
     assert line["lock"]["key"] == f"customer:{customer}" and "key_hash" not in line["lock"]
+
+
+def test_a_lock_lost_during_the_invocation_fails_it_and_is_logged_and_counted_as_lost(
+    lock_table: str, other_client: DynamoDBClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stream = io.StringIO()
+    logger = Logger(service=f"lock-tests-{uuid.uuid4().hex}", stream=stream)
+    metrics = Metrics(namespace="DynaleaseTests", service="lock-tests")
+    metrics.clear_metrics()
+
+    @metrics.log_metrics
+    @lock_handler(key="c:{id}", logger=logger, metrics=metrics)
+    def handler(event: Any, context: Any) -> str:
+        # Someone removes the row by hand while we work: ownership is gone.
+        other_client.sync_delete_item(lock_table, {"key": current_lock().key})
+        return "done, but unprotected"
+
+    capsys.readouterr()
+    with pytest.raises(LockLost, match="deleted by someone else"):
+        handler({"id": _id()}, CountdownContext(60))
+    [emf] = [line for line in _json_lines(capsys.readouterr().out) if "_aws" in line]
+    assert emf["LockLost"] == [1.0] and emf["LockAcquired"] == [1.0]
+    [line] = _json_lines(stream.getvalue())
+    assert line["level"] == "WARNING" and line["lock"]["outcome"] == "lost"
 
 
 def test_under_powertools_idempotency_a_repeated_event_is_answered_without_taking_the_lock(
