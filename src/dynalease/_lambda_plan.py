@@ -185,19 +185,10 @@ class Holding:
         # Everything that can be wrong with the input fails here, before a request.
         key = plan.event_key.resolve(self._data)
         table = self._table = plan.table()
+        self._wait(table, key)  # no time at all: not even the client is built
         client = plan.client()
         _prepare(client)
-        remaining = remaining_seconds(self._context)
-        try:
-            wait = acquisition_wait(
-                remaining,
-                reserve_s=plan._reserve_s,
-                lease_s=plan._lease_s,
-                wait_timeout=plan._wait_s,
-            )
-        except NoTimeLeft as no_time:
-            plan._reporter.no_time(table, key, remaining)
-            raise no_time.to_lock_error(table, key) from None
+        wait, remaining = self._wait(table, key)  # measured after the build
         guard = SyncDistributedLock(
             client, table=table, key=key, lease_duration=plan._lease_s, wait_timeout=wait
         )
@@ -211,6 +202,22 @@ class Holding:
         self._guard = guard
         self._token = CURRENT_LOCK.set(guard)
         return guard
+
+    def _wait(self, table: str, key: str) -> tuple[float, float | None]:
+        """The wait this acquisition can afford now, and the remaining time it came from."""
+        plan = self._plan
+        remaining = remaining_seconds(self._context)
+        try:
+            wait = acquisition_wait(
+                remaining,
+                reserve_s=plan._reserve_s,
+                lease_s=plan._lease_s,
+                wait_timeout=plan._wait_s,
+            )
+        except NoTimeLeft as no_time:
+            plan._reporter.no_time(table, key, remaining)
+            raise no_time.to_lock_error(table, key) from None
+        return wait, remaining
 
     def __exit__(
         self,
