@@ -24,17 +24,21 @@ import multiprocessing
 import os
 import random
 import signal
+import subprocess
 import sys
+import threading
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
+from pathlib import Path
 from typing import Any
 
 from dynalease import DynamoDBClient
-from dynalease._demo_server import LocalServer
 from dynalease._history import ACQUIRED, RELEASED, check_history, commit, create_history_table
 from dynalease.exceptions import (
     DynaleaseError,
@@ -46,6 +50,9 @@ from dynalease.exceptions import (
 )
 from dynalease.lock import SyncDistributedLock
 
+from .server import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
 STAT_NAMES = ("lost", "rejected", "not_acquired", "release_errors", "conflicts", "errors")
 #: The order figures are printed in.
 FIGURES = (
@@ -73,19 +80,25 @@ class Plan:
     history: str
     keys: int
     lease: float
-    deadline: float  # time.monotonic() value, the same clock in every process here
 
     def client(self) -> DynamoDBClient:
         return DynamoDBClient(region=self.region, endpoint_url=self.endpoint)
 
 
 def worker(plan: Plan, seed: int, channel: Connection) -> None:
-    """One contender. Sends ``("held", key, owner)`` while it holds a lock, and
-    ``("stats", {...})`` (cumulative) after each guard."""
+    """One contender.
+
+    Sends ``("ready",)`` and waits for the run's deadline (a ``time.monotonic()``
+    value: one clock for every process on the machine); then sends
+    ``("held", key, owner)`` while it holds a lock, and ``("stats", {...})``
+    (cumulative) after each guard.
+    """
     rng = random.Random(seed)
     client = plan.client()
     stats = dict.fromkeys(STAT_NAMES, 0)
-    while time.monotonic() < plan.deadline:
+    channel.send(("ready",))
+    deadline: float = channel.recv()
+    while time.monotonic() < deadline:
         key = f"key-{rng.randrange(plan.keys)}"
         guard = SyncDistributedLock(
             client,
@@ -123,6 +136,7 @@ class Worker:
     process: Any
     channel: Connection | None
     stats: dict[str, int] = field(default_factory=dict)
+    ready: bool = False
     holding: tuple[str, str] | None = None
     resume_at: float | None = None
 
@@ -132,6 +146,7 @@ class Supervisor:
 
     def __init__(self, plan: Plan, processes: int, chaos_every: float, seed: int) -> None:
         self.plan = plan
+        self.deadline: float | None = None  # set once the first workers are ready
         self.chaos_every = chaos_every
         self.rng = random.Random(seed)
         self.context = multiprocessing.get_context("spawn")
@@ -143,13 +158,13 @@ class Supervisor:
             self.spawn()
 
     def spawn(self) -> None:
-        receive, send = self.context.Pipe(duplex=False)
+        ours, theirs = self.context.Pipe()
         process = self.context.Process(
-            target=worker, args=(self.plan, self.rng.randrange(2**32), send), daemon=True
+            target=worker, args=(self.plan, self.rng.randrange(2**32), theirs), daemon=True
         )
         process.start()
-        send.close()  # so a killed worker's channel reports EOF instead of blocking
-        self.workers.append(Worker(process, receive))
+        theirs.close()  # so a killed worker's channel reports EOF instead of blocking
+        self.workers.append(Worker(process, ours))
         self.figures["runs"] += 1
 
     def read(self, timeout: float) -> None:
@@ -162,7 +177,11 @@ class Supervisor:
             except Exception:  # EOF, or a message cut short by SIGKILL
                 owner.channel, owner.holding = None, None
                 continue
-            if message[0] == "held":
+            if message[0] == "ready":
+                owner.ready = True
+                if self.deadline is not None:
+                    channel.send(self.deadline)
+            elif message[0] == "held":
                 owner.holding = (message[1], message[2])
             else:
                 owner.stats, owner.holding = message[1], None
@@ -198,9 +217,22 @@ class Supervisor:
                 os.kill(w.process.pid, signal.SIGCONT)
                 w.resume_at = None
 
+    def start(self, seconds: float) -> float:
+        """Wait until every worker has started (imports take a while), then set the deadline."""
+        waited = time.monotonic() + 120
+        while not all(w.ready for w in self.workers) and time.monotonic() < waited:
+            self.read(0.1)
+        started = time.monotonic()
+        self.deadline = started + seconds
+        for w in self.workers:
+            if w.ready and w.channel is not None:
+                w.channel.send(self.deadline)
+        return started
+
     def run(self) -> dict[str, int]:
+        assert self.deadline is not None, "call start() first"
         next_chaos = time.monotonic() + self.chaos_every / 2
-        while time.monotonic() < self.plan.deadline:
+        while time.monotonic() < self.deadline:
             self.read(0.1)
             self.resume_due()
             if time.monotonic() >= next_chaos:
@@ -224,15 +256,70 @@ class Supervisor:
         return {**self.figures, **totals}
 
 
+def serve_moto_serially(port: int) -> None:
+    """Serve moto's DynamoDB on 127.0.0.1:port, one request at a time, forever.
+
+    moto's TransactWriteItems snapshots every table it touches and, when the
+    transaction is cancelled, puts the snapshots back: writes that other threads
+    committed (and acknowledged) in between vanish, lock rows included. A soak
+    full of rejected check_in transactions hits that within minutes, so the
+    requests are serialized here; DynamoDB itself has no such behaviour.
+    """
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+    from werkzeug.serving import run_simple
+
+    app = DomainDispatcherApplication(create_backend_app)
+    one_at_a_time = threading.Lock()
+
+    def serial(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        with one_at_a_time:
+            answer = app(environ, start_response)
+            try:
+                return [b"".join(answer)]
+            finally:
+                close = getattr(answer, "close", None)
+                if close is not None:
+                    close()
+
+    run_simple("127.0.0.1", port, serial, threaded=True)
+
+
+@contextmanager
+def serial_moto() -> Iterator[str]:
+    """A :func:`serve_moto_serially` server in its own process for the block; yields its URL."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.soak", "--serve-moto", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(url, timeout=1).close()
+                break
+            except urllib.error.HTTPError:
+                break  # any answer means it is serving
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the serial moto server did not start on {url}") from None
+                time.sleep(0.1)
+        yield url
+    finally:
+        process.kill()  # state is throwaway; a busy werkzeug may not stop on SIGTERM
+        process.wait()
+
+
 @contextmanager
 def _server(endpoint: str | None) -> Iterator[str]:
     if endpoint:
         yield endpoint
-        return
-    # The demo's server helper kills moto if it does not stop promptly: after a
-    # soak it may still be busy answering requests of workers killed mid-call.
-    with LocalServer() as server:
-        yield server.url
+    else:
+        with serial_moto() as url:
+            yield url
 
 
 def soak(
@@ -251,13 +338,13 @@ def soak(
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
     with _server(endpoint) as url:
         suffix = uuid.uuid4().hex[:8]
-        plan = Plan(url, region, f"soak-locks-{suffix}", f"soak-history-{suffix}", keys, lease, 0)
+        plan = Plan(url, region, f"soak-locks-{suffix}", f"soak-history-{suffix}", keys, lease)
         client = plan.client()
         client.sync_create_table(plan.table, partition_key=("key", "S"), wait=True)
         create_history_table(client, plan.history)
-        started = time.monotonic()
-        plan = replace(plan, deadline=started + seconds)
-        figures: dict[str, Any] = dict(Supervisor(plan, processes, chaos_every, seed).run())
+        supervisor = Supervisor(plan, processes, chaos_every, seed)
+        started = supervisor.start(seconds)
+        figures: dict[str, Any] = dict(supervisor.run())
         report = check_history(client, plan.history)
         figures.update(
             seconds=round(time.monotonic() - started, 1),
@@ -289,7 +376,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--region", default="us-east-1")
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
     parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    parser.add_argument(
+        "--serve-moto", type=int, metavar="PORT", help="only serve moto one request at a time"
+    )
     args = parser.parse_args(argv)
+    if args.serve_moto:
+        serve_moto_serially(args.serve_moto)
+        return 0
     seconds = args.seconds if args.seconds is not None else args.minutes * 60
     if args.processes < 2 or args.keys < 1 or seconds <= 0 or args.lease < 0.5:
         parser.error("need --processes >= 2, --keys >= 1, a positive run time and --lease >= 0.5")

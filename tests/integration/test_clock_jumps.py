@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 from support.servers import in_ci
-from support.workers import Target, contend, new_target
+from support.workers import Target, contend, new_target, serial_moto_endpoint
 
 from dynalease import DynamoDBClient
 from dynalease._engine.protocol import validity_span
@@ -41,6 +41,12 @@ LIBRARY_PATTERNS = (
 )
 
 spawn = multiprocessing.get_context("spawn")
+
+
+@pytest.fixture
+def endpoint() -> str:
+    """moto answering one request at a time (see support.workers.serial_moto_endpoint)."""
+    return serial_moto_endpoint()
 
 
 @pytest.fixture(scope="module")

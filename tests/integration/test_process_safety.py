@@ -22,6 +22,7 @@ from support.workers import (
     new_target,
     pause_before_commit,
     race_for_row,
+    serial_moto_endpoint,
 )
 
 from dynalease import DynamoDBClient
@@ -35,6 +36,12 @@ SLACK_S = 3.0
 MESSAGE_TIMEOUT_S = 60.0
 
 spawn = multiprocessing.get_context("spawn")
+
+
+@pytest.fixture
+def endpoint() -> str:
+    """moto answering one request at a time (see support.workers.serial_moto_endpoint)."""
+    return serial_moto_endpoint()
 
 
 @pytest.fixture
