@@ -286,3 +286,11 @@ def test_the_template_matches_with_cdk_assertions(synthesized: Synthesized) -> N
         "AWS::DynamoDB::Table",
         {"TimeToLiveSpecification": assertions.Match.absent(), "BillingMode": "PAY_PER_REQUEST"},
     )
+
+
+def test_dynalease_cdk_exports_exactly_the_two_constructs() -> None:
+    import dynalease.cdk
+
+    assert dynalease.cdk.__all__ == ["LockLayer", "LockTable"]
+    assert dynalease.cdk.LockTable is LockTable
+    assert dynalease.cdk.LockLayer is LockLayer
