@@ -31,7 +31,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = ["CountdownContext", "HandlerTimeout", "invoke", "load_handler", "main"]
 
@@ -224,6 +224,8 @@ def _read_event(path: str) -> Any:
         text = sys.stdin.read() if path == "-" else pathlib.Path(path).read_text(encoding="utf-8")
     except OSError as error:
         raise _BadInput(f"cannot read event file {path!r}: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise _BadInput(f"event file {path!r} is not UTF-8 text: {error.reason}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
@@ -233,8 +235,14 @@ def _read_event(path: str) -> Any:
         ) from None
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # One line, like every other input error of this command (no usage dump).
+        self.exit(2, f"dynalease invoke: error: {message} (see dynalease invoke --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="dynalease invoke",
         description=(
             "Run a Lambda handler locally with a context whose remaining time counts down "

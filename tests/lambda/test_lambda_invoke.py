@@ -171,18 +171,21 @@ def test_the_command_reports_a_timeout(
         ("{dir}/absent.py:handler", "{}", "does not exist"),
         ("{file}:handler", "{not json", "is not valid JSON: Expecting property name"),
         ("{file}:handler", None, "cannot read event file"),
+        ("{file}:handler", b"\xff\xfe{}", "is not UTF-8 text"),
     ],
 )
 def test_bad_input_is_one_clear_line_with_exit_code_2_and_no_traceback(
     target: str,
-    event_text: str | None,
+    event_text: str | bytes | None,
     message: str,
     handler_file: pathlib.Path,
     tmp_path: pathlib.Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     event = tmp_path / "event.json"
-    if event_text is not None:
+    if isinstance(event_text, bytes):
+        event.write_bytes(event_text)
+    elif event_text is not None:
         event.write_text(event_text)
     target = target.format(file=handler_file, dir=tmp_path)
     code, out, err = _run_main(capsys, target, str(event))
@@ -245,3 +248,21 @@ def test_the_dynalease_console_script_dispatches_invoke_and_fails_when_time_is_s
     error = json.loads(completed.stdout)
     assert error["errorType"] == "LockNotAcquired"
     assert "no request was made" in error["errorMessage"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["a:b", "event.json", "--timeout", "soon"], "invalid float value: 'soon'"),
+        (["a:b", "event.json", "--timeout", "901"], "at most 900 seconds"),
+        ([], "the following arguments are required: handler, event"),
+    ],
+)
+def test_bad_arguments_are_one_line_with_exit_code_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and message in err
