@@ -36,6 +36,11 @@ the checker reports:
 It also counts *takeovers*: ``acquired`` records whose previous holder left no
 ``released`` record (it was killed, paused or lost its lease).
 
+The proof is only as good as the server's transactions. The threaded
+``python -m moto.server`` undoes concurrent acknowledged writes when it cancels
+a transaction, which shows up here as violations; run moto one request at a
+time (``python -m benchmarks.soak --serve-moto PORT``, see docs/soak.md).
+
 Usage::
 
     create_history_table(client, "history")
