@@ -176,6 +176,12 @@ def test_grant_inspect_is_read_only_and_covers_what_the_doctor_reads(
 ) -> None:
     (statement,) = _policy_of(synthesized.default, "Operator")
     assert _actions(statement) == sorted(INSPECT_ACTIONS)
+    assert sorted(INSPECT_ACTIONS) == [
+        "dynamodb:DescribeTable",
+        "dynamodb:DescribeTimeToLive",
+        "dynamodb:GetItem",
+        "dynamodb:Scan",
+    ]
     assert statement["Resource"] == _table_arn(synthesized.default)
     assert {"dynamodb:DescribeTable", "dynamodb:DescribeTimeToLive"} <= set(INSPECT_ACTIONS)
     writes = ("Put", "Update", "Delete", "Write", "Create", "Tag", "Restore")

@@ -28,13 +28,12 @@ LOCK_ACTIONS: tuple[str, ...] = (
     "dynamodb:ConditionCheckItem",  # check_in inside TransactWriteItems
 )
 
-#: Read-only actions for ``dynalease inspect`` / ``dynalease doctor``.
+#: Read-only actions for ``dynalease inspect`` / ``dynalease doctor``: what they send.
 INSPECT_ACTIONS: tuple[str, ...] = (
-    "dynamodb:DescribeTable",
-    "dynamodb:DescribeTimeToLive",
-    "dynamodb:DescribeContinuousBackups",
-    "dynamodb:GetItem",
-    "dynamodb:Scan",
+    "dynamodb:DescribeTable",  # doctor: key schema, status, replicas
+    "dynamodb:DescribeTimeToLive",  # doctor: TTL must be off
+    "dynamodb:GetItem",  # inspect KEY, doctor's strong-read probe
+    "dynamodb:Scan",  # inspect: list the lock rows
 )
 
 # With a customer managed key, DynamoDB checks the caller's access to the key on
