@@ -141,6 +141,6 @@ class Reporter:
             # The level's own method, not log(): Powertools' Logger wraps info/warning
             # (stack level, extra keys) and only proxies log() to the stdlib logger.
             log_method = getattr(self._logger, user_method)
-            log_method(f"dynalease lock {outcome}", extra={"lock": fields})
+            log_method(f"dynalease lock {outcome}", extra=fields)
         else:
             _library_log.log(library_level, "dynalease lock %s: %s", outcome, text)
