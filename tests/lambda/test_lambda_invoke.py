@@ -111,28 +111,29 @@ def test_a_handler_that_outlives_its_timeout_fails_as_lambda_does(
         invoke(f"{handler_file}:slow", {"sleep": 1.0}, timeout=0.2)
 
 
-def _run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
+def _run_main(
+    capsys: pytest.CaptureFixture[str], target: str, event: str, *options: str
+) -> tuple[int, str, str]:
+    """Run the command in this process on an event file holding ``event``."""
+    path = pathlib.Path(target.partition(":")[0]).with_suffix(".event.json")
+    path.write_text(event)
+    code = main([target, str(path), *options])
     out, err = capsys.readouterr()
     return code, out, err
 
 
 def test_the_command_prints_the_result_as_json_on_stdout(
-    handler_file: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+    handler_file: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    event = tmp_path / "event.json"
-    event.write_text('{"customer_id": "c-9"}')
-    code, out, _ = _run_main(capsys, f"{handler_file}:decimal", str(event))
+    code, out, _ = _run_main(capsys, f"{handler_file}:decimal", '{"customer_id": "c-9"}')
     assert code == 0
     assert json.loads(out) == {"count": 3, "ratio": 0.5}
 
 
 def test_the_command_exits_1_with_lambdas_error_shape_when_the_handler_raises(
-    handler_file: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+    handler_file: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    event = tmp_path / "event.json"
-    event.write_text('{"customer_id": "c-9"}')
-    code, out, err = _run_main(capsys, f"{handler_file}:fails", str(event))
+    code, out, err = _run_main(capsys, f"{handler_file}:fails", '{"customer_id": "c-9"}')
     assert code == 1
     error = json.loads(out)
     assert error["errorType"] == "ValueError"
@@ -143,21 +144,17 @@ def test_the_command_exits_1_with_lambdas_error_shape_when_the_handler_raises(
 
 
 def test_the_command_reports_a_result_that_is_not_json(
-    handler_file: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+    handler_file: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    event = tmp_path / "event.json"
-    event.write_text("{}")
-    code, out, _ = _run_main(capsys, f"{handler_file}:unserializable", str(event))
+    code, out, _ = _run_main(capsys, f"{handler_file}:unserializable", "{}")
     assert code == 1
     assert json.loads(out)["errorType"] == "Runtime.MarshalError"
 
 
 def test_the_command_reports_a_timeout(
-    handler_file: pathlib.Path, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+    handler_file: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    event = tmp_path / "event.json"
-    event.write_text('{"sleep": 1.0}')
-    code, out, _ = _run_main(capsys, f"{handler_file}:slow", str(event), "--timeout", "0.2")
+    code, out, _ = _run_main(capsys, f"{handler_file}:slow", '{"sleep": 1.0}', "--timeout", "0.2")
     assert code == 1
     assert json.loads(out)["errorType"] == "Sandbox.Timedout"
 
@@ -188,7 +185,8 @@ def test_bad_input_is_one_clear_line_with_exit_code_2_and_no_traceback(
     elif event_text is not None:
         event.write_text(event_text)
     target = target.format(file=handler_file, dir=tmp_path)
-    code, out, err = _run_main(capsys, target, str(event))
+    code = main([target, str(event)])
+    out, err = capsys.readouterr()
     assert code == 2
     assert out == ""
     lines = err.strip().splitlines()

@@ -251,18 +251,36 @@ def test_current_lock_outside_a_wrapped_handler_says_where_it_works() -> None:
 # --- Powertools stacking and observability -------------------------------------------
 
 
+class _Observed:
+    """A Powertools Logger writing to a buffer, and Metrics (EMF goes to stdout)."""
+
+    def __init__(self) -> None:
+        self.stream = io.StringIO()
+        # A service name of its own: Powertools Loggers of one service share handlers.
+        self.logger = Logger(service=f"lock-tests-{uuid.uuid4().hex}", stream=self.stream)
+        self.metrics = Metrics(namespace="DynaleaseTests", service="lock-tests")
+        self.metrics.clear_metrics()
+
+    def logs(self) -> list[dict[str, Any]]:
+        return _json_lines(self.stream.getvalue())
+
+
+@pytest.fixture
+def observed(capsys: pytest.CaptureFixture[str]) -> _Observed:
+    capsys.readouterr()
+    return _Observed()
+
+
 def _json_lines(text: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
 
 
 def test_it_stacks_under_logger_and_metrics_with_one_log_line_and_emf_metrics_per_lock(
-    lock_table: str, capsys: pytest.CaptureFixture[str]
+    lock_table: str,
+    capsys: pytest.CaptureFixture[str],
+    observed: _Observed,
 ) -> None:
-    stream = io.StringIO()
-    # A service name of its own: Powertools Loggers of one service share handlers.
-    logger = Logger(service=f"lock-tests-{uuid.uuid4().hex}", stream=stream)
-    metrics = Metrics(namespace="DynaleaseTests", service="lock-tests")
-    metrics.clear_metrics()
+    logger, metrics = observed.logger, observed.metrics
     customer = _id()
 
     @logger.inject_lambda_context
@@ -272,7 +290,6 @@ def test_it_stacks_under_logger_and_metrics_with_one_log_line_and_emf_metrics_pe
         logger.info("working")
         return current_lock().key
 
-    capsys.readouterr()
     context = CountdownContext(60, function_name="stacked")
     assert handler({"customer_id": customer}, context) == f"customer:{customer}"
 
@@ -282,7 +299,7 @@ def test_it_stacks_under_logger_and_metrics_with_one_log_line_and_emf_metrics_pe
     assert emf["LockAcquired"] == [1.0] and emf["LockRenewals"] == [0.0]
     assert emf["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "DynaleaseTests"
 
-    logs = _json_lines(stream.getvalue())
+    logs = observed.logs()
     assert [line["message"] for line in logs] == ["working", "dynalease lock released"]
     lock = logs[1]  # the lock's fields are top-level keys of the line
     assert logs[1]["function_name"] == "stacked"  # inject_lambda_context's fields are there
@@ -294,13 +311,12 @@ def test_it_stacks_under_logger_and_metrics_with_one_log_line_and_emf_metrics_pe
 
 
 def test_contention_is_logged_and_counted_even_though_the_handler_raises(
-    lock_table: str, other_client: DynamoDBClient, capsys: pytest.CaptureFixture[str]
+    lock_table: str,
+    other_client: DynamoDBClient,
+    capsys: pytest.CaptureFixture[str],
+    observed: _Observed,
 ) -> None:
-    stream = io.StringIO()
-    # A service name of its own: Powertools Loggers of one service share handlers.
-    logger = Logger(service=f"lock-tests-{uuid.uuid4().hex}", stream=stream)
-    metrics = Metrics(namespace="DynaleaseTests", service="lock-tests")
-    metrics.clear_metrics()
+    logger, metrics = observed.logger, observed.metrics
     customer = _id()
 
     @metrics.log_metrics
@@ -316,19 +332,19 @@ def test_contention_is_logged_and_counted_even_though_the_handler_raises(
             handler({"customer_id": customer}, CountdownContext(60))
     [emf] = [line for line in _json_lines(capsys.readouterr().out) if "_aws" in line]
     assert emf["LockContention"] == [1.0] and "LockAcquired" not in emf
-    [line] = _json_lines(stream.getvalue())
+    [line] = observed.logs()
     assert line["level"] == "INFO" and line["message"] == "dynalease lock contention"
     assert line["key"] == f"customer:{customer}" and "key_hash" not in line
     assert line["outcome"] == "contention" and line["wait_ms"] >= 0
 
 
 def test_a_lock_lost_during_the_invocation_fails_it_and_is_logged_and_counted_as_lost(
-    lock_table: str, other_client: DynamoDBClient, capsys: pytest.CaptureFixture[str]
+    lock_table: str,
+    other_client: DynamoDBClient,
+    capsys: pytest.CaptureFixture[str],
+    observed: _Observed,
 ) -> None:
-    stream = io.StringIO()
-    logger = Logger(service=f"lock-tests-{uuid.uuid4().hex}", stream=stream)
-    metrics = Metrics(namespace="DynaleaseTests", service="lock-tests")
-    metrics.clear_metrics()
+    logger, metrics = observed.logger, observed.metrics
 
     @metrics.log_metrics
     @lock_handler(key="c:{id}", logger=logger, metrics=metrics)
@@ -342,7 +358,7 @@ def test_a_lock_lost_during_the_invocation_fails_it_and_is_logged_and_counted_as
         handler({"id": _id()}, CountdownContext(60))
     [emf] = [line for line in _json_lines(capsys.readouterr().out) if "_aws" in line]
     assert emf["LockLost"] == [1.0] and emf["LockAcquired"] == [1.0]
-    [line] = _json_lines(stream.getvalue())
+    [line] = observed.logs()
     assert line["level"] == "WARNING" and line["outcome"] == "lost"
 
 
