@@ -31,7 +31,7 @@ from dynalease import DynamoDBClient
 from dynalease._engine.protocol import validity_span
 from dynalease._history import check_history
 
-LEASE_S = 3.0
+LEASE_S = 4.0
 JUMP_S = 300
 MESSAGE_TIMEOUT_S = 60.0
 LIBRARY_PATTERNS = (

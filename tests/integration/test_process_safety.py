@@ -13,6 +13,7 @@ import signal
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -150,6 +151,9 @@ def test_five_processes_racing_for_one_abandoned_row_produce_exactly_one_winner(
     client: DynamoDBClient, target: Target, processes: list[Any]
 ) -> None:
     racers = 5
+    # Racers hold with a 4 s lease but wait at most 3 s: even if the winner
+    # stopped renewing at once, no loser could observe its row for a whole lease.
+    racing = replace(target, lease=4.0)
     abandoned = {
         "key": target.key,
         "owner": str(uuid.uuid4()),
@@ -160,7 +164,7 @@ def test_five_processes_racing_for_one_abandoned_row_produce_exactly_one_winner(
     client.sync_put_item(target.table, abandoned)
     events, start, done = spawn.Queue(), spawn.Event(), spawn.Event()
     for _ in range(racers):
-        racer = spawn.Process(target=race_for_row, args=(target, 4.0, events, start, done))
+        racer = spawn.Process(target=race_for_row, args=(racing, 3.0, events, start, done))
         processes.append(racer)
         racer.start()
     for _ in range(racers):
