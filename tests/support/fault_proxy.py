@@ -10,7 +10,8 @@ and then change what happens to them:
 * hold a request until the test lets it go, then forward it (late commit),
 * answer 503 or reset the connection without forwarding (partition),
 * answer ProvisionedThroughputExceededException or a 5xx without forwarding,
-* add latency before forwarding.
+* add latency before forwarding,
+* close idle keep-alive connections, as a server's idle timeout does.
 
 A rule counts how often it fired and can be limited to N requests. Client
 connections are HTTP/1.1 keep-alive; each forwarded request uses a fresh
@@ -234,6 +235,7 @@ class FaultProxy:
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._clients: set[socket.socket] = set()
+        self._idle: set[socket.socket] = set()
         self._threads: set[threading.Thread] = set()
         self.log: list[Seen] = []
         self.connections = 0
@@ -354,6 +356,24 @@ class FaultProxy:
             Rule("throttle", _operations(operations), when, times, forward=False, reply=THROTTLED)
         )
 
+    def answer(
+        self,
+        operations: str | Iterable[str] | None,
+        status: int,
+        code: str,
+        message: str = "",
+        *,
+        when: Predicate | None = None,
+        times: int | None = None,
+    ) -> Rule:
+        """Answer any DynamoDB error (e.g. 400 AccessDeniedException) without forwarding."""
+        if not 400 <= status <= 599:
+            raise ValueError(f"status must be a 4xx or 5xx code, got {status}")
+        reply = (status, {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": message})
+        return self.add(
+            Rule(f"answer-{code}", _operations(operations), when, times, forward=False, reply=reply)
+        )
+
     def server_error(
         self,
         operations: str | Iterable[str] | None = None,
@@ -396,9 +416,21 @@ class FaultProxy:
             and (owner is None or entry.owner == owner)
         ]
 
+    def drop_idle_connections(self) -> int:
+        """Close (FIN, as a server's idle timeout does) every client connection waiting
+        for its next request; returns how many were closed."""
+        with self._lock:
+            idle = list(self._idle)
+        for client in idle:
+            with contextlib.suppress(OSError):
+                client.shutdown(socket.SHUT_RDWR)
+        return len(idle)
+
     def close(self) -> None:
         """Stop accepting, reset open client connections, abandon held requests."""
         self._closing.set()
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept() at once
         self._acceptor.join(5)
         with self._lock:
             clients = list(self._clients)
@@ -439,7 +471,11 @@ class FaultProxy:
         try:
             with client.makefile("rb") as stream:
                 while not self._closing.is_set():
+                    with self._lock:
+                        self._idle.add(client)
                     request = _read_request(stream)
+                    with self._lock:
+                        self._idle.discard(client)
                     if request is None or not self._handle(client, request):
                         break
         except (OSError, ValueError, http.client.HTTPException):
@@ -449,6 +485,7 @@ class FaultProxy:
         finally:
             with self._lock:
                 self._clients.discard(client)
+                self._idle.discard(client)
                 self._threads.discard(threading.current_thread())
             with contextlib.suppress(OSError):
                 client.close()

@@ -19,6 +19,7 @@ from support.fault_proxy import FaultProxy, is_create, is_takeover
 
 from dynalease import DynamoDBClient
 from dynalease.exceptions import (
+    AccessDeniedError,
     LockLost,
     LockNotAcquired,
     LockReleaseError,
@@ -325,9 +326,10 @@ def test_a_partition_stops_renewal_and_the_guard_is_lost_at_ninety_percent_of_th
             assert guard.time_left == 0 and guard.lost
             with pytest.raises(LockLost, match="expired"):
                 guard.raise_if_lost()
+            time.sleep(0.2)  # a retry sent just before the loss may still be on its way
             attempts = len(proxy.seen("UpdateItem"))
             assert attempts >= 2  # renewal was retried inside the partition
-            time.sleep(0.3)
+            time.sleep(0.4)  # several retry intervals (lease/12)
             assert len(proxy.seen("UpdateItem")) == attempts  # and stopped once lost
             proxy.clear()  # the network heals; an observer takes the row over
             successor = _guard(direct, table, lease=lease_s).__enter__()
@@ -479,6 +481,45 @@ def test_a_missing_table_is_an_error_not_contention(
     assert "sync_create_table" in str(caught.value)  # says what to do
     assert len(proxy.seen("PutItem")) == 1  # no retries, no waiting out the budget
     assert guard.metrics.wait_timeouts == 0
+
+
+def test_an_access_denied_answer_is_an_error_not_contention(
+    proxy: FaultProxy, faulty: DynamoDBClient, table: str, row: Row
+) -> None:
+    proxy.answer("PutItem", 400, "AccessDeniedException", "not authorized to PutItem")
+    with pytest.raises(AccessDeniedError, match="IAM policy"):
+        with _guard(faulty, table, wait=5):
+            pass
+    assert len(proxy.seen("PutItem")) == 1
+    assert row("k") is None
+
+
+def test_a_table_deleted_under_a_held_lock_loses_the_lease_and_release_names_it(
+    faulty: DynamoDBClient, session: Any, endpoint: str, table: str
+) -> None:
+    guard = _guard(faulty, table)
+    with pytest.raises(LockReleaseError, match="does not exist") as caught:
+        with guard:
+            session.client("dynamodb", endpoint_url=endpoint).delete_table(TableName=table)
+            assert guard.wait_lost(timeout=3)
+            with pytest.raises(LockLost, match="expired"):
+                guard.raise_if_lost()
+    assert "Create it first" in str(caught.value)
+    assert guard.metrics.renewals == 0 and guard.metrics.cleanup_failures == 1
+
+
+@BOTH_TRANSPORTS
+def test_idle_connections_closed_by_the_server_cost_no_failed_request(
+    proxy: FaultProxy, faulty: DynamoDBClient, table: str
+) -> None:
+    with _guard(faulty, table, lease=3) as lease:
+        time.sleep(0.3)
+        assert proxy.drop_idle_connections() >= 1  # the pooled keep-alive connection
+        time.sleep(1.0)  # the renewal at 1 s finds its pooled connection closed
+        proxy.drop_idle_connections()
+        lease.raise_if_lost()
+    metrics = lease.metrics
+    assert metrics.renewals >= 1 and metrics.request_failures == 0 and not metrics.lost
 
 
 def test_latency_under_the_request_timeout_changes_nothing(
