@@ -45,6 +45,7 @@ KILL_AT = 0.3
 PROGRESS_EVERY_S = 5.0
 ROW_CHECK_S = 0.1
 EXIT_GRACE_S = 30.0
+START_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,7 @@ class Process:
         self.stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115
         self.popen = subprocess.Popen(
             [sys.executable, "-m", module, json.dumps(config)],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.stderr,
             env=env,
@@ -106,6 +108,15 @@ class Process:
             except json.JSONDecodeError:
                 continue
         events.put((self.name, None))
+
+    def start(self, timing: dict[str, float]) -> None:
+        """Send the run's timing; the process starts working when it reads it."""
+        assert self.popen.stdin is not None
+        try:
+            self.popen.stdin.write(json.dumps(timing).encode() + b"\n")
+            self.popen.stdin.close()
+        except OSError:
+            pass  # it already died; its exit is reported with its events
 
     def error_tail(self) -> str:
         self.stderr.seek(0)
@@ -130,6 +141,7 @@ class Demo:
         self.events: queue.Queue[tuple[str, dict[str, Any] | None]] = queue.Queue()
         self.created: list[str] = []
         self.failures: list[str] = []
+        self.running: set[str] = set()
 
     # --- setup ------------------------------------------------------------------
 
@@ -201,7 +213,7 @@ class Demo:
 
     # --- processes --------------------------------------------------------------
 
-    def spawn(self, end_at: float, victim_at: float) -> None:
+    def spawn(self) -> None:
         plan = self.plan
         common = {
             "endpoint": self.endpoint,
@@ -213,7 +225,6 @@ class Demo:
             "customers": plan.customers,
             "lease_s": plan.lease_s,
             "hold_max_s": plan.hold_max_s,
-            "end_at": end_at,
         }
         for number in range(1, plan.workers + 1):
             name = f"w{number}"
@@ -221,7 +232,7 @@ class Demo:
                 **common,
                 "name": name,
                 "seed": number,
-                "victim_at": victim_at if number == 1 else None,
+                "victim": number == 1,
             }
             self._start(name, "dynalease._demo_worker", config)
         from ._demo_lambda import lambda_plan
@@ -235,8 +246,41 @@ class Demo:
     def _start(self, name: str, module: str, config: dict[str, Any], kind: str = "worker") -> None:
         process = Process(name, module, config, self.env)
         self.processes[name] = process
+        self.running.add(name)
         self.state.worker(name, kind)
         threading.Thread(target=process.pump, args=(self.events,), daemon=True).start()
+
+    def start_all(self) -> float:
+        """Wait until every process is ready, then start them together; returns the end."""
+        waiting = set(self.processes)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while waiting and time.monotonic() < deadline:
+            try:
+                name, event = self.events.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if event is None:
+                self.running.discard(name)
+                waiting.discard(name)
+                self.state.exited(name, self.processes[name].popen.wait())
+            elif event.get("event") == "ready":
+                waiting.discard(name)
+                self.state.apply(name, event, time.monotonic())
+        if waiting or self.running != set(self.processes):
+            from .cli import CommandError
+
+            stuck = sorted(set(self.processes) - (self.running - waiting))
+            tail = self.processes[stuck[0]].error_tail()
+            raise CommandError(
+                f"demo processes did not start: {', '.join(stuck)}" + (f" ({tail})" if tail else "")
+            )
+        wall, monotonic = time.time(), time.monotonic()
+        duration = self.plan.duration_s
+        timing = {"end_at": wall + duration, "victim_at": wall + KILL_AT * duration}
+        for process in self.processes.values():
+            process.start(timing)
+        self.state.started = monotonic
+        return monotonic + duration
 
     def stop_processes(self) -> None:
         """Kill whatever is still running (after an interrupt or an error)."""
@@ -253,7 +297,7 @@ class Demo:
             live = Live(auto_refresh=False, transient=False)
             live.start()
         where = self.endpoint or f"AWS {self.region}"
-        running = set(self.processes)
+        running = self.running
         next_progress = time.monotonic() + PROGRESS_EVERY_S
         hard_stop = end_at_monotonic + 2 * self.plan.lease_s + 2 + EXIT_GRACE_S
         shown = 0
@@ -410,10 +454,9 @@ class Demo:
                 + ", ".join(plan.tables.values()),
                 flush=True,
             )
-            now_wall, now_mono = time.time(), time.monotonic()
-            self.state = DemoState(now_mono)
-            self.spawn(now_wall + plan.duration_s, now_wall + KILL_AT * plan.duration_s)
-            self.supervise(client, now_mono + plan.duration_s)
+            self.state = DemoState(time.monotonic())
+            self.spawn()
+            self.supervise(client, self.start_all())
             lines = self.check(client)
         finally:
             self.stop_processes()

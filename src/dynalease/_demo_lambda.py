@@ -69,7 +69,7 @@ def _invoke_once(invoke: Any, target: str, event: Any) -> tuple[str, str]:
 
 
 def main(argv: list[str]) -> int:
-    from ._demo_worker import emit
+    from ._demo_worker import emit, wait_for_start
     from ._invoke import invoke
     from .constants import ENV_TABLE
 
@@ -82,10 +82,10 @@ def main(argv: list[str]) -> int:
     if config["profile"]:
         os.environ["AWS_PROFILE"] = config["profile"]
     events = {path: json.loads(Path(path).read_text()) for path in config["handlers"]}
-    emit("ready", pid=os.getpid())
-    while time.time() < config["end_at"]:
+    end_at = wait_for_start()["end_at"]
+    while time.time() < end_at:
         for path, target in config["handlers"].items():
-            if time.time() >= config["end_at"]:
+            if time.time() >= end_at:
                 break
             name = Path(path).stem
             started = time.monotonic()

@@ -56,8 +56,7 @@ class WorkerConfig:
     customers: list[str]
     lease_s: float
     hold_max_s: float
-    end_at: float
-    victim_at: float | None = None
+    victim: bool = False
     seed: int = 0
 
 
@@ -65,6 +64,20 @@ def emit(event: str, **fields: Any) -> None:
     """Report one event to the supervisor."""
     sys.stdout.write(json.dumps({"event": event, "t": time.time(), **fields}) + "\n")
     sys.stdout.flush()
+
+
+def wait_for_start() -> dict[str, float]:
+    """Say we are ready, then block until the supervisor sends the run's timing.
+
+    Starting the clock only when every process is ready keeps a slow start (many
+    imports on a busy machine) from eating into the run.
+    """
+    emit("ready", pid=os.getpid())
+    line = sys.stdin.readline()
+    if not line:  # the supervisor is gone
+        raise SystemExit(0)
+    timing: dict[str, float] = json.loads(line)
+    return timing
 
 
 class Worker:
@@ -85,17 +98,21 @@ class Worker:
             wait_timeout=self.wait_s,
         )(self._audit_body)
         self._audit_started = 0.0
+        self.end_at = 0.0
 
     def run(self) -> None:
-        emit("ready", pid=os.getpid())
+        timing = wait_for_start()
         config = self.config
-        while time.time() < config.end_at:
+        end_at = timing["end_at"]
+        victim_at = timing["victim_at"] if config.victim else None
+        self.end_at = end_at
+        while time.time() < end_at:
             # The first customer is hot: half of all jobs want it, so its lock is
             # contended at any moment, and a crash while holding it is noticed at once.
             hot = self.random.random() < HOT_SHARE
             customer = config.customers[0] if hot else self.random.choice(config.customers)
             try:
-                if config.victim_at is not None and time.time() >= config.victim_at:
+                if victim_at is not None and time.time() >= victim_at:
                     # The supervisor kills us during the long hold; if the lock was
                     # busy for the whole wait, the next job tries again.
                     self.ledger(config.customers[0], victim=True)
@@ -132,7 +149,7 @@ class Worker:
                 if victim:
                     emit("long_hold", key=key)
                     # Bounded, so an orphaned victim still ends.
-                    self._hold(guard, key, max(0.0, config.end_at - time.time()) + 10)
+                    self._hold(guard, key, max(0.0, self.end_at - time.time()) + 10)
                 self._hold(guard, key, self.random.uniform(0.05, config.hold_max_s))
                 self._write(guard, customer, seen + 1)
                 history.commit(self.client, guard, table=config.history, kind=history.RELEASED)
