@@ -28,7 +28,7 @@ from support.servers import in_ci
 from support.workers import Target, contend, new_target, serial_moto_endpoint
 
 from dynalease import DynamoDBClient
-from dynalease._engine.protocol import validity_span
+from dynalease._engine.protocol import renew_interval, validity_span
 from dynalease._history import check_history
 
 LEASE_S = 4.0
@@ -143,16 +143,17 @@ def test_a_holder_whose_wall_clock_jumps_loses_its_lease_early_and_never_overlap
     rc = tmp_path / "faketime.rc"
     set_offset(rc, "+0")
     # Queues and events first: their helper process must not inherit LD_PRELOAD.
-    events, stop = spawn.Queue(), spawn.Event()
+    events, stop, go = spawn.Queue(), spawn.Event(), spawn.Event()
     inbox = Inbox(events)
+    steady = spawn.Process(target=contend, args=(target, events, stop, "steady", 0.3, go))
+    processes.append(steady)
+    steady.start()
     jumper = start_under_faketime(libfaketime, rc, contend, (target, events, stop, "jumper", 60.0))
     processes.append(jumper)
     _, _, held_owner, *_ = inbox.wait_for(lambda m: m[:2] == ("acquired", "jumper"))
-    steady = spawn.Process(target=contend, args=(target, events, stop, "steady", 0.3))
-    processes.append(steady)
-    steady.start()
     inbox.wait_for(lambda m: m == ("ready", "steady"))
-    time.sleep(LEASE_S / 2)  # the jumper renews while the steady worker waits for it
+    go.set()  # the steady worker contends only once the jumper holds the lock
+    time.sleep(renew_interval(LEASE_S) + 0.2)  # it renews while the steady worker waits
 
     set_offset(rc, offset)
     jumped_at = time.monotonic()

@@ -170,17 +170,22 @@ def race_for_row(target: Target, wait_timeout: float, events: Any, start: Any, d
         events.put(("not acquired", guard.owner))
 
 
-def contend(target: Target, events: Any, stop: Any, name: str, first_hold: float) -> None:
+def contend(
+    target: Target, events: Any, stop: Any, name: str, first_hold: float, go: Any = None
+) -> None:
     """Take the lock again and again until ``stop``, committing history records while held.
 
     The first hold lasts ``first_hold`` seconds (or until the guard is lost),
-    later ones 0.3 s. Reports ``("ready", name)``, ``("acquired", name, owner,
-    t, wall)`` and, for a guard that found itself lost, ``("lost", name, owner,
-    t, wall)`` with the monotonic time it first noticed; ``wall`` is this
-    process's wall clock when it reported.
+    later ones 0.3 s, with a 0.5 s pause after each. Reports ``("ready",
+    name)``, ``("acquired", name, owner, t, wall)`` and, for a guard that found
+    itself lost, ``("lost", name, owner, t, wall)`` with the monotonic time it
+    first noticed; ``wall`` is this process's wall clock when it reported. With
+    ``go`` it starts contending only once that event is set.
     """
     client = target.client()
     events.put(("ready", name))
+    if go is not None:
+        go.wait(WORKER_LIMIT_S)
     holds = 0
     while not stop.is_set():
         guard = target.guard(client, wait_timeout=1.0)
@@ -205,3 +210,6 @@ def contend(target: Target, events: Any, stop: Any, name: str, first_hold: float
             lost_at = lost_at or time.monotonic()
         if lost_at is not None:
             events.put(("lost", name, guard.owner, lost_at, time.time()))
+        # Give the other contender a turn: a release wakes only waiters of the
+        # same client, so one that re-acquired at once would hog the lock.
+        pause(0.5)
