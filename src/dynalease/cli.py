@@ -25,14 +25,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 _DESCRIPTION = """\
-Distributed locks (leases) on one DynamoDB table.
-
-commands:
-  demo      run workers, Lambda-style invocations and a crash against a local
-            DynamoDB-compatible server and check that no two owners overlapped
-  inspect   show the lock rows of a table (read-only); --watch follows renewals
-  doctor    check that a table is usable as a lock table, with a fix for each problem
-  invoke    run a Lambda handler locally with a counting-down context
+Distributed locks (leases) on one DynamoDB table. `make demo` runs `dynalease demo`.
 """
 
 
@@ -44,13 +37,17 @@ class CommandError(Exception):
         self.code = code
 
 
-def _connection_options(parser: argparse.ArgumentParser) -> None:
+def _connection_options(parser: argparse.ArgumentParser, endpoint_default: str = "") -> None:
     group = parser.add_argument_group("AWS connection")
     group.add_argument(
         "--endpoint",
         metavar="URL",
-        help="DynamoDB endpoint URL (e.g. http://127.0.0.1:8000); default: the AWS "
-        "configuration chain (AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, or AWS itself)",
+        help="DynamoDB endpoint URL (e.g. http://127.0.0.1:8000); default: "
+        + (
+            endpoint_default
+            or "the AWS configuration chain (AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, "
+            "or AWS itself)"
+        ),
     )
     group.add_argument(
         "--region", metavar="REGION", help="AWS Region; default: AWS_REGION or the profile's"
@@ -98,17 +95,22 @@ def _parser() -> argparse.ArgumentParser:
     from . import __version__
 
     parser.add_argument("--version", action="version", version=f"dynalease {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
 
     demo = commands.add_parser(
         "demo",
-        help="run the demonstration (embedded moto server unless --endpoint/--region)",
+        help="run workers, Lambda handlers and a crash on a local DynamoDB-compatible server, "
+        "and check that no two owners overlapped",
         description="Run worker processes and Lambda-style invocations contending for a few "
         "customer locks, SIGKILL one holder mid-lease, then check the history: no two owners "
         "overlapped and no write committed after its owner was taken over. Without --endpoint "
         "or --region it starts its own moto server on a free loopback port.",
     )
-    _connection_options(demo)
+    _connection_options(
+        demo,
+        "an embedded moto server, unless --region is given (then AWS, with --table and the "
+        "configured credentials)",
+    )
     demo.add_argument(
         "--table",
         type=_table_name,
@@ -139,7 +141,7 @@ def _parser() -> argparse.ArgumentParser:
 
     inspect = commands.add_parser(
         "inspect",
-        help="show lock rows (read-only)",
+        help="show the lock rows of a table (read-only); --watch follows renewals",
         description="Show the lock rows of a table: key, owner, version, lease and whether the "
         "row is a valid protocol-1 row. Read-only: it never writes. --watch re-reads the rows "
         "and shows renewals and how long each row has been observed unchanged, by the same "
@@ -169,7 +171,7 @@ def _parser() -> argparse.ArgumentParser:
 
     doctor = commands.add_parser(
         "doctor",
-        help="check that a table is usable as a lock table",
+        help="check that a table is usable as a lock table, with a fix for each problem",
         description="Check a lock table: reachable with these credentials, partition key 'key' "
         "of type S, no sort key, TTL disabled, no global-table replicas. Prints each finding "
         "with its fix; exits 1 when there is a problem. Read-only.",
