@@ -245,8 +245,11 @@ class SyncDistributedLock(_Guard):
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        # Like the async exit, the release is shielded: an interrupt (Ctrl-C) while
+        # waiting for it must not cancel it, or the row would wait out its lease.
+        release = self._client._runtime().submit(self._lease.release())
         try:
-            self._client._runtime().run(self._lease.release())
+            release.result()
         except Exception as cleanup_error:
             self._note_cleanup(exc, cleanup_error)
 

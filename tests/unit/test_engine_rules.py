@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import re
+import signal
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -877,3 +880,36 @@ def test_the_stored_lease_is_whole_milliseconds() -> None:
         30_000,
         86_400_000,
     ]
+
+
+def test_an_interrupt_during_a_sync_release_does_not_stop_the_release() -> None:
+    client, transport = recording_client()
+    delete_started, gate = threading.Event(), threading.Event()
+    send = transport.send
+
+    async def slow_delete(operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        if operation == "DeleteItem" and not delete_started.is_set():
+            # The first delete is throttled once the interrupt has arrived: only a
+            # release that keeps going retries it.
+            delete_started.set()
+            await asyncio.get_running_loop().run_in_executor(None, gate.wait, 5)
+            raise ThrottledError("slow down", operation=operation)
+        return await send(operation, params)
+
+    transport.send = slow_delete  # type: ignore[method-assign]
+
+    def interrupt_once_the_delete_is_in_flight() -> None:
+        if delete_started.wait(5):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    guard = SyncDistributedLock(client, table=TABLE, key="interrupted", lease_duration=1.2)
+    with pytest.raises(KeyboardInterrupt):
+        with guard:
+            threading.Thread(target=interrupt_once_the_delete_is_in_flight).start()
+    gate.set()
+    for _ in range(100):
+        if guard._lease.state is State.RELEASED:
+            break
+        time.sleep(0.02)
+    assert guard._lease.state is State.RELEASED
+    assert transport.inner.db.tables()[TABLE] == []
