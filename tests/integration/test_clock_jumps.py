@@ -75,7 +75,10 @@ class Inbox:
                 return message
         deadline = time.monotonic() + MESSAGE_TIMEOUT_S
         while True:
-            message = self.events.get(timeout=max(0.1, deadline - time.monotonic()))
+            try:
+                message = self.events.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                pytest.fail(f"the expected message never came; the workers said {self.messages}")
             self.messages.append(message)
             if wanted(message):
                 return message

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import queue
 import signal
 import time
 import uuid
@@ -63,7 +64,10 @@ def processes() -> Iterator[list[Any]]:
 
 
 def expect(events: Any, name: str) -> tuple[Any, ...]:
-    message: tuple[Any, ...] = events.get(timeout=MESSAGE_TIMEOUT_S)
+    try:
+        message: tuple[Any, ...] = events.get(timeout=MESSAGE_TIMEOUT_S)
+    except queue.Empty:
+        pytest.fail(f"no {name!r} message from a worker within {MESSAGE_TIMEOUT_S:g} s")
     assert message[0] == name, f"expected {name!r} from a worker, got {message!r}"
     return message
 
