@@ -7,7 +7,11 @@ client, so repeated short waits on one client keep their history, and a fresh
 client starts from nothing.
 
 The cache also carries in-process hand-over: a guard that releases a key wakes
-the waiters of the same client at once instead of letting them sleep out a poll.
+the longest-waiting guard of the same client at once instead of letting it
+sleep out a poll. Waking one, not all, keeps the others from sending creates
+that are certain to fail; they learn of the next release the same way. While a
+key is held by a guard of this client, its waiters poll only at the slowest
+cadence, since the release itself will wake them.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ class Observations:
             raise ValueError(f"capacity must be at least 1, got {capacity}")
         self._capacity = capacity
         self._seen: OrderedDict[Resource, tuple[Identity, float]] = OrderedDict()
-        self._waiters: dict[Resource, set[asyncio.Future[None]]] = {}
+        self._waiters: dict[Resource, list[asyncio.Future[None]]] = {}
+        self._holders: dict[Resource, str] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -60,19 +65,38 @@ class Observations:
         Must be called on the runtime loop, like :meth:`released`.
         """
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.setdefault(resource, set()).add(future)
+        self._waiters.setdefault(resource, []).append(future)
         return future
 
     def discard_waiter(self, resource: Resource, future: asyncio.Future[None]) -> None:
         """Stop tracking a waiter that is done waiting."""
         waiters = self._waiters.get(resource)
         if waiters is not None:
-            waiters.discard(future)
+            if future in waiters:
+                waiters.remove(future)
             if not waiters:
                 del self._waiters[resource]
 
+    def held(self, resource: Resource, owner: str) -> None:
+        """A guard of this client now holds ``resource`` as ``owner``."""
+        self._holders[resource] = owner
+
+    def held_here(self, resource: Resource, owner: str) -> bool:
+        """True when ``owner`` is a guard of this client still holding ``resource``."""
+        return self._holders.get(resource) == owner
+
     def released(self, resource: Resource) -> None:
-        """Wake every waiter of ``resource``: the row is gone, try to create it now."""
-        for future in self._waiters.pop(resource, ()):
+        """The row is gone: wake the longest waiter of ``resource`` to create it now."""
+        self._holders.pop(resource, None)
+        self.wake_next(resource)
+
+    def wake_next(self, resource: Resource) -> None:
+        """Wake the longest waiter of ``resource`` (also to pass on a wake nobody used)."""
+        waiters = self._waiters.get(resource)
+        while waiters:
+            future = waiters.pop(0)
             if not future.done():
                 future.set_result(None)
+                break
+        if not waiters:
+            self._waiters.pop(resource, None)
