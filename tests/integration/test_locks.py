@@ -59,14 +59,14 @@ def stored(client: DynamoDBClient, table: str, key: str) -> dict[str, Any] | Non
 def test_an_abandoned_row_is_taken_over_after_its_stored_lease_not_before(
     client: DynamoDBClient, table: str
 ) -> None:
-    abandon(client, table, "job", lease_ms=800)
+    abandon(client, table, "job", lease_ms=1500)
     start = time.monotonic()
-    # Our own lease is 0.3 s: the wait must follow the stored 0.8 s lease, not ours.
-    with SyncDistributedLock(client, table=table, key="job", lease_duration=0.3, wait_timeout=10):
+    # Our own lease is 1 s: the wait must follow the stored 1.5 s lease, not ours.
+    with SyncDistributedLock(client, table=table, key="job", lease_duration=1, wait_timeout=10):
         waited = time.monotonic() - start
         row = stored(client, table, "job")
-        assert row is not None and row["owner"] != "crashed" and row["lease_ms"] == 300
-    assert 0.8 <= waited < 8.0
+        assert row is not None and row["owner"] != "crashed" and row["lease_ms"] == 1000
+    assert 1.5 <= waited < 9.0
     assert stored(client, table, "job") is None
 
 
@@ -187,11 +187,11 @@ def test_a_sync_holder_is_told_promptly_when_another_owner_takes_the_row(
 
     with pytest.raises(LockLost):
         with SyncDistributedLock(
-            client, table=table, key="taken", lease_duration=0.6, on_lost=on_lost
+            client, table=table, key="taken", lease_duration=1.5, on_lost=on_lost
         ) as lease:
             assert lease.wait_lost(timeout=0) is False and not lease.lost
             abandon(client, table, "taken", owner="successor", lease_ms=30000)
-            assert lease.wait_lost(timeout=5)  # the next renewal (every 0.2 s) finds out
+            assert lease.wait_lost(timeout=5)  # the next renewal (every 0.5 s) finds out
             assert lease.lost
             with pytest.raises(LockLost):
                 lease.raise_if_lost()
@@ -203,7 +203,7 @@ def test_a_sync_holder_is_told_promptly_when_another_owner_takes_the_row(
 
 def test_an_async_holder_can_await_the_loss(client: DynamoDBClient, table: str) -> None:
     async def main() -> DistributedLock:
-        async with DistributedLock(client, table=table, key="taken", lease_duration=0.6) as lease:
+        async with DistributedLock(client, table=table, key="taken", lease_duration=1.5) as lease:
             await client.put_item(
                 table,
                 {
@@ -302,7 +302,7 @@ def test_a_guard_is_single_use(client: DynamoDBClient, table: str) -> None:
 
 
 def test_a_lock_is_not_reentrant(client: DynamoDBClient, table: str) -> None:
-    with SyncDistributedLock(client, table=table, key="outer", lease_duration=1) as outer:
+    with SyncDistributedLock(client, table=table, key="outer", lease_duration=3) as outer:
         # Nested acquisition of the same key on the same client competes like anyone.
         with pytest.raises(LockNotAcquired):
             with SyncDistributedLock(client, table=table, key="outer", wait_timeout=0.2):
@@ -320,13 +320,13 @@ def test_the_decorator_works_on_async_and_sync_methods(client: DynamoDBClient, t
         def __init__(self) -> None:
             self.seen: list[dict[str, Any] | None] = []
 
-        @distributed_lock(client, table=table, key="customer:{customer_id}", lease_duration=1)
+        @distributed_lock(client, table=table, key="customer:{customer_id}", lease_duration=3)
         async def refresh(self, customer_id: str, *, note: str = "") -> str:
             """Refresh one customer."""
             self.seen.append(await client.get_item(table, {"key": f"customer:{customer_id}"}))
             return f"refreshed {customer_id}{note}"
 
-        @distributed_lock(client, table=table, key="customer:{customer_id}", lease_duration=1)
+        @distributed_lock(client, table=table, key="customer:{customer_id}", lease_duration=3)
         def fail(self, customer_id: str) -> None:
             self.seen.append(stored(client, table, f"customer:{customer_id}"))
             raise LookupError(customer_id)
