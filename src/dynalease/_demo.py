@@ -44,6 +44,11 @@ MIN_DURATION_S = 10.0
 KILL_AT = 0.3
 PROGRESS_EVERY_S = 5.0
 ROW_CHECK_S = 0.1
+FRAME_S = 0.25
+LAMBDA_FOOTNOTE = (
+    "lambda: completions = invocations that returned, gave up = invocations that found "
+    "the lock busy, wait = invocation time"
+)
 EXIT_GRACE_S = 30.0
 START_TIMEOUT_S = 120.0
 
@@ -301,7 +306,7 @@ class Demo:
         next_progress = time.monotonic() + PROGRESS_EVERY_S
         hard_stop = end_at_monotonic + 2 * self.plan.lease_s + 2 + EXIT_GRACE_S
         shown = 0
-        next_row_check = 0.0
+        next_row_check = next_frame = 0.0
         try:
             while running:
                 try:
@@ -329,7 +334,11 @@ class Demo:
                         self.processes[name].popen.kill()
                     hard_stop = float("inf")
                 if live is not None:
-                    live.update(live_view(self.state, self.plan.duration_s, where), refresh=True)
+                    if now >= next_frame:
+                        live.update(
+                            live_view(self.state, self.plan.duration_s, where), refresh=True
+                        )
+                        next_frame = now + FRAME_S
                 else:
                     for line in self.state.log[shown:]:
                         print(line, flush=True)
@@ -475,14 +484,18 @@ class Demo:
             Console().print(rich_table("summary", SUMMARY_HEADERS, summary_rows(self.state)))
         else:
             print(summary_table(self.state))
+        if "lambda" in self.state.workers:
+            print(LAMBDA_FOOTNOTE)
         print()
         for line in lines:
             print(line)
         wall = time.monotonic() - self.started
         if self.failures:
             for failure in self.failures:
-                print(f"VIOLATION: {failure}")
-            print(f"result: FAILED, {len(self.failures)} violations (wall time {wall:.0f} s)")
+                print(f"FAILED: {failure}")
+            print(
+                f"result: FAILED, {_count(len(self.failures), 'problem')} (wall time {wall:.0f} s)"
+            )
             return EXIT_FAILED
         print(f"result: OK, 0 violations (wall time {wall:.0f} s)")
         return EXIT_OK

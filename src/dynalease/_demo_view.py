@@ -36,8 +36,6 @@ def summary_rows(state: DemoState) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for stats in state.workers.values():
         name = stats.name + (" (killed)" if stats.killed else "")
-        if stats.kind == "lambda":
-            name += " (invocations; wait = duration)"
         rows.append(
             (
                 name,
