@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import IO, Any
 
@@ -149,6 +150,7 @@ class Emulator:
             region=REGION, endpoint_url=self.endpoint, access_key="testing", secret_key="testing"
         )
 
+    @cached_property
     def raw(self) -> Any:
         """A plain botocore DynamoDB client, to read and write rows exactly as stored."""
         import boto3
@@ -169,6 +171,6 @@ class Emulator:
 
     def row(self, table: str, key: str) -> dict[str, Any] | None:
         """The stored row in AttributeValue form (strongly consistent), or None."""
-        answer = self.raw().get_item(TableName=table, Key={"key": {"S": key}}, ConsistentRead=True)
+        answer = self.raw.get_item(TableName=table, Key={"key": {"S": key}}, ConsistentRead=True)
         item: dict[str, Any] | None = answer.get("Item")
         return item

@@ -12,13 +12,13 @@ import asyncio
 from typing import Any
 
 import pytest
+from support.memory import memory_lock_table
 
 from dynalease._engine import protocol as p
 from dynalease._engine.clock import ManualClock
 from dynalease._engine.lease import Lease, State
 from dynalease._engine.observations import Observations
 from dynalease._engine.store import ConditionFailed, LockStore
-from dynalease._memory import MemoryDynamoDB
 from dynalease.exceptions import LockLost, LockNotAcquired
 from dynalease.testing import _MemoryTransport
 
@@ -31,16 +31,7 @@ class SilentConflicts:
     """The in-memory table, answering failed conditions without the current row."""
 
     def __init__(self) -> None:
-        self.db = MemoryDynamoDB()
-        self.db.call(
-            "CreateTable",
-            {
-                "TableName": TABLE,
-                "KeySchema": [{"AttributeName": "key", "KeyType": "HASH"}],
-                "AttributeDefinitions": [{"AttributeName": "key", "AttributeType": "S"}],
-                "BillingMode": "PAY_PER_REQUEST",
-            },
-        )
+        self.db = memory_lock_table(TABLE)
         self.inner = _MemoryTransport(self.db, lock_requests=True)
         self.sent: list[str] = []
 

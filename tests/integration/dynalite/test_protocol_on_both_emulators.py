@@ -37,11 +37,12 @@ def test_an_uncontended_acquire_writes_exactly_the_protocol_row_and_release_dele
     emulator: Emulator,
 ) -> None:
     table = emulator.new_table()
-    with SyncDistributedLock(emulator.client(), table=table, key="job", lease_duration=2) as lease:
+    # A long lease: no renewal falls inside this short block, even on a busy machine.
+    with SyncDistributedLock(emulator.client(), table=table, key="job", lease_duration=10) as lease:
         stored = emulator.row(table, "job")
         assert stored is not None
         version = stored["version"]["S"]
-        assert stored == lock_row("job", lease.owner, version, 2000)
+        assert stored == lock_row("job", lease.owner, version, 10_000)
         assert is_uuid4(lease.owner) and is_uuid4(version)
     assert emulator.row(table, "job") is None
     metrics = lease.metrics
@@ -72,7 +73,7 @@ def test_a_failed_condition_returns_the_current_row_only_where_the_server_suppor
     emulator: Emulator,
 ) -> None:
     table = emulator.new_table()
-    raw = emulator.raw()
+    raw = emulator.raw
     row = lock_row("k", "someone", "v1", 30_000)
     raw.put_item(TableName=table, Item=row)
     with pytest.raises(raw.exceptions.ConditionalCheckFailedException) as failed:
@@ -90,9 +91,10 @@ def test_a_failed_condition_returns_the_current_row_only_where_the_server_suppor
 def test_renewal_keeps_a_short_lease_and_changes_only_the_version(emulator: Emulator) -> None:
     table = emulator.new_table()
     holder_client = emulator.client()
-    with SyncDistributedLock(holder_client, table=table, key="r", lease_duration=0.6) as lease:
+    # Leases here are short for speed but leave each request lease/3 (0.6 s) on a busy machine.
+    with SyncDistributedLock(holder_client, table=table, key="r", lease_duration=1.8) as lease:
         first = emulator.row(table, "r")
-        time.sleep(1.3)  # two renewal intervals and more than the lease itself
+        time.sleep(2.0)  # three renewal intervals and more than the lease itself
         lease.raise_if_lost()
         with pytest.raises(LockNotAcquired):
             with SyncDistributedLock(emulator.client(), table=table, key="r", wait_timeout=0):
@@ -109,14 +111,14 @@ def test_an_abandoned_row_is_taken_over_only_after_its_stored_lease_was_observed
     emulator: Emulator,
 ) -> None:
     table = emulator.new_table()
-    emulator.raw().put_item(TableName=table, Item=lock_row("a", "crashed", "v1", 600))
+    emulator.raw.put_item(TableName=table, Item=lock_row("a", "crashed", "v1", 600))
     with SyncDistributedLock(
         emulator.client(), table=table, key="a", lease_duration=2, wait_timeout=3
     ) as lease:
         stored = emulator.row(table, "a")
         assert stored is not None and stored["owner"] == {"S": lease.owner}
     assert lease.metrics.wait_ms >= 600
-    assert lease.metrics.read_requests >= 1 and lease.metrics.conditional_failures >= 1
+    assert lease.metrics.read_requests >= 1  # it had to watch the row to take it over
 
 
 def test_a_renewing_holder_is_never_taken_over_by_a_waiting_contender(
@@ -126,10 +128,11 @@ def test_a_renewing_holder_is_never_taken_over_by_a_waiting_contender(
 
     async def main() -> None:
         async with DistributedLock(
-            emulator.client(), table=table, key="live", lease_duration=0.5
+            emulator.client(), table=table, key="live", lease_duration=1.8
         ) as holder:
+            # Waits past the holder's lease: only its renewals keep the contender out.
             contender = DistributedLock(
-                emulator.client(), table=table, key="live", wait_timeout=1.2
+                emulator.client(), table=table, key="live", wait_timeout=2.0
             )
             with pytest.raises(LockNotAcquired, match="wait_timeout"):
                 async with contender:
@@ -148,7 +151,7 @@ def test_release_after_a_takeover_reports_the_loss_and_keeps_the_successors_row(
     successor = lock_row("s", "successor", "v9", 30_000)
     with pytest.raises(LockLost, match="another owner took"):
         with SyncDistributedLock(emulator.client(), table=table, key="s", lease_duration=5):
-            emulator.raw().put_item(TableName=table, Item=successor)
+            emulator.raw.put_item(TableName=table, Item=successor)
     assert emulator.row(table, "s") == successor
 
 
@@ -171,9 +174,9 @@ def test_a_malformed_row_is_never_taken_over(
         del row[attribute]
     else:
         row[attribute] = value
-    emulator.raw().put_item(TableName=table, Item=row)
+    emulator.raw.put_item(TableName=table, Item=row)
     with pytest.raises(MalformedLockRow, match=problem):
-        with SyncDistributedLock(emulator.client(), table=table, key="m", wait_timeout=1):
+        with SyncDistributedLock(emulator.client(), table=table, key="m", wait_timeout=5):
             pass
     assert emulator.row(table, "m") == row
 
