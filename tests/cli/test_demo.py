@@ -14,7 +14,9 @@ from dynalease._demo import Demo
 
 def test_a_short_demo_kills_a_holder_sees_it_taken_over_and_finds_no_violation() -> None:
     # Its own embedded moto server, worker processes and Lambda invocations: as `make demo`.
-    result = spawn_cli("demo", "--quick", "--duration", "10", "--plain", timeout=120)
+    result = spawn_cli(
+        "demo", "--quick", "--duration", "10", "--workers", "2", "--plain", timeout=120
+    )
     assert result.code == 0, result.out + result.err
     out = result.out
     assert "result: OK, 0 violations" in out
