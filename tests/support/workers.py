@@ -155,7 +155,7 @@ def pause_before_commit(target: Target, events: Any, resume: Any) -> None:
 def race_for_row(target: Target, wait_timeout: float, events: Any, start: Any, done: Any) -> None:
     """Wait for ``start``, try to acquire once; the winner holds until ``done``.
 
-    Reports ``("ready", pid)``, then ``("won", owner)`` or ``("not acquired", owner)``.
+    Reports ``("ready", pid)``, then ``("won", owner)`` or ``("not acquired", owner, why)``.
     """
     client = target.client()
     events.put(("ready", os.getpid()))
@@ -166,8 +166,8 @@ def race_for_row(target: Target, wait_timeout: float, events: Any, start: Any, d
             commit(client, guard, table=target.history, kind=ACQUIRED)
             events.put(("won", guard.owner))
             done.wait(WORKER_LIMIT_S)
-    except LockNotAcquired:
-        events.put(("not acquired", guard.owner))
+    except LockNotAcquired as error:
+        events.put(("not acquired", guard.owner, str(error)))
 
 
 def contend(
