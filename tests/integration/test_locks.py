@@ -339,3 +339,27 @@ def test_the_decorator_works_on_async_and_sync_methods(client: DynamoDBClient, t
     assert [row is not None and row["protocol"] == 1 for row in customers.seen] == [True, True]
     assert stored(client, table, "customer:1") is None
     assert stored(client, table, "customer:2") is None
+
+
+# --- metrics ------------------------------------------------------------------------------------
+
+
+def test_metrics_count_requests_outcomes_and_reported_capacity(
+    client: DynamoDBClient, table: str
+) -> None:
+    other = fresh(client)
+    with SyncDistributedLock(other, table=table, key="warm-up", wait_timeout=10):
+        pass  # the first request of a client also opens its connection: keep that out
+    with SyncDistributedLock(client, table=table, key="m", lease_duration=3) as held:
+        contender = SyncDistributedLock(other, table=table, key="m", wait_timeout=0.5)
+        with pytest.raises(LockNotAcquired):
+            with contender:
+                pass
+    mine, theirs = held.metrics, contender.metrics
+    assert (mine.write_requests, mine.read_requests, mine.renewals) == (2, 0, 0)
+    assert mine.consumed_wcu > 0 and mine.consumed_rcu == 0 and not mine.lost
+    # One failed create, then strongly consistent polls until the wait ran out.
+    assert theirs.write_requests == 1 and theirs.conditional_failures == 1
+    assert theirs.read_requests >= 1 and theirs.consumed_rcu > 0
+    assert theirs.wait_timeouts == 1 and theirs.wait_ms >= 500
+    assert theirs.consumed_wcu == 0  # a failed condition reports no capacity to count
