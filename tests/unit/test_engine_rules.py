@@ -525,6 +525,23 @@ def test_a_missing_row_means_the_create_is_retried_at_once() -> None:
     run(scenario)
 
 
+def test_a_takeover_that_finds_the_row_gone_creates_it_at_once() -> None:
+    async def scenario(h: Harness) -> None:
+        h.write_lock("crashed", "v1", 1_000)
+        lease = h.lease(lease=30, wait=10)
+        task = asyncio.ensure_future(lease.acquire())
+        await h.clock.settle()
+        h.transport.faults.append(Fault("PutItem", before=0.5))  # the takeover, in flight
+        await h.clock.advance(1.2)  # the takeover was sent at 1 s
+        h.delete_row()  # ...and the row vanishes before it arrives
+        await h.clock.run(task)
+        assert h.transport.operations()[-3:] == ["PutItem", "GetItem", "PutItem"]
+        assert h.transport.times("PutItem")[-1] == h.transport.times("GetItem")[-1]
+        assert h.owner_of() == lease.owner
+
+    run(scenario)
+
+
 def test_takeover_waits_for_the_stored_lease_even_when_ours_is_shorter() -> None:
     async def scenario(h: Harness) -> None:
         h.write_lock("crashed", "v1", 10_000)
