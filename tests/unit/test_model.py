@@ -190,8 +190,10 @@ class ModelTransport:
 def _quiet_abandoned_requests(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     """Drop asyncio's report of a request the engine stopped waiting for, which failed later.
 
-    The engine keeps timed-out requests running (a write may still commit) and only
-    watches late acquisitions; the others end unobserved. Anything else is reported.
+    The engine never cancels a request it stops waiting for (a write may still
+    commit). When the model crashes a guard in the middle of a request, that
+    request's answer is never looked at, and asyncio would log it as an error.
+    Anything else is reported.
     """
     if isinstance(context.get("exception"), DynamoDBError | ConditionFailed):
         return
