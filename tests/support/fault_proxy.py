@@ -175,7 +175,7 @@ class Seen:
     operation: str
     body: dict[str, Any]
     rule: str | None
-    status: int | None = None  # the status the client received; None: nothing (yet)
+    status: int | None = None  # the status answered to the client; None: nothing (yet)
 
     @property
     def owner(self) -> str | None:
@@ -508,7 +508,7 @@ class FaultProxy:
         with self._lock:
             self.log.append(seen)
         if rule is None:
-            seen.status = self._respond(client, request, self._forward(request))
+            self._respond(client, request, self._forward(request), seen)
             return request.keep_alive
         return self._apply(rule, client, request, seen)
 
@@ -538,7 +538,7 @@ class FaultProxy:
         if rule.reply is not None and (rule.after == "replace" or answer is None):
             answer = _error_answer(*rule.reply)
         assert answer is not None
-        seen.status = self._respond(client, request, answer)
+        self._respond(client, request, answer, seen)
         return request.keep_alive
 
     def _forward(self, request: _Request) -> tuple[int, str, list[tuple[str, str]], bytes]:
@@ -564,15 +564,16 @@ class FaultProxy:
         client: socket.socket,
         request: _Request,
         answer: tuple[int, str, list[tuple[str, str]], bytes],
-    ) -> int:
+        seen: Seen,
+    ) -> None:
         status, reason, headers, data = answer
         lines = [f"HTTP/1.1 {status} {reason}"]
         lines += [f"{name}: {value}" for name, value in headers if name.lower() not in _HOP_BY_HOP]
         lines.append(f"Content-Length: {len(data)}")
         lines.append("Connection: " + ("keep-alive" if request.keep_alive else "close"))
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        seen.status = status  # before sending: a test may look as soon as the client has it
         client.sendall(head + data)
-        return status
 
 
 def _error_answer(
