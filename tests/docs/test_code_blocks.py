@@ -69,14 +69,15 @@ def fenced_blocks(document: Path) -> list[Block]:
         if opening is None:
             index += 1
             continue
-        fence, start = opening["fence"], index + 1
+        fence, start, indent = opening["fence"], index + 1, len(opening["indent"])
         language = opening["info"].strip().split(" ")[0].lower() if opening["info"] else ""
         index += 1
         body: list[str] = []
         while index < len(lines) and not (
             lines[index].strip().startswith(fence) and not lines[index].strip().strip(fence[0])
         ):
-            body.append(lines[index])
+            line = lines[index]  # content loses up to the fence's own indentation
+            body.append(line[min(indent, len(line) - len(line.lstrip(" "))) :])
             index += 1
         blocks.append(Block(document, start, language, "\n".join(body) + "\n"))
         index += 1
@@ -260,8 +261,29 @@ def test_the_block_reader_finds_languages_prompts_and_continuations(tmp_path: Pa
     )
     blocks = fenced_blocks(page)
     assert [(b.language, b.line) for b in blocks] == [("python", 2), ("console", 6), ("", 12)]
+    listed = tmp_path / "list.md"
+    listed.write_text("- step\n\n   ```python\n   if True:\n       y = 2\n   ```\n")
+    assert fenced_blocks(listed)[0].text == "if True:\n    y = 2\n"
     assert shell_commands(blocks[1]) == [
         ["dynalease", "doctor", "--table", "locks"],
         ["make", "demo"],
         ["make", "test"],
     ]
+
+
+@pytest.mark.parametrize(
+    ("language", "text", "complaint"),
+    [
+        ("sh", "make deploy-everything\n", "no Makefile target ['deploy-everything']"),
+        ("console", "$ pip install 'dynalease[turbo]'\n", "no extra 'turbo'"),
+        ("bash", "python -m dynalease.no_such_module\n", "no module 'dynalease.no_such_module'"),
+        ("sh", "python examples/missing.py\n", "no file 'examples/missing.py'"),
+        ("yaml", "a: 1\n", "fence language 'yaml' is not one the docs test knows"),
+    ],
+)
+def test_stale_commands_and_unknown_languages_fail_the_document(
+    language: str, text: str, complaint: str
+) -> None:
+    block = Block(ROOT / "README.md", 1, language, text)
+    with pytest.raises((AssertionError, pytest.fail.Exception), match=re.escape(complaint)):
+        check_block(block, {}, dict(os.environ))
