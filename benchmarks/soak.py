@@ -403,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
         seed=seed,
     )
     for name in FIGURES:
-        print(f"  {name:<14}{figures[name]}")
+        print(f"  {name:<16}{figures[name]}")
     for violation in violations[:20]:
         print(f"  VIOLATION {violation}")
     if args.json:
