@@ -18,6 +18,7 @@ import enum
 import logging
 import random
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +39,9 @@ from .store import ConditionFailed, LockStore, Reply
 log = logging.getLogger("dynalease")
 
 #: The lost signal is pushed at least this often while renewal waits, so a wall
-#: clock jump ends the lease promptly rather than at the next renewal.
+#: clock jump ends the lease promptly rather than at the next renewal. One watch
+#: per event loop and clock checks every held lease: 1,000 leases cost one wake-up
+#: per interval, not 1,000.
 WATCH_INTERVAL_S = 1.0
 FIRST_POLL_S = 0.025
 _EPSILON_S = 1e-6
@@ -497,7 +500,25 @@ class Lease:
 
     # --- renew ---------------------------------------------------------------
 
+    def check_validity(self) -> None:
+        """Mark the guard lost if its validity ran out (called by the shared watch)."""
+        validity = self._validity
+        if (
+            self.state is State.HELD
+            and validity is not None
+            and validity.remaining(self.clock, self._span) <= _EPSILON_S
+        ):
+            self._lose("its lease expired before a renewal was confirmed")
+
     async def _renew_loop(self) -> None:
+        watch = _ValidityWatch.of(self.clock)
+        watch.add(self)
+        try:
+            await self._renew_until_done()
+        finally:
+            watch.discard(self)
+
+    async def _renew_until_done(self) -> None:
         interval = p.renew_interval(self.lease_s)
         retry = p.renew_retry_interval(self.lease_s)
         assert self._validity is not None
@@ -511,7 +532,7 @@ class Lease:
                 return
             wait = next_attempt - self.clock.monotonic()
             if wait > 0:
-                await self.clock.sleep(min(wait, WATCH_INTERVAL_S, left))
+                await self.clock.sleep(min(wait, left))  # the watch covers clock jumps
                 continue
             confirmed = await self._renew_once()
             if confirmed:
@@ -706,6 +727,43 @@ class Lease:
 def _retrieve(task: asyncio.Future[Reply]) -> None:
     if not task.cancelled():
         task.exception()
+
+
+class _ValidityWatch:
+    """Checks every held lease of one event loop and clock each WATCH_INTERVAL_S."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.leases: set[Lease] = set()
+        self.task: asyncio.Future[None] | None = None
+
+    @classmethod
+    def of(cls, clock: Clock) -> _ValidityWatch:
+        """The watch for ``clock`` on the running loop."""
+        by_clock = _WATCHES.setdefault(asyncio.get_running_loop(), {})
+        watch = by_clock.get(id(clock))
+        if watch is None or watch.clock is not clock:
+            watch = by_clock[id(clock)] = cls(clock)
+        return watch
+
+    def add(self, lease: Lease) -> None:
+        self.leases.add(lease)
+        if self.task is None or self.task.done():
+            self.task = asyncio.ensure_future(self._run())
+
+    def discard(self, lease: Lease) -> None:
+        self.leases.discard(lease)
+
+    async def _run(self) -> None:
+        while self.leases:
+            await self.clock.sleep(WATCH_INTERVAL_S)
+            for lease in list(self.leases):
+                lease.check_validity()
+
+
+_WATCHES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, _ValidityWatch]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _run_callback(callback: Callable[[LockLost], object], error: LockLost) -> None:
