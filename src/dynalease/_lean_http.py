@@ -12,6 +12,7 @@ lock protocol, and one that never left need not be.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import socket
 import time
 from collections import deque
@@ -195,14 +196,23 @@ class ConnectionPool:
         self._address: tuple[Any, ...] | None = None
         self._family = 0
         self._resolved_at = -RESOLVE_TTL_S
+        self._resolving: asyncio.Future[list[Any]] | None = None
         self.opened = 0  # connections made, for tests and benchmarks
 
     async def _resolve(self) -> tuple[int, tuple[Any, ...]]:
+        literal = _ip_literal(self.host, self.port)
+        if literal is not None:
+            return literal
         now = time.monotonic()
         if self._address is None or now - self._resolved_at > RESOLVE_TTL_S:
-            infos = await asyncio.get_running_loop().getaddrinfo(
-                self.host, self.port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
-            )
+            # Connections opened together share one lookup (one thread, not one each).
+            if self._resolving is None or self._resolving.done():
+                self._resolving = asyncio.ensure_future(
+                    asyncio.get_running_loop().getaddrinfo(
+                        self.host, self.port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
+                    )
+                )
+            infos = await asyncio.shield(self._resolving)
             if not infos:
                 raise OSError(f"cannot resolve {self.host!r}")
             self._family, self._address = infos[0][0], infos[0][4]
@@ -301,6 +311,17 @@ class ConnectionPool:
         """Close the idle connections."""
         while self._idle:
             self._idle.pop().close()
+
+
+def _ip_literal(host: str, port: int) -> tuple[int, tuple[Any, ...]] | None:
+    """(family, address) when ``host`` is an IP address: nothing to look up."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    if address.version == 6:
+        return socket.AF_INET6, (host, port, 0, 0)
+    return socket.AF_INET, (host, port)
 
 
 def _closed() -> Unanswered:
