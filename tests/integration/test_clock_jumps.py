@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 from support.servers import in_ci
-from support.workers import Target, contend, new_target, serial_moto_endpoint
+from support.workers import Target, contend, new_target, reaped, serial_moto_endpoint
 
 from dynalease import DynamoDBClient
 from dynalease._engine.protocol import renew_interval, validity_span
@@ -100,12 +100,8 @@ def set_offset(rc: Path, offset: str) -> None:
 
 @pytest.fixture
 def processes() -> Iterator[list[Any]]:
-    started: list[Any] = []
-    yield started
-    for process in started:
-        if process.is_alive():
-            process.kill()
-        process.join(10)
+    with reaped([]) as started:
+        yield started
 
 
 def start_under_faketime(

@@ -24,6 +24,7 @@ from support.workers import (
     new_target,
     pause_before_commit,
     race_for_row,
+    reaped,
     serial_moto_endpoint,
 )
 
@@ -53,14 +54,8 @@ def target(client: DynamoDBClient, endpoint: str) -> Target:
 
 @pytest.fixture
 def processes() -> Iterator[list[Any]]:
-    """Processes a test started; any still running at the end are resumed and killed."""
-    started: list[Any] = []
-    yield started
-    for process in started:
-        if process.is_alive():
-            os.kill(process.pid, signal.SIGCONT)
-            process.kill()
-        process.join(10)
+    with reaped([]) as started:
+        yield started
 
 
 def expect(events: Any, name: str) -> tuple[Any, ...]:

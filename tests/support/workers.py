@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,6 +104,20 @@ def new_target(client: DynamoDBClient, endpoint: str, *, lease: float, key: str 
     client.sync_create_table(table, partition_key=("key", "S"), wait=True)
     create_history_table(client, history)
     return Target(endpoint, table, history, key, lease)
+
+
+@contextmanager
+def reaped(started: list[Any]) -> Iterator[list[Any]]:
+    """Yield ``started`` for a test to fill with processes; afterwards resume and kill
+    any still running (a failed test must not leave paused or renewing holders)."""
+    try:
+        yield started
+    finally:
+        for process in started:
+            if process.is_alive():
+                os.kill(process.pid, signal.SIGCONT)
+                process.kill()
+            process.join(10)
 
 
 def pause(seconds: float) -> None:
