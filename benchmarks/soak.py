@@ -39,7 +39,15 @@ from pathlib import Path
 from typing import Any
 
 from dynalease import DynamoDBClient
-from dynalease._history import ACQUIRED, RELEASED, check_history, commit, create_history_table
+from dynalease._history import (
+    ACQUIRED,
+    RELEASED,
+    append,
+    check_history,
+    commit,
+    create_history_table,
+    read_head,
+)
 from dynalease.exceptions import (
     DynaleaseError,
     LockLost,
@@ -49,6 +57,7 @@ from dynalease.exceptions import (
     TransactionCanceledException,
 )
 from dynalease.lock import SyncDistributedLock
+from dynalease.transaction import SyncTransaction
 
 from .server import free_port
 
@@ -112,9 +121,13 @@ def worker(plan: Plan, seed: int, channel: Connection) -> None:
                 commit(client, guard, table=plan.history, kind=ACQUIRED)
                 channel.send(("held", key, guard.owner))
                 for _ in range(rng.randint(1, 4)):
-                    time.sleep(rng.uniform(0, plan.lease / 3))
                     guard.raise_if_lost()
-                    commit(client, guard, table=plan.history)
+                    sequence = read_head(client, plan.history, key) + 1
+                    with SyncTransaction(client) as transaction:
+                        append(transaction, guard, table=plan.history, sequence=sequence)
+                        # The work happens between check_in and commit, so a pause
+                        # here meets a takeover and DynamoDB must reject the commit.
+                        time.sleep(rng.uniform(0, plan.lease / 3))
                 commit(client, guard, table=plan.history, kind=RELEASED)
         except LockNotAcquired:
             stats["not_acquired"] += 1
