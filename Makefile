@@ -34,8 +34,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The default run takes the lean request path; the protocol tests run again over botocore.
 test: $(STAMP) system-deps lint typecheck
 	$(BIN)/pytest
+	DYNALEASE_TRANSPORT=boto $(BIN)/pytest -q -p no:cacheprovider \
+	  tests/integration/test_locks.py tests/integration/test_lock_examples.py
 
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit -q
