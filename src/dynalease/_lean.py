@@ -184,7 +184,7 @@ class LeanTransport:
         route = self._route
         if route is None:
             return await self.boto.send(operation, params)
-        body = json.dumps(params, separators=(",", ":"), default=_encode_blob).encode()
+        body = _ENCODER.encode(params).encode()
         frozen = await _frozen(route.credentials, operation)
         headers = route.signer.sign(
             _TARGET + operation,
@@ -281,6 +281,10 @@ def _encode_blob(value: object) -> str:
     if isinstance(value, bytes | bytearray | memoryview):
         return base64.b64encode(bytes(value)).decode("ascii")
     raise TypeError(f"a value of type {type(value).__name__} cannot be sent to DynamoDB")
+
+
+#: Made once: ``json.dumps`` with options builds a new encoder on every call.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=_encode_blob)
 
 
 def _decode_blobs(response: dict[str, Any]) -> None:

@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dynalease._engine.store import ConditionFailed
-from dynalease._lean import _answer, _encode_blob
+from dynalease._lean import _ENCODER, _answer
 from dynalease._lean_sign import CONTENT_TYPE, SigV4Signer, amz_date, host_header
 from dynalease.exceptions import (
     RequestFailedError,
@@ -136,7 +136,7 @@ def _botocore_body(operation: str, params: dict[str, Any]) -> Any:
 
 
 def _ours_body(params: dict[str, Any]) -> Any:
-    return json.loads(json.dumps(params, separators=(",", ":"), default=_encode_blob))
+    return json.loads(_ENCODER.encode(params))
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,190 @@
+"""``python -m benchmarks``: dynalease and pydynox 1.8 side by side on one moto server.
+
+Every workload runs both libraries alternately (the first one swaps each
+round) against the same server in the same run, then prints the median of
+each figure, the ratio dynalease / pydynox, and the issue's goal where one
+applies. Examples::
+
+    python -m benchmarks                      # every workload, full size
+    python -m benchmarks --quick              # a short run of every workload
+    python -m benchmarks one_key uncontended  # selected workloads
+    python -m benchmarks --keep-alive         # a moto server that keeps connections open
+    python -m benchmarks long_hold --long-hold 600 --long-hold-lease 30   # the 10-minute run
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import statistics
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+
+from .libs import LIBRARIES, create_table, use_test_credentials
+from .server import moto_server
+from .workloads import WORKLOADS, Context, Figures
+
+
+@dataclass(frozen=True)
+class Goal:
+    """A target for one figure: a ratio to pydynox, or an absolute bound on dynalease."""
+
+    workload: str
+    figure: str
+    limit: float
+    ratio: bool
+    text: str
+
+    def met(self, mine: float, theirs: float) -> bool:
+        """True when dynalease's median meets the goal."""
+        if self.ratio:
+            return theirs > 0 and mine / theirs <= self.limit
+        return mine <= self.limit
+
+
+GOALS = [
+    Goal("uncontended", "cpu_ms_per_cycle", 0.8, True, "CPU per cycle <= 0.8x"),
+    Goal("one_key", "elapsed_s", 0.5, True, "elapsed <= 0.5x"),
+    Goal("one_key", "requests_per_completion", 1.0, True, "requests/completion <= 1.0x"),
+    Goal("independent", "elapsed_s", 1.0, True, "elapsed <= 1.0x"),
+    Goal("startup", "process_to_first_lock_s", 1.0, True, "fresh process to first lock <= 1.0x"),
+    Goal("recovery", "recovery_s", 3.25, False, "recovery <= lease + 0.25 s"),
+    Goal("scale", "hold_cpu_pct_of_core", 5.0, False, "renewing 1,000 leases <= 5% of a core"),
+    Goal("scale", "threads_held", 64.0, False, "no thread per lease (< 64 threads)"),
+]
+
+
+def _machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return (
+        f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}"
+    )
+
+
+def _versions() -> str:
+    from importlib.metadata import version
+
+    names = ("dynalease", "pydynox", "boto3", "moto")
+    return ", ".join(f"{name} {version(name)}" for name in names)
+
+
+def _fmt(value: float) -> str:
+    if value == 0:
+        return "0"
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    if abs(value) >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3f}"
+
+
+def run_workload(name: str, ctx: Context, rounds: int) -> dict[str, list[Figures]]:
+    """Run one workload ``rounds`` times per library, alternating who goes first."""
+    results: dict[str, list[Figures]] = {lib: [] for lib in LIBRARIES}
+    for index in range(rounds):
+        ctx.round = index
+        order = LIBRARIES if index % 2 == 0 else tuple(reversed(LIBRARIES))
+        for lib in order:
+            results[lib].append(WORKLOADS[name](lib, ctx))
+    return results
+
+
+def report(name: str, results: dict[str, list[Figures]]) -> list[tuple[str, str, float, float]]:
+    """Print one workload's medians and ratios; return (workload, figure, mine, theirs) rows."""
+    mine_runs, theirs_runs = results["dynalease"], results["pydynox"]
+    rows = []
+    print(f"\n## {name}  ({len(mine_runs)} rounds each, medians)")
+    print(f"| {'figure':<28} | {'dynalease':>10} | {'pydynox':>10} | {'ratio':>6} | goal")
+    print(f"|{'-' * 30}|{'-' * 12}|{'-' * 12}|{'-' * 8}|------")
+    for figure in mine_runs[0]:
+        mine = statistics.median(run[figure] for run in mine_runs)
+        theirs = statistics.median(run[figure] for run in theirs_runs)
+        ratio = f"{mine / theirs:.2f}" if theirs else "-"
+        goals = [g for g in GOALS if g.workload == name and g.figure == figure]
+        verdict = "; ".join(
+            f"{g.text}: {'met' if g.met(mine, theirs) else 'NOT met'}" for g in goals
+        )
+        print(f"| {figure:<28} | {_fmt(mine):>10} | {_fmt(theirs):>10} | {ratio:>6} | {verdict}")
+        rows.append((name, figure, mine, theirs))
+    sys.stdout.flush()
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description=__doc__,
+        formatter_class=argparse.RawTextHelpFormatter,
+    )
+    parser.add_argument(
+        "workloads",
+        nargs="*",
+        metavar="WORKLOAD",
+        help=f"workloads to run (default: all): {', '.join(WORKLOADS)}",
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer rounds and shorter holds")
+    parser.add_argument("--rounds", type=int, help="rounds per library (default 5, quick 2)")
+    parser.add_argument(
+        "--keep-alive",
+        action="store_true",
+        help="serve moto with HTTP keep-alive, as DynamoDB does",
+    )
+    parser.add_argument("--long-hold", type=float, default=10.0, help="long_hold: seconds held")
+    parser.add_argument("--long-hold-lease", type=float, default=3.0, help="long_hold: lease (s)")
+    parser.add_argument("--scale-guards", type=int, default=1000, help="scale: guards held")
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.workloads if name not in WORKLOADS]
+    if unknown:
+        names = ", ".join(WORKLOADS)
+        parser.error(f"unknown workload(s) {', '.join(unknown)}; choose from {names}")
+    selected = args.workloads or list(WORKLOADS)
+    use_test_credentials()
+    print(f"# dynalease vs pydynox, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC")
+    print(f"machine: {_machine()}")
+    print(f"versions: {_versions()}")
+    server = "moto keep-alive (benchmarks.server)" if args.keep_alive else "moto.server (werkzeug)"
+    print(
+        f"server: {server}; ratio = dynalease / pydynox; transport: "
+        f"{os.environ.get('DYNALEASE_TRANSPORT') or 'default'}"
+    )
+    rows = []
+    started = time.perf_counter()
+    with moto_server(keep_alive=args.keep_alive) as endpoint:
+        table = f"bench-{uuid.uuid4().hex[:8]}"
+        create_table(endpoint, table)
+        ctx = Context(
+            endpoint=endpoint,
+            table=table,
+            quick=args.quick,
+            long_hold_s=args.long_hold,
+            long_hold_lease_s=args.long_hold_lease,
+            scale_guards=args.scale_guards,
+        )
+        for name in selected:
+            rounds = args.rounds or (1 if name == "scale" else 2 if args.quick else 5)
+            if name in ("scale", "long_hold", "active") and not args.rounds:
+                rounds = min(rounds, 1 if name == "scale" else 3)
+            rows += report(name, run_workload(name, ctx, rounds))
+    print("\n## every ratio (dynalease / pydynox)")
+    for name, figure, mine, theirs in rows:
+        ratio = f"{mine / theirs:.2f}" if theirs else "-"
+        print(f"{name:>12} {figure:<28} {ratio:>6}   ({_fmt(mine)} vs {_fmt(theirs)})")
+    print(f"\nfinished in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
