@@ -8,10 +8,15 @@ and then change what happens to them:
 
 * lose the response after the server committed (reset, silence or a 500),
 * hold a request until the test lets it go, then forward it (late commit),
+  optionally cutting the client off at once so it never learns the outcome,
 * answer 503 or reset the connection without forwarding (partition),
-* answer ProvisionedThroughputExceededException or a 5xx without forwarding,
+* answer ProvisionedThroughputExceededException, a 5xx or any other DynamoDB
+  error without forwarding,
 * add latency before forwarding,
 * close idle keep-alive connections, as a server's idle timeout does.
+
+Every request is logged on arrival (:class:`Seen`) with the status answered.
+docs/faults.md lists the builders and the fault matrix built on them.
 
 A rule counts how often it fired and can be limited to N requests. Client
 connections are HTTP/1.1 keep-alive; each forwarded request uses a fresh

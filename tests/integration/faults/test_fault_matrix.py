@@ -361,6 +361,7 @@ def _install(proxy: FaultProxy, fault: str, operation: str, **options: Any) -> A
     return builder(operation, **options)
 
 
+@BOTH_TRANSPORTS
 @pytest.mark.parametrize("wait", [0, 0.4], ids=["zero-wait", "short-wait"])
 @pytest.mark.parametrize("fault", FAULTS)
 def test_a_throttled_or_failing_acquire_is_never_a_false_acquisition(
