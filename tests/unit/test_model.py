@@ -48,9 +48,8 @@ from dynalease._engine import protocol as p
 from dynalease._engine.clock import ManualClock
 from dynalease._engine.lease import Lease, State
 from dynalease._engine.observations import Observations
-from dynalease._engine.store import ConditionFailed, LockStore
+from dynalease._engine.store import LockStore
 from dynalease.exceptions import (
-    DynamoDBError,
     LockLost,
     LockNotAcquired,
     LockReleaseError,
@@ -196,19 +195,6 @@ class ModelTransport:
         return answer
 
 
-def _quiet_abandoned_requests(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-    """Drop asyncio's report of a request the engine stopped waiting for, which failed later.
-
-    The engine never cancels a request it stops waiting for (a write may still
-    commit). When the model crashes a guard in the middle of a request, that
-    request's answer is never looked at, and asyncio would log it as an error.
-    Anything else is reported.
-    """
-    if isinstance(context.get("exception"), DynamoDBError | ConditionFailed):
-        return
-    loop.default_exception_handler(context)
-
-
 def _sender(operation: str, params: dict[str, Any]) -> str | None:
     if operation == "PutItem":
         return str(params["Item"][p.OWNER_ATTR]["S"])
@@ -224,7 +210,6 @@ class LeaseModel(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
-        self.loop.set_exception_handler(_quiet_abandoned_requests)
         self.clock = IdleClock()
         self.clock.on_idle = self.check_instant
         self.db = memory_lock_table(TABLE)

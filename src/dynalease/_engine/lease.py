@@ -220,6 +220,9 @@ class Lease:
             if kind != "read" and self.state is State.ACQUIRING:
                 # Cancelled with a create or takeover in flight: it may still land.
                 self._watch_late(task)
+            # Nobody awaits it now (e.g. a renewal cut short by release): look at its
+            # failure so asyncio does not log it as never retrieved.
+            task.add_done_callback(_retrieve)
             raise
         if not finished:
             self._request_failures += 1
