@@ -150,6 +150,7 @@ class LeanTransport:
         self.boto = BotoTransport(factory)
         self._route: _Route | None = None
         self._prepared = False
+        self._making: asyncio.Future[BaseClient] | None = None
         self.fallback_reason: str | None = None
 
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -162,9 +163,14 @@ class LeanTransport:
         return None if self._route is None else self._route.pool
 
     async def _prepare(self) -> None:
-        loop = asyncio.get_running_loop()
-        # Making the client may resolve credentials (a metadata-service call): off the loop.
-        client = await loop.run_in_executor(None, lambda: self.boto.client)
+        # Making the client may resolve credentials (a metadata-service call): off the
+        # loop, and once for all the requests that arrive before it is made.
+        making = self._making
+        if making is None or (making.done() and making.exception() is not None):
+            making = self._making = asyncio.get_running_loop().run_in_executor(
+                None, lambda: self.boto.client
+            )
+        client = await asyncio.shield(making)
         if self._prepared:
             return
         try:

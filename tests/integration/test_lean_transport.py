@@ -8,6 +8,7 @@ timeouts and failures are exercised over real sockets.
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -94,6 +95,22 @@ def test_every_store_request_works_on_the_lean_path(endpoint: str, table: str) -
         assert transport.pool is not None
 
     asyncio.run(scenario())
+
+
+def test_requests_sent_together_before_the_client_exists_make_it_on_one_thread(
+    endpoint: str,
+) -> None:
+    async def scenario() -> int:
+        store = LockStore(_lean(endpoint))
+        missing = f"missing-{uuid.uuid4().hex[:8]}"
+        results = await asyncio.gather(
+            *(store.read(missing, f"k{i}") for i in range(20)), return_exceptions=True
+        )
+        assert all(isinstance(result, TableNotFoundError) for result in results)
+        # The loop's default executor names its threads asyncio_N.
+        return sum(1 for thread in threading.enumerate() if thread.name.startswith("asyncio_"))
+
+    assert asyncio.run(scenario()) == 1
 
 
 def test_lean_and_botocore_paths_report_the_same_failed_condition(
