@@ -27,10 +27,12 @@ from dynalease._engine.store import ConditionFailed
 from dynalease._lean import _ENCODER, _answer
 from dynalease._lean_sign import CONTENT_TYPE, SigV4Signer, amz_date, host_header
 from dynalease.exceptions import (
+    AccessDeniedError,
     RequestFailedError,
     TableNotFoundError,
     ThrottledError,
     TransactionCanceledException,
+    ValidationError,
 )
 
 _MODEL: ServiceModel = botocore.session.get_session().get_service_model("dynamodb")
@@ -229,6 +231,9 @@ def test_a_failed_condition_carries_the_current_row_from_the_answer() -> None:
         (400, "ProvisionedThroughputExceededException", ThrottledError, False),
         (400, "ThrottlingException", ThrottledError, False),
         (400, "ResourceNotFoundException", TableNotFoundError, False),
+        (400, "AccessDeniedException", AccessDeniedError, False),
+        (400, "UnrecognizedClientException", AccessDeniedError, False),
+        (400, "ValidationException", ValidationError, False),
         (500, "InternalServerError", RequestFailedError, True),
         (503, "ServiceUnavailable", RequestFailedError, True),
     ],
