@@ -1,47 +1,25 @@
-"""Integration fixtures: a moto server in its own process, started by the tests."""
+"""Integration fixtures: a moto server in its own process, started by the tests.
+
+The server is dynalease's local server (moto answering one request at a time,
+with keep-alive connections): the threaded ``python -m moto.server`` undoes
+acknowledged writes when a transaction is cancelled concurrently; see
+``dynalease._local_server``.
+"""
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 
 import pytest
 
 from dynalease import DynamoDBClient
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from dynalease._local_server import LocalServer
 
 
 @pytest.fixture(scope="session")
 def endpoint() -> Iterator[str]:
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=1).close()
-            break
-        except Exception:
-            if time.monotonic() > deadline or process.poll() is not None:
-                process.kill()
-                raise RuntimeError("moto server did not start") from None
-            time.sleep(0.1)
-    yield url
-    process.terminate()
-    process.wait(10)
+    with LocalServer() as server:
+        yield server.url
 
 
 @pytest.fixture

@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from ._console import use_rich
-from ._demo_server import LOCAL_CREDENTIALS, LOCAL_REGION, LocalServer
 from ._demo_state import RELEASED_ROW, DemoState
 from ._demo_view import live_view, progress_line, summary_table
+from ._local_server import LOCAL_CREDENTIALS, LOCAL_REGION, LocalServer
 
 MIN_DURATION_S = 10.0
 KILL_AT = 0.3

@@ -9,12 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from support.docs_server import DocsServer
 
-from dynalease._demo_server import LocalServer
+from dynalease._local_server import LocalServer
 
 
 @pytest.fixture(scope="session")
-def docs_server() -> Iterator[DocsServer]:
+def docs_server() -> Iterator[LocalServer]:
     with LocalServer() as server:
-        yield DocsServer(server.url)
+        yield server

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import pytest
 from support.cli_runner import run_cli
-from support.docs_server import DocsServer
 
+from dynalease._local_server import LocalServer
 from dynalease.cli import _parser
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -227,7 +227,7 @@ def check_block(block: Block, namespace: dict[str, object], env: dict[str, str])
 
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(ROOT)))
 def test_every_code_block_of_the_document_runs(
-    document: Path, docs_server: DocsServer, monkeypatch: pytest.MonkeyPatch
+    document: Path, docs_server: LocalServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     docs_server.reset()
     env = {

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 from support.servers import in_ci
-from support.workers import Target, contend, new_target, reaped, serial_moto_endpoint
+from support.workers import Target, contend, new_target, reaped
 
 from dynalease import DynamoDBClient
 from dynalease._engine.protocol import renew_interval, validity_span
@@ -41,12 +41,6 @@ LIBRARY_PATTERNS = (
 )
 
 spawn = multiprocessing.get_context("spawn")
-
-
-@pytest.fixture
-def endpoint() -> str:
-    """moto answering one request at a time (see support.workers.serial_moto_endpoint)."""
-    return serial_moto_endpoint()
 
 
 @pytest.fixture(scope="module")

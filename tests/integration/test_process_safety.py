@@ -25,7 +25,6 @@ from support.workers import (
     pause_before_commit,
     race_for_row,
     reaped,
-    serial_moto_endpoint,
 )
 
 from dynalease import DynamoDBClient
@@ -39,12 +38,6 @@ SLACK_S = 3.0
 MESSAGE_TIMEOUT_S = 60.0
 
 spawn = multiprocessing.get_context("spawn")
-
-
-@pytest.fixture
-def endpoint() -> str:
-    """moto answering one request at a time (see support.workers.serial_moto_endpoint)."""
-    return serial_moto_endpoint()
 
 
 @pytest.fixture

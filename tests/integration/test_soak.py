@@ -13,16 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-from support.workers import serial_moto_endpoint
-
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def endpoint() -> str:
-    """moto answering one request at a time (see support.workers.serial_moto_endpoint)."""
-    return serial_moto_endpoint()
 
 
 def test_a_short_soak_with_killed_and_paused_holders_has_no_violations(endpoint: str) -> None:

@@ -13,17 +13,14 @@ EINVAL (wolfcw/libfaketime#426), so they wait on ``threading.Event`` instead.
 
 from __future__ import annotations
 
-import atexit
 import os
 import signal
-import sys
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from dynalease import DynamoDBClient
@@ -39,7 +36,6 @@ from dynalease.exceptions import LockLost, LockNotAcquired, LockOwnershipLost
 from dynalease.lock import SyncDistributedLock
 from dynalease.transaction import SyncTransaction
 
-ROOT = Path(__file__).resolve().parents[2]
 REGION = "us-east-1"
 #: Bounds every wait of a worker, so a test that died cannot leave it running.
 WORKER_LIMIT_S = 120.0
@@ -70,31 +66,6 @@ class Target:
             lease_duration=self.lease,
             wait_timeout=wait_timeout,
         )
-
-
-_serial_moto: Any = None
-
-
-def serial_moto_endpoint() -> str:
-    """The URL of a moto server answering one request at a time, shared by this test run.
-
-    The threaded ``python -m moto.server`` loses acknowledged writes when a
-    TransactWriteItems is cancelled concurrently (it restores whole-table
-    snapshots; see ``benchmarks.soak.serve_moto_serially``). These tests reject
-    check_in transactions while other owners renew, so they use this server.
-    It starts on first use and stops when the test process exits.
-    """
-    global _serial_moto
-    if _serial_moto is None:
-        if str(ROOT) not in sys.path:
-            sys.path.insert(0, str(ROOT))
-        from benchmarks.soak import serial_moto
-
-        server = serial_moto()
-        url = server.__enter__()
-        atexit.register(server.__exit__, None, None, None)
-        _serial_moto = url
-    return str(_serial_moto)
 
 
 def new_target(client: DynamoDBClient, endpoint: str, *, lease: float, key: str = "job") -> Target:

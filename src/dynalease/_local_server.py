@@ -1,0 +1,221 @@
+"""A local DynamoDB-compatible server: moto's application in its own process.
+
+The demo, the test suite and the benchmarks all start it. Two things differ
+from ``python -m moto.server``, both to behave more like DynamoDB:
+
+- Requests are served one at a time. moto's TransactWriteItems snapshots the
+  tables it touches and puts the snapshots back when the transaction is
+  cancelled, so with concurrent requests it silently undoes writes that other
+  requests committed (and that were acknowledged) in between, lock rows
+  included. A cancelled ``check_in`` transaction is an everyday event for a
+  lock, so a threaded moto would report lost renewals and false violations.
+  Serving one request at a time removes the window; DynamoDB has no such
+  behaviour.
+- Connections are kept alive (HTTP/1.1 with lengths on every answer), as
+  DynamoDB's are, unless ``keep_alive=False`` asks for werkzeug's
+  close-after-every-answer server.
+
+moto ships with the ``dev`` extra (``make demo`` installs it). Run alone:
+``python -m dynalease._local_server --port 8000``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import io
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+#: Credentials the local server accepts (it accepts any); never real ones.
+LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+LOCAL_REGION = "us-east-1"
+_START_TIMEOUT_S = 30.0
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+class ServerError(RuntimeError):
+    """The local server could not start."""
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _serialized(app: WsgiApp) -> WsgiApp:
+    """The application, answering one request at a time (see the module docstring)."""
+    one_at_a_time = threading.Lock()
+
+    def serve(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        with one_at_a_time:
+            chunks = app(environ, start_response)
+            try:
+                return [b"".join(chunks)]
+            finally:
+                close = getattr(chunks, "close", None)
+                if close is not None:
+                    close()
+
+    return serve
+
+
+def _keep_alive_handler(app: WsgiApp) -> type[BaseHTTPRequestHandler]:
+    class KeepAliveHandler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body go out in separate writes
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _serve(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            path, _, query = self.path.partition("?")
+            environ: dict[str, Any] = {
+                "REQUEST_METHOD": self.command,
+                "SCRIPT_NAME": "",
+                "PATH_INFO": path,
+                "QUERY_STRING": query,
+                "SERVER_NAME": "127.0.0.1",
+                "SERVER_PORT": str(self.server.server_address[1]),  # type: ignore[index]
+                "SERVER_PROTOCOL": "HTTP/1.1",
+                "REMOTE_ADDR": self.client_address[0],
+                "CONTENT_LENGTH": str(length),
+                "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+                "wsgi.version": (1, 0),
+                "wsgi.url_scheme": "http",
+                "wsgi.input": io.BytesIO(body),
+                "wsgi.errors": sys.stderr,
+                "wsgi.multithread": True,
+                "wsgi.multiprocess": False,
+                "wsgi.run_once": False,
+            }
+            for name, value in self.headers.items():
+                key = "HTTP_" + name.upper().replace("-", "_")
+                if key not in ("HTTP_CONTENT_TYPE", "HTTP_CONTENT_LENGTH"):
+                    environ[key] = value
+            answer: dict[str, Any] = {}
+
+            def start_response(status: str, headers: list[tuple[str, str]], exc: Any = None) -> Any:
+                answer["status"], answer["headers"] = status, headers
+                return lambda data: None
+
+            payload = b"".join(app(environ, start_response))
+            code, _, reason = answer["status"].partition(" ")
+            self.send_response(int(code), reason)
+            for name, value in answer["headers"]:
+                if name.lower() not in ("content-length", "connection", "transfer-encoding"):
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _serve
+
+    return KeepAliveHandler
+
+
+def serve(port: int, *, keep_alive: bool = True) -> None:
+    """Serve moto on 127.0.0.1:port, one request at a time, until killed."""
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+
+    app = _serialized(DomainDispatcherApplication(create_backend_app))
+    if keep_alive:
+        server = ThreadingHTTPServer(("127.0.0.1", port), _keep_alive_handler(app))
+        server.daemon_threads = True
+        server.serve_forever()
+    else:
+        from werkzeug.serving import run_simple
+
+        run_simple("127.0.0.1", port, app, threaded=True)
+
+
+class LocalServer:
+    """A local server process on 127.0.0.1; use as a context manager.
+
+    Example::
+
+        with LocalServer() as server:
+            client = DynamoDBClient(region="us-east-1", endpoint_url=server.url)
+    """
+
+    def __init__(self, *, keep_alive: bool = True) -> None:
+        self.url = ""
+        self.keep_alive = keep_alive
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> str:
+        """Start the server and wait until it answers; returns its URL."""
+        if importlib.util.find_spec("moto") is None:
+            raise ServerError(
+                "the local server needs moto: install the dev extra "
+                "(pip install -e '.[dev]', which `make demo` does) or pass --endpoint URL"
+            )
+        port = free_port()
+        command = [sys.executable, "-m", __name__, "--port", str(port)]
+        if not self.keep_alive:
+            command.append("--close-connections")
+        self._process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        self.url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while True:
+            try:
+                urllib.request.urlopen(self.url, timeout=1).close()
+                return self.url
+            except OSError:
+                if self._process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise ServerError(
+                        f"the local moto server did not start on {self.url}"
+                    ) from None
+                time.sleep(0.1)
+
+    def reset(self) -> None:
+        """Forget every table (moto's reset endpoint)."""
+        request = urllib.request.Request(f"{self.url}/moto-api/reset", method="POST", data=b"")
+        urllib.request.urlopen(request, timeout=10).close()
+
+    def stop(self) -> None:
+        """Stop the server (idempotent)."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def __enter__(self) -> LocalServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m dynalease._local_server --port N [--close-connections]``."""
+    parser = argparse.ArgumentParser(description="Serve moto's DynamoDB one request at a time.")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--close-connections", action="store_true")
+    args = parser.parse_args(argv)
+    serve(args.port, keep_alive=not args.close_connections)
+
+
+if __name__ == "__main__":
+    main()
