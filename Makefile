@@ -28,8 +28,8 @@ system-deps:
 	    || echo "warning: npm ci failed; dynalite tests will be skipped"; fi
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests benchmarks infra layer examples
+	$(BIN)/ruff format --check src tests benchmarks infra layer examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

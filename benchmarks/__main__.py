@@ -24,8 +24,9 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from dynalease._local_server import LocalServer
+
 from .libs import LIBRARIES, create_table, use_test_credentials
-from .server import moto_server
 from .workloads import WORKLOADS, Context, Figures
 
 
@@ -155,14 +156,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# dynalease vs pydynox, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC")
     print(f"machine: {_machine()}")
     print(f"versions: {_versions()}")
-    server = "moto keep-alive (benchmarks.server)" if args.keep_alive else "moto.server (werkzeug)"
+    server = "moto, keep-alive" if args.keep_alive else "moto, a connection per request (werkzeug)"
     print(
         f"server: {server}; ratio = dynalease / pydynox; transport: "
         f"{os.environ.get('DYNALEASE_TRANSPORT') or 'default'}"
     )
     rows = []
     started = time.perf_counter()
-    with moto_server(keep_alive=args.keep_alive) as endpoint:
+    with LocalServer(keep_alive=args.keep_alive) as moto:
+        endpoint = moto.url
         table = f"bench-{uuid.uuid4().hex[:8]}"
         create_table(endpoint, table)
         ctx = Context(

@@ -24,18 +24,13 @@ import multiprocessing
 import os
 import random
 import signal
-import subprocess
 import sys
-import threading
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from pathlib import Path
 from typing import Any
 
 from dynalease import DynamoDBClient
@@ -48,6 +43,7 @@ from dynalease._history import (
     create_history_table,
     read_head,
 )
+from dynalease._local_server import LocalServer
 from dynalease.exceptions import (
     DynaleaseError,
     LockLost,
@@ -59,9 +55,6 @@ from dynalease.exceptions import (
 from dynalease.lock import SyncDistributedLock
 from dynalease.transaction import SyncTransaction
 
-from .server import free_port
-
-ROOT = Path(__file__).resolve().parents[1]
 STAT_NAMES = ("lost", "rejected", "not_acquired", "release_errors", "conflicts", "errors")
 #: The order figures are printed in.
 FIGURES = (
@@ -269,70 +262,13 @@ class Supervisor:
         return {**self.figures, **totals}
 
 
-def serve_moto_serially(port: int) -> None:
-    """Serve moto's DynamoDB on 127.0.0.1:port, one request at a time, forever.
-
-    moto's TransactWriteItems snapshots every table it touches and, when the
-    transaction is cancelled, puts the snapshots back: writes that other threads
-    committed (and acknowledged) in between vanish, lock rows included. A soak
-    full of rejected check_in transactions hits that within minutes, so the
-    requests are serialized here; DynamoDB itself has no such behaviour.
-    """
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
-    from werkzeug.serving import run_simple
-
-    app = DomainDispatcherApplication(create_backend_app)
-    one_at_a_time = threading.Lock()
-
-    def serial(environ: dict[str, Any], start_response: Any) -> list[bytes]:
-        with one_at_a_time:
-            answer = app(environ, start_response)
-            try:
-                return [b"".join(answer)]
-            finally:
-                close = getattr(answer, "close", None)
-                if close is not None:
-                    close()
-
-    run_simple("127.0.0.1", port, serial, threaded=True)
-
-
-@contextmanager
-def serial_moto() -> Iterator[str]:
-    """A :func:`serve_moto_serially` server in its own process for the block; yields its URL."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.soak", "--serve-moto", str(port)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(url, timeout=1).close()
-                break
-            except urllib.error.HTTPError:
-                break  # any answer means it is serving
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the serial moto server did not start on {url}") from None
-                time.sleep(0.1)
-        yield url
-    finally:
-        process.kill()  # state is throwaway; a busy werkzeug may not stop on SIGTERM
-        process.wait()
-
-
 @contextmanager
 def _server(endpoint: str | None) -> Iterator[str]:
     if endpoint:
         yield endpoint
     else:
-        with serial_moto() as url:
-            yield url
+        with LocalServer() as server:
+            yield server.url
 
 
 def soak(
@@ -389,13 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--region", default="us-east-1")
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
     parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
-    parser.add_argument(
-        "--serve-moto", type=int, metavar="PORT", help="only serve moto one request at a time"
-    )
     args = parser.parse_args(argv)
-    if args.serve_moto:
-        serve_moto_serially(args.serve_moto)
-        return 0
     seconds = args.seconds if args.seconds is not None else args.minutes * 60
     if args.processes < 2 or args.keys < 1 or seconds <= 0 or args.lease < 0.5:
         parser.error("need --processes >= 2, --keys >= 1, a positive run time and --lease >= 0.5")

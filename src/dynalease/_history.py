@@ -39,7 +39,7 @@ It also counts *takeovers*: ``acquired`` records whose previous holder left no
 The proof is only as good as the server's transactions. The threaded
 ``python -m moto.server`` undoes concurrent acknowledged writes when it cancels
 a transaction, which shows up here as violations; run moto one request at a
-time (``python -m benchmarks.soak --serve-moto PORT``, see docs/soak.md).
+time (``dynalease._local_server``, which the tests, the demo and the soak use).
 
 Usage::
 
