@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import copy
 import functools
 import inspect
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from types import TracebackType
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 from ._engine.lease import Lease, State
 from ._engine.protocol import check_durations
 from .client import DynamoDBClient, check_table_name
-from .exceptions import LockLost, ValidationError
+from .exceptions import DynamoDBError, LockLost, ValidationError
 from .keys import KeyTemplate, validate_key
 from .metrics import LockMetrics
 
@@ -67,6 +69,7 @@ class _Guard:
         lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
         self._client = client
         self._lease: Lease = client._new_lease(table, validate_key(key), lease_s, wait_s, on_lost)
+        self._dropped: weakref.finalize[Any, Any] | None = None
 
     @property
     def table(self) -> str:
@@ -159,12 +162,30 @@ class _Guard:
                 "and locks are not reentrant: create a new guard"
             )
 
-    def _explain(self, error: ValidationError) -> ValidationError:
-        return ValidationError(
-            f"{error} ({_SCHEMA_HINT.format(table=self.table)})",
-            code=error.code,
-            operation=error.operation,
+    def _explain(self, error: DynamoDBError) -> DynamoDBError:
+        """The same error, saying which lock it concerns (DynamoDB's messages do not)."""
+        hint = (
+            f" ({_SCHEMA_HINT.format(table=self.table)})"
+            if isinstance(error, ValidationError)
+            else ""
         )
+        explained = copy.copy(error)  # same class, code, operation and flags
+        explained.args = (f"lock {self.key!r} in table {self.table!r}: {error}{hint}",)
+        return explained
+
+    def _watch_dropped(self) -> None:
+        """Release in the background if this held guard is garbage-collected unexited.
+
+        A guard entered by hand (``__enter__`` without ``__exit__``) and then
+        dropped would otherwise renew until the process ends, blocking everyone.
+        """
+        runtime, lease = self._client._runtime(), self._lease
+        self._dropped = weakref.finalize(self, runtime.call_soon, lease.abandon)
+        self._dropped.atexit = False
+
+    def _stop_watching(self) -> None:
+        if self._dropped is not None:
+            self._dropped.detach()
 
     @staticmethod
     def _note_cleanup(exc: BaseException | None, cleanup_error: BaseException) -> None:
@@ -204,8 +225,9 @@ class DistributedLock(_Guard):
         except asyncio.CancelledError:
             runtime.call_soon(lease.abandon)
             raise
-        except ValidationError as error:
+        except DynamoDBError as error:
             raise self._explain(error) from error
+        self._watch_dropped()
         return self
 
     async def __aexit__(
@@ -214,6 +236,7 @@ class DistributedLock(_Guard):
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        self._stop_watching()
         try:
             await self._client._runtime().run_async(self._lease.release(), shield=True)
         except asyncio.CancelledError:
@@ -235,8 +258,9 @@ class SyncDistributedLock(_Guard):
         self._prepare()
         try:
             self._client._runtime().run(self._lease.acquire())
-        except ValidationError as error:
+        except DynamoDBError as error:
             raise self._explain(error) from error
+        self._watch_dropped()
         return self
 
     def __exit__(
@@ -245,6 +269,7 @@ class SyncDistributedLock(_Guard):
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        self._stop_watching()
         # Like the async exit, the release is shielded: an interrupt (Ctrl-C) while
         # waiting for it must not cancel it, or the row would wait out its lease.
         release = self._client._runtime().submit(self._lease.release())

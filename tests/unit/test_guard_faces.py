@@ -1,0 +1,50 @@
+"""What the lock faces add on top of the engine: error context and dropped guards."""
+
+from __future__ import annotations
+
+import gc
+import time
+
+import pytest
+
+from dynalease.exceptions import TableNotFoundError
+from dynalease.lock import SyncDistributedLock
+from dynalease.testing import MemoryBackend
+
+
+def test_a_held_guard_dropped_without_exit_releases_its_row() -> None:
+    with MemoryBackend() as backend:
+        client = backend.client
+        client.sync_create_table("locks", partition_key=("key", "S"))
+        SyncDistributedLock(client, table="locks", key="job", lease_duration=30).__enter__()
+        gc.collect()  # the guard is unreachable now; nobody will call __exit__
+        deadline = time.monotonic() + 5
+        while client.sync_get_item("locks", {"key": "job"}) is not None:
+            assert time.monotonic() < deadline, "the dropped guard's row was never released"
+            time.sleep(0.01)
+        with SyncDistributedLock(client, table="locks", key="job", wait_timeout=0):
+            pass  # no observation wait: the row was deleted, not abandoned
+
+
+def test_an_exited_guard_is_not_released_again_when_collected() -> None:
+    with MemoryBackend() as backend:
+        client = backend.client
+        client.sync_create_table("locks", partition_key=("key", "S"))
+        guard = SyncDistributedLock(client, table="locks", key="job")
+        with guard:
+            pass
+        writes = guard.metrics.write_requests
+        lease = guard._lease
+        del guard
+        gc.collect()
+        time.sleep(0.05)
+        assert lease.counters().write_requests == writes == 2
+
+
+def test_a_missing_table_error_names_the_lock_and_the_table() -> None:
+    with MemoryBackend() as backend, pytest.raises(TableNotFoundError) as raised:
+        with SyncDistributedLock(backend.client, table="no-such-locks", key="job"):
+            pass
+    message = str(raised.value)
+    assert "'no-such-locks'" in message and "'job'" in message
+    assert "sync_create_table" in message  # still says what to do
