@@ -169,6 +169,14 @@ class BotoTransport:
                 client = self._client
         return client
 
+    async def prepare(self) -> None:
+        """Make the client (which may resolve credentials) on the blocking pool."""
+        if self._client is None:
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, lambda: self.client)
+            except Exception:  # the first request tries again and reports it, mapped
+                return
+
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one request from this thread."""
         try:

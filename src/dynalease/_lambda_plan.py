@@ -82,13 +82,9 @@ def _prepare(client: DynamoDBClient) -> None:
     and the transport builds it inside the first request, whose timeout is cut
     to the acquisition's budget: a short budget would then fail every cold
     start. Built here, the cost is paid once, and the remaining time is read
-    after it. (The boto transport holds the client itself; the lean one keeps
-    a boto transport for it.)
+    after it.
     """
-    transport = getattr(getattr(client, "_lock_store", None), "transport", None)
-    for holder in (transport, getattr(transport, "boto", None)):
-        if holder is not None and getattr(holder, "client", None) is not None:
-            return
+    client._prepare_locks()
 
 
 class LockPlan:

@@ -162,9 +162,19 @@ class LeanTransport:
         """The connection pool, once the first request has chosen the lean path."""
         return None if self._route is None else self._route.pool
 
+    async def prepare(self) -> None:
+        """Make the botocore client off the loop and choose the lean path or botocore."""
+        if not self._prepared:
+            try:
+                await self._prepare()
+            except Exception:  # the first request tries again and reports it
+                return
+
     async def _prepare(self) -> None:
         # Making the client may resolve credentials (a metadata-service call): off the
         # loop, and once for all the requests that arrive before it is made.
+        if self._prepared:
+            return
         making = self._making
         if making is None or (making.done() and making.exception() is not None):
             making = self._making = asyncio.get_running_loop().run_in_executor(
@@ -186,7 +196,10 @@ class LeanTransport:
     async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one request from the runtime loop."""
         if not self._prepared:
-            await self._prepare()
+            try:
+                await self._prepare()
+            except (botocore.exceptions.BotoCoreError, OSError) as error:
+                raise map_transport_error(error, operation) from error
         route = self._route
         if route is None:
             return await self.boto.send(operation, params)

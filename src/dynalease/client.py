@@ -290,6 +290,15 @@ class DynamoDBClient:
             on_lost=on_lost,
         )
 
+    def _prepare_locks(self) -> None:
+        """Do the lock transport's one-time setup now, blocking (for budgeted callers).
+
+        Building the client and resolving credentials can take a large share of
+        a short budget; a caller that measures its budget (the Lambda
+        middleware) pays for it here, before it reads the time left.
+        """
+        self._runtime().run(self._lock_store.prepare())
+
     async def _in_pool(self, function: Callable[[], T]) -> T:
         runtime = self._runtime()
         return await asyncio.wrap_future(runtime.executor.submit(function))

@@ -54,6 +54,9 @@ class _MemoryTransport:
                 answer["CancellationReasons"] = error.reasons
             raise map_error_code(error.code, error.message, operation, 400, answer) from None
 
+    async def prepare(self) -> None:
+        """Nothing to set up: the table is in memory."""
+
     async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         response: dict[str, Any] = self.call(operation, params)
         return response

@@ -283,6 +283,10 @@ class Lease:
         single = self.wait_s == 0
         deadline = start + (p.zero_wait_budget(self.lease_s) if single else self.wait_s)
         try:
+            # One-time setup (a client to build, credentials to resolve) counts toward
+            # the wait, but is not charged to the first request's timeout: a cold
+            # client with a short budget would otherwise time out before it sent.
+            await self.store.prepare()
             await self._acquire(deadline, single)
         except asyncio.CancelledError:
             self._finish_unacquired(State.CANCELLED)

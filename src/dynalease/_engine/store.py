@@ -37,6 +37,15 @@ class Transport(Protocol):
     ``may_have_committed`` is true means the outcome is unknown.
     """
 
+    async def prepare(self) -> None:
+        """Get ready to send: build clients, resolve credentials (off the runtime loop).
+
+        Awaited before a lock request's timeout starts, so one-time setup is not
+        charged to a single request. Failures are left for the first request to
+        report; a second call after success returns at once.
+        """
+        ...
+
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send from the calling thread and block until the answer."""
         ...
@@ -68,6 +77,13 @@ class LockStore:
 
     def __init__(self, transport: Transport) -> None:
         self.transport = transport
+
+    async def prepare(self) -> None:
+        """Let the transport do its one-time setup before the first request is timed."""
+        # Transports without setup (test doubles among them) may omit prepare.
+        prepare = getattr(self.transport, "prepare", None)
+        if prepare is not None:
+            await prepare()
 
     async def read(self, table: str, key: str) -> Reply:
         """Strongly consistent read of the lock row."""
