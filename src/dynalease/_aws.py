@@ -6,13 +6,16 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import botocore.exceptions
-from botocore.client import BaseClient
-from botocore.config import Config
 
 from ._engine.store import ConditionFailed
+
+if TYPE_CHECKING:
+    from botocore.client import BaseClient
+    from botocore.config import Config
+
 from .exceptions import (
     AccessDeniedError,
     DynamoDBError,
@@ -49,6 +52,8 @@ LOCK_POOL_CONNECTIONS = 64
 
 def lock_config(user: Config | None) -> Config:
     """The lock client's config: the user's, with SDK retries off and bounded timeouts."""
+    from botocore.config import Config
+
     overrides = Config(
         retries={"total_max_attempts": 1, "mode": "standard"},
         connect_timeout=min(

@@ -7,7 +7,10 @@ JSON shapes, so this path sends them itself: JSON bodies, SigV4 signatures
 (:mod:`._lean_sign`) and HTTP/1.1 keep-alive connections (:mod:`._lean_http`)
 on the runtime's event loop.
 
-Everything about *where* and *as whom* comes from the botocore lock client made
+When every setting is in arguments and environment variables (static keys, a
+Region, perhaps an endpoint URL; see :mod:`._lean_config`), the route is read
+from them and no botocore client is built for lock requests. Otherwise
+everything about *where* and *as whom* comes from the botocore lock client made
 from the user's configuration, so both paths agree: the endpoint botocore
 resolved (explicit ``endpoint_url``, ``AWS_ENDPOINT_URL_DYNAMODB``, config files,
 the regional endpoint), its Region, its credentials object (the same chain, and
@@ -30,14 +33,23 @@ import logging
 import os
 import zlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import botocore.exceptions
-from botocore.client import BaseClient
 
-from ._aws import LOCK_POOL_CONNECTIONS, BotoTransport, map_error_code, map_transport_error
+if TYPE_CHECKING:
+    from botocore.client import BaseClient
+
+from ._aws import (
+    LOCK_POOL_CONNECTIONS,
+    LOCK_READ_TIMEOUT_S,
+    BotoTransport,
+    map_error_code,
+    map_transport_error,
+)
 from ._engine.store import Transport
+from ._lean_config import DirectConfig
 from ._lean_http import ConnectionPool, NotSent, Unanswered
 from ._lean_sign import SigV4Signer, amz_date, host_header
 from .constants import ENV_TRANSPORT
@@ -71,23 +83,55 @@ def transport_choice(explicit: str | None) -> str:
     return value
 
 
-def lock_transport(factory: Callable[[], BaseClient], choice: str) -> Transport:
-    """The transport for lock requests over a botocore lock client made by ``factory``."""
+def lock_transport(
+    factory: Callable[[], BaseClient], choice: str, direct: DirectConfig | None = None
+) -> Transport:
+    """The transport for lock requests over a botocore lock client made by ``factory``.
+
+    With ``direct`` (settings read without botocore), the lean path needs no
+    botocore client for the requests it sends on the runtime loop.
+    """
     if choice == "boto":
         return BotoTransport(factory)
-    return LeanTransport(factory)
+    return LeanTransport(factory, direct)
 
 
 class _Route:
-    """Where lean requests go and how they are signed, taken from a botocore client."""
+    """Where lean requests go and how they are signed."""
 
-    def __init__(self, client: Any) -> None:
-        url = client.meta.endpoint_url
+    def __init__(
+        self,
+        url: str,
+        region: str,
+        credentials: Any,
+        *,
+        verify: Any = None,
+        connect_timeout: float,
+        read_timeout: float,
+        max_connections: int,
+    ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise _Unsupported(f"endpoint {url!r} is not an http(s) URL")
         if parts.path not in ("", "/") or parts.query or parts.username:
             raise _Unsupported(f"endpoint {url!r} has a path, query or user info")
+        host = parts.hostname
+        self.url = url
+        self.credentials = credentials
+        self.signer = SigV4Signer(host_header(parts.scheme, host, parts.port), region)
+        self.pool = ConnectionPool(
+            host,
+            parts.port or (443 if parts.scheme == "https" else 80),
+            ssl_context=_ssl_context(verify) if parts.scheme == "https" else None,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            max_connections=max_connections,
+        )
+
+    @classmethod
+    def of_client(cls, client: Any) -> _Route:
+        """The route of a botocore client: its endpoint, Region, credentials and settings."""
+        url = client.meta.endpoint_url
         config = client.meta.config
         if (config.signature_version or "v4") not in ("v4", "dynamodb"):
             raise _Unsupported(f"signature version {config.signature_version!r}")
@@ -100,21 +144,27 @@ class _Route:
             raise _Unsupported("a proxy is configured for the endpoint")
         if getattr(session, "_cert_file", None):
             raise _Unsupported("a client certificate is configured")
-        verify = session._verify
-        host = parts.hostname
-        self.url = url
-        self.credentials = credentials
-        self.signer = SigV4Signer(
-            host_header(parts.scheme, host, parts.port),
+        return cls(
+            url,
             signer._region_name or client.meta.region_name,
-        )
-        self.pool = ConnectionPool(
-            host,
-            parts.port or (443 if parts.scheme == "https" else 80),
-            ssl_context=_ssl_context(verify) if parts.scheme == "https" else None,
+            credentials,
+            verify=session._verify,
             connect_timeout=float(config.connect_timeout),
             read_timeout=float(config.read_timeout),
             max_connections=int(config.max_pool_connections or LOCK_POOL_CONNECTIONS),
+        )
+
+    @classmethod
+    def direct(cls, config: DirectConfig) -> _Route:
+        """The route read from the environment, with the lock client's bounds."""
+        return cls(
+            config.endpoint_url,
+            config.region,
+            config.credentials,
+            verify=config.ca_bundle,
+            connect_timeout=config.connect_timeout,
+            read_timeout=LOCK_READ_TIMEOUT_S,
+            max_connections=LOCK_POOL_CONNECTIONS,
         )
 
 
@@ -123,19 +173,33 @@ class _Unsupported(Exception):
 
 
 def _ssl_context(verify: Any) -> Any:
+    """The TLS context botocore's ``verify`` setting means (False, a CA path, or default)."""
     import ssl
-
-    from botocore.httpsession import get_cert_path
 
     if verify is False:
         context = ssl.create_default_context()
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
         return context
-    path = get_cert_path(verify)
-    if isinstance(path, str) and os.path.isdir(path):
+    # botocore: True (or unset) means its default bundle; a string is a CA file or directory.
+    path = verify if isinstance(verify, str) else _default_ca_bundle()
+    if os.path.isdir(path):
         return ssl.create_default_context(capath=path)
     return ssl.create_default_context(cafile=path)
+
+
+def _default_ca_bundle() -> str:
+    # As botocore.httpsession.get_cert_path(True), without importing it (slow).
+    try:
+        import certifi
+
+        return str(certifi.where())
+    except ImportError:
+        import importlib.util
+
+        spec = importlib.util.find_spec("botocore")
+        assert spec is not None and spec.origin is not None
+        return os.path.join(os.path.dirname(spec.origin), "cacert.pem")
 
 
 class LeanTransport:
@@ -146,8 +210,11 @@ class LeanTransport:
     the lean path. The botocore client is made on first use, off the loop.
     """
 
-    def __init__(self, factory: Callable[[], BaseClient]) -> None:
+    def __init__(
+        self, factory: Callable[[], BaseClient], direct: DirectConfig | None = None
+    ) -> None:
         self.boto = BotoTransport(factory)
+        self._direct = direct
         self._route: _Route | None = None
         self._prepared = False
         self._making: asyncio.Future[BaseClient] | None = None
@@ -175,6 +242,16 @@ class LeanTransport:
         # loop, and once for all the requests that arrive before it is made.
         if self._prepared:
             return
+        if self._direct is not None:
+            # Everything is known without botocore: no client to build.
+            try:
+                self._route = _Route.direct(self._direct)
+            except _Unsupported as why:
+                self._direct = None
+                log.debug("dynalease: the environment's endpoint needs botocore: %s", why)
+            else:
+                self._prepared = True
+                return
         making = self._making
         if making is None or (making.done() and making.exception() is not None):
             making = self._making = asyncio.get_running_loop().run_in_executor(
@@ -184,7 +261,7 @@ class LeanTransport:
         if self._prepared:
             return
         try:
-            self._route = _Route(client)
+            self._route = _Route.of_client(client)
         except _Unsupported as why:
             self.fallback_reason = str(why)
             log.debug("dynalease: lock requests go through botocore: %s", why)

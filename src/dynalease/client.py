@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     import boto3
     from botocore.client import BaseClient
 
+    from ._lean_config import DirectConfig
+
 __all__ = ["DynamoDBClient"]
 
 T = TypeVar("T")
@@ -110,16 +112,6 @@ class DynamoDBClient:
         from ._lean import transport_choice
 
         choice = transport_choice(transport)
-        import boto3
-        from botocore.config import Config
-
-        session = boto3.Session(
-            aws_access_key_id=access_key,
-            aws_secret_access_key=secret_key,
-            aws_session_token=session_token,
-            region_name=region,
-            profile_name=profile,
-        )
         options: dict[str, Any] = {}
         if connect is not None:
             options["connect_timeout"] = connect
@@ -127,7 +119,43 @@ class DynamoDBClient:
             options["read_timeout"] = read
         if max_retries is not None:
             options["retries"] = {"total_max_attempts": max_retries + 1, "mode": "standard"}
-        self._setup_boto(session, endpoint_url, Config(**options) if options else None, choice)
+
+        def make_session() -> Any:
+            import boto3
+
+            return boto3.Session(
+                aws_access_key_id=access_key,
+                aws_secret_access_key=secret_key,
+                aws_session_token=session_token,
+                region_name=region,
+                profile_name=profile,
+            )
+
+        def make_config() -> Any:
+            from botocore.config import Config
+
+            return Config(**options) if options else None
+
+        direct = None
+        if choice == "lean":
+            from ._aws import LOCK_CONNECT_TIMEOUT_S
+            from ._lean_config import direct_config
+
+            # When the settings are all in arguments and the environment, lock
+            # requests need no botocore at all: a fresh process locks sooner.
+            direct = direct_config(
+                region=region,
+                endpoint_url=endpoint_url,
+                access_key=access_key,
+                secret_key=secret_key,
+                session_token=session_token,
+                profile=profile,
+                connect_timeout=min(LOCK_CONNECT_TIMEOUT_S, connect or LOCK_CONNECT_TIMEOUT_S),
+            )
+        if direct is None:
+            self._setup_boto(make_session(), endpoint_url, make_config(), choice)
+        else:
+            self._setup_direct(make_session, make_config, endpoint_url, direct)
 
     # --- construction -----------------------------------------------------
 
@@ -196,7 +224,6 @@ class DynamoDBClient:
     def _setup_boto(
         self, session: Any, endpoint_url: str | None, config: Any, transport: str
     ) -> None:
-        from ._aws import BotoTransport, lock_config
         from ._lean import lock_transport
 
         # botocore reads AWS_DEFAULT_REGION only; AWS_REGION is what Lambda and the
@@ -208,13 +235,56 @@ class DynamoDBClient:
                 "AWS_DEFAULT_REGION, or use a profile that sets one"
             )
 
+        self._setup_clients(
+            lambda: (session, config),
+            region,
+            endpoint_url,
+            lambda locks: lock_transport(locks, transport),
+        )
+
+    def _setup_direct(
+        self,
+        make_session: Callable[[], Any],
+        make_config: Callable[[], Any],
+        endpoint_url: str | None,
+        direct: DirectConfig,
+    ) -> None:
+        """Lean lock requests from ``direct``; botocore only when something needs it."""
+        from ._lean import LeanTransport
+
+        made: list[tuple[Any, Any]] = []
+
+        def session_and_config() -> tuple[Any, Any]:
+            if not made:  # built at most once (a race builds two; either is right)
+                made.append((make_session(), make_config()))
+            return made[0]
+
+        self._setup_clients(
+            session_and_config,
+            direct.region,
+            endpoint_url,
+            lambda locks: LeanTransport(locks, direct),
+        )
+
+    def _setup_clients(
+        self,
+        session_and_config: Callable[[], tuple[Any, Any]],
+        region: str,
+        endpoint_url: str | None,
+        lock_transport: Callable[[Callable[[], BaseClient]], Transport],
+    ) -> None:
+        """botocore clients made on first use: the user's, and the lock client."""
+        from ._aws import BotoTransport, lock_config
+
         def items() -> BaseClient:
+            session, config = session_and_config()
             client: BaseClient = session.client(
                 "dynamodb", region_name=region, endpoint_url=endpoint_url, config=config
             )
             return client
 
         def locks() -> BaseClient:
+            session, config = session_and_config()
             client: BaseClient = session.client(
                 "dynamodb",
                 region_name=region,
@@ -225,7 +295,7 @@ class DynamoDBClient:
 
         self._setup(
             BotoTransport(items),
-            lock_transport(locks, transport),
+            lock_transport(locks),
             region=region,
             endpoint_url=endpoint_url,
         )

@@ -216,4 +216,9 @@ def test_the_lock_transport_is_built_before_the_budget_is_measured(
     boto = getattr(lock_transport, "boto", lock_transport)
     assert boto._client is None  # nothing is built by constructing a client
     _prepare(fresh)
-    assert boto._client is not None
+    # The boto path holds a built client; the lean one has chosen its route (from
+    # the environment without botocore here, or from a built botocore client).
+    if transport == "lean":
+        assert lock_transport._prepared
+    else:
+        assert boto._client is not None

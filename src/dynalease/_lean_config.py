@@ -1,0 +1,127 @@
+"""Where and as whom lean lock requests go, when the settings say so without botocore.
+
+Importing botocore and building a DynamoDB client costs a fresh process a few
+hundred milliseconds (most of a Lambda cold start's lock). In the common
+deployment (a Lambda function, a container with static keys in the
+environment) everything the lock path needs is in a few environment
+variables: static keys, the Region, perhaps an endpoint URL. This module reads
+those, and only those, and answers ``None`` whenever botocore could decide
+differently: a shared config file (profiles may set a Region, an endpoint, a
+CA bundle, FIPS or dual-stack endpoints), a profile, refreshable or account-
+scoped credentials, proxies, or a Region outside the partitions
+whose endpoint pattern is fixed. ``None`` means: build the botocore client and
+take everything from it, as before.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+#: Variables that change what botocore would do in ways this module does not model.
+_HAND_TO_BOTOCORE = (
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_CREDENTIAL_EXPIRATION",
+    "AWS_ACCOUNT_ID",
+    "AWS_ACCOUNT_ID_ENDPOINT_MODE",
+    "AWS_USE_FIPS_ENDPOINT",
+    "AWS_USE_DUALSTACK_ENDPOINT",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "http_proxy",
+    "https_proxy",
+)
+
+#: Regions of the partitions whose DynamoDB endpoint is ``dynamodb.<region>.<suffix>``.
+_PARTITIONS = (
+    (re.compile(r"^(us|eu|ap|sa|ca|me|af|il|mx)-[a-z]+-\d+$"), "amazonaws.com"),
+    (re.compile(r"^cn-[a-z]+-\d+$"), "amazonaws.com.cn"),
+    (re.compile(r"^us-gov-[a-z]+-\d+$"), "amazonaws.com"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StaticCredentials:
+    """Keys that never change; shaped like botocore's frozen credentials."""
+
+    access_key: str
+    secret_key: str
+    token: str | None
+
+    def get_frozen_credentials(self) -> StaticCredentials:
+        """These keys (botocore's credentials interface)."""
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class DirectConfig:
+    """Everything the lean path needs, read from arguments and the environment."""
+
+    endpoint_url: str
+    region: str
+    credentials: StaticCredentials
+    connect_timeout: float
+    #: ``AWS_CA_BUNDLE`` (botocore's ``verify`` then is this path), else None: the default.
+    ca_bundle: str | None = None
+
+
+def regional_endpoint(region: str) -> str | None:
+    """The DynamoDB endpoint of a Region in a fixed-pattern partition, else None."""
+    for pattern, suffix in _PARTITIONS:
+        if pattern.match(region):
+            return f"https://dynamodb.{region}.{suffix}"
+    return None
+
+
+def _env(name: str) -> str | None:
+    return os.environ.get(name) or None
+
+
+def _config_files_exist() -> bool:
+    paths = (
+        os.environ.get("AWS_CONFIG_FILE") or "~/.aws/config",
+        # botocore reads credentials files only after the environment, but a profile
+        # there could be selected; its presence alone does not matter when keys
+        # come from the environment, so only the config file is checked.
+    )
+    return any(os.path.exists(os.path.expanduser(path)) for path in paths)
+
+
+def direct_config(
+    *,
+    region: str | None,
+    endpoint_url: str | None,
+    access_key: str | None,
+    secret_key: str | None,
+    session_token: str | None,
+    profile: str | None,
+    connect_timeout: float,
+) -> DirectConfig | None:
+    """The lean route from explicit arguments and the environment, or None for botocore."""
+    if profile is not None or any(os.environ.get(name) for name in _HAND_TO_BOTOCORE):
+        return None
+    if _config_files_exist():
+        return None
+    if access_key is not None and secret_key is not None:
+        credentials = StaticCredentials(access_key, secret_key, session_token)
+    else:
+        key, secret = _env("AWS_ACCESS_KEY_ID"), _env("AWS_SECRET_ACCESS_KEY")
+        if key is None or secret is None:
+            return None  # the rest of the chain (files, container, instance): botocore
+        token = _env("AWS_SESSION_TOKEN") or _env("AWS_SECURITY_TOKEN")
+        credentials = StaticCredentials(key, secret, token)
+    # As DynamoDBClient resolves it: botocore's answer (explicit, AWS_DEFAULT_REGION),
+    # then AWS_REGION.
+    region = region or _env("AWS_DEFAULT_REGION") or _env("AWS_REGION")
+    if region is None:
+        return None
+    url = endpoint_url
+    if url is None and (_env("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS") or "").lower() != "true":
+        url = _env("AWS_ENDPOINT_URL_DYNAMODB") or _env("AWS_ENDPOINT_URL")
+    if url is None:
+        url = regional_endpoint(region)
+        if url is None:
+            return None
+    return DirectConfig(url, region, credentials, connect_timeout, _env("AWS_CA_BUNDLE"))
