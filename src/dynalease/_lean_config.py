@@ -104,6 +104,8 @@ def direct_config(
         return None
     if _config_files_exist():
         return None
+    if access_key is None and session_token is not None:
+        return None  # a token without keys: whatever botocore makes of it
     if access_key is not None and secret_key is not None:
         credentials = StaticCredentials(access_key, secret_key, session_token)
     else:
