@@ -63,6 +63,11 @@ def remaining_seconds(context: Any) -> float | None:
     return max(0.0, float(millis) / 1000)
 
 
+def usable_time(remaining_s: float, *, reserve_s: float, lease_s: float) -> float:
+    """What an acquisition may spend: ``remaining - reserve - cleanup_budget(lease)``."""
+    return remaining_s - reserve_s - cleanup_budget(lease_s)
+
+
 def acquisition_wait(
     remaining_s: float | None,
     *,
@@ -81,7 +86,7 @@ def acquisition_wait(
     """
     if remaining_s is None:
         return DEFAULT_WAIT_S if wait_timeout is None else wait_timeout
-    usable = remaining_s - reserve_s - cleanup_budget(lease_s)
+    usable = usable_time(remaining_s, reserve_s=reserve_s, lease_s=lease_s)
     if usable <= 0:
         raise NoTimeLeft(remaining_s, reserve_s, lease_s)
     if wait_timeout is None:

@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import Any
 
 from ._engine.protocol import check_durations
-from ._lambda_budget import NoTimeLeft, acquisition_wait, remaining_seconds
+from ._lambda_budget import NoTimeLeft, acquisition_wait, remaining_seconds, usable_time
 from ._lambda_fields import EventKey
 from ._lambda_report import Reporter, check_log_key, check_logger, check_metrics
 from .client import DynamoDBClient, check_table_name
@@ -188,6 +188,12 @@ class Holding:
         guard = SyncDistributedLock(
             client, table=table, key=key, lease_duration=plan._lease_s, wait_timeout=wait
         )
+        if wait == 0 and remaining is not None:
+            # One immediate attempt still has a network budget (up to 5 s); never
+            # let it run past what the invocation can afford.
+            guard._limit_single_attempt(
+                usable_time(remaining, reserve_s=plan._reserve_s, lease_s=plan._lease_s)
+            )
         try:
             guard.__enter__()
         except LockNotAcquired:

@@ -173,6 +173,10 @@ class _Guard:
         explained.args = (f"lock {self.key!r} in table {self.table!r}: {error}{hint}",)
         return explained
 
+    def _limit_single_attempt(self, seconds: float) -> None:
+        """Cap the network budget of a ``wait_timeout=0`` attempt (the Lambda budget)."""
+        self._lease.single_attempt_cap = seconds
+
     def _watch_dropped(self) -> None:
         """Release in the background if this held guard is garbage-collected unexited.
 

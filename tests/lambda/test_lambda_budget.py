@@ -20,7 +20,7 @@ from dynalease._lambda_budget import (
 )
 from dynalease.exceptions import LockNotAcquired
 from dynalease.lock import SyncDistributedLock
-from dynalease.middleware import lock_handler
+from dynalease.middleware import current_lock, lock_handler
 
 # --- the rule itself (pure) --------------------------------------------------
 
@@ -159,6 +159,21 @@ def test_wait_timeout_zero_makes_one_attempt_on_a_held_lock(
     counts = counting_proxy.counts
     assert counts["PutItem"] == 1
     assert counts["UpdateItem"] == counts["DeleteItem"] == 0
+
+
+def test_a_single_attempt_never_spends_more_than_the_invocation_can_afford(
+    lock_table: str, counted_client: DynamoDBClient
+) -> None:
+    # 12 s left, 5 s reserved, a 10 s lease's cleanup budget is 6 s: about 1 s usable,
+    # well under the 5 s network budget a wait_timeout=0 attempt has on its own.
+    @lock_handler(
+        counted_client, key="job:{job_id}", wait_timeout=0, lease_duration=10, reserve_time=5
+    )
+    def handler(event: dict[str, str], context: object) -> float | None:
+        return current_lock()._lease.single_attempt_cap
+
+    cap = handler({"job_id": _key()}, CountdownContext(12))
+    assert cap is not None and 0.5 < cap <= 1.0
 
 
 def test_an_uncontended_invocation_makes_two_writes(

@@ -117,6 +117,9 @@ class Lease:
         self.wait_s = wait_s
         self.owner = p.new_token()
         self.state = State.NEW
+        #: A tighter network budget for a ``wait_s == 0`` attempt (set by the Lambda
+        #: middleware from the invocation's remaining time).
+        self.single_attempt_cap: float | None = None
         self._resource = (table, key)
         self._lease_ms = p.lease_ms(lease_s)
         self._span = p.validity_span(lease_s)
@@ -281,7 +284,10 @@ class Lease:
         self.state = State.ACQUIRING
         start = self.clock.monotonic()
         single = self.wait_s == 0
-        deadline = start + (p.zero_wait_budget(self.lease_s) if single else self.wait_s)
+        budget = p.zero_wait_budget(self.lease_s)
+        if self.single_attempt_cap is not None:
+            budget = min(budget, self.single_attempt_cap)
+        deadline = start + (budget if single else self.wait_s)
         try:
             # One-time setup (a client to build, credentials to resolve) counts toward
             # the wait, but is not charged to the first request's timeout: a cold
