@@ -50,7 +50,7 @@ from ._aws import (
 )
 from ._engine.store import Transport
 from ._lean_config import DirectConfig
-from ._lean_http import ConnectionPool, NotSent, Unanswered
+from ._lean_http import BlockingPool, ConnectionPool, Late, NotSent, Unanswered
 from ._lean_sign import SigV4Signer, amz_date, host_header
 from .constants import ENV_TRANSPORT
 
@@ -119,14 +119,41 @@ class _Route:
         self.url = url
         self.credentials = credentials
         self.signer = SigV4Signer(host_header(parts.scheme, host, parts.port), region)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        ssl_context = _ssl_context(verify) if parts.scheme == "https" else None
         self.pool = ConnectionPool(
             host,
-            parts.port or (443 if parts.scheme == "https" else 80),
-            ssl_context=_ssl_context(verify) if parts.scheme == "https" else None,
+            port,
+            ssl_context=ssl_context,
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
             max_connections=max_connections,
         )
+        #: For sync locks' own requests, sent from the calling thread.
+        self.blocking = BlockingPool(
+            host,
+            port,
+            ssl_context=ssl_context,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            max_idle=max_connections,
+        )
+
+    def request_bytes(self, operation: str, body: bytes, frozen: Any) -> bytes:
+        """The signed request head for ``body``."""
+        headers = self.signer.sign(
+            _TARGET + operation,
+            body,
+            frozen.access_key,
+            frozen.secret_key,
+            frozen.token,
+            amz_date(),
+        )
+        head = "".join(f"{name}: {value}\r\n" for name, value in headers)
+        return (
+            f"POST / HTTP/1.1\r\n{head}Content-Length: {len(body)}\r\n"
+            f"User-Agent: {_USER_AGENT}\r\nAccept-Encoding: identity\r\n\r\n"
+        ).encode("latin-1")
 
     @classmethod
     def of_client(cls, client: Any) -> _Route:
@@ -282,22 +309,61 @@ class LeanTransport:
             return await self.boto.send(operation, params)
         body = _ENCODER.encode(params).encode()
         frozen = await _frozen(route.credentials, operation)
-        headers = route.signer.sign(
-            _TARGET + operation,
-            body,
-            frozen.access_key,
-            frozen.secret_key,
-            frozen.token,
-            amz_date(),
-        )
-        head = "".join(f"{name}: {value}\r\n" for name, value in headers)
-        request = (
-            f"POST / HTTP/1.1\r\n{head}Content-Length: {len(body)}\r\n"
-            f"User-Agent: {_USER_AGENT}\r\nAccept-Encoding: identity\r\n\r\n"
-        ).encode("latin-1")
+        request = route.request_bytes(operation, body, frozen)
         try:
             status, payload, crc = await route.pool.request(
                 request, body, retry_stale=operation in _READS
+            )
+        except (NotSent, Unanswered) as failure:
+            raise _transport_failure(failure, route.url, operation) from failure.cause
+        return _answer(operation, status, payload, crc, route.url)
+
+    def blocking_ready(self) -> bool:
+        """True when :meth:`send_blocking` can send (the lean path was chosen)."""
+        return self._prepared and self._route is not None
+
+    def send_blocking(
+        self,
+        operation: str,
+        params: dict[str, Any],
+        timeout: float,
+        on_late: Callable[[Late], object],
+    ) -> dict[str, Any]:
+        """Send one request from the calling thread, waiting at most ``timeout`` seconds.
+
+        Only after :meth:`blocking_ready`. A request that was sent but not
+        answered in time goes to ``on_late`` (see :meth:`finish_late`) and is
+        raised as a failure that may have been applied.
+        """
+        route = self._route
+        assert route is not None, "send_blocking before the lean path was chosen"
+        body = _ENCODER.encode(params).encode()
+        try:
+            # A due refresh runs here, in the caller's thread, as botocore's would.
+            frozen = route.credentials.get_frozen_credentials()
+            if frozen.access_key is None or frozen.secret_key is None:
+                raise botocore.exceptions.NoCredentialsError()
+        except (botocore.exceptions.BotoCoreError, OSError) as error:
+            raise map_transport_error(error, operation) from error
+        request = route.request_bytes(operation, body, frozen)
+        try:
+            status, payload, crc = route.blocking.request(
+                request + body,
+                timeout=timeout,
+                retry_stale=operation in _READS,
+                on_late=on_late,
+            )
+        except (NotSent, Unanswered) as failure:
+            raise _transport_failure(failure, route.url, operation) from failure.cause
+        return _answer(operation, status, payload, crc, route.url)
+
+    async def finish_late(self, operation: str, late: Late) -> dict[str, Any]:
+        """The answer to a late blocking request, read on the runtime's thread pool."""
+        route = self._route
+        assert route is not None
+        try:
+            status, payload, crc = await asyncio.get_running_loop().run_in_executor(
+                None, late.finish
             )
         except (NotSent, Unanswered) as failure:
             raise _transport_failure(failure, route.url, operation) from failure.cause

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import select
 import socket
+import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ConnectionPool", "NotSent", "Unanswered"]
+__all__ = ["BlockingPool", "ConnectionPool", "Late", "NotSent", "Unanswered"]
 
 #: A connection idle longer than this is closed rather than reused: servers
 #: and middle boxes drop idle connections, and a write sent into a connection
@@ -79,7 +82,7 @@ class _Answer(asyncio.Protocol):
         if self.waiter is None or self.waiter.done():
             return
         try:
-            answer = self._complete()
+            answer = self.complete()
         except ValueError as error:
             self._fail(error)
             return
@@ -133,17 +136,28 @@ class _Answer(asyncio.Protocol):
         waiter = self.waiter
         if waiter is None or waiter.done():
             return
+        try:
+            waiter.set_result(self.ended(exc))
+        except (_Stale, OSError) as error:
+            waiter.set_exception(error)
+
+    def ended(self, exc: BaseException | None) -> tuple[int, bytes, int | None]:
+        """The answer when the connection ends now; raises when it is incomplete.
+
+        Raises :class:`_Stale` when not a byte of the answer had arrived.
+        """
         if self._head is None and self._head_end == 0 and not self.buffer:
-            waiter.set_exception(_Stale())
-            return
+            raise _Stale()
         if self._head is not None and self._head[1] is None and not self._head[2]:
             # No length and not chunked: the body runs to the end of the connection.
             status, _, _, _, crc = self._head
-            waiter.set_result((status, bytes(self.buffer[self._head_end :]), crc))
-            return
-        waiter.set_exception(exc or ConnectionResetError("connection closed mid-answer"))
+            self.keep = False
+            return status, bytes(self.buffer[self._head_end :]), crc
+        if isinstance(exc, OSError):
+            raise exc
+        raise ConnectionResetError("connection closed mid-answer")
 
-    def _complete(self) -> tuple[int, bytes, int | None] | None:
+    def complete(self) -> tuple[int, bytes, int | None] | None:
         """The whole answer once it is in the buffer, else None."""
         if self._head is None:
             end = self.buffer.find(b"\r\n\r\n")
@@ -173,7 +187,27 @@ class _Answer(asyncio.Protocol):
         return status, body, crc
 
 
-class ConnectionPool:
+class _Pool:
+    """Where a pool connects to and its time limits."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        ssl_context: Any = None,
+        connect_timeout: float,
+        read_timeout: float,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.ssl_context = ssl_context
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.opened = 0  # connections made, for tests and benchmarks
+
+
+class ConnectionPool(_Pool):
     """Keep-alive connections to one host, used from one event loop."""
 
     def __init__(
@@ -186,18 +220,19 @@ class ConnectionPool:
         read_timeout: float,
         max_connections: int,
     ) -> None:
-        self.host = host
-        self.port = port
-        self.ssl_context = ssl_context
-        self.connect_timeout = connect_timeout
-        self.read_timeout = read_timeout
+        super().__init__(
+            host,
+            port,
+            ssl_context=ssl_context,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+        )
         self._idle: deque[_Answer] = deque()
         self._slots = asyncio.Semaphore(max_connections)
         self._address: tuple[Any, ...] | None = None
         self._family = 0
         self._resolved_at = -RESOLVE_TTL_S
         self._resolving: asyncio.Future[list[Any]] | None = None
-        self.opened = 0  # connections made, for tests and benchmarks
 
     async def _resolve(self) -> tuple[int, tuple[Any, ...]]:
         literal = _ip_literal(self.host, self.port)
@@ -313,6 +348,263 @@ class ConnectionPool:
             self._idle.pop().close()
 
 
+class Late:
+    """A request sent by a blocking caller whose answer had not arrived when it stopped waiting.
+
+    The write may still be applied; whoever takes this over finishes reading the
+    answer (:meth:`BlockingPool.finish`) to learn whether it was.
+    """
+
+    def __init__(self, pool: BlockingPool, sock: socket.socket, answer: _Answer, expires: float):
+        self.pool = pool
+        self.sock = sock
+        self.answer = answer
+        self.expires = expires
+
+    def finish(self) -> tuple[int, bytes, int | None]:
+        """Block until the answer is complete or the read timeout has passed."""
+        return self.pool.finish(self)
+
+    def close(self) -> None:
+        """Stop listening for the answer."""
+        self.sock.close()
+
+
+class BlockingPool(_Pool):
+    """Keep-alive connections to one host for callers that block in their own thread.
+
+    A sync lock's own requests go out from the calling thread: no hand-over to
+    the runtime thread and back, which costs more CPU than the request itself.
+    Thread-safe; each request uses one connection at a time.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        ssl_context: Any = None,
+        connect_timeout: float,
+        read_timeout: float,
+        max_idle: int,
+    ) -> None:
+        super().__init__(
+            host,
+            port,
+            ssl_context=ssl_context,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+        )
+        self.max_idle = max_idle
+        self._idle: list[tuple[socket.socket, float]] = []
+        self._lock = threading.Lock()
+        self._literal = _ip_literal(host, port)
+        self._address: tuple[int, tuple[Any, ...]] | None = None
+        self._resolved_at = -RESOLVE_TTL_S
+
+    def request(
+        self,
+        data: bytes,
+        *,
+        timeout: float,
+        retry_stale: bool,
+        on_late: Callable[[Late], object] | None = None,
+    ) -> tuple[int, bytes, int | None]:
+        """Send ``data``; return (status, response body, its ``x-amz-crc32``).
+
+        Waits at most ``timeout`` seconds in all. When the request was sent but
+        its answer is not complete by then (or an interrupt arrives meanwhile),
+        the connection goes to ``on_late`` as a :class:`Late` before
+        :class:`Unanswered` (or the interrupt) is raised.
+        """
+        deadline = time.monotonic() + timeout
+        sock = self._take_idle()
+        reused = sock is not None
+        if sock is None:
+            sock = self._connect(deadline)
+        try:
+            return self._exchange(sock, data, deadline, on_late, reused=reused)
+        except _Stale:
+            if not (reused and retry_stale):
+                raise _closed() from None
+        sock = self._connect(deadline)
+        try:
+            return self._exchange(sock, data, deadline, on_late, reused=False)
+        except _Stale:
+            raise _closed() from None
+
+    def finish(self, late: Late) -> tuple[int, bytes, int | None]:
+        """Read the rest of a late answer until its read timeout (see :class:`Late`)."""
+        try:
+            return self._read(late.sock, late.answer, late.expires)
+        except TimeoutError:
+            raise Unanswered(None, timeout=True) from None
+        except _Stale:
+            raise _closed() from None
+        finally:
+            late.sock.close()
+
+    def close(self) -> None:
+        """Close the idle connections."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for sock, _ in idle:
+            sock.close()
+
+    def _take_idle(self) -> socket.socket | None:
+        now = time.monotonic()
+        while True:
+            with self._lock:
+                if not self._idle:
+                    return None
+                sock, since = self._idle.pop()  # the most recently used is the least likely dropped
+            if now - since < IDLE_REUSE_S and _open_and_quiet(sock):
+                return sock
+            sock.close()
+
+    def _resolve(self) -> tuple[int, tuple[Any, ...]]:
+        if self._literal is not None:
+            return self._literal
+        now = time.monotonic()
+        address = self._address
+        if address is None or now - self._resolved_at > RESOLVE_TTL_S:
+            infos = socket.getaddrinfo(
+                self.host, self.port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
+            )
+            if not infos:
+                raise OSError(f"cannot resolve {self.host!r}")
+            address = self._address = (infos[0][0], infos[0][4])
+            self._resolved_at = now
+        return address
+
+    def _connect(self, deadline: float) -> socket.socket:
+        sock: socket.socket | None = None
+        try:
+            family, address = self._resolve()
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sock.settimeout(_left(deadline, cap=self.connect_timeout))
+            sock.connect(address)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            if self.ssl_context is not None:
+                sock = self.ssl_context.wrap_socket(sock, server_hostname=self.host)
+        except TimeoutError as error:
+            if sock is not None:
+                sock.close()
+            raise NotSent(error, timeout=True) from None
+        except OSError as error:
+            if sock is not None:
+                sock.close()
+            self._address = None  # resolve again next time
+            raise NotSent(error, timeout=False) from None
+        self.opened += 1
+        return sock
+
+    def _exchange(
+        self,
+        sock: socket.socket,
+        data: bytes,
+        deadline: float,
+        on_late: Callable[[Late], object] | None,
+        *,
+        reused: bool,
+    ) -> tuple[int, bytes, int | None]:
+        answer = _Answer()
+        try:
+            sock.settimeout(_left(deadline))
+            sock.sendall(data)
+        except BaseException as error:
+            sock.close()
+            if reused and isinstance(error, OSError) and not isinstance(error, TimeoutError):
+                raise _Stale() from None  # dropped while idle: nothing was read from it
+            if isinstance(error, OSError):
+                raise Unanswered(
+                    None if isinstance(error, TimeoutError) else error,
+                    timeout=isinstance(error, TimeoutError),
+                ) from None
+            raise
+        expires = time.monotonic() + self.read_timeout
+        try:
+            result = self._read(sock, answer, deadline)
+        except TimeoutError:
+            if on_late is None:
+                sock.close()
+            else:
+                on_late(Late(self, sock, answer, expires))
+            raise Unanswered(None, timeout=True) from None
+        except (_Stale, Unanswered):
+            sock.close()
+            raise
+        except BaseException:
+            # Interrupted while waiting: the answer may still tell whether it was applied.
+            if on_late is None:
+                sock.close()
+            else:
+                on_late(Late(self, sock, answer, expires))
+            raise
+        if answer.keep:
+            self._keep(sock)
+        else:
+            sock.close()
+        return result
+
+    def _read(
+        self, sock: socket.socket, answer: _Answer, deadline: float
+    ) -> tuple[int, bytes, int | None]:
+        """Receive until ``answer`` is complete; TimeoutError once ``deadline`` passes."""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("read timed out")
+            sock.settimeout(left)
+            try:
+                chunk = sock.recv(65536)
+            except TimeoutError:
+                raise
+            except OSError as error:
+                try:
+                    return answer.ended(error)
+                except OSError as failure:
+                    raise Unanswered(failure, timeout=False) from None
+            if not chunk:
+                try:
+                    return answer.ended(None)
+                except OSError as failure:
+                    raise Unanswered(failure, timeout=False) from None
+            answer.buffer += chunk
+            try:
+                result = answer.complete()
+            except ValueError as error:
+                raise Unanswered(error, timeout=False) from None
+            if result is not None:
+                return result
+
+    def _keep(self, sock: socket.socket) -> None:
+        with self._lock:
+            if len(self._idle) < self.max_idle:
+                self._idle.append((sock, time.monotonic()))
+                return
+        sock.close()
+
+
+def _open_and_quiet(sock: socket.socket) -> bool:
+    """True when an idle connection is still open and has sent nothing unasked.
+
+    A readable idle connection was closed by the server (or sent bytes nobody
+    asked for): either way it must not carry a write whose outcome matters.
+    """
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return not readable
+
+
+def _left(deadline: float, cap: float | None = None) -> float:
+    left = max(deadline - time.monotonic(), 1e-3)
+    return left if cap is None else min(left, cap)
+
+
 def _ip_literal(host: str, port: int) -> tuple[int, tuple[Any, ...]] | None:
     """(family, address) when ``host`` is an IP address: nothing to look up."""
     try:
@@ -329,29 +621,38 @@ def _closed() -> Unanswered:
 
 
 def _parse_head(head: bytes) -> tuple[int, int | None, bool, bool, int | None]:
-    """(status, content length, chunked, keep-alive, CRC32) from a response head."""
-    lines = head.decode("latin-1").split("\r\n")
-    version, _, rest = lines[0].partition(" ")
+    """(status, content length, chunked, keep-alive, CRC32) from a response head.
+
+    ``head`` ends with the blank line. Only the four headers that matter are
+    looked up (case-insensitively), not every header split and decoded.
+    """
+    line_end = head.find(b"\r\n")
+    first = head[:line_end].decode("latin-1")
+    version, _, rest = first.partition(" ")
     if not version.startswith("HTTP/") or len(rest) < 3 or not rest[:3].isdigit():
-        raise ValueError(f"not an HTTP response: {lines[0][:80]!r}")
-    status = int(rest[:3])
-    length: int | None = None
-    chunked = False
-    crc: int | None = None
+        raise ValueError(f"not an HTTP response: {first[:80]!r}")
+    lower = head.lower()
+    length_text = _header(lower, head, b"content-length")
+    length = None if length_text is None else int(length_text)
+    encoding = _header(lower, head, b"transfer-encoding")
+    chunked = encoding is not None and "chunked" in encoding.lower()
     keep = version == "HTTP/1.1"
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        name = name.strip().lower()
-        if name == "content-length":
-            length = int(value)
-        elif name == "transfer-encoding":
-            chunked = "chunked" in value.lower()
-        elif name == "connection":
-            token = value.strip().lower()
-            keep = token == "keep-alive" or (keep and token != "close")
-        elif name == "x-amz-crc32":
-            crc = int(value)
-    return status, length, chunked, keep, crc
+    connection = _header(lower, head, b"connection")
+    if connection is not None:
+        token = connection.lower()
+        keep = token == "keep-alive" or (keep and token != "close")
+    crc_text = _header(lower, head, b"x-amz-crc32")
+    crc = None if crc_text is None else int(crc_text)
+    return int(rest[:3]), length, chunked, keep, crc
+
+
+def _header(lower: bytes, head: bytes, name: bytes) -> str | None:
+    """The value of header ``name`` (lower case) in ``head``, or None when absent."""
+    at = lower.find(b"\r\n" + name + b":")
+    if at < 0:
+        return None
+    start = at + len(name) + 3
+    return head[start : head.find(b"\r\n", start)].strip().decode("latin-1")
 
 
 def _dechunk(buffer: bytearray, start: int) -> tuple[bytes, int] | None:

@@ -21,8 +21,18 @@ _ALGORITHM = "AWS4-HMAC-SHA256"
 
 
 def amz_date(epoch: float | None = None) -> str:
-    """The ``X-Amz-Date`` form of a UTC time (``20260101T120000Z``)."""
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(epoch))
+    """The ``X-Amz-Date`` form of a UTC time (``20260101T120000Z``); now by default."""
+    second = int(time.time() if epoch is None else epoch)
+    cached = _last_date[0]
+    if cached[0] == second:
+        return cached[1]
+    text = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(second))
+    _last_date[0] = (second, text)  # one tuple: other threads read it whole
+    return text
+
+
+#: The last second formatted, with its text: requests in one second share it.
+_last_date: list[tuple[int, str]] = [(-1, "")]
 
 
 def host_header(scheme: str, host: str, port: int | None) -> str:

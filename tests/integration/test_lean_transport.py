@@ -193,21 +193,57 @@ def _get(key: str = "k") -> dict[str, Any]:
     return {"TableName": "locks", "Key": {"key": {"S": key}}}
 
 
-def test_keep_alive_connections_are_reused_for_sequential_requests() -> None:
+#: Each small-server test runs over both ways the lean path sends: from the runtime
+#: loop (async guards, renewals) and from a sync caller's own thread.
+HOW = pytest.mark.parametrize("how", ["loop", "thread"])
+
+Send = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+def _sender(transport: LeanTransport, how: str, *, timeout: float = 5.0) -> Send:
+    if how == "loop":
+        return transport.send
+
+    async def send(operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        await transport.prepare()
+        assert transport.blocking_ready()
+        late: list[Any] = []
+        try:
+            # In a thread: the test's server answers on this loop meanwhile.
+            return await asyncio.to_thread(
+                transport.send_blocking, operation, params, timeout, late.append
+            )
+        finally:
+            for request in late:
+                request.close()
+
+    return send
+
+
+def _opened(transport: LeanTransport, how: str) -> int:
+    route = transport._route
+    assert route is not None
+    return route.pool.opened if how == "loop" else route.blocking.opened
+
+
+@HOW
+def test_keep_alive_connections_are_reused_for_sequential_requests(how: str) -> None:
     async def scenario() -> None:
         async with _Server(_keep_alive_ok) as server:
             transport = _lean(server.url)
+            send = _sender(transport, how)
             for index in range(5):
-                assert await transport.send("GetItem", _get(str(index))) == {
+                assert await send("GetItem", _get(str(index))) == {
                     "ResponseMetadata": {"HTTPStatusCode": 200}
                 }
             assert server.connections == 1
-            assert transport.pool is not None and transport.pool.opened == 1
+            assert _opened(transport, how) == 1
 
     asyncio.run(scenario())
 
 
-def test_an_answer_saying_connection_close_is_followed_by_a_new_connection() -> None:
+@HOW
+def test_an_answer_saying_connection_close_is_followed_by_a_new_connection(how: str) -> None:
     async def close_each(server: _Server, head: bytes, writer: asyncio.StreamWriter) -> bool:
         # As werkzeug's moto.server does; the socket stays open a moment longer.
         writer.write(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}")
@@ -218,15 +254,17 @@ def test_an_answer_saying_connection_close_is_followed_by_a_new_connection() -> 
     async def scenario() -> None:
         async with _Server(close_each) as server:
             transport = _lean(server.url)
+            send = _sender(transport, how)
             for _ in range(3):  # writes: a reused, closing connection would fail one
-                await transport.send("PutItem", {"TableName": "locks", "Item": {}})
+                await send("PutItem", {"TableName": "locks", "Item": {}})
             assert server.connections == 3
-            assert transport.pool is not None and transport.pool.opened == 3
+            assert _opened(transport, how) == 3
 
     asyncio.run(scenario())
 
 
-def test_a_request_that_gets_no_answer_times_out_as_may_have_committed() -> None:
+@HOW
+def test_a_request_that_gets_no_answer_times_out_as_may_have_committed(how: str) -> None:
     async def stall(server: _Server, head: bytes, writer: asyncio.StreamWriter) -> bool:
         await asyncio.sleep(5)
         return False
@@ -234,42 +272,46 @@ def test_a_request_that_gets_no_answer_times_out_as_may_have_committed() -> None
     async def scenario() -> None:
         async with _Server(stall) as server:
             transport = _lean(server.url, Config(connect_timeout=1, read_timeout=0.3))
+            send = _sender(transport, how, timeout=0.3)
             with pytest.raises(RequestFailedError) as raised:
-                await transport.send("PutItem", {"TableName": "locks", "Item": {}})
+                await send("PutItem", {"TableName": "locks", "Item": {}})
             assert raised.value.may_have_committed
             assert raised.value.code == "ReadTimeoutError"
 
     asyncio.run(scenario())
 
 
-def test_a_connection_reset_after_the_request_may_have_committed() -> None:
+@HOW
+def test_a_connection_reset_after_the_request_may_have_committed(how: str) -> None:
     async def reset(server: _Server, head: bytes, writer: asyncio.StreamWriter) -> bool:
         writer.transport.abort()
         return False
 
     async def scenario() -> None:
         async with _Server(reset) as server:
-            transport = _lean(server.url)
+            send = _sender(_lean(server.url), how)
             with pytest.raises(RequestFailedError) as raised:
-                await transport.send("DeleteItem", {"TableName": "locks", "Key": {}})
+                await send("DeleteItem", {"TableName": "locks", "Key": {}})
             assert raised.value.may_have_committed
 
     asyncio.run(scenario())
 
 
-def test_a_refused_connection_was_never_applied() -> None:
+@HOW
+def test_a_refused_connection_was_never_applied(how: str) -> None:
     async def scenario() -> None:
         async with _Server(_keep_alive_ok) as server:
             url = server.url
-        transport = _lean(url)  # the server is gone: nothing listens on the port
+        send = _sender(_lean(url), how)  # the server is gone: nothing listens on the port
         with pytest.raises(RequestFailedError) as raised:
-            await transport.send("PutItem", {"TableName": "locks", "Item": {}})
+            await send("PutItem", {"TableName": "locks", "Item": {}})
         assert not raised.value.may_have_committed
 
     asyncio.run(scenario())
 
 
-def test_a_500_answer_may_have_committed() -> None:
+@HOW
+def test_a_500_answer_may_have_committed(how: str) -> None:
     async def fail(server: _Server, head: bytes, writer: asyncio.StreamWriter) -> bool:
         body = b'{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"x"}'
         writer.write(b"HTTP/1.1 500 Oops\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
@@ -278,14 +320,15 @@ def test_a_500_answer_may_have_committed() -> None:
     async def scenario() -> None:
         async with _Server(fail) as server:
             with pytest.raises(RequestFailedError) as raised:
-                await _lean(server.url).send("UpdateItem", {"TableName": "locks"})
+                await _sender(_lean(server.url), how)("UpdateItem", {"TableName": "locks"})
             assert raised.value.may_have_committed
             assert raised.value.code == "InternalServerError"
 
     asyncio.run(scenario())
 
 
-def test_a_connection_the_server_closed_while_idle_is_not_reused() -> None:
+@HOW
+def test_a_connection_the_server_closed_while_idle_is_not_reused(how: str) -> None:
     async def answer_then_drop(server: _Server, head: bytes, writer: asyncio.StreamWriter) -> bool:
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
         await writer.drain()
@@ -293,16 +336,17 @@ def test_a_connection_the_server_closed_while_idle_is_not_reused() -> None:
 
     async def scenario() -> None:
         async with _Server(answer_then_drop) as server:
-            transport = _lean(server.url)
-            await transport.send("GetItem", _get())
+            send = _sender(_lean(server.url), how)
+            await send("GetItem", _get())
             await asyncio.sleep(0.05)
-            await transport.send("PutItem", {"TableName": "locks", "Item": {}})
+            await send("PutItem", {"TableName": "locks", "Item": {}})
             assert server.connections == 2
 
     asyncio.run(scenario())
 
 
-def test_a_reused_connection_dropped_unanswered_retries_reads_but_not_writes() -> None:
+@HOW
+def test_a_reused_connection_dropped_unanswered_retries_reads_but_not_writes(how: str) -> None:
     served: dict[int, int] = {}
 
     async def drop_second(server: _Server, head: bytes, writer: asyncio.StreamWriter) -> bool:
@@ -315,19 +359,20 @@ def test_a_reused_connection_dropped_unanswered_retries_reads_but_not_writes() -
 
     async def scenario() -> None:
         async with _Server(drop_second) as server:
-            transport = _lean(server.url)
-            await transport.send("GetItem", _get())
-            await transport.send("GetItem", _get())  # dropped, then resent on a new connection
+            send = _sender(_lean(server.url), how)
+            await send("GetItem", _get())
+            await send("GetItem", _get())  # dropped, then resent on a new connection
             assert server.connections == 2
             with pytest.raises(RequestFailedError) as raised:
-                await transport.send("PutItem", {"TableName": "locks", "Item": {}})
+                await send("PutItem", {"TableName": "locks", "Item": {}})
             assert raised.value.may_have_committed
             assert server.connections == 2
 
     asyncio.run(scenario())
 
 
-def test_chunked_answers_are_read_whole() -> None:
+@HOW
+def test_chunked_answers_are_read_whole(how: str) -> None:
     async def chunked(server: _Server, head: bytes, writer: asyncio.StreamWriter) -> bool:
         writer.write(
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -337,10 +382,77 @@ def test_chunked_answers_are_read_whole() -> None:
 
     async def scenario() -> None:
         async with _Server(chunked) as server:
-            transport = _lean(server.url)
-            assert (await transport.send("GetItem", _get()))["Item"] is None
-            assert (await transport.send("GetItem", _get()))["Item"] is None
+            send = _sender(_lean(server.url), how)
+            assert (await send("GetItem", _get()))["Item"] is None
+            assert (await send("GetItem", _get()))["Item"] is None
             assert server.connections == 1
+
+    asyncio.run(scenario())
+
+
+@HOW
+def test_an_answer_without_length_runs_to_the_end_of_the_connection(how: str) -> None:
+    async def until_close(server: _Server, head: bytes, writer: asyncio.StreamWriter) -> bool:
+        writer.write(b'HTTP/1.0 200 OK\r\nX-Amz-Crc32: 2297380185\r\n\r\n{"Item":null}')
+        return False
+
+    async def scenario() -> None:
+        async with _Server(until_close) as server:
+            send = _sender(_lean(server.url), how)
+            assert (await send("GetItem", _get()))["Item"] is None
+            assert (await send("GetItem", _get()))["Item"] is None
+            assert server.connections == 2
+
+    asyncio.run(scenario())
+
+
+def test_a_blocking_write_answered_after_its_timeout_is_finished_on_the_loop() -> None:
+    """A sync caller stops waiting, but the answer still says whether the write landed."""
+
+    async def answer_late(server: _Server, head: bytes, writer: asyncio.StreamWriter) -> bool:
+        await asyncio.sleep(0.4)
+        writer.write(b'HTTP/1.1 200 OK\r\nContent-Length: 40\r\n\r\n{"ConsumedCapacity"')
+        await writer.drain()
+        await asyncio.sleep(0.1)  # the answer arrives in two parts
+        writer.write(b':{"CapacityUnits":1}}')
+        return True
+
+    async def scenario() -> None:
+        async with _Server(answer_late) as server:
+            transport = _lean(server.url)
+            await transport.prepare()
+            late: list[Any] = []
+            params = {"TableName": "locks", "Item": {}}
+            with pytest.raises(RequestFailedError) as raised:
+                await asyncio.to_thread(
+                    transport.send_blocking, "PutItem", params, 0.2, late.append
+                )
+            assert raised.value.may_have_committed and raised.value.code == "ReadTimeoutError"
+            assert len(late) == 1
+            answer = await transport.finish_late("PutItem", late[0])
+            assert answer["ConsumedCapacity"] == {"CapacityUnits": 1}
+
+    asyncio.run(scenario())
+
+
+def test_a_late_blocking_write_with_no_answer_ends_at_the_read_timeout() -> None:
+    async def stall(server: _Server, head: bytes, writer: asyncio.StreamWriter) -> bool:
+        await asyncio.sleep(5)
+        return False
+
+    async def scenario() -> None:
+        async with _Server(stall) as server:
+            transport = _lean(server.url, Config(connect_timeout=1, read_timeout=0.5))
+            await transport.prepare()
+            late: list[Any] = []
+            params = {"TableName": "locks", "Key": {}}
+            with pytest.raises(RequestFailedError):
+                await asyncio.to_thread(
+                    transport.send_blocking, "DeleteItem", params, 0.1, late.append
+                )
+            with pytest.raises(RequestFailedError) as raised:
+                await transport.finish_late("DeleteItem", late[0])
+            assert raised.value.may_have_committed and raised.value.code == "ReadTimeoutError"
 
     asyncio.run(scenario())
 
