@@ -17,7 +17,8 @@ from dataclasses import asdict
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
-from ._engine.lease import Lease, State
+from ._engine.clock import SYSTEM_CLOCK
+from ._engine.lease import Lease, State, deferred_renewals
 from ._engine.protocol import check_durations
 from .client import DynamoDBClient, check_table_name
 from .exceptions import DynamoDBError, LockLost, ValidationError
@@ -260,8 +261,24 @@ class SyncDistributedLock(_Guard):
 
     def __enter__(self) -> SyncDistributedLock:
         self._prepare()
+        runtime, lease = self._client._runtime(), self._lease
         try:
-            self._client._runtime().run(self._lease.acquire())
+            if lease.store.blocking_ready():
+                # The first create goes out from this thread; the engine on the
+                # runtime takes over only if it did not simply succeed.
+                try:
+                    first = lease.acquire_blocking()
+                except BaseException:
+                    runtime.call_soon(lease.abandon_first)
+                    raise
+                if first is not None:
+                    runtime.run(lease.acquire(first))
+                elif lease.clock is SYSTEM_CLOCK:
+                    deferred_renewals(runtime.loop).add(lease)
+                else:
+                    runtime.call_soon(lease.start_renewing)
+            else:
+                runtime.run(lease.acquire())
         except DynamoDBError as error:
             raise self._explain(error) from error
         self._watch_dropped()
@@ -274,10 +291,26 @@ class SyncDistributedLock(_Guard):
         traceback: TracebackType | None,
     ) -> None:
         self._stop_watching()
-        # Like the async exit, the release is shielded: an interrupt (Ctrl-C) while
-        # waiting for it must not cancel it, or the row would wait out its lease.
-        release = self._client._runtime().submit(self._lease.release())
+        runtime, lease = self._client._runtime(), self._lease
         try:
+            # Like the async exit, the release is shielded: an interrupt (Ctrl-C)
+            # while waiting for it must not cancel it, or the row would wait out
+            # its lease. The delete goes out from this thread when it can.
+            if lease.store.blocking_ready():
+                try:
+                    first = lease.release_blocking()
+                except BaseException:
+                    runtime.submit(lease.release(lease.interrupted_release()))
+                    raise
+                if first is None:
+                    if lease.after_blocking_release():
+                        runtime.call_soon(lease.released_elsewhere)
+                    if lease.state is State.LOST:
+                        raise lease.lost_error()
+                    return
+                release = runtime.submit(lease.release(first))
+            else:
+                release = runtime.submit(lease.release())
             release.result()
         except Exception as cleanup_error:
             self._note_cleanup(exc, cleanup_error)

@@ -112,10 +112,80 @@ class FaultyTransport:
         return answer or {}
 
 
+class LateAnswer:
+    """A blocking request whose caller stopped waiting; ``finish_late`` plays its end."""
+
+    def __init__(
+        self, transport: BlockingFaultyTransport, operation: str, params: Any, fault: Fault
+    ):
+        self.transport = transport
+        self.operation = operation
+        self.params = params
+        self.fault = fault
+
+
+class BlockingFaultyTransport(FaultyTransport):
+    """:class:`FaultyTransport` that also sends from a sync caller's thread.
+
+    ``send_blocking`` plays the same scripted faults without waiting: a fault
+    with ``before`` or ``after`` means the answer was not back within the
+    caller's timeout, so the request is handed to ``on_late`` and
+    ``finish_late`` later plays it out on the manual clock (applying the write
+    only then, when ``before`` is set). ``interrupt`` raises KeyboardInterrupt
+    from the next blocking request after it was applied.
+    """
+
+    def __init__(self, clock: ManualClock, db: MemoryDynamoDB) -> None:
+        super().__init__(clock, db)
+        self.interrupt = False
+
+    def blocking_ready(self) -> bool:
+        return True
+
+    def send_blocking(
+        self,
+        operation: str,
+        params: dict[str, Any],
+        timeout: float,
+        on_late: Callable[[Any], object],
+    ) -> dict[str, Any]:
+        self.sent.append(Sent(operation, params, self.clock.monotonic()))
+        fault = self._fault(operation) or Fault(operation)
+        if fault.before or fault.after:
+            if not fault.before and fault.commit:
+                self._apply(operation, params)  # applied, answer slow
+            on_late(LateAnswer(self, operation, params, fault))
+            raise RequestFailedError("read timed out", operation=operation, may_have_committed=True)
+        answer = self._apply(operation, params) if fault.commit else {}
+        if self.interrupt:
+            self.interrupt = False
+            on_late(LateAnswer(self, operation, params, Fault(operation, commit=False)))
+            raise KeyboardInterrupt
+        if fault.error is not None:
+            raise fault.error
+        return answer
+
+    def _apply(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        return self.inner.call(operation, params) or {}
+
+    async def finish_late(self, operation: str, late: LateAnswer) -> dict[str, Any]:
+        fault = late.fault
+        if fault.before:
+            await self.clock.sleep(fault.before)
+            answer = self._apply(operation, late.params) if fault.commit else {}
+        else:
+            answer = {}
+        if fault.after:
+            await self.clock.sleep(fault.after)
+        if fault.error is not None:
+            raise fault.error
+        return answer
+
+
 class Harness:
     """One manual clock, one in-memory lock table, one client's observation cache."""
 
-    def __init__(self, *, start: float = 1_000.0) -> None:
+    def __init__(self, *, start: float = 1_000.0, blocking: bool = False) -> None:
         self.clock = ManualClock(start=start)
         self.db = MemoryDynamoDB()
         self.db.call(
@@ -127,7 +197,11 @@ class Harness:
                 "BillingMode": "PAY_PER_REQUEST",
             },
         )
-        self.transport = FaultyTransport(self.clock, self.db)
+        self.transport: FaultyTransport = (
+            BlockingFaultyTransport(self.clock, self.db)
+            if blocking
+            else FaultyTransport(self.clock, self.db)
+        )
         self.observations = Observations()
 
     def lease(
@@ -183,11 +257,11 @@ class Harness:
         return None if row is None else str(row["owner"]["S"])
 
 
-def run(scenario: Callable[[Harness], Any]) -> Any:
+def run(scenario: Callable[[Harness], Any], *, blocking: bool = False) -> Any:
     """Run ``scenario(harness)`` (a coroutine function) on a fresh event loop."""
 
     async def main() -> Any:
-        return await scenario(Harness())
+        return await scenario(Harness(blocking=blocking))
 
     return asyncio.run(main())
 

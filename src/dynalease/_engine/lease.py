@@ -15,9 +15,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import enum
+import heapq
+import itertools
 import logging
+import math
 import random
 import threading
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
@@ -80,6 +84,29 @@ class Counters:
     consumed_wcu: float
 
 
+@dataclass(slots=True)
+class FirstWrite:
+    """How a write sent from a sync caller's own thread ended, for the engine to go on from.
+
+    ``error`` is what the request raised (a failed condition, an error, or a
+    failure that may have been applied); ``late`` is the still-open request
+    when its answer had not arrived (see ``LockStore.finish_late``).
+    """
+
+    operation: str
+    deadline: float
+    error: BaseException | None
+    late: Any = None
+    version: str = ""
+    start: float = 0.0
+    single: bool = False
+    was_lost: bool = False
+
+    def adopt_late(self, late: Any) -> None:
+        """Keep the still-open request (the transport's ``on_late``)."""
+        self.late = late
+
+
 class _Unknown(Exception):
     """A request whose outcome is unknown: timed out, reset, or a 5xx answer."""
 
@@ -87,6 +114,16 @@ class _Unknown(Exception):
         super().__init__(str(cause) if cause else "no answer within the request timeout")
         self.task = task
         self.cause = cause
+
+
+def _interrupted_failure(operation: str) -> RequestFailedError:
+    """What an interrupted blocking write counts as: sent, outcome unknown."""
+    return RequestFailedError(
+        f"{operation} was interrupted before its answer arrived; it may have been applied",
+        code="Interrupted",
+        operation=operation,
+        may_have_committed=True,
+    )
 
 
 class _BudgetSpent(Exception):
@@ -142,6 +179,7 @@ class Lease:
         self._cleanup_failures = 0
         self._rcu = 0.0
         self._wcu = 0.0
+        self._interrupted: FirstWrite | None = None
 
     # --- what other threads may ask ------------------------------------------
 
@@ -197,22 +235,25 @@ class Lease:
     # --- requests -------------------------------------------------------------
 
     async def _request(
-        self, kind: str, operation: Awaitable[Reply], deadline: float
+        self, kind: str, operation: Awaitable[Reply], deadline: float, *, replayed: bool = False
     ) -> Reply | None:
         """Send one request bounded by the deadline.
 
         Returns the reply, or None when the condition failed (the current row, if
         DynamoDB returned it, is in ``self._conflict_item``). Raises
         :class:`_Unknown` when the outcome is unknown and ``DynamoDBError`` when
-        the request was definitely not applied.
+        the request was definitely not applied. A ``replayed`` operation is the
+        outcome of a request already sent (and counted) from a caller's thread.
         """
         timeout = p.request_timeout(self.lease_s, deadline - self.clock.monotonic())
-        if timeout <= 0:
+        if replayed:
+            timeout = max(timeout, _EPSILON_S)
+        elif timeout <= 0:
             close = getattr(operation, "close", None)
             if close is not None:
                 close()
             raise _BudgetSpent
-        if kind == "read":
+        elif kind == "read":
             self._reads += 1
         else:
             self._writes += 1
@@ -274,8 +315,8 @@ class Lease:
 
     # --- acquire --------------------------------------------------------------
 
-    async def acquire(self) -> None:
-        """Acquire within the wait budget or raise LockNotAcquired."""
+    def _begin_acquire(self) -> tuple[float, float, bool]:
+        """Leave NEW; (start, deadline, single attempt) of this acquisition."""
         if self.state is not State.NEW:
             raise RuntimeError(
                 f"this guard for {self.key!r} was already used ({self.state.value}); "
@@ -287,13 +328,24 @@ class Lease:
         budget = p.zero_wait_budget(self.lease_s)
         if self.single_attempt_cap is not None:
             budget = min(budget, self.single_attempt_cap)
-        deadline = start + (budget if single else self.wait_s)
+        return start, start + (budget if single else self.wait_s), single
+
+    async def acquire(self, first: FirstWrite | None = None) -> None:
+        """Acquire within the wait budget or raise LockNotAcquired.
+
+        ``first`` is the outcome of :meth:`acquire_blocking` when that did not
+        end the acquisition; the engine goes on from it.
+        """
+        if first is None:
+            start, deadline, single = self._begin_acquire()
+        else:
+            start, deadline, single = first.start, first.deadline, first.single
         try:
             # One-time setup (a client to build, credentials to resolve) counts toward
             # the wait, but is not charged to the first request's timeout: a cold
             # client with a short budget would otherwise time out before it sent.
             await self.store.prepare()
-            await self._acquire(deadline, single)
+            await self._acquire(deadline, single, first)
         except asyncio.CancelledError:
             self._finish_unacquired(State.CANCELLED)
             raise
@@ -302,10 +354,144 @@ class Lease:
             raise
         finally:
             self._wait_ms = (self.clock.monotonic() - start) * 1000
+        self._now_held()
+        self.start_renewing()
+
+    def _now_held(self) -> None:
         self.state = State.HELD
         self.observations.forget(self._resource)
         self.observations.held(self._resource, self.owner)
-        self._renewer = asyncio.ensure_future(self._renew_loop())
+
+    def start_renewing(self) -> None:
+        """Start the renewal task (on the runtime loop) unless released meanwhile."""
+        if self.state is State.HELD and self._renewer is None:
+            self._renewer = asyncio.ensure_future(self._renew_loop())
+
+    # --- from a sync caller's own thread -----------------------------------------
+
+    def acquire_blocking(self) -> FirstWrite | None:
+        """Try the first create from the calling thread; None when the lock is now held.
+
+        A sync caller blocks anyway, so sending its first create itself spares
+        two hand-overs between threads, which cost more CPU than the request.
+        Anything but a clean answer is returned for :meth:`acquire` to go on
+        from on the runtime loop, where the engine reconciles, waits and retries.
+        The caller then calls :meth:`start_renewing` on the runtime loop.
+        Requires ``store.blocking_ready()``.
+        """
+        start, deadline, single = self._begin_acquire()
+        timeout = p.request_timeout(self.lease_s, deadline - self.clock.monotonic())
+        if timeout <= 0:
+            return FirstWrite("PutItem", deadline, None, start=start, single=single)
+        version = p.new_token()
+        stamp = Stamp.now(self.clock)
+        self._pending[version] = stamp
+        row = p.LockRow(self.key, self.owner, version, self._lease_ms)
+        first = FirstWrite(
+            "PutItem",
+            deadline,
+            _interrupted_failure("PutItem"),
+            version=version,
+            start=start,
+            single=single,
+        )
+        self._writes += 1
+        self._interrupted = first  # until answered: ``abandon_first`` cleans up after an interrupt
+        try:
+            reply = self.store.create_blocking(self.table, row, timeout, first.adopt_late)
+        except (ConditionFailed, DynamoDBError) as error:
+            self._interrupted = None
+            first.error = error
+            return first
+        finally:
+            self._wait_ms = (self.clock.monotonic() - start) * 1000
+        self._interrupted = None
+        self._wcu += reply.capacity
+        self._confirm(version, stamp)
+        self._now_held()
+        return None
+
+    def abandon_first(self) -> None:
+        """On the runtime loop, after an interrupt cut :meth:`acquire_blocking` short."""
+        first, self._interrupted = self._interrupted, None
+        self.state = State.CANCELLED
+        self._pending.clear()
+        if first is not None and first.late is not None:
+            self._watch_late(asyncio.ensure_future(self.store.finish_late("PutItem", first.late)))
+        # The create may have landed with its answer unread: delete our row if so.
+        self._background(self._cleanup_late())
+
+    def release_blocking(self) -> FirstWrite | None:
+        """Try the release's delete from the calling thread; None when it is done.
+
+        As :meth:`acquire_blocking`: anything but a clean answer is returned for
+        :meth:`release` to go on from on the runtime loop. The caller then calls
+        :meth:`released_elsewhere` on the runtime loop, and raises
+        :meth:`lost_error` when :attr:`state` is LOST.
+        """
+        begun = self._begin_release()
+        if begun is None:
+            return None
+        was_lost, deadline = begun
+        first = FirstWrite(
+            "DeleteItem", deadline, _interrupted_failure("DeleteItem"), was_lost=was_lost
+        )
+        timeout = p.request_timeout(self.lease_s, deadline - self.clock.monotonic())
+        self._writes += 1
+        self._interrupted = first  # until answered: see ``interrupted_release``
+        try:
+            reply = self.store.delete_blocking(
+                self.table, self.key, self.owner, timeout, first.adopt_late
+            )
+        except (ConditionFailed, DynamoDBError) as error:
+            self._interrupted = None
+            first.error = error
+            return first
+        self._interrupted = None
+        self._wcu += reply.capacity
+        self.state = State.LOST if was_lost or self._lost_reason else State.RELEASED
+        return None
+
+    def interrupted_release(self) -> FirstWrite | None:
+        """What an interrupted :meth:`release_blocking` leaves for :meth:`release`."""
+        first, self._interrupted = self._interrupted, None
+        return first
+
+    def after_blocking_release(self) -> bool:
+        """After :meth:`release_blocking` deleted the row, in the caller's thread.
+
+        Returns True when :meth:`released_elsewhere` must still run on the runtime
+        loop: a renewal task to stop or a waiter of this client to wake. (The
+        holder is cleared before waiters are looked for; see ``_acquire``.)
+        """
+        self.observations.clear_holder(self._resource)
+        return self._renewer is not None or self.observations.has_waiters(self._resource)
+
+    def released_elsewhere(self) -> None:
+        """On the runtime loop, after :meth:`release_blocking` deleted the row."""
+        self._stop_renewer()
+        self.observations.released(self._resource)
+
+    def renewal_due(self) -> float:
+        """The monotonic time of the first renewal after acquiring (or +inf)."""
+        validity = self._validity
+        if validity is None:
+            return math.inf
+        return validity.monotonic + p.renew_interval(self.lease_s)
+
+    def lost_error(self) -> LockLost:
+        """The error a release of a lost guard raises."""
+        return self._lost_error()
+
+    async def _replay(self, first: FirstWrite) -> Reply:
+        """The outcome of a write sent from a caller's thread, as a request would end."""
+        if first.late is not None:
+            # Still open: the answer may yet say it was applied (``_watch_late``).
+            self._watch_late(
+                asyncio.ensure_future(self.store.finish_late(first.operation, first.late))
+            )
+        assert first.error is not None
+        raise first.error
 
     def _not_acquired(self, why: str, cause: BaseException | None = None) -> LockNotAcquired:
         error = LockNotAcquired(
@@ -317,7 +503,7 @@ class Lease:
         error.__cause__ = cause
         return error
 
-    async def _acquire(self, deadline: float, single: bool) -> None:
+    async def _acquire(self, deadline: float, single: bool, first: FirstWrite | None) -> None:
         create = True
         poll = min(FIRST_POLL_S, p.poll_cap(self.lease_s))
         backoff = poll  # after failed or unconfirmed writes; grows like the poll
@@ -325,7 +511,8 @@ class Lease:
         while True:
             try:
                 if create:
-                    item, won = await self._write_attempt(deadline, None)
+                    replay, first = first, None  # the first outcome is used once
+                    item, won = await self._write_attempt(deadline, None, replay)
                     if won:
                         return
                 else:
@@ -383,12 +570,15 @@ class Lease:
                     f"it is held by owner {row.owner} and wait_timeout=0 allows one attempt"
                 )
             create = False
+            # Registered before the holder is looked at: a release in a sync caller's
+            # thread clears the holder first and then looks for waiters, so it either
+            # sees this waiter or we see that the key is no longer held here.
+            waiter = self.observations.waiter(self._resource)
             # A holder in this process wakes us when it releases: poll it only slowly.
             if self.observations.held_here(self._resource, row.owner):
                 poll = p.poll_cap(self.lease_s)
             # Jitter spreads the polls, but never past the moment the row becomes eligible.
             pause = min(poll * random.uniform(0.8, 1.2), eligible - now)
-            waiter = self.observations.waiter(self._resource)
             try:
                 woke = await self._pause(pause, deadline, waiter, jitter=False)
             except BaseException:
@@ -436,20 +626,32 @@ class Lease:
         return (waiter is not None and waiter.done()) or self.clock.monotonic() < deadline
 
     async def _write_attempt(
-        self, deadline: float, observed: p.LockRow | None
+        self, deadline: float, observed: p.LockRow | None, first: FirstWrite | None = None
     ) -> tuple[dict[str, Any] | None, bool]:
-        """Create (``observed`` None) or take over; returns (current row, won)."""
-        version = p.new_token()
-        row = p.LockRow(self.key, self.owner, version, self._lease_ms)
-        stamp = Stamp.now(self.clock)
-        self._pending[version] = stamp
-        operation = (
-            self.store.create(self.table, row)
-            if observed is None
-            else self.store.replace(self.table, row, observed)
-        )
+        """Create (``observed`` None) or take over; returns (current row, won).
+
+        With ``first`` (a create already sent from the caller's thread), goes on
+        from its outcome instead of sending.
+        """
+        operation: Awaitable[Reply]
+        if first is not None and first.version:
+            version = first.version
+            stamp = self._pending[version]
+            operation = self._replay(first)
+        else:
+            version = p.new_token()
+            row = p.LockRow(self.key, self.owner, version, self._lease_ms)
+            stamp = Stamp.now(self.clock)
+            self._pending[version] = stamp
+            operation = (
+                self.store.create(self.table, row)
+                if observed is None
+                else self.store.replace(self.table, row, observed)
+            )
         try:
-            reply = await self._request("write", operation, deadline)
+            reply = await self._request(
+                "write", operation, deadline, replayed=first is not None and bool(first.version)
+            )
         except _Unknown as unknown:
             self._watch_late(unknown.task)
             try:
@@ -632,29 +834,43 @@ class Lease:
 
     # --- release ---------------------------------------------------------------
 
-    async def release(self) -> None:
-        """Stop renewing and delete the row if it is still ours, within the cleanup budget.
-
-        Raises LockLost when the guard had lost ownership (the protected work ran
-        unprotected for a while) and LockReleaseError when the delete could not be
-        confirmed.
-        """
+    def _begin_release(self) -> tuple[bool, float] | None:
+        """Enter RELEASING; (was lost, deadline), or None when there is nothing to release."""
         if self.state in (State.NEW, State.ACQUIRING, State.NOT_ACQUIRED, State.CANCELLED):
-            return
+            return None
         if self.state in (State.RELEASED, State.RELEASING):
-            return
+            return None
         if self.state is State.HELD and self.time_left() <= 0:
             self._lose("its lease expired before a renewal was confirmed")
         was_lost = self.state is State.LOST
         self.state = State.RELEASING
-        deadline = self.clock.monotonic() + p.cleanup_budget(self.lease_s)
+        return was_lost, self.clock.monotonic() + p.cleanup_budget(self.lease_s)
+
+    def _stop_renewer(self) -> None:
         renewer, self._renewer = self._renewer, None
         if renewer is not None and not renewer.done():
             # A renewal in flight cannot recreate the row: its condition needs our
-            # owner and version on an existing row, and the delete below removes it.
+            # owner and version on an existing row, and the delete removes it.
             renewer.cancel()
+
+    async def release(self, first: FirstWrite | None = None) -> None:
+        """Stop renewing and delete the row if it is still ours, within the cleanup budget.
+
+        Raises LockLost when the guard had lost ownership (the protected work ran
+        unprotected for a while) and LockReleaseError when the delete could not be
+        confirmed. ``first`` is the outcome of :meth:`release_blocking` when that
+        did not finish the release.
+        """
+        if first is None:
+            begun = self._begin_release()
+            if begun is None:
+                return
+            was_lost, deadline = begun
+        else:
+            was_lost, deadline = first.was_lost, first.deadline
+        self._stop_renewer()
         try:
-            await self._delete_until_gone(deadline)
+            await self._delete_until_gone(deadline, first)
         except LockReleaseError:
             self.state = State.LOST if was_lost else State.RELEASED
             self._cleanup_failures += 1
@@ -667,15 +883,21 @@ class Lease:
             self.state = State.LOST
             raise self._lost_error()
 
-    async def _delete_until_gone(self, deadline: float) -> None:
+    async def _delete_until_gone(self, deadline: float, first: FirstWrite | None = None) -> None:
         retry = p.renew_retry_interval(self.lease_s)
         uncertain = False
         last_error: BaseException | None = None
         while True:
             try:
-                reply = await self._request(
-                    "write", self.store.delete(self.table, self.key, self.owner), deadline
-                )
+                if first is not None:
+                    replay, first = first, None
+                    reply = await self._request(
+                        "write", self._replay(replay), deadline, replayed=True
+                    )
+                else:
+                    reply = await self._request(
+                        "write", self.store.delete(self.table, self.key, self.owner), deadline
+                    )
             except _BudgetSpent:
                 break
             except _Unknown as unknown:
@@ -777,6 +999,86 @@ class _ValidityWatch:
 _WATCHES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, _ValidityWatch]] = (
     weakref.WeakKeyDictionary()
 )
+
+
+class DeferredRenewals:
+    """Starts the renewal tasks of leases acquired from sync callers' threads, when due.
+
+    Telling the runtime loop about each such lease at once would wake it twice
+    per lock (start, then stop, a renewal task), which costs more CPU than the
+    lock's requests. Instead the lease waits here, and one timer on the loop
+    looks at every waiting lease once per :data:`WATCH_INTERVAL_S` (as the
+    validity watch does for running ones) and starts a renewal task when its
+    first renewal is due. A lease released before then never reaches the loop.
+    Only for leases on the system clock, whose times are the loop's times.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._lock = threading.Lock()
+        self._heap: list[tuple[float, int, Lease]] = []
+        self._order = itertools.count()
+        self._wake_at = math.inf  # when the loop looks next; guarded by _lock
+        self._timer: asyncio.TimerHandle | None = None  # loop only
+
+    def add(self, lease: Lease) -> None:
+        """Take a lease just acquired in a caller's thread (any thread)."""
+        due = lease.renewal_due()
+        when = min(due, time.monotonic() + WATCH_INTERVAL_S)
+        with self._lock:
+            heapq.heappush(self._heap, (due, next(self._order), lease))
+            if when >= self._wake_at:
+                return  # the loop looks before this lease needs it
+            self._wake_at = when
+        self.loop.call_soon_threadsafe(self._schedule)
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def _schedule(self) -> None:
+        with self._lock:
+            wake_at = self._wake_at
+        if self._timer is not None:
+            if self._timer.when() <= wake_at:
+                return
+            self._timer.cancel()
+        self._timer = None if wake_at == math.inf else self.loop.call_at(wake_at, self._tick)
+
+    def _tick(self) -> None:
+        self._timer = None
+        now = time.monotonic()
+        due: list[Lease] = []
+        with self._lock:
+            heap = self._heap
+            while heap and heap[0][0] <= now:
+                due.append(heapq.heappop(heap)[2])
+            # Released (or lost) leases are dropped here, unseen by the loop.
+            self._heap = heap = [entry for entry in heap if entry[2].state is State.HELD]
+            heapq.heapify(heap)
+            waiting = [entry[2] for entry in heap]
+            self._wake_at = min(heap[0][0], now + WATCH_INTERVAL_S) if heap else math.inf
+        for lease in due:
+            lease.start_renewing()
+        for lease in waiting:
+            lease.check_validity()
+        self._schedule()
+
+
+_DEFERRED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, DeferredRenewals] = (
+    weakref.WeakKeyDictionary()
+)
+_DEFERRED_LOCK = threading.Lock()
+
+
+def deferred_renewals(loop: asyncio.AbstractEventLoop) -> DeferredRenewals:
+    """The :class:`DeferredRenewals` of ``loop`` (any thread)."""
+    deferred = _DEFERRED.get(loop)
+    if deferred is None:
+        with _DEFERRED_LOCK:
+            deferred = _DEFERRED.get(loop)
+            if deferred is None:
+                deferred = _DEFERRED[loop] = DeferredRenewals(loop)
+    return deferred
 
 
 def _run_callback(callback: Callable[[LockLost], object], error: LockLost) -> None:

@@ -85,6 +85,14 @@ class Observations:
         """True when ``owner`` is a guard of this client still holding ``resource``."""
         return self._holders.get(resource) == owner
 
+    def clear_holder(self, resource: Resource) -> None:
+        """Forget this client's holder of ``resource`` (safe from any thread)."""
+        self._holders.pop(resource, None)
+
+    def has_waiters(self, resource: Resource) -> bool:
+        """True when a guard of this client waits for ``resource`` (any thread)."""
+        return bool(self._waiters.get(resource))
+
     def released(self, resource: Resource) -> None:
         """The row is gone: wake the longest waiter of ``resource`` to create it now."""
         self._holders.pop(resource, None)

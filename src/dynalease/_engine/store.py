@@ -8,8 +8,9 @@ backend of :mod:`dynalease.testing`, or a leaner HTTP transport.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from .protocol import KEY_ATTR, OWNER_ATTR, VERSION_ATTR, LockRow
 
@@ -52,6 +53,32 @@ class Transport(Protocol):
 
     async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send from the runtime's event loop."""
+        ...
+
+
+class BlockingTransport(Transport, Protocol):
+    """A transport that can also send from a sync caller's own thread."""
+
+    def blocking_ready(self) -> bool:
+        """True when :meth:`send_blocking` may be used now."""
+        ...
+
+    def send_blocking(
+        self,
+        operation: str,
+        params: dict[str, Any],
+        timeout: float,
+        on_late: Callable[[Any], object],
+    ) -> dict[str, Any]:
+        """Send from the calling thread, waiting at most ``timeout`` seconds.
+
+        Raises like :meth:`Transport.send`; a request sent but not answered in
+        time (or interrupted) is first handed to ``on_late``.
+        """
+        ...
+
+    async def finish_late(self, operation: str, late: Any) -> dict[str, Any]:
+        """The answer to a request handed to ``on_late`` (on the runtime loop)."""
         ...
 
 
@@ -100,38 +127,18 @@ class LockStore:
 
     async def create(self, table: str, row: LockRow) -> Reply:
         """Write the row only if no row exists."""
-        return await self._put(table, row, "attribute_not_exists(#k)", dict(_NAMES_KEY), None)
+        return _write_reply(await self.transport.send("PutItem", _create_params(table, row)))
 
     async def replace(self, table: str, row: LockRow, observed: LockRow) -> Reply:
         """Take over: write our row only if the observed owner and version are still there."""
-        return await self._put(
+        params = _put_params(
             table,
             row,
             "#o = :o AND #v = :v",
             dict(_NAMES_OWNER_VERSION),
             {":o": {"S": observed.owner}, ":v": {"S": observed.version}},
         )
-
-    async def _put(
-        self,
-        table: str,
-        row: LockRow,
-        condition: str,
-        names: dict[str, str],
-        values: dict[str, Any] | None,
-    ) -> Reply:
-        params: dict[str, Any] = {
-            "TableName": table,
-            "Item": row.to_item(),
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": names,
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            "ReturnConsumedCapacity": "TOTAL",
-        }
-        if values:
-            params["ExpressionAttributeValues"] = values
-        response = await self.transport.send("PutItem", params)
-        return Reply(None, _capacity(response))
+        return _write_reply(await self.transport.send("PutItem", params))
 
     async def renew(self, table: str, key: str, owner: str, current: str, new: str) -> Reply:
         """Replace our version with a new one, only if owner and version are still ours."""
@@ -152,23 +159,44 @@ class LockStore:
                 "ReturnConsumedCapacity": "TOTAL",
             },
         )
-        return Reply(None, _capacity(response))
+        return _write_reply(response)
 
     async def delete(self, table: str, key: str, owner: str) -> Reply:
         """Delete the row only if we still own it."""
-        response = await self.transport.send(
-            "DeleteItem",
-            {
-                "TableName": table,
-                "Key": {KEY_ATTR: {"S": key}},
-                "ConditionExpression": "#o = :o",
-                "ExpressionAttributeNames": dict(_NAMES_OWNER),
-                "ExpressionAttributeValues": {":o": {"S": owner}},
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                "ReturnConsumedCapacity": "TOTAL",
-            },
-        )
-        return Reply(None, _capacity(response))
+        params = _delete_params(table, key, owner)
+        return _write_reply(await self.transport.send("DeleteItem", params))
+
+    # --- from a sync caller's own thread ----------------------------------------
+
+    def blocking_ready(self) -> bool:
+        """True when the transport can send from the calling thread (see ``create_blocking``)."""
+        ready = getattr(self.transport, "blocking_ready", None)
+        return bool(ready is not None and ready())
+
+    def create_blocking(
+        self, table: str, row: LockRow, timeout: float, on_late: Callable[[Any], object]
+    ) -> Reply:
+        """:meth:`create`, sent from the calling thread within ``timeout`` seconds.
+
+        A request sent but not answered in time (or interrupted) is handed to
+        ``on_late``; :meth:`finish_late` later tells how it ended.
+        """
+        transport = cast(BlockingTransport, self.transport)
+        response = transport.send_blocking("PutItem", _create_params(table, row), timeout, on_late)
+        return _write_reply(response)
+
+    def delete_blocking(
+        self, table: str, key: str, owner: str, timeout: float, on_late: Callable[[Any], object]
+    ) -> Reply:
+        """:meth:`delete`, sent from the calling thread (as :meth:`create_blocking`)."""
+        transport = cast(BlockingTransport, self.transport)
+        params = _delete_params(table, key, owner)
+        return _write_reply(transport.send_blocking("DeleteItem", params, timeout, on_late))
+
+    async def finish_late(self, operation: str, late: Any) -> Reply:
+        """The outcome of a late blocking write (on the runtime loop)."""
+        transport = cast(BlockingTransport, self.transport)
+        return _write_reply(await transport.finish_late(operation, late))
 
     @staticmethod
     def condition_item(table: str, key: str, owner: str) -> dict[str, Any]:
@@ -182,3 +210,43 @@ class LockStore:
                 "ExpressionAttributeValues": {":o": {"S": owner}},
             }
         }
+
+
+def _write_reply(response: dict[str, Any]) -> Reply:
+    return Reply(None, _capacity(response))
+
+
+def _put_params(
+    table: str,
+    row: LockRow,
+    condition: str,
+    names: dict[str, str],
+    values: dict[str, Any] | None,
+) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "TableName": table,
+        "Item": row.to_item(),
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": names,
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+    if values:
+        params["ExpressionAttributeValues"] = values
+    return params
+
+
+def _create_params(table: str, row: LockRow) -> dict[str, Any]:
+    return _put_params(table, row, "attribute_not_exists(#k)", dict(_NAMES_KEY), None)
+
+
+def _delete_params(table: str, key: str, owner: str) -> dict[str, Any]:
+    return {
+        "TableName": table,
+        "Key": {KEY_ATTR: {"S": key}},
+        "ConditionExpression": "#o = :o",
+        "ExpressionAttributeNames": dict(_NAMES_OWNER),
+        "ExpressionAttributeValues": {":o": {"S": owner}},
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        "ReturnConsumedCapacity": "TOTAL",
+    }

@@ -1,0 +1,293 @@
+"""Sync guards send their first create and their delete from the caller's own thread.
+
+``Lease.acquire_blocking`` and ``Lease.release_blocking`` spare the two hand-overs
+to the runtime thread that a sync lock would otherwise cost; anything but a clean
+answer is handed to the engine, which goes on from that outcome exactly as if it
+had sent the request itself. These tests drive that hand-over on a manual clock
+with scripted faults (``lease_harness.BlockingFaultyTransport``), and the
+runtime's deferred start of renewals on a real loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from typing import Any
+
+import pytest
+from lease_harness import Fault, Harness, lost_answer, run
+
+from dynalease._engine import protocol as p
+from dynalease._engine.lease import DeferredRenewals, State
+from dynalease.exceptions import LockLost, LockNotAcquired, ThrottledError
+
+
+def test_a_clean_blocking_create_holds_the_lease_with_one_write() -> None:
+    async def scenario(h: Harness) -> None:
+        lease = h.lease(lease=3.0)
+        assert lease.acquire_blocking() is None
+        assert lease.state is State.HELD and h.owner_of() == lease.owner
+        assert h.transport.operations() == ["PutItem"]
+        counters = lease.counters()
+        assert (counters.write_requests, counters.read_requests) == (1, 0)
+        assert lease.renewal_due() == pytest.approx(h.clock.monotonic() + 1.0)
+        lease.start_renewing()
+        await h.clock.advance(1.05)
+        assert h.transport.operations() == ["PutItem", "UpdateItem"]
+        await lease.release()
+        assert h.row() is None
+
+    run(scenario, blocking=True)
+
+
+def test_a_held_row_found_by_the_blocking_create_is_used_without_reading_it_again() -> None:
+    async def scenario(h: Harness) -> None:
+        h.write_lock("someone", "v1", 30_000)
+        lease = h.lease(wait=0)
+        first = lease.acquire_blocking()
+        assert first is not None
+        with pytest.raises(LockNotAcquired, match="held by owner someone"):
+            await lease.acquire(first)
+        # The failed condition returned the row: no GetItem, and no second create.
+        assert h.transport.operations() == ["PutItem"]
+        counters = lease.counters()
+        assert counters.conditional_failures == 1 and counters.write_requests == 1
+
+    run(scenario, blocking=True)
+
+
+def test_an_abandoned_row_found_by_the_blocking_create_is_taken_over_after_its_lease() -> None:
+    async def scenario(h: Harness) -> None:
+        h.write_lock("crashed", "v1", 2_000)
+        lease = h.lease(wait=10)
+        first = lease.acquire_blocking()
+        assert first is not None
+        start = h.clock.monotonic()
+        await h.clock.run(lease.acquire(first))
+        assert lease.state is State.HELD and h.owner_of() == lease.owner
+        assert h.transport.times("PutItem")[-1] - start >= 2.0  # observed for its stored lease
+        assert lease.counters().wait_ms >= 2_000
+        await lease.release()
+
+    run(scenario, blocking=True)
+
+
+def test_a_blocking_create_whose_answer_was_lost_is_reconciled_by_the_engine() -> None:
+    async def scenario(h: Harness) -> None:
+        h.transport.faults.append(lost_answer("PutItem"))
+        lease = h.lease()
+        first = lease.acquire_blocking()
+        assert first is not None  # committed, but the caller could not know
+        await lease.acquire(first)
+        assert lease.state is State.HELD and h.owner_of() == lease.owner
+        assert h.transport.operations() == ["PutItem", "GetItem"]
+        counters = lease.counters()
+        assert counters.request_failures == 1 and counters.write_requests == 1
+        await lease.release()
+
+    run(scenario, blocking=True)
+
+
+def test_a_blocking_create_applied_after_the_engine_gave_up_is_deleted_when_it_lands() -> None:
+    async def scenario(h: Harness) -> None:
+        # The answer is not back in time; the write itself lands 2 s after it was sent.
+        h.transport.faults.append(Fault("PutItem", before=2.0))
+        throttled = ThrottledError("slow down", operation="PutItem")
+        h.transport.always["PutItem"] = Fault("PutItem", commit=False, error=throttled)
+        lease = h.lease(lease=3.0, wait=0)
+        first = lease.acquire_blocking()
+        assert first is not None and first.late is not None
+        with pytest.raises(LockNotAcquired, match="network budget"):
+            await h.clock.run(lease.acquire(first))
+        assert h.row() is None  # not landed yet
+        await h.clock.advance(2.5)
+        assert h.row() is None  # landed, then deleted by the guard that gave up
+        assert h.transport.operations()[-1] == "DeleteItem"
+
+    run(scenario, blocking=True)
+
+
+def test_a_blocking_create_throttled_is_retried_by_the_engine() -> None:
+    async def scenario(h: Harness) -> None:
+        h.transport.faults.append(
+            Fault("PutItem", commit=False, error=ThrottledError("slow down", operation="PutItem"))
+        )
+        lease = h.lease()
+        first = lease.acquire_blocking()
+        assert first is not None
+        await h.clock.run(lease.acquire(first))
+        assert lease.state is State.HELD
+        assert h.transport.operations() == ["PutItem", "PutItem"]
+        await lease.release()
+
+    run(scenario, blocking=True)
+
+
+def test_an_interrupt_during_the_blocking_create_cleans_up_what_it_wrote() -> None:
+    async def scenario(h: Harness) -> None:
+        h.transport.interrupt = True  # Ctrl-C after the create was applied
+        lease = h.lease()
+        with pytest.raises(KeyboardInterrupt):
+            lease.acquire_blocking()
+        assert h.owner_of() == lease.owner
+        lease.abandon_first()
+        await h.clock.advance(0.1)
+        assert lease.state is State.CANCELLED and h.row() is None
+
+    run(scenario, blocking=True)
+
+
+def test_a_clean_blocking_release_needs_no_runtime_unless_someone_waits() -> None:
+    async def scenario(h: Harness) -> None:
+        lease = h.lease()
+        assert lease.acquire_blocking() is None
+        assert lease.release_blocking() is None
+        assert lease.state is State.RELEASED and h.row() is None
+        assert lease.after_blocking_release() is False  # no renewal task, no waiter
+
+        second = h.lease()
+        assert second.acquire_blocking() is None
+        waiter = h.observations.waiter(("locks", "k"))
+        assert second.release_blocking() is None
+        assert second.after_blocking_release() is True
+        second.released_elsewhere()
+        assert waiter.done()  # the waiting guard of this client is woken at once
+
+    run(scenario, blocking=True)
+
+
+def test_a_blocking_release_whose_answer_was_lost_is_confirmed_by_a_read() -> None:
+    async def scenario(h: Harness) -> None:
+        lease = h.lease()
+        assert lease.acquire_blocking() is None
+        h.transport.faults.append(lost_answer("DeleteItem"))
+        first = lease.release_blocking()
+        assert first is not None and lease.state is State.RELEASING
+        await lease.release(first)
+        assert lease.state is State.RELEASED and h.row() is None
+        assert h.transport.operations() == ["PutItem", "DeleteItem", "GetItem"]
+
+    run(scenario, blocking=True)
+
+
+def test_an_interrupted_blocking_release_is_finished_by_the_engine() -> None:
+    async def scenario(h: Harness) -> None:
+        lease = h.lease()
+        assert lease.acquire_blocking() is None
+        h.transport.faults.append(Fault("DeleteItem", commit=False))
+        h.transport.interrupt = True  # Ctrl-C before the delete was applied
+        with pytest.raises(KeyboardInterrupt):
+            lease.release_blocking()
+        assert h.owner_of() == lease.owner
+        await h.clock.run(lease.release(lease.interrupted_release()))
+        assert lease.state is State.RELEASED and h.row() is None
+
+    run(scenario, blocking=True)
+
+
+def test_a_blocking_release_after_a_takeover_reports_the_loss_and_spares_the_successor() -> None:
+    async def scenario(h: Harness) -> None:
+        lease = h.lease(lease=1.0)
+        assert lease.acquire_blocking() is None
+        h.write_lock("successor", "v9", 30_000)
+        first = lease.release_blocking()
+        assert first is not None
+        with pytest.raises(LockLost, match="another owner"):
+            await lease.release(first)
+        assert h.owner_of() == "successor"
+
+    run(scenario, blocking=True)
+
+
+def test_a_blocking_release_of_an_expired_guard_raises_lock_lost() -> None:
+    async def scenario(h: Harness) -> None:
+        lease = h.lease(lease=1.0)
+        assert lease.acquire_blocking() is None
+        await h.clock.advance(0.95)  # past 90% with no renewal task running
+        assert lease.release_blocking() is None
+        assert lease.state is State.LOST and h.row() is None
+        assert "expired" in str(lease.lost_error())
+
+    run(scenario, blocking=True)
+
+
+# --- deferred start of renewals ------------------------------------------------------
+
+
+class _FakeLease:
+    def __init__(self, due: float) -> None:
+        self.due = due
+        self.state = State.HELD
+        self.started = 0.0
+        self.checks = 0
+
+    def renewal_due(self) -> float:
+        return self.due
+
+    def start_renewing(self) -> None:
+        self.started = time.monotonic()
+
+    def check_validity(self) -> None:
+        self.checks += 1
+
+
+def test_deferred_renewals_start_when_due_and_skip_released_leases() -> None:
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        deferred = DeferredRenewals(loop)
+        posts = 0
+        post = loop.call_soon_threadsafe
+
+        def counting(callback: Any, *args: Any) -> Any:
+            nonlocal posts
+            posts += 1
+            return post(callback, *args)
+
+        loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+        now = time.monotonic()
+        due, released, later = (_FakeLease(now + d) for d in (0.15, 0.2, 0.25))
+        for lease in (due, released, later):
+            deferred.add(lease)  # type: ignore[arg-type]
+        assert posts == 1  # later leases need the loop no sooner than the first
+        released.state = State.RELEASED
+        await asyncio.sleep(0.4)
+        assert due.started >= due.due and later.started >= later.due
+        assert released.started == 0.0  # released before due: never reached the loop
+        assert len(deferred) == 0
+
+    asyncio.run(scenario())
+
+
+def test_deferred_leases_are_checked_for_validity_every_watch_interval() -> None:
+    async def scenario() -> None:
+        deferred = DeferredRenewals(asyncio.get_running_loop())
+        waiting = _FakeLease(math.inf)  # never due within the test
+        deferred.add(waiting)  # type: ignore[arg-type]
+        await asyncio.sleep(1.3)  # WATCH_INTERVAL_S is 1 s
+        assert waiting.checks == 1 and waiting.started == 0.0
+        waiting.state = State.LOST
+        await asyncio.sleep(1.0)
+        assert len(deferred) == 0
+
+    asyncio.run(scenario())
+
+
+def test_blocking_requests_use_the_engine_request_timeout() -> None:
+    seen: list[float] = []
+
+    async def scenario(h: Harness) -> None:
+        send = h.transport.send_blocking  # type: ignore[attr-defined]
+
+        def recording(operation: str, params: Any, timeout: float, on_late: Any) -> Any:
+            seen.append(timeout)
+            return send(operation, params, timeout, on_late)
+
+        h.transport.send_blocking = recording  # type: ignore[attr-defined]
+        lease = h.lease(lease=30.0, wait=0.5)
+        assert lease.acquire_blocking() is None
+        assert lease.release_blocking() is None
+
+    run(scenario, blocking=True)
+    assert seen[0] == pytest.approx(p.request_timeout(30.0, 0.5))
+    assert seen[1] == pytest.approx(p.request_timeout(30.0, p.cleanup_budget(30.0)))
