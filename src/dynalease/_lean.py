@@ -32,7 +32,7 @@ import json
 import logging
 import os
 import zlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -48,9 +48,9 @@ from ._aws import (
     map_error_code,
     map_transport_error,
 )
-from ._engine.store import Transport
+from ._engine.store import TimedOut, Transport
 from ._lean_config import DirectConfig
-from ._lean_http import BlockingPool, ConnectionPool, Late, NotSent, Unanswered
+from ._lean_http import BlockingPool, ConnectionPool, Cut, Late, NotSent, Unanswered
 from ._lean_sign import SigV4Signer, amz_date, host_header
 from .constants import ENV_TRANSPORT
 
@@ -299,6 +299,22 @@ class LeanTransport:
 
     async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one request from the runtime loop."""
+        return await self.send_within(operation, params, None, None)
+
+    async def send_within(
+        self,
+        operation: str,
+        params: dict[str, Any],
+        timeout: float | None,
+        on_late: Callable[[Awaitable[dict[str, Any]]], object] | None,
+    ) -> dict[str, Any]:
+        """Send from the runtime loop, waiting at most ``timeout`` seconds.
+
+        A request that went out but was not answered in time (or whose wait was
+        cancelled) is not abandoned: ``on_late`` gets an awaitable of its answer
+        and :class:`TimedOut` (or the cancellation) is raised. Without a
+        timeout, as :meth:`send`.
+        """
         if not self._prepared:
             try:
                 await self._prepare()
@@ -306,14 +322,25 @@ class LeanTransport:
                 raise map_transport_error(error, operation) from error
         route = self._route
         if route is None:
-            return await self.boto.send(operation, params)
+            return await _bounded(self.boto.send(operation, params), timeout, on_late)
         body = _ENCODER.encode(params).encode()
         frozen = await _frozen(route.credentials, operation)
         request = route.request_bytes(operation, body, frozen)
+
+        def late_answer(rest: Awaitable[tuple[int, bytes, int | None]]) -> None:
+            assert on_late is not None
+            on_late(_late_answer(rest, route.url, operation))
+
         try:
             status, payload, crc = await route.pool.request(
-                request, body, retry_stale=operation in _READS
+                request,
+                body,
+                retry_stale=operation in _READS,
+                timeout=timeout,
+                on_late=None if on_late is None else late_answer,
             )
+        except Cut:
+            raise TimedOut from None
         except (NotSent, Unanswered) as failure:
             raise _transport_failure(failure, route.url, operation) from failure.cause
         return _answer(operation, status, payload, crc, route.url)
@@ -368,6 +395,37 @@ class LeanTransport:
         except (NotSent, Unanswered) as failure:
             raise _transport_failure(failure, route.url, operation) from failure.cause
         return _answer(operation, status, payload, crc, route.url)
+
+
+async def _late_answer(
+    rest: Awaitable[tuple[int, bytes, int | None]], url: str, operation: str
+) -> dict[str, Any]:
+    """The parsed answer to a request whose caller stopped waiting."""
+    try:
+        status, payload, crc = await rest
+    except (NotSent, Unanswered) as failure:
+        raise _transport_failure(failure, url, operation) from failure.cause
+    return _answer(operation, status, payload, crc, url)
+
+
+async def _bounded(
+    operation: Awaitable[dict[str, Any]],
+    timeout: float | None,
+    on_late: Callable[[Awaitable[dict[str, Any]]], object] | None,
+) -> dict[str, Any]:
+    """``send_within`` for a transport that cannot bound a request itself."""
+    if timeout is None or on_late is None:
+        return await operation
+    task = asyncio.ensure_future(operation)
+    try:
+        done, _ = await asyncio.wait((task,), timeout=max(0.0, timeout))
+    except asyncio.CancelledError:
+        on_late(task)
+        raise
+    if not done:
+        on_late(task)
+        raise TimedOut
+    return task.result()
 
 
 async def _frozen(credentials: Any, operation: str) -> Any:

@@ -18,10 +18,10 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
-__all__ = ["BlockingPool", "ConnectionPool", "Late", "NotSent", "Unanswered"]
+__all__ = ["BlockingPool", "ConnectionPool", "Cut", "Late", "NotSent", "Unanswered"]
 
 #: A connection idle longer than this is closed rather than reused: servers
 #: and middle boxes drop idle connections, and a write sent into a connection
@@ -48,6 +48,10 @@ class Unanswered(Exception):
         super().__init__(str(cause) if cause else "read timed out")
         self.cause = cause
         self.timeout = timeout
+
+
+class Cut(Exception):
+    """The caller's time limit passed first; the answer goes to its ``on_late``."""
 
 
 class _Stale(Exception):
@@ -115,6 +119,25 @@ class _Answer(asyncio.Protocol):
         self.buffer.clear()
         self.transport.write(data)
         return self.waiter
+
+    def cut(self) -> None:
+        """The caller's own time limit passed: stop its wait, keep the connection."""
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(Cut())
+
+    def detach(self) -> asyncio.Future[tuple[int, bytes, int | None]]:
+        """A new future for the rest of the answer, once its first waiter stopped waiting."""
+        late: asyncio.Future[tuple[int, bytes, int | None]]
+        late = self.waiter = asyncio.get_running_loop().create_future()
+        try:
+            # Bytes (or the end) that arrived meanwhile were kept, not delivered.
+            answer = self.ended(None) if self.closed else self.complete()
+        except (_Stale, OSError, ValueError) as error:
+            late.set_exception(error)
+        else:
+            if answer is not None:
+                late.set_result(answer)
+        return late
 
     def expire(self) -> None:
         """The read timeout passed: give up on this connection at once."""
@@ -228,6 +251,7 @@ class ConnectionPool(_Pool):
             read_timeout=read_timeout,
         )
         self._idle: deque[_Answer] = deque()
+        self._literal = _ip_literal(host, port)
         self._slots = asyncio.Semaphore(max_connections)
         self._address: tuple[Any, ...] | None = None
         self._family = 0
@@ -235,7 +259,7 @@ class ConnectionPool(_Pool):
         self._resolving: asyncio.Future[list[Any]] | None = None
 
     async def _resolve(self) -> tuple[int, tuple[Any, ...]]:
-        literal = _ip_literal(self.host, self.port)
+        literal = self._literal
         if literal is not None:
             return literal
         now = time.monotonic()
@@ -254,11 +278,14 @@ class ConnectionPool(_Pool):
             self._resolved_at = now
         return self._family, self._address
 
-    async def _connect(self) -> _Answer:
+    async def _connect(self, deadline: float | None = None) -> _Answer:
         loop = asyncio.get_running_loop()
         sock: socket.socket | None = None
+        limit = loop.time() + self.connect_timeout
+        if deadline is not None:
+            limit = min(limit, deadline)
         try:
-            async with asyncio.timeout(self.connect_timeout):
+            async with asyncio.timeout_at(limit):
                 family, address = await self._resolve()
                 sock = socket.socket(family, socket.SOCK_STREAM)
                 sock.setblocking(False)
@@ -291,37 +318,74 @@ class ConnectionPool(_Pool):
         return None
 
     async def request(
-        self, head: bytes, body: bytes, *, retry_stale: bool
+        self,
+        head: bytes,
+        body: bytes,
+        *,
+        retry_stale: bool,
+        timeout: float | None = None,
+        on_late: Callable[[Coroutine[Any, Any, tuple[int, bytes, int | None]]], object]
+        | None = None,
     ) -> tuple[int, bytes, int | None]:
         """Send ``head`` + ``body``; return (status, response body, its ``x-amz-crc32``).
 
         ``retry_stale`` allows one more try on a new connection when a reused
         connection turns out to be closed before any answer byte arrived
         (only for requests that change nothing, such as reads).
+
+        With ``timeout`` and ``on_late`` the wait ends after ``timeout`` seconds in
+        all, raising :class:`Cut` (or :class:`NotSent` if nothing was sent), and
+        a cancelled wait ends at once; either way a request that went out is not
+        abandoned: ``on_late`` gets a coroutine that finishes reading its answer
+        (within the read timeout). The caller then needs no task of its own to
+        keep a request running past its time limit.
         """
         data = head + body
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None or on_late is None else loop.time() + timeout
         async with self._slots:
             connection = self._take_idle()
             reused = connection is not None
             if connection is None:
-                connection = await self._connect()
+                connection = await self._connect(deadline)
             try:
-                return await self._exchange(connection, data)
+                return await self._exchange(connection, data, deadline, on_late)
             except _Stale:
                 if not (reused and retry_stale):
                     raise _closed() from None
-            connection = await self._connect()
+            connection = await self._connect(deadline)
             try:
-                return await self._exchange(connection, data)
+                return await self._exchange(connection, data, deadline, on_late)
             except _Stale:
                 raise _closed() from None
 
-    async def _exchange(self, connection: _Answer, data: bytes) -> tuple[int, bytes, int | None]:
+    async def _exchange(
+        self,
+        connection: _Answer,
+        data: bytes,
+        deadline: float | None = None,
+        on_late: Callable[[Coroutine[Any, Any, tuple[int, bytes, int | None]]], object]
+        | None = None,
+    ) -> tuple[int, bytes, int | None]:
         loop = asyncio.get_running_loop()
+        cut: asyncio.TimerHandle | None = None
+        if deadline is not None:
+            left = deadline - loop.time()
+            if left <= 0:
+                connection.close()
+                raise NotSent(None, timeout=True)
+            if left < self.read_timeout:
+                cut = loop.call_later(left, connection.cut)
         waiter = connection.start(data)
         timer = loop.call_later(self.read_timeout, connection.expire)
+        handed = False
         try:
             answer = await waiter
+        except Cut:
+            assert on_late is not None
+            on_late(self._late(connection, timer))
+            handed = True
+            raise
         except _Stale:
             raise
         except (OSError, ValueError) as error:
@@ -329,11 +393,21 @@ class ConnectionPool(_Pool):
             raise Unanswered(
                 None if connection.timed_out else error, timeout=connection.timed_out
             ) from None
+        except asyncio.CancelledError:
+            if on_late is None:
+                connection.close()  # the answer would confuse the next request
+            else:
+                on_late(self._late(connection, timer))  # it may still say what happened
+                handed = True
+            raise
         except BaseException:
-            connection.close()  # cancelled mid-request: the answer would confuse the next one
+            connection.close()
             raise
         finally:
-            timer.cancel()
+            if cut is not None:
+                cut.cancel()
+            if not handed:
+                timer.cancel()
         connection.waiter = None
         if connection.keep and not connection.closed:
             connection.idle_since = time.monotonic()
@@ -341,6 +415,22 @@ class ConnectionPool(_Pool):
         else:
             connection.close()
         return answer
+
+    async def _late(
+        self, connection: _Answer, timer: asyncio.TimerHandle
+    ) -> tuple[int, bytes, int | None]:
+        """The rest of an answer nobody waits for any more, within the read timeout."""
+        late = connection.detach()
+        try:
+            return await late
+        except _Stale:
+            raise _closed() from None
+        except (OSError, ValueError) as error:
+            timed_out = isinstance(error, TimeoutError)
+            raise Unanswered(None if timed_out else error, timeout=timed_out) from None
+        finally:
+            timer.cancel()
+            connection.close()  # never reused: simpler than proving it is clean
 
     def close(self) -> None:
         """Close the idle connections."""

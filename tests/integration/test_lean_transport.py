@@ -23,7 +23,7 @@ from botocore.credentials import RefreshableCredentials
 from dynalease import DynamoDBClient
 from dynalease._aws import BotoTransport, lock_config
 from dynalease._engine.protocol import LockRow, new_token
-from dynalease._engine.store import ConditionFailed, LockStore
+from dynalease._engine.store import ConditionFailed, LockStore, TimedOut
 from dynalease._lean import LeanTransport
 from dynalease.constants import ENV_TRANSPORT
 from dynalease.exceptions import (
@@ -431,6 +431,55 @@ def test_a_blocking_write_answered_after_its_timeout_is_finished_on_the_loop() -
             assert len(late) == 1
             answer = await transport.finish_late("PutItem", late[0])
             assert answer["ConsumedCapacity"] == {"CapacityUnits": 1}
+
+    asyncio.run(scenario())
+
+
+def test_a_loop_request_cut_by_its_limit_hands_on_the_answer_still_to_come() -> None:
+    """The engine awaits the request itself; past its limit the answer is still learned."""
+
+    async def answer_late(server: _Server, head: bytes, writer: asyncio.StreamWriter) -> bool:
+        await asyncio.sleep(0.3)
+        writer.write(b'HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n{"a":1}')
+        await writer.drain()
+        await asyncio.sleep(0.1)
+        writer.write(b" ")  # the last byte of the body comes later still
+        return True
+
+    async def scenario() -> None:
+        async with _Server(answer_late) as server:
+            transport = _lean(server.url)
+            late: list[Any] = []
+            with pytest.raises(TimedOut):
+                await transport.send_within("PutItem", {"TableName": "t"}, 0.1, late.append)
+            assert len(late) == 1
+            assert await late[0] == {"a": 1, "ResponseMetadata": {"HTTPStatusCode": 200}}
+            # The connection that carried a late answer is not reused.
+            await transport.send_within("GetItem", _get(), 1.0, late.append)
+            assert server.connections == 2
+
+    asyncio.run(scenario())
+
+
+def test_a_cancelled_loop_request_hands_on_its_answer() -> None:
+    async def answer_late(server: _Server, head: bytes, writer: asyncio.StreamWriter) -> bool:
+        await asyncio.sleep(0.3)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+        return True
+
+    async def scenario() -> None:
+        async with _Server(answer_late) as server:
+            transport = _lean(server.url)
+            late: list[Any] = []
+            sending = asyncio.ensure_future(
+                transport.send_within("PutItem", {"TableName": "t"}, 5.0, late.append)
+            )
+            await asyncio.sleep(0.1)
+            sending.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await sending
+            assert len(late) == 1
+            assert await late[0] == {"ResponseMetadata": {"HTTPStatusCode": 200}}
 
     asyncio.run(scenario())
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import enum
+import functools
 import heapq
 import itertools
 import logging
@@ -36,9 +37,9 @@ from ..exceptions import (
     ThrottledError,
 )
 from . import protocol as p
-from .clock import Clock, Stamp, sleep_or_wake, wait_for
+from .clock import Clock, Stamp, SystemClock, sleep_or_wake, wait_for
 from .observations import Observations
-from .store import ConditionFailed, LockStore, Reply
+from .store import ConditionFailed, Limit, LockStore, Reply, TimedOut, reply_of
 
 log = logging.getLogger("dynalease")
 
@@ -180,6 +181,8 @@ class Lease:
         self._rcu = 0.0
         self._wcu = 0.0
         self._interrupted: FirstWrite | None = None
+        #: The transport bounds requests itself, in the loop's (the system clock's) time.
+        self._limited = store.limits and isinstance(clock, SystemClock)
 
     # --- what other threads may ask ------------------------------------------
 
@@ -235,45 +238,36 @@ class Lease:
     # --- requests -------------------------------------------------------------
 
     async def _request(
-        self, kind: str, operation: Awaitable[Reply], deadline: float, *, replayed: bool = False
+        self,
+        kind: str,
+        make: Callable[[Limit | None], Awaitable[Reply]],
+        deadline: float,
+        *,
+        replayed: bool = False,
     ) -> Reply | None:
         """Send one request bounded by the deadline.
 
         Returns the reply, or None when the condition failed (the current row, if
         DynamoDB returned it, is in ``self._conflict_item``). Raises
         :class:`_Unknown` when the outcome is unknown and ``DynamoDBError`` when
-        the request was definitely not applied. A ``replayed`` operation is the
-        outcome of a request already sent (and counted) from a caller's thread.
+        the request was definitely not applied. ``make(limit)`` makes the request;
+        a ``replayed`` one is the outcome of a request already sent (and counted)
+        from a caller's thread.
         """
         timeout = p.request_timeout(self.lease_s, deadline - self.clock.monotonic())
         if replayed:
             timeout = max(timeout, _EPSILON_S)
         elif timeout <= 0:
-            close = getattr(operation, "close", None)
-            if close is not None:
-                close()
             raise _BudgetSpent
         elif kind == "read":
             self._reads += 1
         else:
             self._writes += 1
-        task: asyncio.Future[Reply] = asyncio.ensure_future(operation)
-        try:
-            finished = await wait_for(self.clock, task, timeout)
-        except asyncio.CancelledError:
-            if kind != "read" and self.state is State.ACQUIRING:
-                # Cancelled with a create or takeover in flight: it may still land.
-                self._watch_late(task)
-            # Nobody awaits it now (e.g. a renewal cut short by release): look at its
-            # failure so asyncio does not log it as never retrieved.
-            task.add_done_callback(_retrieve)
-            raise
-        if not finished:
-            self._request_failures += 1
-            # Nobody may await it again; retrieve its failure so asyncio does not
-            # log "Task exception was never retrieved" when it finally fails.
-            task.add_done_callback(_retrieve)
-            raise _Unknown(task, None)
+        task: asyncio.Future[Reply]
+        if self._limited and not replayed:
+            task = await self._limited_request(kind, make, timeout)
+        else:
+            task = await self._task_request(kind, make(None), timeout)
         try:
             reply = task.result()
         except ConditionFailed as failed:
@@ -294,10 +288,72 @@ class Lease:
             self._wcu += reply.capacity
         return reply
 
+    async def _limited_request(
+        self, kind: str, make: Callable[[Limit | None], Awaitable[Reply]], timeout: float
+    ) -> asyncio.Future[Reply]:
+        """Await the request itself; the transport bounds it and hands on a late answer.
+
+        Saves the task and ``asyncio.wait`` per request (three loop iterations
+        of about nine) that :meth:`_task_request` needs to keep a request
+        running past its time limit.
+        """
+        late: list[Awaitable[dict[str, Any]]] = []
+        outcome: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        try:
+            outcome.set_result(await make(Limit(timeout, late.append)))
+        except TimedOut:
+            self._request_failures += 1
+            raise _Unknown(self._late_reply(kind, late), None) from None
+        except asyncio.CancelledError:
+            if late and kind != "read" and self.state is State.ACQUIRING:
+                # Cancelled with a create or takeover in flight: it may still land.
+                self._watch_late(self._late_reply(kind, late))
+            elif late:
+                self._late_reply(kind, late)  # read to its end, for nobody
+            raise
+        except Exception as error:
+            outcome.set_exception(error)
+        return outcome
+
+    def _late_reply(
+        self, kind: str, late: list[Awaitable[dict[str, Any]]]
+    ) -> asyncio.Future[Reply]:
+        async def reply() -> Reply:
+            return reply_of("GetItem" if kind == "read" else "write", await late[0])
+
+        task = asyncio.ensure_future(reply())
+        task.add_done_callback(_retrieve)
+        return task
+
+    async def _task_request(
+        self, kind: str, operation: Awaitable[Reply], timeout: float
+    ) -> asyncio.Future[Reply]:
+        """Run the request as a task and wait up to ``timeout`` clock seconds for it."""
+        task: asyncio.Future[Reply] = asyncio.ensure_future(operation)
+        try:
+            finished = await wait_for(self.clock, task, timeout)
+        except asyncio.CancelledError:
+            if kind != "read" and self.state is State.ACQUIRING:
+                # Cancelled with a create or takeover in flight: it may still land.
+                self._watch_late(task)
+            # Nobody awaits it now (e.g. a renewal cut short by release): look at its
+            # failure so asyncio does not log it as never retrieved.
+            task.add_done_callback(_retrieve)
+            raise
+        if not finished:
+            self._request_failures += 1
+            # Nobody may await it again; retrieve its failure so asyncio does not
+            # log "Task exception was never retrieved" when it finally fails.
+            task.add_done_callback(_retrieve)
+            raise _Unknown(task, None)
+        return task
+
     _conflict_item: dict[str, Any] | None = None
 
     async def _read_row(self, deadline: float) -> dict[str, Any] | None:
-        reply = await self._request("read", self.store.read(self.table, self.key), deadline)
+        reply = await self._request(
+            "read", lambda limit: self.store.read(self.table, self.key, limit), deadline
+        )
         assert reply is not None  # reads have no condition
         return reply.item
 
@@ -483,6 +539,9 @@ class Lease:
         """The error a release of a lost guard raises."""
         return self._lost_error()
 
+    def _replay_with(self, first: FirstWrite, limit: Limit | None) -> Awaitable[Reply]:
+        return self._replay(first)
+
     async def _replay(self, first: FirstWrite) -> Reply:
         """The outcome of a write sent from a caller's thread, as a request would end."""
         if first.late is not None:
@@ -633,24 +692,29 @@ class Lease:
         With ``first`` (a create already sent from the caller's thread), goes on
         from its outcome instead of sending.
         """
-        operation: Awaitable[Reply]
+        make: Callable[[Limit | None], Awaitable[Reply]]
         if first is not None and first.version:
+            replayed = first
             version = first.version
             stamp = self._pending[version]
-            operation = self._replay(first)
+
+            def make(limit: Limit | None) -> Awaitable[Reply]:
+                return self._replay(replayed)
+
         else:
             version = p.new_token()
             row = p.LockRow(self.key, self.owner, version, self._lease_ms)
             stamp = Stamp.now(self.clock)
             self._pending[version] = stamp
-            operation = (
-                self.store.create(self.table, row)
-                if observed is None
-                else self.store.replace(self.table, row, observed)
-            )
+
+            def make(limit: Limit | None) -> Awaitable[Reply]:
+                if observed is None:
+                    return self.store.create(self.table, row, limit)
+                return self.store.replace(self.table, row, observed, limit)
+
         try:
             reply = await self._request(
-                "write", operation, deadline, replayed=first is not None and bool(first.version)
+                "write", make, deadline, replayed=first is not None and bool(first.version)
             )
         except _Unknown as unknown:
             self._watch_late(unknown.task)
@@ -764,9 +828,14 @@ class Lease:
         version = p.new_token()
         stamp = Stamp.now(self.clock)
         self._pending[version] = stamp
-        operation = self.store.renew(self.table, self.key, self.owner, current, version)
         try:
-            reply = await self._request("write", operation, deadline)
+            reply = await self._request(
+                "write",
+                lambda limit: self.store.renew(
+                    self.table, self.key, self.owner, current, version, limit
+                ),
+                deadline,
+            )
         except _BudgetSpent:
             return False
         except _Unknown:
@@ -892,11 +961,16 @@ class Lease:
                 if first is not None:
                     replay, first = first, None
                     reply = await self._request(
-                        "write", self._replay(replay), deadline, replayed=True
+                        "write",
+                        functools.partial(self._replay_with, replay),
+                        deadline,
+                        replayed=True,
                     )
                 else:
                     reply = await self._request(
-                        "write", self.store.delete(self.table, self.key, self.owner), deadline
+                        "write",
+                        lambda limit: self.store.delete(self.table, self.key, self.owner, limit),
+                        deadline,
                     )
             except _BudgetSpent:
                 break

@@ -8,7 +8,7 @@ backend of :mod:`dynalease.testing`, or a leaner HTTP transport.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
@@ -56,6 +56,20 @@ class Transport(Protocol):
         ...
 
 
+class LimitingTransport(Transport, Protocol):
+    """A transport that bounds a request's wait itself (see :class:`Limit`)."""
+
+    async def send_within(
+        self,
+        operation: str,
+        params: dict[str, Any],
+        timeout: float,
+        on_late: Callable[[Awaitable[dict[str, Any]]], object],
+    ) -> dict[str, Any]:
+        """Send from the runtime loop; raise :class:`TimedOut` after ``timeout`` seconds."""
+        ...
+
+
 class BlockingTransport(Transport, Protocol):
     """A transport that can also send from a sync caller's own thread."""
 
@@ -82,6 +96,25 @@ class BlockingTransport(Transport, Protocol):
         ...
 
 
+class TimedOut(Exception):
+    """No answer within the caller's :class:`Limit`; the rest went to its ``on_late``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """How long a request may take before the engine stops waiting for it.
+
+    A transport with ``send_within`` honours it itself: after ``timeout``
+    seconds (or when the wait is cancelled) it hands ``on_late`` an awaitable of
+    the answer still to come and raises :class:`TimedOut` (or the
+    cancellation). The engine then needs no task per request to keep a write
+    running past its time limit.
+    """
+
+    timeout: float
+    on_late: Callable[[Awaitable[dict[str, Any]]], object]
+
+
 @dataclass(frozen=True, slots=True)
 class Reply:
     """A store answer: the item read or returned (if any) and the capacity it reported."""
@@ -104,6 +137,16 @@ class LockStore:
 
     def __init__(self, transport: Transport) -> None:
         self.transport = transport
+        #: True when the transport bounds a request itself (``send_within``).
+        self.limits = callable(getattr(transport, "send_within", None))
+
+    async def _send(
+        self, operation: str, params: dict[str, Any], limit: Limit | None
+    ) -> dict[str, Any]:
+        if limit is None:
+            return await self.transport.send(operation, params)
+        transport = cast(LimitingTransport, self.transport)
+        return await transport.send_within(operation, params, limit.timeout, limit.on_late)
 
     async def prepare(self) -> None:
         """Let the transport do its one-time setup before the first request is timed."""
@@ -112,9 +155,9 @@ class LockStore:
         if prepare is not None:
             await prepare()
 
-    async def read(self, table: str, key: str) -> Reply:
+    async def read(self, table: str, key: str, limit: Limit | None = None) -> Reply:
         """Strongly consistent read of the lock row."""
-        response = await self.transport.send(
+        response = await self._send(
             "GetItem",
             {
                 "TableName": table,
@@ -122,14 +165,17 @@ class LockStore:
                 "ConsistentRead": True,
                 "ReturnConsumedCapacity": "TOTAL",
             },
+            limit,
         )
-        return Reply(response.get("Item"), _capacity(response))
+        return reply_of("GetItem", response)
 
-    async def create(self, table: str, row: LockRow) -> Reply:
+    async def create(self, table: str, row: LockRow, limit: Limit | None = None) -> Reply:
         """Write the row only if no row exists."""
-        return _write_reply(await self.transport.send("PutItem", _create_params(table, row)))
+        return _write_reply(await self._send("PutItem", _create_params(table, row), limit))
 
-    async def replace(self, table: str, row: LockRow, observed: LockRow) -> Reply:
+    async def replace(
+        self, table: str, row: LockRow, observed: LockRow, limit: Limit | None = None
+    ) -> Reply:
         """Take over: write our row only if the observed owner and version are still there."""
         params = _put_params(
             table,
@@ -138,11 +184,13 @@ class LockStore:
             dict(_NAMES_OWNER_VERSION),
             {":o": {"S": observed.owner}, ":v": {"S": observed.version}},
         )
-        return _write_reply(await self.transport.send("PutItem", params))
+        return _write_reply(await self._send("PutItem", params, limit))
 
-    async def renew(self, table: str, key: str, owner: str, current: str, new: str) -> Reply:
+    async def renew(
+        self, table: str, key: str, owner: str, current: str, new: str, limit: Limit | None = None
+    ) -> Reply:
         """Replace our version with a new one, only if owner and version are still ours."""
-        response = await self.transport.send(
+        response = await self._send(
             "UpdateItem",
             {
                 "TableName": table,
@@ -158,13 +206,14 @@ class LockStore:
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 "ReturnConsumedCapacity": "TOTAL",
             },
+            limit,
         )
         return _write_reply(response)
 
-    async def delete(self, table: str, key: str, owner: str) -> Reply:
+    async def delete(self, table: str, key: str, owner: str, limit: Limit | None = None) -> Reply:
         """Delete the row only if we still own it."""
         params = _delete_params(table, key, owner)
-        return _write_reply(await self.transport.send("DeleteItem", params))
+        return _write_reply(await self._send("DeleteItem", params, limit))
 
     # --- from a sync caller's own thread ----------------------------------------
 
@@ -214,6 +263,11 @@ class LockStore:
 
 def _write_reply(response: dict[str, Any]) -> Reply:
     return Reply(None, _capacity(response))
+
+
+def reply_of(operation: str, response: dict[str, Any]) -> Reply:
+    """The store's reply for a response to ``operation`` (the item only for reads)."""
+    return Reply(response.get("Item") if operation == "GetItem" else None, _capacity(response))
 
 
 def _put_params(
