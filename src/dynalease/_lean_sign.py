@@ -100,9 +100,9 @@ class SigV4Signer:
         canonical = f"POST\n/\n\n{canonical_headers}\n{signed}\n{payload}"
         scope = f"{day}/{self.region}/{self.service}/aws4_request"
         to_sign = f"{_ALGORITHM}\n{date}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
-        signature = hmac.new(
-            self._signing_key(secret_key, day), to_sign.encode(), hashlib.sha256
-        ).hexdigest()
+        # hmac.digest is the one-shot C path: no HMAC object per request.
+        key = self._signing_key(secret_key, day)
+        signature = hmac.digest(key, to_sign.encode(), "sha256").hex()
         headers = [
             ("Host", self.host),
             ("Content-Type", CONTENT_TYPE),
@@ -122,4 +122,4 @@ class SigV4Signer:
 
 
 def _hmac(key: bytes, message: str) -> bytes:
-    return hmac.new(key, message.encode(), hashlib.sha256).digest()
+    return hmac.digest(key, message.encode(), "sha256")
