@@ -228,6 +228,16 @@ class _Pool:
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.opened = 0  # connections made, for tests and benchmarks
+        self._address: Any = None  # the resolved address, until a connect fails
+
+    def _connect_failed(self, sock: socket.socket | None, error: OSError) -> NotSent:
+        """Close a half-made connection; what its failure means (nothing was sent)."""
+        if sock is not None:
+            sock.close()
+        if isinstance(error, TimeoutError):
+            return NotSent(error, timeout=True)
+        self._address = None  # resolve again next time
+        return NotSent(error, timeout=False)
 
 
 class ConnectionPool(_Pool):
@@ -253,7 +263,6 @@ class ConnectionPool(_Pool):
         self._idle: deque[_Answer] = deque()
         self._literal = _ip_literal(host, port)
         self._slots = asyncio.Semaphore(max_connections)
-        self._address: tuple[Any, ...] | None = None
         self._family = 0
         self._resolved_at = -RESOLVE_TTL_S
         self._resolving: asyncio.Future[list[Any]] | None = None
@@ -296,15 +305,8 @@ class ConnectionPool(_Pool):
                     ssl=self.ssl_context,
                     server_hostname=self.host if self.ssl_context is not None else None,
                 )
-        except TimeoutError as error:
-            if sock is not None:
-                sock.close()
-            raise NotSent(error, timeout=True) from None
         except OSError as error:
-            if sock is not None:
-                sock.close()
-            self._address = None  # resolve again next time
-            raise NotSent(error, timeout=False) from None
+            raise self._connect_failed(sock, error) from None
         self.opened += 1
         return protocol
 
@@ -489,7 +491,6 @@ class BlockingPool(_Pool):
         self._idle: list[tuple[socket.socket, float]] = []
         self._lock = threading.Lock()
         self._literal = _ip_literal(host, port)
-        self._address: tuple[int, tuple[Any, ...]] | None = None
         self._resolved_at = -RESOLVE_TTL_S
 
     def request(
@@ -556,7 +557,7 @@ class BlockingPool(_Pool):
         if self._literal is not None:
             return self._literal
         now = time.monotonic()
-        address = self._address
+        address: tuple[int, tuple[Any, ...]] | None = self._address
         if address is None or now - self._resolved_at > RESOLVE_TTL_S:
             infos = socket.getaddrinfo(
                 self.host, self.port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
@@ -578,15 +579,8 @@ class BlockingPool(_Pool):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
             if self.ssl_context is not None:
                 sock = self.ssl_context.wrap_socket(sock, server_hostname=self.host)
-        except TimeoutError as error:
-            if sock is not None:
-                sock.close()
-            raise NotSent(error, timeout=True) from None
         except OSError as error:
-            if sock is not None:
-                sock.close()
-            self._address = None  # resolve again next time
-            raise NotSent(error, timeout=False) from None
+            raise self._connect_failed(sock, error) from None
         self.opened += 1
         return sock
 
