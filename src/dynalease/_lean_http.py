@@ -229,6 +229,7 @@ class _Pool:
         self.read_timeout = read_timeout
         self.opened = 0  # connections made, for tests and benchmarks
         self._address: Any = None  # the resolved address, until a connect fails
+        self._literal = _ip_literal(host, port)  # an IP address needs no lookup
 
     def _connect_failed(self, sock: socket.socket | None, error: OSError) -> NotSent:
         """Close a half-made connection; what its failure means (nothing was sent)."""
@@ -261,7 +262,6 @@ class ConnectionPool(_Pool):
             read_timeout=read_timeout,
         )
         self._idle: deque[_Answer] = deque()
-        self._literal = _ip_literal(host, port)
         self._slots = asyncio.Semaphore(max_connections)
         self._family = 0
         self._resolved_at = -RESOLVE_TTL_S
@@ -490,7 +490,6 @@ class BlockingPool(_Pool):
         self.max_idle = max_idle
         self._idle: list[tuple[socket.socket, float]] = []
         self._lock = threading.Lock()
-        self._literal = _ip_literal(host, port)
         self._resolved_at = -RESOLVE_TTL_S
 
     def request(
