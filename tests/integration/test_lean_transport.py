@@ -347,10 +347,12 @@ def test_a_connection_the_server_closed_while_idle_is_not_reused(how: str) -> No
 
 @HOW
 def test_a_reused_connection_dropped_unanswered_retries_reads_but_not_writes(how: str) -> None:
-    served: dict[int, int] = {}
+    # Keyed by the writer itself: an id() can be reused once a connection's writer is gone,
+    # and the next connection would then continue the dropped one's count.
+    served: dict[asyncio.StreamWriter, int] = {}
 
     async def drop_second(server: _Server, head: bytes, writer: asyncio.StreamWriter) -> bool:
-        count = served[id(writer)] = served.get(id(writer), 0) + 1
+        count = served[writer] = served.get(writer, 0) + 1
         if count == 2:
             writer.transport.abort()  # as if it were dropped just as the request went out
             return False
