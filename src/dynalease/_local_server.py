@@ -126,14 +126,20 @@ def _keep_alive_handler(app: WsgiApp) -> type[BaseHTTPRequestHandler]:
     return KeepAliveHandler
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # socketserver listens with a backlog of 5: a sixth connection opened at the
+    # same moment had its SYN dropped and waited a second to retry it.
+    request_queue_size = socket.SOMAXCONN
+
+
 def serve(port: int, *, keep_alive: bool = True) -> None:
     """Serve moto on 127.0.0.1:port, one request at a time, until killed."""
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
     app = _serialized(DomainDispatcherApplication(create_backend_app))
     if keep_alive:
-        server = ThreadingHTTPServer(("127.0.0.1", port), _keep_alive_handler(app))
-        server.daemon_threads = True
+        server = _Server(("127.0.0.1", port), _keep_alive_handler(app))
         server.serve_forever()
     else:
         from werkzeug.serving import run_simple
