@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .floor import floor_elapsed
 from .libs import Cost, Lib, make, put_abandoned_row
 
 Figures = dict[str, float]
@@ -117,8 +118,23 @@ def one_key(name: str, ctx: Context) -> Figures:
 
 
 def independent(name: str, ctx: Context) -> Figures:
-    """10 async contenders take their own key 5 times each, holding it 10 ms."""
-    return _contention(name, ctx, [ctx.key(f"independent-{i}") for i in range(10)])
+    """10 async contenders take their own key 5 times each, holding it 10 ms.
+
+    Right before, the same requests go out from a bare client (:mod:`.floor`):
+    ``elapsed_over_floor`` near 1 means the library waited on the server, which
+    serves one request at a time, and not on itself.
+    """
+    floor = floor_elapsed(
+        ctx.endpoint,
+        ctx.table,
+        [ctx.key(f"floor-{i}") for i in range(10)],
+        3 if ctx.quick else 5,
+        0.010,
+    )
+    figures = _contention(name, ctx, [ctx.key(f"independent-{i}") for i in range(10)])
+    figures["floor_elapsed_s"] = floor
+    figures["elapsed_over_floor"] = figures["elapsed_s"] / floor
+    return figures
 
 
 def active(name: str, ctx: Context) -> Figures:
