@@ -291,3 +291,21 @@ def test_blocking_requests_use_the_engine_request_timeout() -> None:
     run(scenario, blocking=True)
     assert seen[0] == pytest.approx(p.request_timeout(30.0, 0.5))
     assert seen[1] == pytest.approx(p.request_timeout(30.0, p.cleanup_budget(30.0)))
+
+
+def test_many_leases_due_one_after_another_are_still_swept_once_per_interval() -> None:
+    # 1,000 async guards acquired over a few seconds fall due one after another;
+    # every start must not also re-check (and re-sort) every waiting lease.
+    async def scenario() -> None:
+        deferred = DeferredRenewals(asyncio.get_running_loop())
+        now = time.monotonic()
+        starting = [_FakeLease(now + 0.01 * i) for i in range(1, 51)]
+        waiting = _FakeLease(math.inf)
+        for lease in [waiting, *starting]:
+            deferred.add(lease)  # type: ignore[arg-type]
+        await asyncio.sleep(0.8)
+        assert all(lease.started >= lease.due for lease in starting)
+        assert waiting.checks <= 1  # one sweep at most in 0.8 s, not one per start
+        assert len(deferred) == 1
+
+    asyncio.run(scenario())

