@@ -411,7 +411,12 @@ class Lease:
         finally:
             self._wait_ms = (self.clock.monotonic() - start) * 1000
         self._now_held()
-        self.start_renewing()
+        if isinstance(self.clock, SystemClock):
+            # No renewal task until the first renewal is due: a short hold ends
+            # before, and then costs no task at all.
+            deferred_renewals(asyncio.get_running_loop()).add(self)
+        else:
+            self.start_renewing()
 
     def _now_held(self) -> None:
         self.state = State.HELD
@@ -1076,15 +1081,17 @@ _WATCHES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, _Validi
 
 
 class DeferredRenewals:
-    """Starts the renewal tasks of leases acquired from sync callers' threads, when due.
+    """Starts the renewal tasks of just-acquired leases when their first renewal is due.
 
-    Telling the runtime loop about each such lease at once would wake it twice
-    per lock (start, then stop, a renewal task), which costs more CPU than the
-    lock's requests. Instead the lease waits here, and one timer on the loop
-    looks at every waiting lease once per :data:`WATCH_INTERVAL_S` (as the
-    validity watch does for running ones) and starts a renewal task when its
-    first renewal is due. A lease released before then never reaches the loop.
-    Only for leases on the system clock, whose times are the loop's times.
+    Telling the runtime loop about a lease a sync caller acquired in its own
+    thread would wake it twice per lock (start, then stop, a renewal task),
+    which costs more CPU than the lock's requests; and a renewal task started at
+    once for a short async hold is made, scheduled and cancelled for nothing.
+    Instead the lease waits here: one timer on the loop starts each renewal
+    task when it is due, and checks every waiting lease's validity once per
+    :data:`WATCH_INTERVAL_S` (as the validity watch does for running ones). A
+    lease released before its first renewal never gets a task. Only for leases
+    on the system clock, whose times are the loop's times.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -1093,6 +1100,7 @@ class DeferredRenewals:
         self._heap: list[tuple[float, int, Lease]] = []
         self._order = itertools.count()
         self._wake_at = math.inf  # when the loop looks next; guarded by _lock
+        self._next_sweep = 0.0  # when waiting leases are next checked; guarded by _lock
         self._timer: asyncio.TimerHandle | None = None  # loop only
 
     def add(self, lease: Lease) -> None:
@@ -1122,17 +1130,23 @@ class DeferredRenewals:
         self._timer = None
         now = time.monotonic()
         due: list[Lease] = []
+        waiting: list[Lease] = []
         with self._lock:
             heap = self._heap
             while heap and heap[0][0] <= now:
                 due.append(heapq.heappop(heap)[2])
-            # Released (or lost) leases are dropped here, unseen by the loop.
-            self._heap = heap = [entry for entry in heap if entry[2].state is State.HELD]
-            heapq.heapify(heap)
-            waiting = [entry[2] for entry in heap]
-            self._wake_at = min(heap[0][0], now + WATCH_INTERVAL_S) if heap else math.inf
+            if now >= self._next_sweep:
+                # Once per interval, not on every tick: with many leases due one
+                # after another, a sweep per start would cost n^2.
+                self._next_sweep = now + WATCH_INTERVAL_S
+                # Released (or lost) leases are dropped here, unseen by the loop.
+                self._heap = heap = [entry for entry in heap if entry[2].state is State.HELD]
+                heapq.heapify(heap)
+                waiting = [entry[2] for entry in heap]
+            self._wake_at = min(heap[0][0], self._next_sweep) if heap else math.inf
         for lease in due:
-            lease.start_renewing()
+            if lease.state is State.HELD:
+                lease.start_renewing()
         for lease in waiting:
             lease.check_validity()
         self._schedule()
