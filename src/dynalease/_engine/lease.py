@@ -180,6 +180,11 @@ class Lease:
         self._cleanup_failures = 0
         self._rcu = 0.0
         self._wcu = 0.0
+        # The release's delete sent from a sync caller's thread may overlap a renewal
+        # counting on the runtime thread; ``+=`` on one attribute from both could
+        # lose a count, so that thread counts its own.
+        self._caller_writes = 0
+        self._caller_wcu = 0.0
         self._interrupted: FirstWrite | None = None
         #: The transport bounds requests itself, in the loop's (the system clock's) time.
         self._limited = store.limits and isinstance(clock, SystemClock)
@@ -190,7 +195,7 @@ class Lease:
         """A consistent-enough snapshot; each field is read once."""
         return Counters(
             read_requests=self._reads,
-            write_requests=self._writes,
+            write_requests=self._writes + self._caller_writes,
             renewals=self._renewals,
             wait_ms=self._wait_ms,
             conditional_failures=self._conditional_failures,
@@ -199,7 +204,7 @@ class Lease:
             cleanup_failures=self._cleanup_failures,
             lost=self.state is State.LOST or bool(self._lost_reason),
             consumed_rcu=self._rcu,
-            consumed_wcu=self._wcu,
+            consumed_wcu=self._wcu + self._caller_wcu,
         )
 
     def time_left(self) -> float:
@@ -498,7 +503,7 @@ class Lease:
             "DeleteItem", deadline, _interrupted_failure("DeleteItem"), was_lost=was_lost
         )
         timeout = p.request_timeout(self.lease_s, deadline - self.clock.monotonic())
-        self._writes += 1
+        self._caller_writes += 1
         self._interrupted = first  # until answered: see ``interrupted_release``
         try:
             reply = self.store.delete_blocking(
@@ -509,7 +514,7 @@ class Lease:
             first.error = error
             return first
         self._interrupted = None
-        self._wcu += reply.capacity
+        self._caller_wcu += reply.capacity
         self.state = State.LOST if was_lost or self._lost_reason else State.RELEASED
         return None
 
