@@ -1,0 +1,29 @@
+"""The benchmark command runs end to end and prints what docs/benchmarks.md reads.
+
+One round of two short workloads, both libraries, on the server the command
+starts itself: a check that the command works, not a measurement (figures are
+never asserted on).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_one_quick_round_prints_every_ratio_and_the_independent_floor() -> None:
+    command = [sys.executable, "-m", "benchmarks", "--quick", "--rounds", "1",
+               "uncontended", "independent"]  # fmt: skip
+    result = subprocess.run(
+        command, cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=180
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "## every ratio (dynalease / pydynox)" in out
+    for figure in ("cpu_ms_per_cycle", "elapsed_s", "floor_elapsed_s", "elapsed_over_floor"):
+        assert f"| {figure}" in out, f"{figure} missing from:\n{out}"
+    assert "CPU per cycle <= 0.8x:" in out and "elapsed <= 1.0x:" in out
