@@ -30,6 +30,10 @@ IDLE_REUSE_S = 20.0
 #: How long a resolved address is reused for new connections.
 RESOLVE_TTL_S = 30.0
 _MAX_HEAD = 64 * 1024
+#: An answer: (status, body, its ``x-amz-crc32`` if sent).
+_Answered = tuple[int, bytes, int | None]
+#: Takes the coroutine that finishes reading an answer the caller stopped waiting for.
+_OnLate = Callable[[Coroutine[Any, Any, _Answered]], object]
 
 
 class NotSent(Exception):
@@ -64,7 +68,7 @@ class _Answer(asyncio.Protocol):
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()
-        self.waiter: asyncio.Future[tuple[int, bytes, int | None]] | None = None
+        self.waiter: asyncio.Future[_Answered] | None = None
         self.closed = False
         self.timed_out = False
         self.keep = False
@@ -111,7 +115,7 @@ class _Answer(asyncio.Protocol):
             and now - self.idle_since < IDLE_REUSE_S
         )
 
-    def start(self, data: bytes) -> asyncio.Future[tuple[int, bytes, int | None]]:
+    def start(self, data: bytes) -> asyncio.Future[_Answered]:
         assert self.transport is not None
         self.waiter = asyncio.get_running_loop().create_future()
         self._head = None
@@ -125,9 +129,9 @@ class _Answer(asyncio.Protocol):
         if self.waiter is not None and not self.waiter.done():
             self.waiter.set_exception(Cut())
 
-    def detach(self) -> asyncio.Future[tuple[int, bytes, int | None]]:
+    def detach(self) -> asyncio.Future[_Answered]:
         """A new future for the rest of the answer, once its first waiter stopped waiting."""
-        late: asyncio.Future[tuple[int, bytes, int | None]]
+        late: asyncio.Future[_Answered]
         late = self.waiter = asyncio.get_running_loop().create_future()
         try:
             # Bytes (or the end) that arrived meanwhile were kept, not delivered.
@@ -164,7 +168,7 @@ class _Answer(asyncio.Protocol):
         except (_Stale, OSError) as error:
             waiter.set_exception(error)
 
-    def ended(self, exc: BaseException | None) -> tuple[int, bytes, int | None]:
+    def ended(self, exc: BaseException | None) -> _Answered:
         """The answer when the connection ends now; raises when it is incomplete.
 
         Raises :class:`_Stale` when not a byte of the answer had arrived.
@@ -180,7 +184,7 @@ class _Answer(asyncio.Protocol):
             raise exc
         raise ConnectionResetError("connection closed mid-answer")
 
-    def complete(self) -> tuple[int, bytes, int | None] | None:
+    def complete(self) -> _Answered | None:
         """The whole answer once it is in the buffer, else None."""
         if self._head is None:
             end = self.buffer.find(b"\r\n\r\n")
@@ -326,9 +330,8 @@ class ConnectionPool(_Pool):
         *,
         retry_stale: bool,
         timeout: float | None = None,
-        on_late: Callable[[Coroutine[Any, Any, tuple[int, bytes, int | None]]], object]
-        | None = None,
-    ) -> tuple[int, bytes, int | None]:
+        on_late: _OnLate | None = None,
+    ) -> _Answered:
         """Send ``head`` + ``body``; return (status, response body, its ``x-amz-crc32``).
 
         ``retry_stale`` allows one more try on a new connection when a reused
@@ -366,9 +369,8 @@ class ConnectionPool(_Pool):
         connection: _Answer,
         data: bytes,
         deadline: float | None = None,
-        on_late: Callable[[Coroutine[Any, Any, tuple[int, bytes, int | None]]], object]
-        | None = None,
-    ) -> tuple[int, bytes, int | None]:
+        on_late: _OnLate | None = None,
+    ) -> _Answered:
         loop = asyncio.get_running_loop()
         cut: asyncio.TimerHandle | None = None
         if deadline is not None:
@@ -418,9 +420,7 @@ class ConnectionPool(_Pool):
             connection.close()
         return answer
 
-    async def _late(
-        self, connection: _Answer, timer: asyncio.TimerHandle
-    ) -> tuple[int, bytes, int | None]:
+    async def _late(self, connection: _Answer, timer: asyncio.TimerHandle) -> _Answered:
         """The rest of an answer nobody waits for any more, within the read timeout."""
         late = connection.detach()
         try:
@@ -453,7 +453,7 @@ class Late:
         self.answer = answer
         self.expires = expires
 
-    def finish(self) -> tuple[int, bytes, int | None]:
+    def finish(self) -> _Answered:
         """Block until the answer is complete or the read timeout has passed."""
         return self.pool.finish(self)
 
@@ -499,7 +499,7 @@ class BlockingPool(_Pool):
         timeout: float,
         retry_stale: bool,
         on_late: Callable[[Late], object] | None = None,
-    ) -> tuple[int, bytes, int | None]:
+    ) -> _Answered:
         """Send ``data``; return (status, response body, its ``x-amz-crc32``).
 
         Waits at most ``timeout`` seconds in all. When the request was sent but
@@ -523,7 +523,7 @@ class BlockingPool(_Pool):
         except _Stale:
             raise _closed() from None
 
-    def finish(self, late: Late) -> tuple[int, bytes, int | None]:
+    def finish(self, late: Late) -> _Answered:
         """Read the rest of a late answer until its read timeout (see :class:`Late`)."""
         try:
             return self._read(late.sock, late.answer, late.expires)
@@ -591,7 +591,7 @@ class BlockingPool(_Pool):
         on_late: Callable[[Late], object] | None,
         *,
         reused: bool,
-    ) -> tuple[int, bytes, int | None]:
+    ) -> _Answered:
         answer = _Answer()
         try:
             sock.settimeout(_left(deadline))
@@ -631,9 +631,7 @@ class BlockingPool(_Pool):
             sock.close()
         return result
 
-    def _read(
-        self, sock: socket.socket, answer: _Answer, deadline: float
-    ) -> tuple[int, bytes, int | None]:
+    def _read(self, sock: socket.socket, answer: _Answer, deadline: float) -> _Answered:
         """Receive until ``answer`` is complete; TimeoutError once ``deadline`` passes."""
         while True:
             left = deadline - time.monotonic()
