@@ -12,7 +12,9 @@ lock protocol, and one that never left need not be.
 from __future__ import annotations
 
 import asyncio
+import errno
 import ipaddress
+import os
 import select
 import socket
 import threading
@@ -30,6 +32,9 @@ IDLE_REUSE_S = 20.0
 #: How long a resolved address is reused for new connections.
 RESOLVE_TTL_S = 30.0
 _MAX_HEAD = 64 * 1024
+_READ_SIZE = 64 * 1024
+#: What a non-blocking ``connect`` answers while the handshake is under way.
+_CONNECTING = frozenset({errno.EINPROGRESS, errno.EALREADY, errno.EWOULDBLOCK, errno.EINTR})
 #: An answer: (status, body, its ``x-amz-crc32`` if sent).
 _Answered = tuple[int, bytes, int | None]
 #: Takes the coroutine that finishes reading an answer the caller stopped waiting for.
@@ -214,6 +219,139 @@ class _Answer(asyncio.Protocol):
         return status, body, crc
 
 
+class _PlainSocket(asyncio.Transport):
+    """A plain-TCP connection served straight from the selector (``http://`` endpoints).
+
+    asyncio's socket transport costs more per connection than a lock request
+    does against a server that closes after every answer, as moto's and DynamoDB
+    Local's do: it looks up both socket addresses, schedules its start and its
+    end on the loop, and keeps write buffers a POST of a few hundred bytes never
+    needs. This one registers a reader and hands bytes, the end and errors
+    straight to its :class:`_Answer`. ``abort`` does not call
+    ``connection_lost`` back: the answer object asked to close and has already
+    recorded it. TLS connections keep asyncio's transport.
+    """
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, sock: socket.socket, protocol: _Answer
+    ) -> None:
+        super().__init__()
+        self._loop = loop
+        self._sock = sock
+        self._fd = sock.fileno()
+        self._protocol = protocol
+        self._unsent = b""  # what a full send buffer did not take yet
+        self._closing = False
+        protocol.connection_made(self)
+        loop.add_reader(self._fd, self._read_ready)
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._sock if name == "socket" else default
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if self._closing:
+            return
+        if self._unsent:
+            self._unsent += bytes(data)
+            return
+        try:
+            sent = self._sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError as error:
+            # As asyncio's transport: the caller learns it on the loop's next turn.
+            self._loop.call_soon(self._lost, error)
+            return
+        if sent < len(data):
+            self._unsent = bytes(data[sent:])
+            self._loop.add_writer(self._fd, self._write_ready)
+
+    def _write_ready(self) -> None:
+        try:
+            sent = self._sock.send(self._unsent)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as error:
+            self._lost(error)
+            return
+        self._unsent = self._unsent[sent:]
+        if not self._unsent:
+            self._loop.remove_writer(self._fd)
+
+    def _read_ready(self) -> None:
+        try:
+            data = self._sock.recv(_READ_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as error:
+            self._lost(error)
+            return
+        if data:
+            self._protocol.data_received(data)
+        else:
+            self._protocol.eof_received()
+            self._lost(None)
+
+    def _lost(self, error: Exception | None) -> None:
+        if self._closing:
+            return
+        self.abort()
+        self._protocol.connection_lost(error)
+
+    def abort(self) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        self._loop.remove_reader(self._fd)
+        if self._unsent:
+            self._loop.remove_writer(self._fd)
+            self._unsent = b""
+        self._sock.close()
+
+    def close(self) -> None:
+        self.abort()
+
+
+async def _open_plain(
+    loop: asyncio.AbstractEventLoop, family: int, address: tuple[Any, ...], limit: float
+) -> _Answer:
+    """A plain-TCP connection to ``address``, connected by the loop's time ``limit``."""
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        error = sock.connect_ex(address)
+        if error in _CONNECTING:
+            fd = sock.fileno()
+            ready: asyncio.Future[bool] = loop.create_future()
+            loop.add_writer(fd, _settle, ready, True)
+            timer = loop.call_at(limit, _settle, ready, False)
+            try:
+                connected = await ready
+            finally:
+                loop.remove_writer(fd)
+                timer.cancel()
+            if not connected:
+                raise TimeoutError("connect timed out")
+            error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if error:
+            raise OSError(error, os.strerror(error))
+    except BaseException:
+        sock.close()
+        raise
+    answer = _Answer()
+    _PlainSocket(loop, sock, answer)
+    return answer
+
+
+def _settle(future: asyncio.Future[bool], value: bool) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
 class _Pool:
     """Where a pool connects to and its time limits."""
 
@@ -271,6 +409,14 @@ class ConnectionPool(_Pool):
         self._resolved_at = -RESOLVE_TTL_S
         self._resolving: asyncio.Future[list[Any]] | None = None
 
+    def _known(self) -> tuple[int, tuple[Any, ...]] | None:
+        """The address to connect to when no lookup is needed first."""
+        if self._literal is not None:
+            return self._literal
+        if self._address is None or time.monotonic() - self._resolved_at > RESOLVE_TTL_S:
+            return None
+        return self._family, self._address
+
     async def _resolve(self) -> tuple[int, tuple[Any, ...]]:
         literal = self._literal
         if literal is not None:
@@ -298,19 +444,30 @@ class ConnectionPool(_Pool):
         if deadline is not None:
             limit = min(limit, deadline)
         try:
-            async with asyncio.timeout_at(limit):
-                family, address = await self._resolve()
-                sock = socket.socket(family, socket.SOCK_STREAM)
-                sock.setblocking(False)
-                await loop.sock_connect(sock, address)
-                _, protocol = await loop.create_connection(
-                    _Answer,
-                    sock=sock,
-                    ssl=self.ssl_context,
-                    server_hostname=self.host if self.ssl_context is not None else None,
-                )
+            known = self._known()
+            if known is None:
+                async with asyncio.timeout_at(limit):
+                    known = await self._resolve()
+            family, address = known
+            if self.ssl_context is None and isinstance(loop, asyncio.SelectorEventLoop):
+                protocol = await _open_plain(loop, family, address, limit)
+            else:
+                async with asyncio.timeout_at(limit):
+                    sock = socket.socket(family, socket.SOCK_STREAM)
+                    sock.setblocking(False)
+                    await loop.sock_connect(sock, address)
+                    _, protocol = await loop.create_connection(
+                        _Answer,
+                        sock=sock,
+                        ssl=self.ssl_context,
+                        server_hostname=self.host if self.ssl_context is not None else None,
+                    )
         except OSError as error:
             raise self._connect_failed(sock, error) from None
+        except BaseException:
+            if sock is not None:
+                sock.close()  # cancelled mid-connect: nothing else will close it
+            raise
         self.opened += 1
         return protocol
 

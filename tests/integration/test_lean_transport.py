@@ -8,6 +8,8 @@ timeouts and failures are exercised over real sockets.
 from __future__ import annotations
 
 import asyncio
+import socket
+import ssl
 import threading
 import uuid
 from collections.abc import Awaitable, Callable
@@ -17,6 +19,7 @@ from typing import Any
 import boto3
 import botocore.session
 import pytest
+import trustme
 from botocore.config import Config
 from botocore.credentials import RefreshableCredentials
 
@@ -40,7 +43,7 @@ pytestmark = pytest.mark.timeout(60)
 _SESSION = botocore.session.get_session()  # one session: its service model loads once
 
 
-def _botocore_client(url: str, config: Config | None = None) -> Any:
+def _botocore_client(url: str, config: Config | None = None, verify: str | None = None) -> Any:
     return _SESSION.create_client(
         "dynamodb",
         region_name="us-east-1",
@@ -48,11 +51,12 @@ def _botocore_client(url: str, config: Config | None = None) -> Any:
         config=config or lock_config(None),
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
+        verify=verify,
     )
 
 
-def _lean(url: str, config: Config | None = None) -> LeanTransport:
-    return LeanTransport(lambda: _botocore_client(url, config))
+def _lean(url: str, config: Config | None = None, verify: str | None = None) -> LeanTransport:
+    return LeanTransport(lambda: _botocore_client(url, config, verify))
 
 
 @pytest.fixture
@@ -151,17 +155,24 @@ def test_a_missing_table_is_reported_as_table_not_found(endpoint: str) -> None:
 class _Server:
     """An HTTP server on the test's loop whose behaviour each test chooses."""
 
-    def __init__(self, respond: Callable[[_Server, bytes, asyncio.StreamWriter], Awaitable[bool]]):
+    def __init__(
+        self,
+        respond: Callable[[_Server, bytes, asyncio.StreamWriter], Awaitable[bool]],
+        tls: ssl.SSLContext | None = None,
+    ):
         self.respond = respond
+        self.tls = tls
         self.connections = 0
         self.heads: list[bytes] = []
+        self.bodies: list[int] = []  # the length of each request body read
         self.url = ""
         self._server: asyncio.Server | None = None
 
     async def __aenter__(self) -> _Server:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.tls)
         port = self._server.sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
+        # By name under TLS: the test certificate is for "localhost".
+        self.url = f"https://localhost:{port}" if self.tls else f"http://127.0.0.1:{port}"
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -176,6 +187,7 @@ class _Server:
                 length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
                 await reader.readexactly(length)
                 self.heads.append(head)
+                self.bodies.append(length)
                 if not await self.respond(self, head, writer):
                     break
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -306,6 +318,78 @@ def test_a_refused_connection_was_never_applied(how: str) -> None:
         with pytest.raises(RequestFailedError) as raised:
             await send("PutItem", {"TableName": "locks", "Item": {}})
         assert not raised.value.may_have_committed
+
+    asyncio.run(scenario())
+
+
+@HOW
+def test_a_connect_that_never_completes_times_out_and_was_never_applied(how: str) -> None:
+    # A listener that never accepts: once its queue is full, the handshake
+    # of the next connection never finishes.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        address = listener.getsockname()
+        queued = [socket.create_connection(address)]
+        try:
+            url = f"http://127.0.0.1:{address[1]}"
+
+            async def scenario() -> None:
+                transport = _lean(url, Config(connect_timeout=0.3, read_timeout=1))
+                send = _sender(transport, how)
+                started = asyncio.get_running_loop().time()
+                with pytest.raises(RequestFailedError) as raised:
+                    await send("PutItem", {"TableName": "locks", "Item": {}})
+                assert not raised.value.may_have_committed
+                assert raised.value.code == "ConnectTimeoutError"
+                assert asyncio.get_running_loop().time() - started < 3  # not the OS's minutes
+
+            asyncio.run(scenario())
+        finally:
+            for sock in queued:
+                sock.close()
+
+
+@HOW
+def test_a_request_larger_than_the_socket_buffers_is_sent_whole(how: str) -> None:
+    blob = "x" * 6_000_000  # far more than a loopback send buffer takes at once
+
+    async def scenario() -> None:
+        async with _Server(_keep_alive_ok) as server:
+            send = _sender(_lean(server.url), how)
+            item = {"TableName": "locks", "Item": {"key": {"S": "k"}, "blob": {"S": blob}}}
+            await send("PutItem", item)
+            await send("GetItem", _get())  # the same connection, still in step
+            assert server.bodies[0] > len(blob)
+            assert server.connections == 1
+
+    asyncio.run(scenario())
+
+
+@HOW
+def test_requests_over_tls_are_verified_against_the_configured_ca_bundle(
+    how: str, tmp_path: Any
+) -> None:
+    authority = trustme.CA()
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("localhost").configure_cert(tls)
+    bundle = tmp_path / "ca.pem"
+    authority.cert_pem.write_to_path(str(bundle))
+
+    async def scenario() -> None:
+        async with _Server(_keep_alive_ok, tls=tls) as server:
+            transport = _lean(server.url, verify=str(bundle))
+            send = _sender(transport, how)
+            for index in range(3):
+                assert await send("GetItem", _get(str(index))) == {
+                    "ResponseMetadata": {"HTTPStatusCode": 200}
+                }
+            assert server.connections == 1  # kept alive under TLS too
+            # Without the bundle, the test authority is unknown: refused before sending.
+            with pytest.raises(RequestFailedError) as raised:
+                await _sender(_lean(server.url), how)("PutItem", {"TableName": "locks"})
+            assert not raised.value.may_have_committed
+            assert len(server.heads) == 3
 
     asyncio.run(scenario())
 
