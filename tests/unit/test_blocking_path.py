@@ -228,7 +228,7 @@ class _FakeLease:
     def start_renewing(self) -> None:
         self.started = time.monotonic()
 
-    def check_validity(self) -> None:
+    def check_validity(self, monotonic: float, wall: float) -> None:
         self.checks += 1
 
 

@@ -98,11 +98,17 @@ class Stamp:
         A wall clock that moved backwards past the stamp also ends validity: we
         can no longer tell how much time really passed, so we stop trusting it.
         """
-        mono_elapsed = clock.monotonic() - self.monotonic
-        wall_elapsed = clock.wall() - self.wall
+        return self.remaining_at(clock.monotonic(), clock.wall(), span)
+
+    def remaining_at(self, monotonic: float, wall: float, span: float) -> float:
+        """:meth:`remaining` at the given clock readings (a sweep reads the clock once)."""
+        wall_elapsed = wall - self.wall
         if wall_elapsed < 0:
             return 0.0
-        return max(0.0, span - max(mono_elapsed, wall_elapsed))
+        elapsed = monotonic - self.monotonic
+        if wall_elapsed > elapsed:
+            elapsed = wall_elapsed
+        return span - elapsed if elapsed < span else 0.0
 
 
 class ManualClock:

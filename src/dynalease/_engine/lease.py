@@ -789,13 +789,16 @@ class Lease:
 
     # --- renew ---------------------------------------------------------------
 
-    def check_validity(self) -> None:
-        """Mark the guard lost if its validity ran out (called by the shared watch)."""
+    def check_validity(self, monotonic: float, wall: float) -> None:
+        """Mark the guard lost if its validity ran out by the given readings of its clock.
+
+        Called by the shared watches, which read the clock once per sweep.
+        """
         validity = self._validity
         if (
             self.state is State.HELD
             and validity is not None
-            and validity.remaining(self.clock, self._span) <= _EPSILON_S
+            and validity.remaining_at(monotonic, wall, self._span) <= _EPSILON_S
         ):
             self._lose("its lease expired before a renewal was confirmed")
 
@@ -1076,8 +1079,9 @@ class _ValidityWatch:
     async def _run(self) -> None:
         while self.leases:
             await self.clock.sleep(WATCH_INTERVAL_S)
+            monotonic, wall = self.clock.monotonic(), self.clock.wall()
             for lease in list(self.leases):
-                lease.check_validity()
+                lease.check_validity(monotonic, wall)
 
 
 _WATCHES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, _ValidityWatch]] = (
@@ -1152,8 +1156,10 @@ class DeferredRenewals:
         for lease in due:
             if lease.state is State.HELD:
                 lease.start_renewing()
-        for lease in waiting:
-            lease.check_validity()
+        if waiting:
+            wall = time.time()  # the system clock's reading, as SystemClock.wall
+            for lease in waiting:
+                lease.check_validity(now, wall)
         self._schedule()
 
 
