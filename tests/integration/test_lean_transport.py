@@ -11,6 +11,7 @@ import asyncio
 import socket
 import ssl
 import threading
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -348,6 +349,41 @@ def test_a_connect_that_never_completes_times_out_and_was_never_applied(how: str
         finally:
             for sock in queued:
                 sock.close()
+
+
+@HOW
+def test_a_connect_that_completes_later_carries_the_request(how: str) -> None:
+    # As on a real network, the handshake is not over when connect returns: the
+    # listener's queue is full until the first queued connection is taken, and
+    # the client's SYN is answered when it is sent again (about a second later).
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        address = listener.getsockname()
+        queued = socket.create_connection(address)
+
+        def serve() -> None:
+            time.sleep(0.3)
+            listener.accept()[0].close()  # makes room in the queue
+            queued.close()
+            connection, _ = listener.accept()
+            with connection:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += connection.recv(65536)
+                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+
+        server = threading.Thread(target=serve, daemon=True)
+        server.start()
+
+        async def scenario() -> None:
+            transport = _lean(f"http://127.0.0.1:{address[1]}", Config(connect_timeout=10))
+            assert await _sender(transport, how)("GetItem", _get()) == {
+                "ResponseMetadata": {"HTTPStatusCode": 200}
+            }
+
+        asyncio.run(scenario())
+        server.join(10)
 
 
 @HOW
