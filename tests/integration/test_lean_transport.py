@@ -8,12 +8,13 @@ timeouts and failures are exercised over real sockets.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import ssl
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -323,66 +324,60 @@ def test_a_refused_connection_was_never_applied(how: str) -> None:
     asyncio.run(scenario())
 
 
-@HOW
-def test_a_connect_that_never_completes_times_out_and_was_never_applied(how: str) -> None:
-    # A listener that never accepts: once its queue is full, the handshake
-    # of the next connection never finishes.
+@contextlib.contextmanager
+def _full_listener() -> Iterator[tuple[socket.socket, socket.socket]]:
+    """A listener whose queue is full: the handshake of the next connection stalls.
+
+    Yields the listener and the connection filling its queue.
+    """
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(0)
-        address = listener.getsockname()
-        queued = [socket.create_connection(address)]
-        try:
-            url = f"http://127.0.0.1:{address[1]}"
+        with socket.create_connection(listener.getsockname()) as queued:
+            yield listener, queued
 
-            async def scenario() -> None:
-                transport = _lean(url, Config(connect_timeout=0.3, read_timeout=1))
-                send = _sender(transport, how)
-                started = asyncio.get_running_loop().time()
-                with pytest.raises(RequestFailedError) as raised:
-                    await send("PutItem", {"TableName": "locks", "Item": {}})
-                assert not raised.value.may_have_committed
-                assert raised.value.code == "ConnectTimeoutError"
-                assert asyncio.get_running_loop().time() - started < 3  # not the OS's minutes
 
-            asyncio.run(scenario())
-        finally:
-            for sock in queued:
-                sock.close()
+@HOW
+def test_a_connect_that_never_completes_times_out_and_was_never_applied(how: str) -> None:
+    async def scenario(port: int) -> None:
+        transport = _lean(f"http://127.0.0.1:{port}", Config(connect_timeout=0.3, read_timeout=1))
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(RequestFailedError) as raised:
+            await _sender(transport, how)("PutItem", {"TableName": "locks", "Item": {}})
+        assert not raised.value.may_have_committed
+        assert raised.value.code == "ConnectTimeoutError"
+        assert asyncio.get_running_loop().time() - started < 3  # not the OS's minutes
+
+    with _full_listener() as (listener, _):
+        asyncio.run(scenario(listener.getsockname()[1]))
 
 
 @HOW
 def test_a_connect_that_completes_later_carries_the_request(how: str) -> None:
-    # As on a real network, the handshake is not over when connect returns: the
-    # listener's queue is full until the first queued connection is taken, and
-    # the client's SYN is answered when it is sent again (about a second later).
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(0)
-        address = listener.getsockname()
-        queued = socket.create_connection(address)
+    # As on a real network, the handshake is not over when connect returns. Here
+    # the queue has room once the queued connection is taken, and the client's
+    # SYN is answered when it is sent again (about a second later).
+    def serve(listener: socket.socket, queued: socket.socket) -> None:
+        time.sleep(0.3)
+        listener.accept()[0].close()
+        queued.close()
+        connection, _ = listener.accept()
+        with connection:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
 
-        def serve() -> None:
-            time.sleep(0.3)
-            listener.accept()[0].close()  # makes room in the queue
-            queued.close()
-            connection, _ = listener.accept()
-            with connection:
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    data += connection.recv(65536)
-                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+    async def scenario(port: int) -> None:
+        transport = _lean(f"http://127.0.0.1:{port}", Config(connect_timeout=10))
+        assert await _sender(transport, how)("GetItem", _get()) == {
+            "ResponseMetadata": {"HTTPStatusCode": 200}
+        }
 
-        server = threading.Thread(target=serve, daemon=True)
+    with _full_listener() as (listener, queued):
+        server = threading.Thread(target=serve, args=(listener, queued), daemon=True)
         server.start()
-
-        async def scenario() -> None:
-            transport = _lean(f"http://127.0.0.1:{address[1]}", Config(connect_timeout=10))
-            assert await _sender(transport, how)("GetItem", _get()) == {
-                "ResponseMetadata": {"HTTPStatusCode": 200}
-            }
-
-        asyncio.run(scenario())
+        asyncio.run(scenario(listener.getsockname()[1]))
         server.join(10)
 
 
