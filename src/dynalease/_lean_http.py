@@ -4,9 +4,11 @@ It sends one POST at a time per connection and keeps idle connections for the
 next request, all on the runtime's event loop: no thread per request and no
 thread per lease. A protocol object (rather than streams) parses the answer as
 bytes arrive, so a request costs one wake-up of the loop when the answer is
-complete. Failures are told apart by whether the request could have reached
-the server, because a write that may have arrived must be reconciled by the
-lock protocol, and one that never left need not be.
+complete. Plain ``http://`` connections skip asyncio's transport and are served
+from the selector directly (:class:`_PlainSocket`); TLS ones use asyncio's.
+Failures are told apart by whether the request could have reached the server,
+because a write that may have arrived must be reconciled by the lock protocol,
+and one that never left need not be.
 """
 
 from __future__ import annotations
