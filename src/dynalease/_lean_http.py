@@ -37,6 +37,8 @@ _MAX_HEAD = 64 * 1024
 _READ_SIZE = 64 * 1024
 #: What a non-blocking ``connect`` answers while the handshake is under way.
 _CONNECTING = frozenset({errno.EINPROGRESS, errno.EALREADY, errno.EWOULDBLOCK, errno.EINTR})
+#: Where to connect: (address family, socket address).
+_Address = tuple[int, tuple[Any, ...]]
 #: An answer: (status, body, its ``x-amz-crc32`` if sent).
 _Answered = tuple[int, bytes, int | None]
 #: Takes the coroutine that finishes reading an answer the caller stopped waiting for.
@@ -229,9 +231,10 @@ class _PlainSocket(asyncio.Transport):
     Local's do: it looks up both socket addresses, schedules its start and its
     end on the loop, and keeps write buffers a POST of a few hundred bytes never
     needs. This one registers a reader and hands bytes, the end and errors
-    straight to its :class:`_Answer`. ``abort`` does not call
-    ``connection_lost`` back: the answer object asked to close and has already
-    recorded it. TLS connections keep asyncio's transport.
+    straight to its :class:`_Answer`. ``close`` is ``abort`` (an answer that
+    arrived left nothing to flush), and neither calls ``connection_lost`` back:
+    the answer object asked to close and has already recorded it. TLS
+    connections keep asyncio's transport.
     """
 
     def __init__(
@@ -317,14 +320,18 @@ class _PlainSocket(asyncio.Transport):
         self.abort()
 
 
-async def _open_plain(
+async def _tcp_connect(
     loop: asyncio.AbstractEventLoop, family: int, address: tuple[Any, ...], limit: float
-) -> _Answer:
-    """A plain-TCP connection to ``address``, connected by the loop's time ``limit``."""
+) -> socket.socket:
+    """A non-blocking TCP socket connected to ``address`` by the loop's time ``limit``."""
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if not isinstance(loop, asyncio.SelectorEventLoop):
+            async with asyncio.timeout_at(limit):
+                await loop.sock_connect(sock, address)
+            return sock
         error = sock.connect_ex(address)
         if error in _CONNECTING:
             # On loopback the handshake is over before connect returns.
@@ -347,9 +354,7 @@ async def _open_plain(
     except BaseException:
         sock.close()
         raise
-    answer = _Answer()
-    _PlainSocket(loop, sock, answer)
-    return answer
+    return sock
 
 
 def _connect_outcome(sock: socket.socket, pending: int) -> int:
@@ -389,16 +394,46 @@ class _Pool:
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.opened = 0  # connections made, for tests and benchmarks
-        self._address: Any = None  # the resolved address, until a connect fails
-        self._literal = _ip_literal(host, port)  # an IP address needs no lookup
+        literal = _ip_literal(host, port)  # an IP address needs no lookup
+        self._literal = None if literal is None else [literal]
+        #: The looked-up addresses in the order to try them, until none connects.
+        self._addresses: list[_Address] | None = None
+        self._resolved_at = -RESOLVE_TTL_S
 
-    def _connect_failed(self, sock: socket.socket | None, error: OSError) -> NotSent:
-        """Close a half-made connection; what its failure means (nothing was sent)."""
-        if sock is not None:
-            sock.close()
+    def _known(self) -> list[_Address] | None:
+        """The addresses to try when no lookup is needed first."""
+        if self._literal is not None:
+            return self._literal
+        if self._addresses is None or time.monotonic() - self._resolved_at > RESOLVE_TTL_S:
+            return None
+        return self._addresses
+
+    def _learn(self, infos: list[Any], now: float) -> list[_Address]:
+        """Keep what ``getaddrinfo`` answered, in its order, without repeats."""
+        addresses: list[_Address] = []
+        for family, _, _, _, address in infos:
+            if (family, address) not in addresses:
+                addresses.append((family, address))
+        if not addresses:
+            raise OSError(f"cannot resolve {self.host!r}")
+        self._addresses, self._resolved_at = addresses, now
+        return addresses
+
+    def _answered(self, addresses: list[_Address], index: int) -> None:
+        """Try the address that accepted a connection first from now on.
+
+        A name such as ``localhost`` often resolves to ``::1`` first while a
+        local server listens on 127.0.0.1 only: as botocore (urllib3) does, each
+        address is tried in turn, and the one that answers is remembered.
+        """
+        if index and addresses is self._addresses:
+            self._addresses = [addresses[index], *addresses[:index], *addresses[index + 1 :]]
+
+    def _connect_failed(self, error: OSError) -> NotSent:
+        """What a connect's failure means: nothing was sent."""
         if isinstance(error, TimeoutError):
             return NotSent(error, timeout=True)
-        self._address = None  # resolve again next time
+        self._addresses = None  # resolve again next time
         return NotSent(error, timeout=False)
 
 
@@ -424,71 +459,70 @@ class ConnectionPool(_Pool):
         )
         self._idle: deque[_Answer] = deque()
         self._slots = asyncio.Semaphore(max_connections)
-        self._family = 0
-        self._resolved_at = -RESOLVE_TTL_S
         self._resolving: asyncio.Future[list[Any]] | None = None
 
-    def _known(self) -> tuple[int, tuple[Any, ...]] | None:
-        """The address to connect to when no lookup is needed first."""
-        if self._literal is not None:
-            return self._literal
-        if self._address is None or time.monotonic() - self._resolved_at > RESOLVE_TTL_S:
-            return None
-        return self._family, self._address
-
-    async def _resolve(self) -> tuple[int, tuple[Any, ...]]:
-        literal = self._literal
-        if literal is not None:
-            return literal
+    async def _resolve(self) -> list[_Address]:
+        known = self._known()
+        if known is not None:
+            return known
         now = time.monotonic()
-        if self._address is None or now - self._resolved_at > RESOLVE_TTL_S:
-            # Connections opened together share one lookup (one thread, not one each).
-            if self._resolving is None or self._resolving.done():
-                self._resolving = asyncio.ensure_future(
-                    asyncio.get_running_loop().getaddrinfo(
-                        self.host, self.port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
-                    )
+        # Connections opened together share one lookup (one thread, not one each).
+        if self._resolving is None or self._resolving.done():
+            self._resolving = asyncio.ensure_future(
+                asyncio.get_running_loop().getaddrinfo(
+                    self.host, self.port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
                 )
-            infos = await asyncio.shield(self._resolving)
-            if not infos:
-                raise OSError(f"cannot resolve {self.host!r}")
-            self._family, self._address = infos[0][0], infos[0][4]
-            self._resolved_at = now
-        return self._family, self._address
+            )
+        infos = await asyncio.shield(self._resolving)
+        return self._learn(infos, now)
 
     async def _connect(self, deadline: float | None = None) -> _Answer:
         loop = asyncio.get_running_loop()
-        sock: socket.socket | None = None
         limit = loop.time() + self.connect_timeout
         if deadline is not None:
             limit = min(limit, deadline)
         try:
-            known = self._known()
-            if known is None:
+            addresses = self._known()
+            if addresses is None:
                 async with asyncio.timeout_at(limit):
-                    known = await self._resolve()
-            family, address = known
-            if self.ssl_context is None and isinstance(loop, asyncio.SelectorEventLoop):
-                protocol = await _open_plain(loop, family, address, limit)
-            else:
-                async with asyncio.timeout_at(limit):
-                    sock = socket.socket(family, socket.SOCK_STREAM)
-                    sock.setblocking(False)
-                    await loop.sock_connect(sock, address)
-                    _, protocol = await loop.create_connection(
-                        _Answer,
-                        sock=sock,
-                        ssl=self.ssl_context,
-                        server_hostname=self.host if self.ssl_context is not None else None,
-                    )
+                    addresses = await self._resolve()
+            sock = await self._tcp_connect(loop, addresses, limit)
+            try:
+                if self.ssl_context is None and isinstance(loop, asyncio.SelectorEventLoop):
+                    protocol = _Answer()
+                    _PlainSocket(loop, sock, protocol)
+                else:
+                    async with asyncio.timeout_at(limit):
+                        _, protocol = await loop.create_connection(
+                            _Answer,
+                            sock=sock,
+                            ssl=self.ssl_context,
+                            server_hostname=self.host if self.ssl_context is not None else None,
+                        )
+            except BaseException:
+                sock.close()
+                raise
         except OSError as error:
-            raise self._connect_failed(sock, error) from None
-        except BaseException:
-            if sock is not None:
-                sock.close()  # cancelled mid-connect: nothing else will close it
-            raise
+            raise self._connect_failed(error) from None
         self.opened += 1
         return protocol
+
+    async def _tcp_connect(
+        self, loop: asyncio.AbstractEventLoop, addresses: list[_Address], limit: float
+    ) -> socket.socket:
+        """A socket connected to the first of ``addresses`` that accepts (see ``_answered``)."""
+        failure = OSError(f"no address to connect to for {self.host!r}")
+        for index, (family, address) in enumerate(addresses):
+            try:
+                sock = await _tcp_connect(loop, family, address, limit)
+            except TimeoutError:
+                raise  # the time is spent: no other address would have any left
+            except OSError as error:
+                failure = error
+                continue
+            self._answered(addresses, index)
+            return sock
+        raise failure
 
     def _take_idle(self) -> _Answer | None:
         now = time.monotonic()
@@ -666,7 +700,6 @@ class BlockingPool(_Pool):
         self.max_idle = max_idle
         self._idle: list[tuple[socket.socket, float]] = []
         self._lock = threading.Lock()
-        self._resolved_at = -RESOLVE_TTL_S
 
     def request(
         self,
@@ -728,36 +761,49 @@ class BlockingPool(_Pool):
                 return sock
             sock.close()
 
-    def _resolve(self) -> tuple[int, tuple[Any, ...]]:
-        if self._literal is not None:
-            return self._literal
-        now = time.monotonic()
-        address: tuple[int, tuple[Any, ...]] | None = self._address
-        if address is None or now - self._resolved_at > RESOLVE_TTL_S:
-            infos = socket.getaddrinfo(
-                self.host, self.port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
-            )
-            if not infos:
-                raise OSError(f"cannot resolve {self.host!r}")
-            address = self._address = (infos[0][0], infos[0][4])
-            self._resolved_at = now
-        return address
-
     def _connect(self, deadline: float) -> socket.socket:
-        sock: socket.socket | None = None
         try:
-            family, address = self._resolve()
-            sock = socket.socket(family, socket.SOCK_STREAM)
-            sock.settimeout(_left(deadline, cap=self.connect_timeout))
-            sock.connect(address)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-            if self.ssl_context is not None:
-                sock = self.ssl_context.wrap_socket(sock, server_hostname=self.host)
+            addresses = self._known()
+            if addresses is None:
+                infos = socket.getaddrinfo(
+                    self.host, self.port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
+                )
+                addresses = self._learn(infos, time.monotonic())
+            sock = self._tcp_connect(addresses, deadline)
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+                if self.ssl_context is not None:
+                    sock = self.ssl_context.wrap_socket(sock, server_hostname=self.host)
+            except BaseException:
+                sock.close()
+                raise
         except OSError as error:
-            raise self._connect_failed(sock, error) from None
+            raise self._connect_failed(error) from None
         self.opened += 1
         return sock
+
+    def _tcp_connect(self, addresses: list[_Address], deadline: float) -> socket.socket:
+        """A socket connected to the first of ``addresses`` that accepts (see ``_answered``)."""
+        failure = OSError(f"no address to connect to for {self.host!r}")
+        for index, (family, address) in enumerate(addresses):
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            try:
+                sock.settimeout(_left(deadline, cap=self.connect_timeout))
+                sock.connect(address)
+            except TimeoutError:
+                sock.close()
+                raise  # the time is spent: no other address would have any left
+            except OSError as error:
+                sock.close()
+                failure = error
+                continue
+            except BaseException:
+                sock.close()
+                raise
+            self._answered(addresses, index)
+            return sock
+        raise failure
 
     def _exchange(
         self,
@@ -862,7 +908,7 @@ def _left(deadline: float, cap: float | None = None) -> float:
     return left if cap is None else min(left, cap)
 
 
-def _ip_literal(host: str, port: int) -> tuple[int, tuple[Any, ...]] | None:
+def _ip_literal(host: str, port: int) -> _Address | None:
     """(family, address) when ``host`` is an IP address: nothing to look up."""
     try:
         address = ipaddress.ip_address(host)

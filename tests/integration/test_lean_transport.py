@@ -203,6 +203,13 @@ async def _keep_alive_ok(server: _Server, head: bytes, writer: asyncio.StreamWri
     return True
 
 
+async def _close_after_answering(
+    server: _Server, head: bytes, writer: asyncio.StreamWriter
+) -> bool:
+    writer.write(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}")
+    return False
+
+
 def _get(key: str = "k") -> dict[str, Any]:
     return {"TableName": "locks", "Key": {"key": {"S": key}}}
 
@@ -379,6 +386,33 @@ def test_a_connect_that_completes_later_carries_the_request(how: str) -> None:
         server.start()
         asyncio.run(scenario(listener.getsockname()[1]))
         server.join(10)
+
+
+@HOW
+def test_each_looked_up_address_is_tried_and_the_one_that_answers_goes_first(how: str) -> None:
+    # As "localhost" is on many machines: ::1 first, while the server listens on
+    # 127.0.0.1 only. The lookup's answer is seeded; the sockets are real.
+    with socket.socket(socket.AF_INET6) as closed_port:
+        closed_port.bind(("::1", 0))  # bound, never listening: connections are refused
+        refused = (socket.AF_INET6, closed_port.getsockname())
+
+        async def scenario() -> None:
+            async with _Server(_close_after_answering) as server:
+                port = int(server.url.rsplit(":", 1)[1])
+                transport = _lean(f"http://dual-stack.test:{port}")
+                await transport.prepare()
+                assert transport._route is not None
+                route = transport._route
+                pool = route.pool if how == "loop" else route.blocking
+                served = (socket.AF_INET, ("127.0.0.1", port))
+                pool._addresses, pool._resolved_at = [refused, served], time.monotonic()
+                send = _sender(transport, how)
+                await send("GetItem", _get())
+                assert pool._addresses == [served, refused]  # no refused connect next time
+                await send("GetItem", _get())
+                assert server.connections == 2
+
+        asyncio.run(scenario())
 
 
 @HOW
