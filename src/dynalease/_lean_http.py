@@ -791,16 +791,13 @@ class BlockingPool(_Pool):
             try:
                 sock.settimeout(_left(deadline, cap=self.connect_timeout))
                 sock.connect(address)
-            except TimeoutError:
+            except BaseException as error:
                 sock.close()
-                raise  # the time is spent: no other address would have any left
-            except OSError as error:
-                sock.close()
+                # After a timeout no other address would have any time left.
+                if not isinstance(error, OSError) or isinstance(error, TimeoutError):
+                    raise
                 failure = error
                 continue
-            except BaseException:
-                sock.close()
-                raise
             self._answered(addresses, index)
             return sock
         raise failure
