@@ -1,8 +1,11 @@
-"""The in-memory DynamoDB of ``dynalease.testing`` with a lock table in it, for unit tests."""
+"""A lock table in memory for the engine's unit tests (rows only)."""
 
 from __future__ import annotations
 
 from dynalease._memory import MemoryDynamoDB
+from dynalease.testing import _MemoryTransport as MemoryTransport
+
+__all__ = ["MemoryDynamoDB", "MemoryTransport", "memory_lock_table"]
 
 
 def memory_lock_table(name: str = "locks") -> MemoryDynamoDB:

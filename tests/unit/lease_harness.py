@@ -14,14 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from support.memory import MemoryDynamoDB
+from support.memory import MemoryTransport as _MemoryTransport
+
 from dynalease import DynamoDBClient
 from dynalease._engine.clock import ManualClock
 from dynalease._engine.lease import Lease
 from dynalease._engine.observations import Observations
 from dynalease._engine.store import LockStore
-from dynalease._memory import MemoryDynamoDB
 from dynalease.exceptions import LockLost, RequestFailedError
-from dynalease.testing import _MemoryTransport
 
 TABLE = "locks"
 FOREVER = 1e9

@@ -12,13 +12,13 @@ import asyncio
 import gc
 from typing import Any
 
+from support.memory import MemoryTransport as _MemoryTransport
 from support.memory import memory_lock_table
 
 from dynalease._engine.clock import ManualClock
 from dynalease._engine.lease import Lease, State
 from dynalease._engine.observations import Observations
 from dynalease._engine.store import LockStore
-from dynalease.testing import _MemoryTransport
 
 
 class GatedRenewals:

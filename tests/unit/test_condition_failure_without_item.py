@@ -12,6 +12,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from support.memory import MemoryTransport as _MemoryTransport
 from support.memory import memory_lock_table
 
 from dynalease._engine import protocol as p
@@ -20,7 +21,6 @@ from dynalease._engine.lease import Lease, State
 from dynalease._engine.observations import Observations
 from dynalease._engine.store import ConditionFailed, LockStore
 from dynalease.exceptions import LockLost, LockNotAcquired
-from dynalease.testing import _MemoryTransport
 
 TABLE = "locks"
 #: Far more writes than any correct run needs; past this the engine is spinning.

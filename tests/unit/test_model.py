@@ -42,6 +42,7 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
+from support.memory import MemoryTransport as _MemoryTransport
 from support.memory import memory_lock_table
 
 from dynalease._engine import protocol as p
@@ -56,7 +57,6 @@ from dynalease.exceptions import (
     RequestFailedError,
     ThrottledError,
 )
-from dynalease.testing import _MemoryTransport
 
 TABLE = "locks"
 KEYS = ("a", "b")
