@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import boto3
     from botocore.client import BaseClient
 
-    from ._lean_config import DirectConfig
+    from ._transport.config import DirectConfig
 
 __all__ = ["DynamoDBClient"]
 
@@ -109,7 +109,7 @@ class DynamoDBClient:
             isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0
         ):
             raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
-        from ._lean import transport_choice
+        from ._transport.lean import transport_choice
 
         choice = transport_choice(transport)
         options: dict[str, Any] = {}
@@ -138,8 +138,8 @@ class DynamoDBClient:
 
         direct = None
         if choice == "lean":
-            from ._aws import LOCK_CONNECT_TIMEOUT_S
-            from ._lean_config import direct_config
+            from ._transport.boto import LOCK_CONNECT_TIMEOUT_S
+            from ._transport.config import direct_config
 
             # When the settings are all in arguments and the environment, lock
             # requests need no botocore at all: a fresh process locks sooner.
@@ -168,7 +168,7 @@ class DynamoDBClient:
         transport: str | None = None,
     ) -> DynamoDBClient:
         """Use an existing ``boto3.Session`` (its credentials, Region and profile)."""
-        from ._lean import transport_choice
+        from ._transport.lean import transport_choice
 
         choice = transport_choice(transport)
         client = cls.__new__(cls)
@@ -189,8 +189,8 @@ class DynamoDBClient:
             raise TypeError(
                 "from_client() needs a boto3 DynamoDB client, e.g. boto3.client('dynamodb')"
             )
-        from ._aws import BotoTransport, lock_config
-        from ._lean import lock_transport, transport_choice
+        from ._transport.boto import BotoTransport, lock_config
+        from ._transport.lean import lock_transport, transport_choice
 
         choice = transport_choice(transport)
 
@@ -224,7 +224,7 @@ class DynamoDBClient:
     def _setup_boto(
         self, session: Any, endpoint_url: str | None, config: Any, transport: str
     ) -> None:
-        from ._lean import lock_transport
+        from ._transport.lean import lock_transport
 
         # botocore reads AWS_DEFAULT_REGION only; AWS_REGION is what Lambda and the
         # other AWS SDKs set, and what users expect to work.
@@ -250,7 +250,7 @@ class DynamoDBClient:
         direct: DirectConfig,
     ) -> None:
         """Lean lock requests from ``direct``; botocore only when something needs it."""
-        from ._lean import LeanTransport
+        from ._transport.lean import LeanTransport
 
         made: list[tuple[Any, Any]] = []
 
@@ -274,7 +274,7 @@ class DynamoDBClient:
         lock_transport: Callable[[Callable[[], BaseClient]], Transport],
     ) -> None:
         """botocore clients made on first use: the user's, and the lock client."""
-        from ._aws import BotoTransport, lock_config
+        from ._transport.boto import BotoTransport, lock_config
 
         def items() -> BaseClient:
             session, config = session_and_config()

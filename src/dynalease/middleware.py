@@ -45,8 +45,8 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
         "pip install 'dynalease[lambda]' (or add Powertools' layer to the function)"
     ) from error
 
-from ._lambda_plan import CURRENT_LOCK, LockPlan
-from ._lambda_report import key_hash
+from ._lambda.plan import CURRENT_LOCK, LockPlan
+from ._lambda.report import key_hash
 from .client import DynamoDBClient
 from .exceptions import LockNotAcquired
 from .lock import SyncDistributedLock

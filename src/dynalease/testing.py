@@ -22,8 +22,8 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any
 
-from ._aws import map_error_code
 from ._memory import MemoryDynamoDB, MemoryDynamoDBError
+from ._transport.boto import map_error_code
 from .client import DynamoDBClient
 
 __all__ = ["MemoryBackend"]

@@ -26,10 +26,10 @@ from botocore.config import Config
 from botocore.credentials import RefreshableCredentials
 
 from dynalease import DynamoDBClient
-from dynalease._aws import BotoTransport, lock_config
 from dynalease._engine.protocol import LockRow, new_token
 from dynalease._engine.store import ConditionFailed, LockStore, TimedOut
-from dynalease._lean import LeanTransport
+from dynalease._transport.boto import BotoTransport, lock_config
+from dynalease._transport.lean import LeanTransport
 from dynalease.constants import ENV_TRANSPORT
 from dynalease.exceptions import (
     AccessDeniedError,

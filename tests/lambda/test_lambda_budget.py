@@ -12,7 +12,7 @@ import pytest
 from dynalease import DynamoDBClient
 from dynalease._engine.protocol import cleanup_budget
 from dynalease._invoke import CountdownContext
-from dynalease._lambda_budget import (
+from dynalease._lambda.budget import (
     DEFAULT_WAIT_S,
     NoTimeLeft,
     acquisition_wait,
@@ -224,7 +224,7 @@ def test_the_lock_transport_is_built_before_the_budget_is_measured(
 ) -> None:
     # Building a cold botocore client takes hundreds of milliseconds; if the first
     # request built it, that time would come out of a short acquisition budget.
-    from dynalease._lambda_plan import _prepare
+    from dynalease._lambda.plan import _prepare
 
     fresh = DynamoDBClient(region="us-east-1", endpoint_url=aws_env, transport=transport)
     lock_transport = fresh._lock_store.transport

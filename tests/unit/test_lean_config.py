@@ -16,8 +16,8 @@ import botocore.session
 import pytest
 
 from dynalease import DynamoDBClient
-from dynalease._lean import LeanTransport
-from dynalease._lean_config import direct_config, regional_endpoint
+from dynalease._transport.config import direct_config, regional_endpoint
+from dynalease._transport.lean import LeanTransport
 
 _SETTINGS = (
     "AWS_PROFILE",

@@ -24,8 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dynalease._engine.store import ConditionFailed
-from dynalease._lean import _ENCODER, _answer
-from dynalease._lean_sign import CONTENT_TYPE, SigV4Signer, amz_date, host_header
+from dynalease._transport.lean import _ENCODER, _answer
+from dynalease._transport.sign import CONTENT_TYPE, SigV4Signer, amz_date, host_header
 from dynalease.exceptions import (
     AccessDeniedError,
     RequestFailedError,

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ._engine.protocol import MAX_DURATION_S, cleanup_budget
-from .exceptions import LockNotAcquired
+from .._engine.protocol import MAX_DURATION_S, cleanup_budget
+from ..exceptions import LockNotAcquired
 
 __all__ = ["DEFAULT_WAIT_S", "NoTimeLeft", "acquisition_wait", "remaining_seconds"]
 

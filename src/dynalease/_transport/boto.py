@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import botocore.exceptions
 
-from ._engine.store import ConditionFailed
+from .._engine.store import ConditionFailed
 
 if TYPE_CHECKING:
     from botocore.client import BaseClient
     from botocore.config import Config
 
-from .exceptions import (
+from ..exceptions import (
     AccessDeniedError,
     DynamoDBError,
     RequestFailedError,

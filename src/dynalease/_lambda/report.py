@@ -14,7 +14,7 @@ import hashlib
 import logging
 from typing import Any
 
-from .metrics import LockMetrics
+from ..metrics import LockMetrics
 
 __all__ = ["LOG_KEY_CHOICES", "Reporter", "key_hash"]
 

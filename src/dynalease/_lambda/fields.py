@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .keys import KeyTemplate
+from ..keys import KeyTemplate
 
 __all__ = ["EventKey", "plain_data"]
 

@@ -4,11 +4,11 @@ botocore spends most of a lock request's CPU on generic machinery (the
 request pipeline, event hooks, model-driven serialising and parsing, urllib3)
 and needs a thread per in-flight request. Lock requests are a handful of fixed
 JSON shapes, so this path sends them itself: JSON bodies, SigV4 signatures
-(:mod:`._lean_sign`) and HTTP/1.1 keep-alive connections (:mod:`._lean_http`)
+(:mod:`.sign`) and HTTP/1.1 keep-alive connections (:mod:`.http`)
 on the runtime's event loop.
 
 When every setting is in arguments and environment variables (static keys, a
-Region, perhaps an endpoint URL; see :mod:`._lean_config`), the route is read
+Region, perhaps an endpoint URL; see :mod:`.config`), the route is read
 from them and no botocore client is built for lock requests. Otherwise
 everything about *where* and *as whom* comes from the botocore lock client made
 from the user's configuration, so both paths agree: the endpoint botocore
@@ -41,18 +41,18 @@ import botocore.exceptions
 if TYPE_CHECKING:
     from botocore.client import BaseClient
 
-from ._aws import (
+from .._engine.store import TimedOut, Transport
+from ..constants import ENV_TRANSPORT
+from .boto import (
     LOCK_POOL_CONNECTIONS,
     LOCK_READ_TIMEOUT_S,
     BotoTransport,
     map_error_code,
     map_transport_error,
 )
-from ._engine.store import TimedOut, Transport
-from ._lean_config import DirectConfig
-from ._lean_http import BlockingPool, ConnectionPool, Cut, Late, NotSent, Unanswered
-from ._lean_sign import SigV4Signer, amz_date, host_header
-from .constants import ENV_TRANSPORT
+from .config import DirectConfig
+from .http import BlockingPool, ConnectionPool, Cut, Late, NotSent, Unanswered
+from .sign import SigV4Signer, amz_date, host_header
 
 __all__ = ["TRANSPORTS", "LeanTransport", "lock_transport", "transport_choice"]
 

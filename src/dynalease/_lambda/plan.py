@@ -15,15 +15,15 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
-from ._engine.protocol import check_durations
-from ._lambda_budget import NoTimeLeft, acquisition_wait, remaining_seconds, usable_time
-from ._lambda_fields import EventKey
-from ._lambda_report import Reporter, check_log_key, check_logger, check_metrics
-from .client import DynamoDBClient, check_table_name
-from .constants import ENV_TABLE
-from .exceptions import LockNotAcquired
-from .keys import KeyTemplate
-from .lock import SyncDistributedLock
+from .._engine.protocol import check_durations
+from ..client import DynamoDBClient, check_table_name
+from ..constants import ENV_TABLE
+from ..exceptions import LockNotAcquired
+from ..keys import KeyTemplate
+from ..lock import SyncDistributedLock
+from .budget import NoTimeLeft, acquisition_wait, remaining_seconds, usable_time
+from .fields import EventKey
+from .report import Reporter, check_log_key, check_logger, check_metrics
 
 __all__ = ["CURRENT_LOCK", "Holding", "LockPlan", "shared_client"]
 
