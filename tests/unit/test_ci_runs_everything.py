@@ -1,0 +1,53 @@
+"""Under ``CI=true`` nothing may skip: a missing tool (faketime, Node) must fail the run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parents[1]
+
+SKIPPING = """
+import pytest
+
+def test_that_skips_at_run_time():
+    pytest.skip("faketime is not installed")
+
+@pytest.mark.skipif(True, reason="dynalite is not installed")
+def test_that_skips_by_marker():
+    pass
+"""
+
+
+def _run(tmp_path: Path, ci: str | None) -> subprocess.CompletedProcess[str]:
+    shutil.copy(TESTS / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "test_skipping.py").write_text(SKIPPING)
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    if ci is not None:
+        env["CI"] = ci
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+
+
+def test_a_skip_fails_the_run_in_ci_and_says_what_to_install(tmp_path: Path) -> None:
+    completed = _run(tmp_path, "true")
+    assert completed.returncode == 1, completed.stdout
+    assert "CI=true but this test would skip" in completed.stdout
+    assert "faketime is not installed" in completed.stdout
+    assert "dynalite is not installed" in completed.stdout
+    assert "skipped" not in completed.stdout.splitlines()[-1]
+
+
+def test_outside_ci_a_skip_is_only_a_skip(tmp_path: Path) -> None:
+    completed = _run(tmp_path, None)
+    assert completed.returncode == 0, completed.stdout
+    assert "2 skipped" in completed.stdout.splitlines()[-1]
