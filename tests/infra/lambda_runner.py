@@ -17,7 +17,7 @@ task, layer, runtime, module, event_path = sys.argv[1:]
 del sys.path[0]  # this script's directory
 sys.path[:0] = [task, layer, runtime]
 
-from dynalease._invoke import invoke  # noqa: E402  (only importable once the path is set)
+from dynalease._lambda.invoke import invoke  # noqa: E402  (only importable once the path is set)
 
 with open(event_path, encoding="utf-8") as handle:
     event = json.load(handle)

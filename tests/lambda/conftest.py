@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from dynalease import DynamoDBClient
-from dynalease._invoke import load_handler
+from dynalease._lambda.invoke import load_handler
 from dynalease.constants import ENV_TABLE
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

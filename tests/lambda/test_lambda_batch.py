@@ -18,7 +18,7 @@ from aws_lambda_powertools.utilities.batch import (
 )
 
 from dynalease import DynamoDBClient
-from dynalease._invoke import CountdownContext
+from dynalease._lambda.invoke import CountdownContext
 from dynalease.lock import SyncDistributedLock
 from dynalease.middleware import current_lock, lock_record
 

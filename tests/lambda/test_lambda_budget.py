@@ -11,13 +11,13 @@ import pytest
 
 from dynalease import DynamoDBClient
 from dynalease._engine.protocol import cleanup_budget
-from dynalease._invoke import CountdownContext
 from dynalease._lambda.budget import (
     DEFAULT_WAIT_S,
     NoTimeLeft,
     acquisition_wait,
     remaining_seconds,
 )
+from dynalease._lambda.invoke import CountdownContext
 from dynalease.exceptions import LockNotAcquired
 from dynalease.lock import SyncDistributedLock
 from dynalease.middleware import current_lock, lock_handler

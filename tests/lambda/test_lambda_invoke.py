@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from dynalease._invoke import CountdownContext, HandlerTimeout, invoke, load_handler, main
+from dynalease._lambda.invoke import CountdownContext, HandlerTimeout, invoke, load_handler, main
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -139,7 +139,7 @@ def test_the_command_exits_1_with_lambdas_error_shape_when_the_handler_raises(
     assert error["errorType"] == "ValueError"
     assert error["errorMessage"] == "no customer c-9"
     assert "raise ValueError" in error["stackTrace"][-1]
-    assert "_invoke.py" not in error["stackTrace"][0]  # starts at the handler
+    assert "invoke.py" not in error["stackTrace"][0]  # starts at the handler
     assert "Traceback" in err  # the log, as Lambda writes it to CloudWatch
 
 
@@ -222,7 +222,7 @@ def test_dynalease_invoke_runs_an_example_end_to_end_against_the_server(
     lock_table: str, aws_env: str
 ) -> None:
     completed = _run_direct_example(
-        [sys.executable, "-m", "dynalease._invoke"], aws_env, lock_table, "20"
+        [sys.executable, "-m", "dynalease.cli", "invoke"], aws_env, lock_table, "20"
     )
     assert completed.returncode == 0, completed.stderr
     # stdout is only the result; the handler's logs and EMF metrics went to stderr.

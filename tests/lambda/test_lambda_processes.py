@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from dynalease import DynamoDBClient
-from dynalease._invoke import CountdownContext
+from dynalease._lambda.invoke import CountdownContext
 from dynalease.exceptions import LockNotAcquired
 from dynalease.lock import distributed_lock
 from dynalease.middleware import lock_handler

@@ -264,7 +264,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _apply_settings(arguments: argparse.Namespace) -> None:
-    from .constants import ENV_TABLE
+    from ..constants import ENV_TABLE
 
     # Environment variables, not arguments: the handler reads its configuration
     # from the environment in Lambda, so it must do the same here.
