@@ -1,7 +1,7 @@
 """Build the dynalease Lambda layer zip: ``python layer/build.py`` (or ``make layer``).
 
 Writes ``layer/dist/dynalease-layer.zip`` with exactly the bytes ``LockLayer``
-uploads as its asset: both come from ``dynalease._layer_build.build_layer``.
+uploads as its asset: both come from ``dynalease.cdk.build.build_layer``.
 No Docker, no downloads: the zip holds the installed dynalease and its
 pure-Python runtime dependencies, minus what the Lambda Python runtime ships.
 
@@ -17,7 +17,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from dynalease._layer_build import SIZE_BUDGET_BYTES, LayerBuildError, build_layer
+from dynalease.cdk.build import SIZE_BUDGET_BYTES, LayerBuildError, build_layer
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "dist" / "dynalease-layer.zip"
 
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     if build.zipped_bytes > args.max_bytes:
         print(
             f"layer is over budget: {build.zipped_bytes} bytes zipped > {args.max_bytes} bytes; "
-            "drop the heavy dependency or raise the budget in dynalease/_layer_build.py "
+            "drop the heavy dependency or raise the budget in dynalease/cdk/build.py "
             "(SIZE_BUDGET_BYTES) with a note in docs/cdk.md",
             file=sys.stderr,
         )

@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 import pytest
 from infra_helpers import ROOT, Assembly, sources_edited_since
 
-from dynalease._layer_build import SIZE_BUDGET_BYTES, LayerBuild, build_layer
+from dynalease.cdk.build import SIZE_BUDGET_BYTES, LayerBuild, build_layer
 
 RUNTIME_SHIPPED = {"boto3", "botocore", "s3transfer", "jmespath", "urllib3", "dateutil", "six"}
 
@@ -79,9 +79,25 @@ def test_the_layer_leaves_out_build_time_code_caches_and_compiled_files(
 ) -> None:
     names = zipfile.ZipFile(full.zip_path).namelist()
     assert not [n for n in names if n.startswith("python/dynalease/cdk/")]
-    assert "python/dynalease/_layer_build.py" not in names
     assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".so", ".pth"))]
     assert not [n for n in names if n.endswith(("direct_url.json", "INSTALLER"))]
+
+
+def test_the_layer_holds_only_the_runtime_library_of_dynalease(full: LayerBuild) -> None:
+    names = zipfile.ZipFile(full.zip_path).namelist()
+    ours = [
+        PurePosixPath(n).relative_to("python/dynalease")
+        for n in names
+        if n.startswith("python/dynalease/")
+    ]
+    # The command, the demo with its local server, test doubles, the constructs
+    # and the builder run on a developer's machine, never in Lambda.
+    for room in ("cli", "demo", "testing", "cdk", "_tooling"):
+        assert not [p for p in ours if p.parts[0] in (room, f"{room}.py")], room
+    for word in ("demo", "local_server", "history", "testing", "benchmark"):
+        assert not [p for p in ours if word in str(p)], word
+    assert not [n for n in names if "benchmark" in n.lower()]
+    assert {"__init__.py", "middleware.py", "client.py", "lock.py"} <= {str(p) for p in ours}
 
 
 def test_each_record_lists_the_files_of_its_distribution_with_their_hashes(

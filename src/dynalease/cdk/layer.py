@@ -10,8 +10,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from .._layer_build import LayerBuild, build_layer
 from ._checks import check_optional_name, check_removal_policy
+from .build import LayerBuild, build_layer
 
 __all__ = ["DEFAULT_ARCHITECTURES", "DEFAULT_RUNTIMES", "LockLayer"]
 

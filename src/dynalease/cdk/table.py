@@ -13,6 +13,7 @@ from constructs import Construct
 
 from ..constants import ENV_TABLE
 from ._checks import check_optional_name, check_removal_policy
+from .layer import LockLayer
 
 __all__ = ["INSPECT_ACTIONS", "LOCK_ACTIONS", "TABLE_ENV_VAR", "LockTable"]
 
@@ -209,9 +210,6 @@ def _check_layer(function: lambda_.Function, layer: object) -> None:
             f"the dynalease layer is for Python functions, but {function.node.path} uses "
             f"{runtime.name}; use a python3.11 or newer runtime"
         )
-    # Local import: the layer module imports this one.
-    from .layer import LockLayer
-
     if isinstance(layer, LockLayer):
         if runtime.name not in layer.compatible_runtime_names:
             raise ValueError(

@@ -18,12 +18,14 @@ synths reuse it.
 
 Example::
 
-    from dynalease._layer_build import build_layer
+    from dynalease.cdk.build import build_layer
 
     build = build_layer()
     print(build.zip_path, build.zipped_bytes, build.sha256)
 
-This module must not import ``aws_cdk``: ``layer/build.py`` runs without it.
+This module must not import ``aws_cdk``: ``layer/build.py`` runs without it (and
+``dynalease.cdk`` imports its constructs lazily, so importing this module does not
+pull them in).
 """
 
 from __future__ import annotations
@@ -72,8 +74,17 @@ _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 _FILE_MODE = 0o100644
 _ROOT = PurePosixPath("python")
 _LAYER_EXTRA = "lambda"
-# Parts of dynalease that only make sense at build time, never inside Lambda.
-_BUILD_ONLY = ("dynalease/cdk/", "dynalease/_layer_build.py")
+# The layer holds the runtime library only. These parts of dynalease run on a
+# developer's machine (the command, the demo and its local server, test doubles,
+# the CDK constructs and this builder), never inside Lambda.
+_NOT_RUNTIME = (
+    "dynalease/cdk/",
+    "dynalease/cli/",
+    "dynalease/demo/",
+    "dynalease/_tooling/",
+    "dynalease/testing/",
+    "dynalease/testing.py",
+)
 _DROP_DIST_INFO = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
 _MACHINES = ("x86_64", "aarch64")
 # Every source edit makes a new cache entry; keep only the most recent few.
@@ -315,13 +326,13 @@ def _add_distribution(entries: dict[str, bytes], dist: metadata.Distribution) ->
 
 
 def _add_dynalease_package(entries: dict[str, bytes]) -> list[PurePosixPath]:
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # dynalease/, above cdk/
     added: list[PurePosixPath] = []
     for path in sorted(package.rglob("*")):
         if not path.is_file():
             continue
         relative = PurePosixPath("dynalease", *path.relative_to(package).parts)
-        if not _wanted(relative) or str(relative).startswith(_BUILD_ONLY):
+        if not _wanted(relative) or str(relative).startswith(_NOT_RUNTIME):
             continue
         _add(entries, relative, path.read_bytes())
         added.append(relative)
