@@ -5,7 +5,7 @@ commit a few history records through ``check_in`` transactions, record the
 release and let go. Meanwhile the supervisor SIGKILLs or SIGSTOPs (and later
 resumes) a current holder every few seconds, so leases are taken over from
 dead and from paused owners. At the end the history checker
-(``dynalease._history``) proves, from what DynamoDB committed, that no owner
+(``dynalease.demo.history``) proves, from what DynamoDB committed, that no owner
 committed after it was taken over and that no two owners' writes interleaved.
 
     python -m benchmarks.soak --processes 8 --minutes 10
@@ -34,7 +34,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from dynalease import DynamoDBClient
-from dynalease._history import (
+from dynalease.demo.history import (
     ACQUIRED,
     RELEASED,
     append,
@@ -43,7 +43,7 @@ from dynalease._history import (
     create_history_table,
     read_head,
 )
-from dynalease._local_server import LocalServer
+from dynalease.demo.local_server import LocalServer
 from dynalease.exceptions import (
     DynaleaseError,
     LockLost,

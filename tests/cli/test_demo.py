@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 import re
 from collections.abc import Callable
 
 from support.cli_runner import Result, spawn_cli
 
 from dynalease import DynamoDBClient
-from dynalease._demo import Demo
+from dynalease.demo.plan import DemoOptions
+from dynalease.demo.runner import Demo
 
 
 def test_a_short_demo_kills_a_holder_sees_it_taken_over_and_finds_no_violation() -> None:
@@ -36,25 +36,16 @@ def test_a_short_demo_kills_a_holder_sees_it_taken_over_and_finds_no_violation()
     assert any(line.startswith("w1 (killed)") for line in out.splitlines())
 
 
-def _args(endpoint: str, table: str) -> argparse.Namespace:
-    return argparse.Namespace(
-        endpoint=endpoint,
-        region="us-east-1",
-        profile=None,
-        table=table,
-        duration=None,
-        quick=True,
-        workers=None,
-        keys=2,
-        plain=True,
-        keep_tables=False,
+def _options(endpoint: str, table: str) -> DemoOptions:
+    return DemoOptions(
+        endpoint=endpoint, region="us-east-1", table=table, quick=True, keys=2, plain=True
     )
 
 
 def test_the_checks_report_a_lost_update_and_a_missing_crash(
     client: DynamoDBClient, endpoint: str
 ) -> None:
-    demo = Demo(_args(endpoint, f"cli-demo-{id(client)}"))
+    demo = Demo(_options(endpoint, f"cli-demo-{id(client)}"))
     demo.create_tables(client)
     # Two commits reported for c-1001, but the counter shows one: an update was lost.
     demo.state.committed["c-1001"] = 2

@@ -10,7 +10,7 @@ import pytest
 from support.cli_runner import Result
 from support.fault_proxy import FaultProxy
 
-from dynalease._doctor import OK, PROBLEM, _replicas
+from dynalease._tooling.diagnose import OK, PROBLEM, _replicas
 
 
 @pytest.fixture

@@ -35,8 +35,8 @@ from pathlib import Path
 import pytest
 from support.cli_runner import run_cli
 
-from dynalease._local_server import LocalServer
-from dynalease.cli import _parser
+from dynalease.cli import build_parser
+from dynalease.demo.local_server import LocalServer
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -159,7 +159,7 @@ def check_python(words: list[str], where: str) -> None:
 def run_dynalease(args: list[str], env: dict[str, str], where: str) -> None:
     if args[:1] == ["demo"]:
         try:
-            _parser().parse_args(args)
+            build_parser().parse_args(args)
         except SystemExit as exit_:
             pytest.fail(f"{where}: `dynalease {shlex.join(args)}` is not valid ({exit_})")
         return

@@ -29,7 +29,7 @@ from support.workers import Target, contend, new_target, reaped
 
 from dynalease import DynamoDBClient
 from dynalease._engine.protocol import renew_interval, validity_span
-from dynalease._history import check_history
+from dynalease.demo.history import check_history
 
 LEASE_S = 4.0
 JUMP_S = 300

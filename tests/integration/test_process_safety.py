@@ -29,7 +29,7 @@ from support.workers import (
 
 from dynalease import DynamoDBClient
 from dynalease._engine.protocol import poll_cap
-from dynalease._history import ACQUIRED, check_history, commit
+from dynalease.demo.history import ACQUIRED, check_history, commit
 from dynalease.lock import SyncDistributedLock
 
 LEASE_S = 2.0

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynalease import DynamoDBClient
-from dynalease._history import (
+from dynalease.demo.history import (
     ACQUIRED,
     RELEASED,
     append,

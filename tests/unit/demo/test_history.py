@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from dynalease import _history as history
-from dynalease._history import ACQUIRED, RELEASED, WRITE, check_records
 from dynalease._values import from_item
+from dynalease.demo import history
+from dynalease.demo.history import ACQUIRED, RELEASED, WRITE, check_records
 from dynalease.exceptions import LockLost, LockOwnershipLost
 from dynalease.lock import SyncDistributedLock
 from dynalease.testing import MemoryBackend

@@ -1,5 +1,6 @@
-"""``dynalease doctor``: is this table usable by the lock protocol?
+"""Is this table usable by the lock protocol? What ``dynalease doctor`` prints.
 
+The demo runs the same :func:`diagnose` on its lock table before it starts.
 Read-only. Each check yields a finding; a problem carries the fix. The checks
 follow from the protocol: rows are addressed by a string partition key named
 ``key`` and nothing else, a row must never vanish on its own (TTL), and every
@@ -9,13 +10,12 @@ resolve concurrent writes by last-writer-wins).
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from typing import Any
 
-from ._engine.protocol import KEY_ATTR
-from .client import DynamoDBClient
-from .exceptions import AccessDeniedError, DynamoDBError, RequestFailedError, TableNotFoundError
+from .._engine.protocol import KEY_ATTR
+from ..client import DynamoDBClient
+from ..exceptions import AccessDeniedError, DynamoDBError, RequestFailedError, TableNotFoundError
 
 OK = "ok"
 PROBLEM = "problem"
@@ -206,12 +206,3 @@ def render(findings: list[Finding]) -> str:
         "this table for locks"
     )
     return "\n".join(lines)
-
-
-def run_doctor(args: argparse.Namespace) -> int:
-    """Entry point of ``dynalease doctor``."""
-    from .cli import EXIT_FAILED, EXIT_OK, make_client
-
-    findings = diagnose(make_client(args), args.table)
-    print(render(findings))
-    return EXIT_FAILED if any(f.status == PROBLEM for f in findings) else EXIT_OK

@@ -1,4 +1,4 @@
-"""Terminal output for the ``dynalease`` command: tables in plain text or with rich.
+"""Terminal output for the ``dynalease`` command and the demo: tables in plain text or with rich.
 
 rich is optional (it ships with the ``dev`` extra): without it, or when output is
 not a terminal, everything is plain aligned text, so scripts and tests can read it.

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ._console import plain_table, rich_table
-from ._demo_state import DemoState, WorkerStats, percentile
+from .._tooling.console import plain_table, rich_table
+from .state import DemoState, WorkerStats, percentile
 
 RECENT = 8
 

@@ -1,28 +1,27 @@
-"""``dynalease inspect``: a read-only view of lock rows.
+"""The lock rows of a table as ``dynalease inspect`` shows them: read-only.
 
 It sends reads only: a GetItem for ``--key``, a Scan otherwise, both strongly
-consistent. ``--watch`` keeps an observation cache like a
-contender's (:class:`dynalease._engine.observations.Observations`): a row is
-"unchanged" for as long as its (owner, version, lease_ms) has been seen on this
-machine's monotonic clock, and a contender may take it over once that reaches
-the stored lease. A renewal shows as a new version with the same owner.
+consistent. :class:`Watcher` keeps an observation cache like a contender's
+(:class:`dynalease._engine.observations.Observations`): a row is "unchanged"
+for as long as its (owner, version, lease_ms) has been seen on this machine's
+monotonic clock, and a contender may take it over once that reaches the stored
+lease. A renewal shows as a new version with the same owner.
+
+:mod:`dynalease.cli.inspect` imports this module only when the command runs, so
+``dynalease --help`` does not load the client.
 """
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._console import plain_table, rich_table, use_rich
-from ._engine import protocol as p
-from ._engine.observations import Observations
-from .client import DynamoDBClient
-from .exceptions import MalformedLockRow
+from .._engine import protocol as p
+from .._engine.observations import Observations
+from ..client import DynamoDBClient
+from ..exceptions import MalformedLockRow
 
 _PROBLEM = re.compile(r"protocol-1 row \((.*)\); it will not")
 HEADERS = ("key", "owner", "version", "lease", "protocol")
@@ -148,48 +147,6 @@ class Watcher:
         return cells
 
 
-def _count(rows: list[Row]) -> str:
+def count_rows(rows: list[Row]) -> str:
+    """ "3 lock rows", for a title or a footer."""
     return f"{len(rows)} lock row{'' if len(rows) == 1 else 's'}"
-
-
-def run_inspect(args: argparse.Namespace) -> int:
-    """Entry point of ``dynalease inspect``."""
-    from .cli import EXIT_OK, make_client
-
-    client = make_client(args)
-
-    def read() -> list[Row]:
-        return read_rows(client, args.table, key=args.key, prefix=args.prefix)
-
-    if not args.watch:
-        rows = read()
-        print(plain_table(HEADERS, snapshot_rows(rows)))
-        print(f"{_count(rows)} in {args.table}")
-        return EXIT_OK
-    watcher = Watcher(args.table)
-    stop = None if args.watch_for is None else time.monotonic() + args.watch_for
-    live: Any = None
-    if use_rich(args.plain):
-        from rich.live import Live
-
-        live = Live(auto_refresh=False)
-        live.start()
-    try:
-        while True:
-            rows = read()
-            cells = watcher.update(rows, time.monotonic())
-            title = f"{args.table} at {time.strftime('%H:%M:%S')}: {_count(rows)}"
-            if live is not None:
-                live.update(rich_table(title, WATCH_HEADERS, cells), refresh=True)
-            else:
-                print(title)
-                print(plain_table(WATCH_HEADERS, cells), flush=True)
-            if stop is not None and time.monotonic() + args.interval > stop:
-                return EXIT_OK
-            time.sleep(args.interval)
-    except KeyboardInterrupt:
-        return EXIT_OK
-    finally:
-        if live is not None:
-            live.stop()
-        sys.stdout.flush()

@@ -1,46 +1,34 @@
 """``dynalease demo``: see the locks work, and see them checked.
 
-The supervisor (this module) starts an embedded moto server unless
-``--endpoint``/``--region`` point elsewhere, creates the lock, results and
-history tables, and spawns worker processes (:mod:`dynalease._demo_worker`)
-that contend for a few customer keys, plus one process that invokes the example
-Lambda handlers on the sample events (:mod:`dynalease._demo_lambda`). Part way
-through it SIGKILLs a worker that holds a lock, so the others must recover the
-row by observation. At the end it checks what was written:
-
-- the history (``dynalease._history``): no stale commits, no overlaps;
-- the counters: each customer's counter equals the commits reported for it
-  (a lost update means two holders at once);
-- the audits under ``distributed_lock``: no counter changed while held;
-- the killed holder's lock was taken over;
-- every other process exited cleanly.
-
-Any failure makes the exit status 1.
+The supervisor (this module) starts an embedded moto server unless the options
+point elsewhere (an endpoint or a Region), creates the lock, results and history
+tables, and spawns worker processes (:mod:`dynalease.demo.worker`) that contend
+for a few customer keys, plus one process that invokes the example Lambda
+handlers on the sample events (:mod:`dynalease.demo.lambda_invocations`). Part
+way through it SIGKILLs a worker that holds a lock, so the others must recover
+the row by observation. At the end it checks what was written
+(:mod:`dynalease.demo.checks`); any failure makes the run fail.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import queue
 import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from ._console import use_rich
-from ._demo_state import RELEASED_ROW, DemoState
-from ._demo_view import live_view, progress_line, summary_table
-from ._local_server import LOCAL_CREDENTIALS, LOCAL_REGION, LocalServer
+from .._tooling.console import use_rich
+from .checks import check_run, plural
+from .local_server import LOCAL_CREDENTIALS, LOCAL_REGION, LocalServer
+from .plan import DemoError, DemoOptions, Plan
+from .processes import Events, Process
+from .state import RELEASED_ROW, DemoState
+from .view import live_view, progress_line, summary_table
 
-MIN_DURATION_S = 10.0
 KILL_AT = 0.3
 PROGRESS_EVERY_S = 5.0
 ROW_CHECK_S = 0.1
@@ -53,97 +41,21 @@ EXIT_GRACE_S = 30.0
 START_TIMEOUT_S = 120.0
 
 
-@dataclass(frozen=True)
-class Plan:
-    """How one demo run is shaped."""
-
-    duration_s: float
-    workers: int
-    customers: list[str]
-    lease_s: float
-    hold_max_s: float
-    tables: dict[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace, suffix: str) -> Plan:
-        quick = bool(args.quick)
-        duration = args.duration or (15.0 if quick else 100.0)
-        if duration < MIN_DURATION_S:
-            from .cli import EXIT_USAGE, CommandError
-
-            raise CommandError(
-                f"--duration must be at least {MIN_DURATION_S:g} s so a crash and its "
-                f"takeover fit in the run, got {duration:g}",
-                EXIT_USAGE,
-            )
-        locks = args.table or f"dynalease-demo-locks-{suffix}"
-        return cls(
-            duration_s=duration,
-            workers=args.workers or (3 if quick else 4),
-            # The sample events name c-1001 and c-2002: the Lambda handlers and the
-            # workers contend for the same customers.
-            customers=[f"c-{n}00{n}" for n in range(1, args.keys + 1)],
-            # A short lease keeps the crash recovery visible within the run.
-            lease_s=3.0 if duration < 40 else 5.0,
-            hold_max_s=1.2 if duration < 40 else 2.5,
-            tables={"locks": locks, "results": f"{locks}-results", "history": f"{locks}-history"},
-        )
-
-
-class Process:
-    """One spawned demo process and the thread that reads its events."""
-
-    def __init__(self, name: str, module: str, config: dict[str, Any], env: dict[str, str]):
-        self.name = name
-        # Closed with the process object; read only to explain a crash.
-        self.stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115
-        self.popen = subprocess.Popen(
-            [sys.executable, "-m", module, json.dumps(config)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.stderr,
-            env=env,
-        )
-
-    def pump(self, events: queue.Queue[tuple[str, dict[str, Any] | None]]) -> None:
-        assert self.popen.stdout is not None
-        for line in self.popen.stdout:
-            try:
-                events.put((self.name, json.loads(line)))
-            except json.JSONDecodeError:
-                continue
-        events.put((self.name, None))
-
-    def start(self, timing: dict[str, float]) -> None:
-        """Send the run's timing; the process starts working when it reads it."""
-        assert self.popen.stdin is not None
-        try:
-            self.popen.stdin.write(json.dumps(timing).encode() + b"\n")
-            self.popen.stdin.close()
-        except OSError:
-            pass  # it already died; its exit is reported with its events
-
-    def error_tail(self) -> str:
-        self.stderr.seek(0)
-        lines = self.stderr.read().decode(errors="replace").strip().splitlines()
-        return lines[-1] if lines else ""
-
-
 class Demo:
     """One run: setup, supervision, checks and the summary."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.args = args
-        self.embedded = args.endpoint is None and args.region is None
-        self.plan = Plan.from_args(args, uuid.uuid4().hex[:8])
+    def __init__(self, options: DemoOptions) -> None:
+        self.options = options
+        self.embedded = options.endpoint is None and options.region is None
+        self.plan = Plan.from_options(options, uuid.uuid4().hex[:8])
         self.server: LocalServer | None = None
-        self.endpoint: str | None = args.endpoint
-        self.region: str | None = args.region
+        self.endpoint: str | None = options.endpoint
+        self.region: str | None = options.region
         self.env = dict(os.environ)
         self.started = time.monotonic()
         self.state = DemoState(self.started)
         self.processes: dict[str, Process] = {}
-        self.events: queue.Queue[tuple[str, dict[str, Any] | None]] = queue.Queue()
+        self.events: Events = queue.Queue()
         self.created: list[str] = []
         self.failures: list[str] = []
         self.running: set[str] = set()
@@ -151,7 +63,7 @@ class Demo:
     # --- setup ------------------------------------------------------------------
 
     def connect(self) -> Any:
-        from .client import DynamoDBClient
+        from ..client import DynamoDBClient
 
         if self.embedded:
             print("starting an embedded moto server on a free loopback port ...", flush=True)
@@ -170,15 +82,15 @@ class Demo:
         return DynamoDBClient(
             region=self.region,
             endpoint_url=self.endpoint,
-            profile=self.args.profile,
+            profile=self.options.profile,
             connect_timeout=3.0,
             max_retries=2,
         )
 
     def create_tables(self, client: Any) -> None:
-        from . import _history as history
-        from ._demo_worker import CUSTOMER_ATTR
-        from ._doctor import PROBLEM, diagnose
+        from .._tooling.diagnose import PROBLEM, diagnose
+        from . import history
+        from .worker import CUSTOMER_ATTR
 
         tables = self.plan.tables
         if not client.sync_table_exists(tables["locks"]):
@@ -186,9 +98,7 @@ class Demo:
             self.created.append(tables["locks"])
         problems = [f for f in diagnose(client, tables["locks"]) if f.status == PROBLEM]
         if problems:
-            from .cli import CommandError
-
-            raise CommandError(
+            raise DemoError(
                 f"table {tables['locks']!r} is not usable for locks: {problems[0].detail} "
                 f"(run `dynalease doctor --table {tables['locks']}`)"
             )
@@ -198,9 +108,7 @@ class Demo:
             )
             self.created.append(tables["results"])
         if client.sync_table_exists(tables["history"]):
-            from .cli import CommandError
-
-            raise CommandError(
+            raise DemoError(
                 f"history table {tables['history']!r} already exists; the check needs a fresh "
                 "one: delete it or pick another --table"
             )
@@ -208,7 +116,7 @@ class Demo:
         self.created.append(tables["history"])
 
     def drop_tables(self, client: Any) -> None:
-        if self.embedded or self.args.keep_tables:
+        if self.embedded or self.options.keep_tables:
             return
         for table in self.created:
             try:
@@ -223,7 +131,7 @@ class Demo:
         common = {
             "endpoint": self.endpoint,
             "region": self.region,
-            "profile": None if self.embedded else self.args.profile,
+            "profile": None if self.embedded else self.options.profile,
             "locks": plan.tables["locks"],
             "results": plan.tables["results"],
             "history": plan.tables["history"],
@@ -239,14 +147,14 @@ class Demo:
                 "seed": number,
                 "victim": number == 1,
             }
-            self._start(name, "dynalease._demo_worker", config)
-        from ._demo_lambda import lambda_plan
+            self._start(name, "dynalease.demo.worker", config)
+        from .lambda_invocations import lambda_plan
 
         lambda_config = lambda_plan(common)
         if lambda_config is None:
             self.state.note("Lambda invocations skipped: examples/lambda or events/ not found")
         else:
-            self._start("lambda", "dynalease._demo_lambda", lambda_config, kind="lambda")
+            self._start("lambda", "dynalease.demo.lambda_invocations", lambda_config, kind="lambda")
 
     def _start(self, name: str, module: str, config: dict[str, Any], kind: str = "worker") -> None:
         process = Process(name, module, config, self.env)
@@ -272,11 +180,9 @@ class Demo:
                 waiting.discard(name)
                 self.state.apply(name, event, time.monotonic())
         if waiting or self.running != set(self.processes):
-            from .cli import CommandError
-
             stuck = sorted(set(self.processes) - (self.running - waiting))
             tail = self.processes[stuck[0]].error_tail()
-            raise CommandError(
+            raise DemoError(
                 f"demo processes did not start: {', '.join(stuck)}" + (f" ({tail})" if tail else "")
             )
         wall, monotonic = time.time(), time.monotonic()
@@ -296,7 +202,7 @@ class Demo:
 
     def supervise(self, client: Any, end_at_monotonic: float) -> None:
         live: Any = None
-        if use_rich(self.args.plain):
+        if use_rich(self.options.plain):
             from rich.live import Live
 
             live = Live(auto_refresh=False, transient=False)
@@ -356,7 +262,7 @@ class Demo:
         crash = self.state.crash
         if crash is None or crash.takeover_after_s is not None:
             return
-        from .exceptions import DynaleaseError
+        from ..exceptions import DynaleaseError
 
         try:
             row = client.sync_get_item(
@@ -382,76 +288,15 @@ class Demo:
     # --- checks -----------------------------------------------------------------
 
     def check(self, client: Any) -> list[str]:
-        from . import _history as history
-        from ._demo_worker import COMMITS_ATTR, CUSTOMER_ATTR
-
-        lines = []
-        report = history.check_history(client, self.plan.tables["history"])
-        lines.append(
-            f"history: {_count(report.keys, 'key')}, "
-            f"{_count(report.acquisitions, 'acquisition')}, {_count(report.commits, 'commit')}, "
-            f"{_count(report.takeovers, 'takeover')}: "
-            f"{report.stale_commits} stale commits, {report.overlaps} overlaps"
-        )
-        for violation in report.violations:
-            self.failures.append(f"history: {violation}")
-        counted = {}
-        for customer in self.plan.customers:
-            item = client.sync_get_item(
-                self.plan.tables["results"], {CUSTOMER_ATTR: customer}, consistent_read=True
-            )
-            counted[customer] = int(item[COMMITS_ATTR]) if item else 0
-            reported = self.state.committed.get(customer, 0)
-            uncertain = self.state.uncertain.get(customer, 0)
-            if not reported <= counted[customer] <= reported + uncertain:
-                self.failures.append(
-                    f"counter of {customer} is {counted[customer]} but {reported} commits were "
-                    "reported: an update was lost, so two holders overlapped"
-                )
-        lines.append(
-            f"counters: {sum(counted.values())} increments counted, "
-            f"{sum(self.state.committed.values())} commits reported"
-            + (f" ({sum(self.state.uncertain.values())} uncertain)" if self.state.uncertain else "")
-        )
-        lines.append(
-            f"audits under distributed_lock: {self.state.audits}, "
-            f"{self.state.audit_changes} saw the counter change while holding the lock"
-        )
-        if self.state.audit_changes:
-            self.failures.append(f"{self.state.audit_changes} audits saw a change under the lock")
-        crash = self.state.crash
-        if crash is None:
-            self.failures.append("the planned crash did not happen (no holder was killed)")
-        elif crash.takeover_after_s is None:
-            self.failures.append(f"nobody took over {crash.key} after {crash.worker} was killed")
-            lines.append(f"crash: SIGKILLed {crash.worker} holding {crash.key}; not taken over")
-        else:
-            lines.append(
-                f"crash: SIGKILLed {crash.worker} holding {crash.key} (lease "
-                f"{self.plan.lease_s:g} s); {self.state.successor()} took it over "
-                f"{crash.takeover_after_s:.1f} s later"
-            )
-            if crash.ledger_after and report.takeovers < 1:
-                self.failures.append("the history shows no takeover after the crash")
-        for name, stats in self.state.workers.items():
-            if not stats.killed and stats.exit_code != 0:
-                tail = self.processes[name].error_tail()
-                self.failures.append(f"{name} exited with {stats.exit_code}: {tail}")
-        if self.state.invocations:
-            lines.append(
-                "Lambda invocations: "
-                + ", ".join(
-                    f"{handler} {c['ok']} ok, {c['contended']} contended, {c['error']} errors"
-                    for handler, c in sorted(self.state.invocations.items())
-                )
-            )
+        """Check what the run wrote; failures go to ``self.failures``, lines are returned."""
+        lines, failures = check_run(client, self.plan, self.state, self.processes)
+        self.failures.extend(failures)
         return lines
 
     # --- the run ----------------------------------------------------------------
 
-    def run(self) -> int:
-        from .cli import EXIT_FAILED, EXIT_OK
-
+    def run(self) -> bool:
+        """Set up, run, check and print the summary; True when no violation was found."""
         client = self.connect()
         try:
             self.create_tables(client)
@@ -475,11 +320,11 @@ class Demo:
                 if self.server is not None:
                     self.server.stop()
         print()
-        if use_rich(self.args.plain):
+        if use_rich(self.options.plain):
             from rich.console import Console
 
-            from ._console import rich_table
-            from ._demo_view import SUMMARY_HEADERS, summary_rows
+            from .._tooling.console import rich_table
+            from .view import SUMMARY_HEADERS, summary_rows
 
             Console().print(rich_table("summary", SUMMARY_HEADERS, summary_rows(self.state)))
         else:
@@ -494,25 +339,13 @@ class Demo:
             for failure in self.failures:
                 print(f"FAILED: {failure}")
             print(
-                f"result: FAILED, {_count(len(self.failures), 'problem')} (wall time {wall:.0f} s)"
+                f"result: FAILED, {plural(len(self.failures), 'problem')} (wall time {wall:.0f} s)"
             )
-            return EXIT_FAILED
+            return False
         print(f"result: OK, 0 violations (wall time {wall:.0f} s)")
-        return EXIT_OK
+        return True
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
-
-
-def run_demo(args: argparse.Namespace) -> int:
-    """Entry point of ``dynalease demo``."""
-    return Demo(args).run()
-
-
-def repository_root() -> Path | None:
-    """The checkout holding examples/ and events/: the working directory or the source tree."""
-    for candidate in (Path.cwd(), Path(__file__).resolve().parents[2]):
-        if (candidate / "events").is_dir() and (candidate / "examples" / "lambda").is_dir():
-            return candidate
-    return None
+def run_demo(options: DemoOptions) -> bool:
+    """Run the demo; True when it found no violation. Raises :class:`DemoError`."""
+    return Demo(options).run()

@@ -16,7 +16,7 @@ from ``python -m moto.server``, both to behave more like DynamoDB:
   close-after-every-answer server.
 
 moto ships with the ``dev`` extra (``make demo`` installs it). Run alone:
-``python -m dynalease._local_server --port 8000``.
+``python -m dynalease.demo.local_server --port 8000``.
 """
 
 from __future__ import annotations
@@ -215,7 +215,7 @@ class LocalServer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m dynalease._local_server --port N [--close-connections]``."""
+    """``python -m dynalease.demo.local_server --port N [--close-connections]``."""
     parser = argparse.ArgumentParser(description="Serve moto's DynamoDB one request at a time.")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--close-connections", action="store_true")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dynalease._demo_state import RELEASED_ROW, DemoState, percentile
+from dynalease.demo.state import RELEASED_ROW, DemoState, percentile
 
 
 def _crashed() -> DemoState:

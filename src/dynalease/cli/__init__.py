@@ -1,0 +1,62 @@
+"""The ``dynalease`` command: demo, inspect, doctor and invoke.
+
+Importing this package is cheap: argument parsing only. boto3, moto and rich are
+imported by the subcommand that needs them, so ``dynalease --help`` answers at
+once. Every failure a user can cause (a bad option, an unknown table, missing
+credentials, an unreachable endpoint) is reported as one line on stderr with
+exit code 2 (bad input) or 1 (the environment or the check failed), never as a
+traceback.
+
+Each command is a module here with ``add_parser(commands)`` and ``run(args)``;
+what they share (exit codes, :class:`~dynalease.cli.common.CommandError`, the
+connection options, the client factory) is in :mod:`dynalease.cli.common`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from . import demo, doctor, inspect, invoke
+from .common import EXIT_USAGE, exit_status, run_command
+
+__all__ = ["main"]
+
+_DESCRIPTION = """\
+Distributed locks (leases) on one DynamoDB table. `make demo` runs `dynalease demo`.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``dynalease`` with every subcommand."""
+    from .. import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="dynalease",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"dynalease {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    for command in (demo, inspect, doctor, invoke):
+        command.add_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``dynalease`` command; returns the exit status."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["invoke"]:
+        # `invoke` parses its own arguments, handler and event included.
+        return invoke.run(args_list[1:])
+    parser = build_parser()
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as exit_:
+        return exit_status(exit_)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    command = {"demo": demo, "inspect": inspect, "doctor": doctor}[args.command]
+    return run_command(args.command, lambda: command.run(args))

@@ -1,0 +1,131 @@
+"""What every ``dynalease`` command shares: exit codes, one-line errors, options, the client.
+
+Cheap to import (argparse only): the client is imported when a command builds
+one, so ``dynalease --help`` loads neither boto3 nor the lock engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..client import DynamoDBClient
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class CommandError(Exception):
+    """A failure to report as one line; ``code`` is the exit status."""
+
+    def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def connection_options(parser: argparse.ArgumentParser, endpoint_default: str = "") -> None:
+    """``--endpoint``, ``--region`` and ``--profile``, as every command takes them."""
+    group = parser.add_argument_group("AWS connection")
+    group.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="DynamoDB endpoint URL (e.g. http://127.0.0.1:8000); default: "
+        + (
+            endpoint_default
+            or "the AWS configuration chain (AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, "
+            "or AWS itself)"
+        ),
+    )
+    group.add_argument(
+        "--region", metavar="REGION", help="AWS Region; default: AWS_REGION or the profile's"
+    )
+    group.add_argument(
+        "--profile", metavar="NAME", help="named profile from the shared AWS config files"
+    )
+
+
+def table_name(value: str) -> str:
+    """An argparse type: a valid DynamoDB table name."""
+    from ..client import check_table_name
+
+    try:
+        return check_table_name(value)
+    except (TypeError, ValueError) as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def positive_seconds(value: str) -> float:
+    """An argparse type: seconds in (0, 86400]."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {value!r}") from None
+    if not 0 < seconds <= 86_400:
+        raise argparse.ArgumentTypeError(f"expected seconds in (0, 86400], got {value!r}")
+    return seconds
+
+
+def count(value: str) -> int:
+    """An argparse type: a whole number from 1 to 64."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if not 1 <= number <= 64:
+        raise argparse.ArgumentTypeError(f"expected a number from 1 to 64, got {value!r}")
+    return number
+
+
+def make_client(args: argparse.Namespace) -> DynamoDBClient:
+    """A client from the connection options, failing fast on an unreachable endpoint."""
+    from ..client import DynamoDBClient
+
+    try:
+        return DynamoDBClient(
+            region=args.region,
+            endpoint_url=args.endpoint,
+            profile=args.profile,
+            connect_timeout=3.0,
+            read_timeout=10.0,
+            max_retries=1,
+        )
+    except ValueError as error:
+        raise CommandError(str(error), EXIT_USAGE) from None
+
+
+def exit_status(exit_: SystemExit) -> int:
+    """The status an argparse exit stands for; a message in it goes to stderr."""
+    code = exit_.code
+    if code is None or isinstance(code, int):
+        return code or 0
+    print(code, file=sys.stderr)
+    return EXIT_FAILED
+
+
+def run_command(command: str, action: Callable[[], int]) -> int:
+    """Run a subcommand, turning every expected failure into one line."""
+    import botocore.exceptions
+
+    from ..exceptions import DynaleaseError
+
+    try:
+        return action()
+    except CommandError as error:
+        message, code = str(error), error.code
+    except (DynaleaseError, botocore.exceptions.BotoCoreError) as error:
+        message, code = _one_line(error), EXIT_FAILED
+    except (ValueError, TypeError) as error:
+        message, code = str(error), EXIT_USAGE
+    except KeyboardInterrupt:
+        message, code = "interrupted", EXIT_INTERRUPTED
+    print(f"dynalease {command}: error: {message}", file=sys.stderr)
+    return code
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split())

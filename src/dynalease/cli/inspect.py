@@ -1,0 +1,99 @@
+"""``dynalease inspect``: show the lock rows of a table (read-only); ``--watch`` follows renewals.
+
+The reading and the observation rule are in :mod:`dynalease.cli.lock_rows`,
+imported when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from .common import EXIT_OK, connection_options, make_client, positive_seconds, table_name
+
+
+def add_parser(commands: Any) -> None:
+    """Register ``inspect`` and its options on the ``dynalease`` subcommands."""
+    inspect = commands.add_parser(
+        "inspect",
+        help="show the lock rows of a table (read-only); --watch follows renewals",
+        description="Show the lock rows of a table: key, owner, version, lease and whether the "
+        "row is a valid protocol-1 row. Read-only: it never writes. --watch re-reads the rows "
+        "and shows renewals and how long each row has been observed unchanged, by the same "
+        "rule a contender uses to decide a takeover.",
+    )
+    connection_options(inspect)
+    inspect.add_argument("--table", required=True, type=table_name, help="lock table")
+    which = inspect.add_mutually_exclusive_group()
+    which.add_argument("--key", help="show only this key (one strongly consistent read)")
+    which.add_argument("--prefix", help="show only keys starting with this text")
+    inspect.add_argument("--watch", action="store_true", help="re-read until interrupted")
+    inspect.add_argument(
+        "--interval",
+        type=positive_seconds,
+        default=1.0,
+        help="seconds between reads with --watch (default 1)",
+    )
+    inspect.add_argument(
+        "--for",
+        dest="watch_for",
+        metavar="SECONDS",
+        type=positive_seconds,
+        default=None,
+        help="with --watch, stop after this many seconds (default: until Ctrl-C)",
+    )
+    inspect.add_argument("--plain", action="store_true", help="plain text, no live view")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the rows once, or re-read them every ``--interval`` with ``--watch``."""
+    from .._tooling.console import plain_table, rich_table, use_rich
+    from .lock_rows import (
+        HEADERS,
+        WATCH_HEADERS,
+        Row,
+        Watcher,
+        count_rows,
+        read_rows,
+        snapshot_rows,
+    )
+
+    client = make_client(args)
+
+    def read() -> list[Row]:
+        return read_rows(client, args.table, key=args.key, prefix=args.prefix)
+
+    if not args.watch:
+        rows = read()
+        print(plain_table(HEADERS, snapshot_rows(rows)))
+        print(f"{count_rows(rows)} in {args.table}")
+        return EXIT_OK
+    watcher = Watcher(args.table)
+    stop = None if args.watch_for is None else time.monotonic() + args.watch_for
+    live: Any = None
+    if use_rich(args.plain):
+        from rich.live import Live
+
+        live = Live(auto_refresh=False)
+        live.start()
+    try:
+        while True:
+            rows = read()
+            cells = watcher.update(rows, time.monotonic())
+            title = f"{args.table} at {time.strftime('%H:%M:%S')}: {count_rows(rows)}"
+            if live is not None:
+                live.update(rich_table(title, WATCH_HEADERS, cells), refresh=True)
+            else:
+                print(title)
+                print(plain_table(WATCH_HEADERS, cells), flush=True)
+            if stop is not None and time.monotonic() + args.interval > stop:
+                return EXIT_OK
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
+        return EXIT_OK
+    finally:
+        if live is not None:
+            live.stop()
+        sys.stdout.flush()
