@@ -18,8 +18,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 from ._engine.clock import SYSTEM_CLOCK
-from ._engine.lease import Lease, State, deferred_renewals
+from ._engine.lease import Lease
 from ._engine.protocol import check_durations
+from ._engine.scheduling import deferred_renewals
+from ._engine.states import State
 from .client import DynamoDBClient, check_table_name
 from .exceptions import DynamoDBError, LockLost, ValidationError
 from .keys import KeyTemplate, validate_key

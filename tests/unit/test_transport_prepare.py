@@ -15,7 +15,7 @@ import pytest
 from engine.lease_harness import Fault, FaultyTransport, Harness, run
 
 from dynalease import SyncDistributedLock
-from dynalease._engine.lease import State
+from dynalease._engine.states import State
 from dynalease._engine.store import LockStore
 from dynalease.exceptions import LockNotAcquired
 from dynalease.testing import MemoryBackend

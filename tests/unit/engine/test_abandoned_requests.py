@@ -16,8 +16,9 @@ from support.memory import MemoryTransport as _MemoryTransport
 from support.memory import memory_lock_table
 
 from dynalease._engine.clock import ManualClock
-from dynalease._engine.lease import Lease, State
+from dynalease._engine.lease import Lease
 from dynalease._engine.observations import Observations
+from dynalease._engine.states import State
 from dynalease._engine.store import LockStore
 
 

@@ -19,7 +19,8 @@ import pytest
 from lease_harness import Fault, Harness, lost_answer, run
 
 from dynalease._engine import protocol as p
-from dynalease._engine.lease import DeferredRenewals, State
+from dynalease._engine.scheduling import DeferredRenewals
+from dynalease._engine.states import State
 from dynalease.exceptions import LockLost, LockNotAcquired, ThrottledError
 
 

@@ -17,8 +17,9 @@ from support.memory import memory_lock_table
 
 from dynalease._engine import protocol as p
 from dynalease._engine.clock import ManualClock
-from dynalease._engine.lease import Lease, State
+from dynalease._engine.lease import Lease
 from dynalease._engine.observations import Observations
+from dynalease._engine.states import State
 from dynalease._engine.store import ConditionFailed, LockStore
 from dynalease.exceptions import LockLost, LockNotAcquired
 

@@ -30,8 +30,8 @@ from lease_harness import (
 )
 
 from dynalease._engine import protocol as p
-from dynalease._engine.lease import State
 from dynalease._engine.observations import Observations
+from dynalease._engine.states import State
 from dynalease.exceptions import (
     AccessDeniedError,
     LockLost,

@@ -16,7 +16,8 @@ from typing import Any
 from lease_harness import Harness, run
 
 from dynalease._engine import protocol as p
-from dynalease._engine.lease import WATCH_INTERVAL_S, State
+from dynalease._engine.scheduling import WATCH_INTERVAL_S
+from dynalease._engine.states import State
 from dynalease.exceptions import LockLost
 
 

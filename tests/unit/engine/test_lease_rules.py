@@ -9,8 +9,9 @@ from lease_harness import Fault, Harness, lost_answer, run
 
 from dynalease._engine import protocol as p
 from dynalease._engine.clock import ManualClock, Stamp
-from dynalease._engine.lease import Lease, State
+from dynalease._engine.lease import Lease
 from dynalease._engine.observations import Observations
+from dynalease._engine.states import State
 from dynalease.exceptions import LockLost, LockNotAcquired, MalformedLockRow, ThrottledError
 
 

@@ -1,0 +1,275 @@
+"""Acquire: create the row, or observe the holder and take over once it is stale.
+
+A create (``attribute_not_exists``) that fails shows the current row; the
+client's observation cache remembers when it first saw that (owner, version,
+lease_ms), and the row may be taken over only once it has stayed unchanged for
+its stored lease. Until then the acquirer waits, woken early when a holder in
+this process releases. Everything happens within the wait budget (a single
+attempt's network budget when ``wait_s == 0``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..exceptions import DynamoDBError, LockNotAcquired, RequestFailedError, ThrottledError
+from . import protocol as p
+from .clock import Stamp, SystemClock, sleep_or_wake
+from .renew import Renewing
+from .requests import BudgetSpent, FirstWrite, OutcomeUnknown
+from .scheduling import deferred_renewals
+from .states import Event, State
+from .store import Limit, Reply
+
+FIRST_POLL_S = 0.025
+
+
+class Acquiring(Renewing):
+    """Getting a guard from NEW to HELD, or to NOT_ACQUIRED or CANCELLED."""
+
+    def _begin_acquire(self) -> tuple[float, float, bool]:
+        """Leave NEW; (start, deadline, single attempt) of this acquisition."""
+        if self.state is not State.NEW:
+            raise RuntimeError(
+                f"this guard for {self.key!r} was already used ({self.state.value}); "
+                "guards are single use, create a new one"
+            )
+        self._move(Event.START)
+        start = self.clock.monotonic()
+        single = self.wait_s == 0
+        budget = p.zero_wait_budget(self.lease_s)
+        if self.single_attempt_cap is not None:
+            budget = min(budget, self.single_attempt_cap)
+        return start, start + (budget if single else self.wait_s), single
+
+    async def acquire(self, first: FirstWrite | None = None) -> None:
+        """Acquire within the wait budget or raise LockNotAcquired.
+
+        ``first`` is the outcome of ``acquire_blocking`` when that did not end
+        the acquisition; the engine goes on from it.
+        """
+        if first is None:
+            start, deadline, single = self._begin_acquire()
+        else:
+            start, deadline, single = first.start, first.deadline, first.single
+        try:
+            # One-time setup (a client to build, credentials to resolve) counts toward
+            # the wait, but is not charged to the first request's timeout: a cold
+            # client with a short budget would otherwise time out before it sent.
+            await self.store.prepare()
+            await self._acquire(deadline, single, first)
+        except asyncio.CancelledError:
+            self._finish_unacquired(Event.CANCEL)
+            raise
+        except BaseException:
+            self._finish_unacquired(Event.GAVE_UP)
+            raise
+        finally:
+            self.tally.wait_ms = (self.clock.monotonic() - start) * 1000
+        self._now_held()
+        if isinstance(self.clock, SystemClock):
+            # No renewal task until the first renewal is due: a short hold ends
+            # before, and then costs no task at all.
+            deferred_renewals(asyncio.get_running_loop()).add(self)
+        else:
+            self.start_renewing()
+
+    def _now_held(self) -> None:
+        self._move(Event.WON)
+        self.observations.forget(self._resource)
+        self.observations.held(self._resource, self.owner)
+
+    def _finish_unacquired(self, event: Event) -> None:
+        self._move(event)
+        self._pending.clear()
+        if self._validity is not None or self._late:
+            # Acquired just as we were cancelled, or a write may still land.
+            self._background(self._cleanup_late())
+
+    def _not_acquired(self, why: str, cause: BaseException | None = None) -> LockNotAcquired:
+        error = LockNotAcquired(
+            f"lock {self.key!r} in table {self.table!r} was not acquired: {why}",
+            table=self.table,
+            key=self.key,
+            owner=self.owner,
+        )
+        error.__cause__ = cause
+        return error
+
+    async def _acquire(self, deadline: float, single: bool, first: FirstWrite | None) -> None:
+        create = True
+        poll = min(FIRST_POLL_S, p.poll_cap(self.lease_s))
+        backoff = poll  # after failed or unconfirmed writes; grows like the poll
+        last_error: BaseException | None = None
+        while True:
+            try:
+                if create:
+                    replay, first = first, None  # the first outcome is used once
+                    item, won = await self._write_attempt(deadline, None, replay)
+                    if won:
+                        return
+                else:
+                    item = await self._read_row(deadline)
+            except BudgetSpent:
+                raise self._budget_spent(single, last_error) from last_error
+            except OutcomeUnknown as unknown:
+                # Not confirmed as ours: back off before retrying, so a server that
+                # keeps answering 5xx (or resetting) is not hammered in a tight loop.
+                last_error = unknown.cause or last_error
+                create = False
+                if not await self._pause(backoff, deadline):
+                    raise self._budget_spent(single, last_error) from last_error
+                backoff = self._next_poll(backoff)
+                continue
+            except (ThrottledError, RequestFailedError) as error:
+                last_error = error
+                if single or not await self._pause(poll, deadline):
+                    raise self._budget_spent(single, error) from error
+                poll = self._next_poll(poll)
+                continue
+            if item is None:
+                create = True
+                continue
+            stamp = self._ours(item)
+            if stamp is not None:  # an earlier attempt of ours landed after all
+                self._confirm(item[p.VERSION_ATTR]["S"], stamp)
+                return
+            row = p.parse_row(item, table=self.table, key=self.key)
+            now = self.clock.monotonic()
+            first_seen = self.observations.observe(self._resource, row.identity, now)
+            eligible = first_seen + row.lease_ms / 1000
+            if now >= eligible:
+                try:
+                    item, won = await self._write_attempt(deadline, row)
+                except BudgetSpent:
+                    raise self._budget_spent(single, last_error) from last_error
+                except (OutcomeUnknown, ThrottledError, RequestFailedError) as error:
+                    cause = error.cause if isinstance(error, OutcomeUnknown) else error
+                    last_error = cause or last_error
+                    create = False
+                    if not await self._pause(backoff, deadline):
+                        raise self._budget_spent(single, last_error) from last_error
+                    backoff = self._next_poll(backoff)
+                    continue
+                if won:
+                    return
+                create = item is None
+                if item is None:
+                    continue
+                create = False
+                continue
+            if single:
+                raise self._not_acquired(
+                    f"it is held by owner {row.owner} and wait_timeout=0 allows one attempt"
+                )
+            create = False
+            # Registered before the holder is looked at: a release in a sync caller's
+            # thread clears the holder first and then looks for waiters, so it either
+            # sees this waiter or we see that the key is no longer held here.
+            waiter = self.observations.waiter(self._resource)
+            # A holder in this process wakes us when it releases: poll it only slowly.
+            if self.observations.held_here(self._resource, row.owner):
+                poll = p.poll_cap(self.lease_s)
+            # Jitter spreads the polls, but never past the moment the row becomes eligible.
+            pause = min(poll * random.uniform(0.8, 1.2), eligible - now)
+            try:
+                woke = await self._pause(pause, deadline, waiter, jitter=False)
+            except BaseException:
+                if waiter.done():  # woken but leaving (cancelled): hand the wake on
+                    self.observations.wake_next(self._resource)
+                raise
+            finally:
+                self.observations.discard_waiter(self._resource, waiter)
+            if not woke:
+                self.tally.wait_timeouts += 1
+                raise self._not_acquired(
+                    f"it is held by owner {row.owner} and the wait_timeout of "
+                    f"{self.wait_s:g} s ran out. Retry later or raise wait_timeout"
+                )
+            if waiter.done():
+                create = True
+            poll = self._next_poll(poll)
+
+    def _budget_spent(self, single: bool, cause: BaseException | None) -> LockNotAcquired:
+        self.tally.wait_timeouts += 1
+        budget = "network budget of the single attempt" if single else "wait_timeout"
+        detail = f" (last failure: {cause})" if cause is not None else ""
+        error = self._not_acquired(f"the {budget} ran out{detail}")
+        error.__cause__ = cause
+        return error
+
+    def _next_poll(self, poll: float) -> float:
+        return min(poll * 1.6, p.poll_cap(self.lease_s))
+
+    async def _pause(
+        self,
+        seconds: float,
+        deadline: float,
+        waiter: asyncio.Future[None] | None = None,
+        *,
+        jitter: bool = True,
+    ) -> bool:
+        """Sleep (with jitter) unless that passes the deadline; False when time is up."""
+        left = deadline - self.clock.monotonic()
+        if left <= 0:
+            return False
+        if jitter:
+            seconds *= random.uniform(0.8, 1.2)
+        await sleep_or_wake(self.clock, min(left, seconds), waiter)
+        return (waiter is not None and waiter.done()) or self.clock.monotonic() < deadline
+
+    async def _write_attempt(
+        self, deadline: float, observed: p.LockRow | None, first: FirstWrite | None = None
+    ) -> tuple[dict[str, Any] | None, bool]:
+        """Create (``observed`` None) or take over; returns (current row, won).
+
+        With ``first`` (a create already sent from the caller's thread), goes on
+        from its outcome instead of sending.
+        """
+        make: Callable[[Limit | None], Awaitable[Reply]]
+        if first is not None and first.version:
+            replayed = first
+            version = first.version
+            stamp = self._pending[version]
+
+            def make(limit: Limit | None) -> Awaitable[Reply]:
+                return self._replay(replayed)
+
+        else:
+            version = p.new_token()
+            row = p.LockRow(self.key, self.owner, version, self._lease_ms)
+            stamp = Stamp.now(self.clock)
+            self._pending[version] = stamp
+
+            def make(limit: Limit | None) -> Awaitable[Reply]:
+                if observed is None:
+                    return self.store.create(self.table, row, limit)
+                return self.store.replace(self.table, row, observed, limit)
+
+        try:
+            reply = await self._request(
+                "write", make, deadline, replayed=first is not None and bool(first.version)
+            )
+        except OutcomeUnknown as unknown:
+            self._watch_late(unknown.task)
+            try:
+                item = await self._read_row(deadline)
+            except (BudgetSpent, OutcomeUnknown, DynamoDBError):
+                raise unknown from None
+            if self._ours(item) is not None:
+                self._confirm(version, self._pending[version])
+                return item, True
+            raise unknown from None  # not applied, or not yet: the caller backs off
+        if reply is None:
+            item = self._conflict_item
+            if item is None:
+                # DynamoDB returns the row with a failed condition (ALL_OLD), but some
+                # implementations do not (docs/emulators.md). "No item" must not mean
+                # "no row", or a contender retries its create in a tight loop: read it.
+                item = await self._read_row(deadline)
+            return item, False
+        self._confirm(version, stamp)
+        return None, True

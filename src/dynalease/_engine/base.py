@@ -1,0 +1,163 @@
+"""What every part of a lease shares: its identity, state, loss, validity and counts.
+
+:class:`LeaseBase` holds no I/O. The parts that send requests (``requests``,
+``acquire``, ``renew``, ``release``, ``caller``) build on it, and ``lease.Lease``
+puts them together. The state changes only in :meth:`LeaseBase._move`, along
+``states.TRANSITIONS``; a loss is recorded only in :meth:`LeaseBase._lose`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from ..exceptions import LockLost
+from . import protocol as p
+from .clock import Clock, Stamp, SystemClock
+from .counters import Counters, Tally
+from .observations import Observations
+from .states import Event, State, advance
+from .store import LockStore, Reply
+
+log = logging.getLogger("dynalease")
+
+
+class LeaseBase:
+    """One guard's identity, state and validity, and what other threads may ask of it."""
+
+    def __init__(
+        self,
+        *,
+        store: LockStore,
+        clock: Clock,
+        observations: Observations,
+        table: str,
+        key: str,
+        lease_s: float,
+        wait_s: float,
+        on_lost: Callable[[LockLost], object] | None = None,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.observations = observations
+        self.table = table
+        self.key = key
+        self.lease_s = lease_s
+        self.wait_s = wait_s
+        self.owner = p.new_token()
+        self.state = State.NEW
+        #: Why ownership was lost, or None; written only by :meth:`_lose`, with the
+        #: LOSE transition. ``counters().lost`` and :meth:`raise_if_lost` read it.
+        self.loss: str | None = None
+        #: A tighter network budget for a ``wait_s == 0`` attempt (set by the Lambda
+        #: middleware from the invocation's remaining time).
+        self.single_attempt_cap: float | None = None
+        self.tally = Tally()
+        self.lost_signal: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._resource = (table, key)
+        self._lease_ms = p.lease_ms(lease_s)
+        self._span = p.validity_span(lease_s)
+        self._version: str | None = None
+        self._validity: Stamp | None = None
+        self._pending: dict[str, Stamp] = {}
+        #: The row a failed condition returned with (the last one), if DynamoDB sent it.
+        self._conflict_item: dict[str, Any] | None = None
+        self._late: set[asyncio.Future[Reply]] = set()
+        self._tasks: set[asyncio.Future[None]] = set()
+        self._renewer: asyncio.Task[None] | None = None
+        self._on_lost = on_lost
+        #: The transport bounds requests itself, in the loop's (the system clock's) time.
+        self._limited = store.limits and isinstance(clock, SystemClock)
+
+    # --- the state machine ------------------------------------------------------
+
+    def _move(self, event: Event) -> None:
+        """The one way the state changes: along ``states.TRANSITIONS``, or raise."""
+        self.state = advance(self.state, event)
+
+    def _lose(self, reason: str) -> None:
+        """Record that ownership is gone (once) and tell whoever is listening."""
+        if self.loss is not None:
+            return
+        # The reason first: another thread that sees the new state finds it.
+        self.loss = reason
+        self._move(Event.LOSE)
+        log.warning("dynalease: lock %r in table %r lost: %s", self.key, self.table, reason)
+        error = self._lost_error()
+        if not self.lost_signal.done():
+            self.lost_signal.set_result(None)
+        callback = self._on_lost
+        if callback is not None:
+            # A user callback must never stall the runtime that renews every lease.
+            threading.Thread(
+                target=_run_callback, args=(callback, error), name="dynalease-on-lost", daemon=True
+            ).start()
+
+    def mark_lost(self, reason: str) -> None:
+        """Record that ownership is known to be gone (e.g. a rejected check_in)."""
+        self._lose(reason)
+
+    # --- what other threads may ask ------------------------------------------
+
+    def counters(self) -> Counters:
+        """A consistent-enough snapshot of the request counters."""
+        return self.tally.snapshot(lost=self.loss is not None)
+
+    def time_left(self) -> float:
+        """Seconds of local validity left; 0 when not held."""
+        validity = self._validity
+        if self.state is not State.HELD or validity is None:
+            return 0.0
+        return validity.remaining(self.clock, self._span)
+
+    def raise_if_lost(self) -> None:
+        """Raise LockLost unless the guard holds a valid lease right now."""
+        if self.state is State.HELD and self.loss is None and self.time_left() > 0:
+            return
+        raise self._lost_error()
+
+    def condition_item(self) -> dict[str, Any]:
+        """The ownership ConditionCheck for a transaction; the guard must be valid."""
+        self.raise_if_lost()
+        return self.store.condition_item(self.table, self.key, self.owner)
+
+    def lost_error(self) -> LockLost:
+        """The error a release of a lost guard raises."""
+        return self._lost_error()
+
+    def _lost_error(self) -> LockLost:
+        if self.loss is not None:
+            reason = self.loss
+        elif self.state is State.HELD:
+            reason = "its lease expired locally before a renewal was confirmed"
+        else:
+            reason = f"the guard is {self.state.value}, not held"
+        return LockLost(
+            f"lock {self.key!r} in table {self.table!r} is no longer owned by this guard: "
+            f"{reason}. Stop the work it protected; acquire a new guard to continue",
+            table=self.table,
+            key=self.key,
+            owner=self.owner,
+        )
+
+    # --- background work -------------------------------------------------------
+
+    def _background(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _cleanup_late(self) -> None:
+        """Delete a row this guard wrote after it stopped wanting it (see ``release``)."""
+        raise NotImplementedError
+
+
+def _run_callback(callback: Callable[[LockLost], object], error: LockLost) -> None:
+    try:
+        callback(error)
+    except Exception:
+        log.exception("dynalease: on_lost callback raised")

@@ -1,0 +1,127 @@
+"""The sync caller's own thread: its first create and its release's delete.
+
+A sync caller blocks anyway, so sending the request itself spares two
+hand-overs between threads, which cost more CPU than the request. Only a clean
+answer is handled here; anything else is returned as a :class:`FirstWrite`
+for the engine to go on from on the runtime loop, where it reconciles, waits
+and retries. Requires ``store.blocking_ready()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from ..exceptions import DynamoDBError
+from . import protocol as p
+from .acquire import Acquiring
+from .clock import Stamp
+from .release import Releasing
+from .requests import FirstWrite, interrupted_failure
+from .states import Event
+from .store import ConditionFailed
+
+
+class CallerPath(Acquiring, Releasing):
+    """The blocking halves of acquire and release, run in a sync caller's thread."""
+
+    #: The write in flight from the caller's thread, until answered: what an
+    #: interrupt (Ctrl-C) leaves for the runtime loop to finish.
+    _interrupted: FirstWrite | None = None
+
+    def acquire_blocking(self) -> FirstWrite | None:
+        """Try the first create from the calling thread; None when the lock is now held.
+
+        Anything but a clean answer is returned for ``acquire`` to go on from on
+        the runtime loop. The caller then calls ``start_renewing`` on the
+        runtime loop.
+        """
+        start, deadline, single = self._begin_acquire()
+        timeout = p.request_timeout(self.lease_s, deadline - self.clock.monotonic())
+        if timeout <= 0:
+            return FirstWrite("PutItem", deadline, None, start=start, single=single)
+        version = p.new_token()
+        stamp = Stamp.now(self.clock)
+        self._pending[version] = stamp
+        row = p.LockRow(self.key, self.owner, version, self._lease_ms)
+        first = FirstWrite(
+            "PutItem",
+            deadline,
+            interrupted_failure("PutItem"),
+            version=version,
+            start=start,
+            single=single,
+        )
+        tally = self.tally
+        tally.writes += 1
+        self._interrupted = first  # until answered: ``abandon_first`` cleans up after an interrupt
+        try:
+            reply = self.store.create_blocking(self.table, row, timeout, first.adopt_late)
+        except (ConditionFailed, DynamoDBError) as error:
+            self._interrupted = None
+            first.error = error
+            return first
+        finally:
+            tally.wait_ms = (self.clock.monotonic() - start) * 1000
+        self._interrupted = None
+        tally.wcu += reply.capacity
+        self._confirm(version, stamp)
+        self._now_held()
+        return None
+
+    def abandon_first(self) -> None:
+        """On the runtime loop, after an interrupt cut :meth:`acquire_blocking` short."""
+        first, self._interrupted = self._interrupted, None
+        self._move(Event.CANCEL)
+        self._pending.clear()
+        if first is not None and first.late is not None:
+            self._watch_late(asyncio.ensure_future(self.store.finish_late("PutItem", first.late)))
+        # The create may have landed with its answer unread: delete our row if so.
+        self._background(self._cleanup_late())
+
+    def release_blocking(self) -> FirstWrite | None:
+        """Try the release's delete from the calling thread; None when it is done.
+
+        As :meth:`acquire_blocking`: anything but a clean answer is returned for
+        ``release`` to go on from on the runtime loop. The caller then calls
+        :meth:`released_elsewhere` on the runtime loop, and raises
+        ``lost_error()`` when ``state`` is LOST.
+        """
+        deadline = self._begin_release()
+        if deadline is None:
+            return None
+        first = FirstWrite("DeleteItem", deadline, interrupted_failure("DeleteItem"))
+        timeout = p.request_timeout(self.lease_s, deadline - self.clock.monotonic())
+        self.tally.caller_writes += 1
+        self._interrupted = first  # until answered: see ``interrupted_release``
+        try:
+            reply = self.store.delete_blocking(
+                self.table, self.key, self.owner, timeout, first.adopt_late
+            )
+        except (ConditionFailed, DynamoDBError) as error:
+            self._interrupted = None
+            first.error = error
+            return first
+        self._interrupted = None
+        self.tally.caller_wcu += reply.capacity
+        self._end_release()
+        return None
+
+    def interrupted_release(self) -> FirstWrite | None:
+        """What an interrupted :meth:`release_blocking` leaves for ``release``."""
+        first, self._interrupted = self._interrupted, None
+        return first
+
+    def after_blocking_release(self) -> bool:
+        """After :meth:`release_blocking` deleted the row, in the caller's thread.
+
+        Returns True when :meth:`released_elsewhere` must still run on the runtime
+        loop: a renewal task to stop or a waiter of this client to wake. (The
+        holder is cleared before waiters are looked for; see ``Acquiring._acquire``.)
+        """
+        self.observations.clear_holder(self._resource)
+        return self._renewer is not None or self.observations.has_waiters(self._resource)
+
+    def released_elsewhere(self) -> None:
+        """On the runtime loop, after :meth:`release_blocking` deleted the row."""
+        self._stop_renewer()
+        self.observations.released(self._resource)

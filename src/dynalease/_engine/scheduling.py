@@ -1,0 +1,177 @@
+"""When held leases are looked at: the shared validity watch and deferred renewals.
+
+Both keep many leases on one timer per event loop, so 1,000 held leases cost
+one wake-up per :data:`WATCH_INTERVAL_S`, not 1,000. They know a lease only as
+a :class:`Scheduled` (its state, when its first renewal is due, and how to
+start renewing or check its validity), so this module imports no lease code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import math
+import threading
+import time
+import weakref
+from typing import Protocol
+
+from .clock import Clock
+from .states import State
+
+#: The lost signal is pushed at least this often while renewal waits, so a wall
+#: clock jump ends the lease promptly rather than at the next renewal. One watch
+#: per event loop and clock checks every held lease: 1,000 leases cost one wake-up
+#: per interval, not 1,000.
+WATCH_INTERVAL_S = 1.0
+
+
+class Scheduled(Protocol):
+    """What the watches need of a lease."""
+
+    @property
+    def state(self) -> State: ...
+
+    def renewal_due(self) -> float:
+        """The monotonic time of the first renewal after acquiring (or +inf)."""
+        ...
+
+    def start_renewing(self) -> None:
+        """Start the renewal task (on the runtime loop) unless released meanwhile."""
+        ...
+
+    def check_validity(self, monotonic: float, wall: float) -> None:
+        """Mark the lease lost if its validity ran out by these readings of its clock."""
+        ...
+
+
+class ValidityWatch:
+    """Checks every held lease of one event loop and clock each WATCH_INTERVAL_S."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.leases: set[Scheduled] = set()
+        self.task: asyncio.Future[None] | None = None
+
+    @classmethod
+    def of(cls, clock: Clock) -> ValidityWatch:
+        """The watch for ``clock`` on the running loop."""
+        by_clock = _WATCHES.setdefault(asyncio.get_running_loop(), {})
+        watch = by_clock.get(id(clock))
+        if watch is None or watch.clock is not clock:
+            watch = by_clock[id(clock)] = cls(clock)
+        return watch
+
+    def add(self, lease: Scheduled) -> None:
+        """Watch ``lease`` (on the loop) until :meth:`discard`."""
+        self.leases.add(lease)
+        if self.task is None or self.task.done():
+            self.task = asyncio.ensure_future(self._run())
+
+    def discard(self, lease: Scheduled) -> None:
+        """Stop watching ``lease``; the watch ends when it has none left."""
+        self.leases.discard(lease)
+
+    async def _run(self) -> None:
+        while self.leases:
+            await self.clock.sleep(WATCH_INTERVAL_S)
+            monotonic, wall = self.clock.monotonic(), self.clock.wall()
+            for lease in list(self.leases):
+                lease.check_validity(monotonic, wall)
+
+
+_WATCHES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, ValidityWatch]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+class DeferredRenewals:
+    """Starts the renewal tasks of just-acquired leases when their first renewal is due.
+
+    Telling the runtime loop about a lease a sync caller acquired in its own
+    thread would wake it twice per lock (start, then stop, a renewal task),
+    which costs more CPU than the lock's requests; and a renewal task started at
+    once for a short async hold is made, scheduled and cancelled for nothing.
+    Instead the lease waits here: one timer on the loop starts each renewal
+    task when it is due, and checks every waiting lease's validity once per
+    :data:`WATCH_INTERVAL_S` (as the validity watch does for running ones). A
+    lease released before its first renewal never gets a task. Only for leases
+    on the system clock, whose times are the loop's times.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._lock = threading.Lock()
+        self._heap: list[tuple[float, int, Scheduled]] = []
+        self._order = itertools.count()
+        self._wake_at = math.inf  # when the loop looks next; guarded by _lock
+        self._next_sweep = 0.0  # when waiting leases are next checked; guarded by _lock
+        self._timer: asyncio.TimerHandle | None = None  # loop only
+
+    def add(self, lease: Scheduled) -> None:
+        """Take a lease just acquired in a caller's thread (any thread)."""
+        due = lease.renewal_due()
+        when = min(due, time.monotonic() + WATCH_INTERVAL_S)
+        with self._lock:
+            heapq.heappush(self._heap, (due, next(self._order), lease))
+            if when >= self._wake_at:
+                return  # the loop looks before this lease needs it
+            self._wake_at = when
+        self.loop.call_soon_threadsafe(self._schedule)
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def _schedule(self) -> None:
+        with self._lock:
+            wake_at = self._wake_at
+        if self._timer is not None:
+            if self._timer.when() <= wake_at:
+                return
+            self._timer.cancel()
+        self._timer = None if wake_at == math.inf else self.loop.call_at(wake_at, self._tick)
+
+    def _tick(self) -> None:
+        self._timer = None
+        now = time.monotonic()
+        due: list[Scheduled] = []
+        waiting: list[Scheduled] = []
+        with self._lock:
+            heap = self._heap
+            while heap and heap[0][0] <= now:
+                due.append(heapq.heappop(heap)[2])
+            if now >= self._next_sweep:
+                # Once per interval, not on every tick: with many leases due one
+                # after another, a sweep per start would cost n^2.
+                self._next_sweep = now + WATCH_INTERVAL_S
+                # Released (or lost) leases are dropped here, unseen by the loop.
+                self._heap = heap = [entry for entry in heap if entry[2].state is State.HELD]
+                heapq.heapify(heap)
+                waiting = [entry[2] for entry in heap]
+            self._wake_at = min(heap[0][0], self._next_sweep) if heap else math.inf
+        for lease in due:
+            if lease.state is State.HELD:
+                lease.start_renewing()
+        if waiting:
+            wall = time.time()  # the system clock's reading, as SystemClock.wall
+            for lease in waiting:
+                lease.check_validity(now, wall)
+        self._schedule()
+
+
+_DEFERRED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, DeferredRenewals] = (
+    weakref.WeakKeyDictionary()
+)
+_DEFERRED_LOCK = threading.Lock()
+
+
+def deferred_renewals(loop: asyncio.AbstractEventLoop) -> DeferredRenewals:
+    """The :class:`DeferredRenewals` of ``loop`` (any thread)."""
+    deferred = _DEFERRED.get(loop)
+    if deferred is None:
+        with _DEFERRED_LOCK:
+            deferred = _DEFERRED.get(loop)
+            if deferred is None:
+                deferred = _DEFERRED[loop] = DeferredRenewals(loop)
+    return deferred
