@@ -1,1 +1,1 @@
-"""Transports: how lock requests reach DynamoDB (botocore, or the lean HTTP path), below the engine."""
+"""Transports: how lock requests reach DynamoDB (botocore, or the lean HTTP path)."""

@@ -1,5 +1,8 @@
-"""botocore clients for dynalease: building them from the AWS configuration chain,
-deriving the lock client, and mapping botocore failures to dynalease errors."""
+"""botocore clients for dynalease: the lock client's settings and the botocore transport.
+
+Its failures are mapped by :mod:`.errors`, as the lean path's are; the mapping
+functions are also importable from here for older imports.
+"""
 
 from __future__ import annotations
 
@@ -10,39 +13,22 @@ from typing import TYPE_CHECKING, Any
 
 import botocore.exceptions
 
-from .._engine.store import ConditionFailed
+from .errors import map_client_error, map_error_code, map_transport_error
 
 if TYPE_CHECKING:
     from botocore.client import BaseClient
     from botocore.config import Config
 
-from ..exceptions import (
-    AccessDeniedError,
-    DynamoDBError,
-    RequestFailedError,
-    TableNotFoundError,
-    ThrottledError,
-    TransactionCanceledException,
-    ValidationError,
-)
-
-_THROTTLING = {
-    "ProvisionedThroughputExceededException",
-    "ThrottlingException",
-    "RequestLimitExceeded",
-    "LimitExceededException",
-}
-_ACCESS = {
-    "AccessDeniedException",
-    "UnrecognizedClientException",
-    "InvalidSignatureException",
-    "MissingAuthenticationToken",
-    "MissingAuthenticationTokenException",
-    "ExpiredTokenException",
-    "IncompleteSignature",
-    "IncompleteSignatureException",
-}
-_VALIDATION = {"ValidationException", "SerializationException"}
+__all__ = [
+    "LOCK_CONNECT_TIMEOUT_S",
+    "LOCK_POOL_CONNECTIONS",
+    "LOCK_READ_TIMEOUT_S",
+    "BotoTransport",
+    "lock_config",
+    "map_client_error",
+    "map_error_code",
+    "map_transport_error",
+]
 
 #: The lock protocol bounds and retries its own requests; these are ceilings.
 LOCK_CONNECT_TIMEOUT_S = 5.0
@@ -65,88 +51,6 @@ def lock_config(user: Config | None) -> Config:
         tcp_keepalive=True,
     )
     return user.merge(overrides) if user is not None else overrides
-
-
-def map_client_error(error: botocore.exceptions.ClientError, operation: str) -> Exception:
-    """Translate a DynamoDB error answer into the dynalease error it means."""
-    response: dict[str, Any] = dict(error.response or {})
-    err = response.get("Error", {}) or {}
-    code = str(err.get("Code", "")).rsplit("#", 1)[-1]
-    message = str(err.get("Message", "")) or str(error)
-    status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
-    return map_error_code(code, message, operation, status, response)
-
-
-def map_error_code(
-    code: str, message: str, operation: str, status: int, response: dict[str, Any]
-) -> Exception:
-    """Map a DynamoDB error code (from any transport) to a dynalease error."""
-    if code == "ConditionalCheckFailedException":
-        return ConditionFailed(response.get("Item"))
-    if code == "TransactionCanceledException":
-        return TransactionCanceledException(
-            f"DynamoDB cancelled the transaction: {message}",
-            reasons=response.get("CancellationReasons") or [],
-        )
-    if code == "ResourceNotFoundException":
-        return TableNotFoundError(
-            f"{operation} failed: the table does not exist in this account and Region "
-            f"({message}). Create it first, e.g. "
-            "client.sync_create_table(name, partition_key=('key', 'S'), wait=True)",
-            code=code,
-            operation=operation,
-        )
-    if code in _ACCESS:
-        return AccessDeniedError(
-            f"{operation} was refused ({code}: {message}); check the credentials and that "
-            "the IAM policy allows this action on the table",
-            code=code,
-            operation=operation,
-        )
-    if code in _THROTTLING:
-        return ThrottledError(
-            f"{operation} was throttled ({code}); it was not applied. Retry later or raise "
-            "the table's capacity",
-            code=code,
-            operation=operation,
-        )
-    if code in _VALIDATION:
-        return ValidationError(
-            f"{operation} was rejected as invalid: {message}", code=code, operation=operation
-        )
-    if status >= 500:
-        return RequestFailedError(
-            f"{operation} failed on the server ({status} {code}: {message}); it may have "
-            "been applied",
-            code=code,
-            operation=operation,
-            may_have_committed=True,
-        )
-    return DynamoDBError(f"{operation} failed ({code}: {message})", code=code, operation=operation)
-
-
-def map_transport_error(error: Exception, operation: str) -> Exception:
-    """Translate a botocore transport failure."""
-    if isinstance(
-        error, botocore.exceptions.NoCredentialsError | botocore.exceptions.PartialCredentialsError
-    ):
-        return AccessDeniedError(
-            f"{operation}: no usable AWS credentials ({error}); configure credentials "
-            "(environment, profile or role) or pass access_key/secret_key",
-            code="NoCredentials",
-            operation=operation,
-        )
-    never_sent = isinstance(
-        error,
-        botocore.exceptions.EndpointConnectionError | botocore.exceptions.ConnectTimeoutError,
-    )
-    return RequestFailedError(
-        f"{operation} did not complete: {error}"
-        + ("" if never_sent else "; it may have been applied"),
-        code=type(error).__name__,
-        operation=operation,
-        may_have_committed=not never_sent,
-    )
 
 
 class BotoTransport:

@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dynalease._engine.store import ConditionFailed
-from dynalease._transport.lean import _ENCODER, _answer
+from dynalease._transport.codec import ENCODER, read_answer
 from dynalease._transport.sign import CONTENT_TYPE, SigV4Signer, amz_date, host_header
 from dynalease.exceptions import (
     AccessDeniedError,
@@ -138,7 +138,7 @@ def _botocore_body(operation: str, params: dict[str, Any]) -> Any:
 
 
 def _ours_body(params: dict[str, Any]) -> Any:
-    return json.loads(_ENCODER.encode(params))
+    return json.loads(ENCODER.encode(params))
 
 
 @pytest.mark.parametrize(
@@ -207,7 +207,7 @@ def test_answers_decode_like_botocore_including_binary_and_capacity() -> None:
         },
         "ConsumedCapacity": {"TableName": "locks", "CapacityUnits": 1.0},
     }
-    ours = _answer("GetItem", 200, json.dumps(body).encode(), None, "http://x")
+    ours = read_answer("GetItem", 200, json.dumps(body).encode(), None, "http://x")
     theirs = _botocore_parse("GetItem", 200, body)
     assert ours["Item"] == theirs["Item"]
     assert ours["ConsumedCapacity"] == theirs["ConsumedCapacity"]
@@ -221,7 +221,7 @@ def test_a_failed_condition_carries_the_current_row_from_the_answer() -> None:
         "Item": row,
     }
     with pytest.raises(ConditionFailed) as failed:
-        _answer("PutItem", 400, json.dumps(body).encode(), None, "http://x")
+        read_answer("PutItem", 400, json.dumps(body).encode(), None, "http://x")
     assert failed.value.item == row
 
 
@@ -243,7 +243,7 @@ def test_error_answers_map_to_the_same_errors_as_the_botocore_path(
 ) -> None:
     body = {"__type": f"com.amazonaws.dynamodb.v20120810#{kind}", "message": "no"}
     with pytest.raises(expected) as raised:
-        _answer("UpdateItem", status, json.dumps(body).encode(), None, "http://x")
+        read_answer("UpdateItem", status, json.dumps(body).encode(), None, "http://x")
     assert raised.value.code == kind  # type: ignore[attr-defined]
     assert getattr(raised.value, "may_have_committed", False) is may_have_committed
 
@@ -255,29 +255,29 @@ def test_a_cancelled_transaction_keeps_its_reasons() -> None:
         "CancellationReasons": [{"Code": "ConditionalCheckFailed"}, {"Code": "None"}],
     }
     with pytest.raises(TransactionCanceledException) as raised:
-        _answer("TransactWriteItems", 400, json.dumps(body).encode(), None, "http://x")
+        read_answer("TransactWriteItems", 400, json.dumps(body).encode(), None, "http://x")
     assert [r["Code"] for r in raised.value.reasons] == ["ConditionalCheckFailed", "None"]
 
 
 def test_an_answer_whose_checksum_does_not_match_may_have_been_applied() -> None:
     with pytest.raises(RequestFailedError) as raised:
-        _answer("PutItem", 200, b'{"ConsumedCapacity":{}}', 12345, "http://x")
+        read_answer("PutItem", 200, b'{"ConsumedCapacity":{}}', 12345, "http://x")
     assert raised.value.may_have_committed
 
 
 def test_an_empty_success_is_an_answer_not_a_failure() -> None:
-    assert _answer("PutItem", 200, b"{}", None, "http://x")["ResponseMetadata"] == {
+    assert read_answer("PutItem", 200, b"{}", None, "http://x")["ResponseMetadata"] == {
         "HTTPStatusCode": 200
     }
 
 
 def test_a_success_that_is_not_json_may_have_been_applied() -> None:
     with pytest.raises(RequestFailedError) as raised:
-        _answer("PutItem", 200, b"<html>", None, "http://x")
+        read_answer("PutItem", 200, b"<html>", None, "http://x")
     assert raised.value.may_have_committed
 
 
 def test_a_5xx_page_that_is_not_json_may_have_been_applied() -> None:
     with pytest.raises(RequestFailedError) as raised:
-        _answer("DeleteItem", 502, b"<html>bad gateway</html>", None, "http://x")
+        read_answer("DeleteItem", 502, b"<html>bad gateway</html>", None, "http://x")
     assert raised.value.may_have_committed

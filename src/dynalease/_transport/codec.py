@@ -1,0 +1,95 @@
+"""Lock requests' JSON bodies and DynamoDB's JSON answers, as botocore would read them.
+
+The lean path's only serialising and parsing: bodies are encoded once with a
+compact encoder, and answers become the dicts botocore would hand over (binary
+attributes decoded, errors raised through :mod:`.errors`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import zlib
+from typing import Any
+
+import botocore.exceptions
+
+from .errors import map_error_code, map_transport_error
+
+__all__ = ["ENCODER", "read_answer"]
+
+
+def _encode_blob(value: object) -> str:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    raise TypeError(f"a value of type {type(value).__name__} cannot be sent to DynamoDB")
+
+
+#: Made once: ``json.dumps`` with options builds a new encoder on every call.
+ENCODER = json.JSONEncoder(separators=(",", ":"), default=_encode_blob)
+
+
+def read_answer(
+    operation: str, status: int, payload: bytes, crc: int | None, url: str
+) -> dict[str, Any]:
+    """The parsed answer, or the mapped error; as botocore would parse it."""
+    garbled = crc is not None and zlib.crc32(payload) != crc
+    response: dict[str, Any] = {}
+    if payload and not garbled:
+        try:
+            parsed = json.loads(payload)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            response = parsed
+        else:
+            # A success must be a JSON object; an error page (a proxy's HTML) may not be.
+            garbled = status == 200
+    if garbled:
+        # A damaged answer tells nothing about whether the request was applied.
+        error = botocore.exceptions.ConnectionClosedError(endpoint_url=url)
+        raise map_transport_error(error, operation)
+    _decode_blobs(response)
+    if status == 200:
+        response["ResponseMetadata"] = {"HTTPStatusCode": status}
+        return response
+    kind = str(response.pop("__type", "") or "")
+    code = kind.rsplit("#", 1)[-1] or str(status)
+    message = str(response.pop("message", "") or response.pop("Message", "") or "")
+    response["Error"] = {"Code": code, "Message": message}
+    response["ResponseMetadata"] = {"HTTPStatusCode": status}
+    raise map_error_code(code, message, operation, status, response)
+
+
+def _decode_blobs(response: dict[str, Any]) -> None:
+    """Binary attributes arrive base64-encoded; botocore hands them over as bytes."""
+    for name in ("Item", "Attributes"):
+        item = response.get(name)
+        if isinstance(item, dict):
+            _decode_item(item)
+    for reason in response.get("CancellationReasons") or ():
+        if isinstance(reason, dict) and isinstance(reason.get("Item"), dict):
+            _decode_item(reason["Item"])
+
+
+def _decode_item(item: dict[str, Any]) -> None:
+    for value in item.values():
+        _decode_value(value)
+
+
+def _decode_value(value: Any) -> None:
+    if not isinstance(value, dict):
+        return
+    try:
+        if "B" in value:
+            value["B"] = base64.b64decode(value["B"])
+        elif "BS" in value:
+            value["BS"] = [base64.b64decode(member) for member in value["BS"]]
+        elif "M" in value:
+            _decode_item(value["M"])
+        elif "L" in value:
+            for member in value["L"]:
+                _decode_value(member)
+    except (binascii.Error, TypeError, AttributeError):
+        pass  # leave what cannot be decoded as it came

@@ -1,0 +1,144 @@
+"""DynamoDB failures as dynalease errors: one mapping for every transport.
+
+botocore's exceptions (the boto transport) and the lean path's answers and
+connection failures (:mod:`.http.failures`) are translated here, so a lock
+sees the same error for the same failure whichever path carried the request.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import botocore.exceptions
+
+from .._engine.store import ConditionFailed
+from ..exceptions import (
+    AccessDeniedError,
+    DynamoDBError,
+    RequestFailedError,
+    TableNotFoundError,
+    ThrottledError,
+    TransactionCanceledException,
+    ValidationError,
+)
+from .http.failures import NotSent, Unanswered
+
+__all__ = ["map_client_error", "map_error_code", "map_lean_failure", "map_transport_error"]
+
+_THROTTLING = {
+    "ProvisionedThroughputExceededException",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+    "LimitExceededException",
+}
+_ACCESS = {
+    "AccessDeniedException",
+    "UnrecognizedClientException",
+    "InvalidSignatureException",
+    "MissingAuthenticationToken",
+    "MissingAuthenticationTokenException",
+    "ExpiredTokenException",
+    "IncompleteSignature",
+    "IncompleteSignatureException",
+}
+_VALIDATION = {"ValidationException", "SerializationException"}
+
+
+def map_client_error(error: botocore.exceptions.ClientError, operation: str) -> Exception:
+    """Translate a DynamoDB error answer into the dynalease error it means."""
+    response: dict[str, Any] = dict(error.response or {})
+    err = response.get("Error", {}) or {}
+    code = str(err.get("Code", "")).rsplit("#", 1)[-1]
+    message = str(err.get("Message", "")) or str(error)
+    status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+    return map_error_code(code, message, operation, status, response)
+
+
+def map_error_code(
+    code: str, message: str, operation: str, status: int, response: dict[str, Any]
+) -> Exception:
+    """Map a DynamoDB error code (from any transport) to a dynalease error."""
+    if code == "ConditionalCheckFailedException":
+        return ConditionFailed(response.get("Item"))
+    if code == "TransactionCanceledException":
+        return TransactionCanceledException(
+            f"DynamoDB cancelled the transaction: {message}",
+            reasons=response.get("CancellationReasons") or [],
+        )
+    if code == "ResourceNotFoundException":
+        return TableNotFoundError(
+            f"{operation} failed: the table does not exist in this account and Region "
+            f"({message}). Create it first, e.g. "
+            "client.sync_create_table(name, partition_key=('key', 'S'), wait=True)",
+            code=code,
+            operation=operation,
+        )
+    if code in _ACCESS:
+        return AccessDeniedError(
+            f"{operation} was refused ({code}: {message}); check the credentials and that "
+            "the IAM policy allows this action on the table",
+            code=code,
+            operation=operation,
+        )
+    if code in _THROTTLING:
+        return ThrottledError(
+            f"{operation} was throttled ({code}); it was not applied. Retry later or raise "
+            "the table's capacity",
+            code=code,
+            operation=operation,
+        )
+    if code in _VALIDATION:
+        return ValidationError(
+            f"{operation} was rejected as invalid: {message}", code=code, operation=operation
+        )
+    if status >= 500:
+        return RequestFailedError(
+            f"{operation} failed on the server ({status} {code}: {message}); it may have "
+            "been applied",
+            code=code,
+            operation=operation,
+            may_have_committed=True,
+        )
+    return DynamoDBError(f"{operation} failed ({code}: {message})", code=code, operation=operation)
+
+
+def map_transport_error(error: Exception, operation: str) -> Exception:
+    """Translate a botocore transport failure."""
+    if isinstance(
+        error, botocore.exceptions.NoCredentialsError | botocore.exceptions.PartialCredentialsError
+    ):
+        return AccessDeniedError(
+            f"{operation}: no usable AWS credentials ({error}); configure credentials "
+            "(environment, profile or role) or pass access_key/secret_key",
+            code="NoCredentials",
+            operation=operation,
+        )
+    never_sent = isinstance(
+        error,
+        botocore.exceptions.EndpointConnectionError | botocore.exceptions.ConnectTimeoutError,
+    )
+    return RequestFailedError(
+        f"{operation} did not complete: {error}"
+        + ("" if never_sent else "; it may have been applied"),
+        code=type(error).__name__,
+        operation=operation,
+        may_have_committed=not never_sent,
+    )
+
+
+def map_lean_failure(failure: NotSent | Unanswered, url: str, operation: str) -> Exception:
+    """A lean connection failure as the botocore error botocore would have raised, mapped."""
+    error: Exception
+    if isinstance(failure, NotSent):
+        error = (
+            botocore.exceptions.ConnectTimeoutError(endpoint_url=url)
+            if failure.timeout
+            else botocore.exceptions.EndpointConnectionError(endpoint_url=url)
+        )
+    else:
+        error = (
+            botocore.exceptions.ReadTimeoutError(endpoint_url=url)
+            if failure.timeout
+            else botocore.exceptions.ConnectionClosedError(endpoint_url=url)
+        )
+    return map_transport_error(error, operation)

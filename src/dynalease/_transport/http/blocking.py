@@ -1,0 +1,187 @@
+"""The blocking driver of the lean HTTP path: requests sent from the caller's thread.
+
+A sync lock's own requests go out from the calling thread: no hand-over to the
+runtime thread and back, which costs more CPU than the request itself.
+Connecting, parsing, keep-alive and failures are the shared core's
+(:mod:`.endpoint`, :mod:`.wire`, :mod:`.failures`); this module only moves
+bytes and waits.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+
+from .endpoint import ConnectWalk, Endpoint
+from .failures import Stale, Unanswered, closed_early
+from .sockets import open_and_quiet, wait_writable
+from .wire import READ_SIZE, Answered, ResponseReader
+
+__all__ = ["BlockingPool", "Late"]
+
+
+class _Connection:
+    """A blocking socket and the reader of its answers."""
+
+    __slots__ = ("reader", "sock")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.reader = ResponseReader()
+
+    def quiet(self) -> bool:
+        return self.reader.quiet and open_and_quiet(self.sock)
+
+    def reusable(self) -> bool:
+        return self.reader.keep
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class Late:
+    """A request sent by a blocking caller whose answer had not arrived when it stopped waiting.
+
+    The write may still be applied; whoever takes this over finishes reading the
+    answer (:meth:`finish`) to learn whether it was.
+    """
+
+    def __init__(self, pool: BlockingPool, connection: _Connection, expires: float) -> None:
+        self.pool = pool
+        self.connection = connection
+        self.expires = expires
+        connection.reader.hand_over()
+
+    def finish(self) -> Answered:
+        """Block until the answer is complete or the read timeout has passed."""
+        return self.pool.finish(self)
+
+    def close(self) -> None:
+        """Stop listening for the answer."""
+        self.connection.close()
+
+
+class BlockingPool(Endpoint[_Connection]):
+    """Keep-alive connections to one host for callers that block in their own thread.
+
+    Thread-safe; each request uses one connection at a time.
+    """
+
+    def request(
+        self,
+        data: bytes,
+        *,
+        timeout: float,
+        retry_stale: bool,
+        on_late: Callable[[Late], object] | None = None,
+    ) -> Answered:
+        """Send ``data``; return (status, response body, its ``x-amz-crc32``).
+
+        Waits at most ``timeout`` seconds in all. When the request was sent but
+        its answer is not complete by then (or an interrupt arrives meanwhile),
+        the connection goes to ``on_late`` as a :class:`Late` before
+        :class:`Unanswered` (or the interrupt) is raised.
+        """
+        deadline = time.monotonic() + timeout
+        connection = self.idle.take() or self._connect(deadline)
+        try:
+            return self._exchange(connection, data, deadline, on_late)
+        except Stale:
+            if not retry_stale:
+                raise closed_early() from None
+        return self._exchange(self._connect(deadline), data, deadline, on_late)
+
+    def finish(self, late: Late) -> Answered:
+        """Read the rest of a late answer until its read timeout (see :class:`Late`)."""
+        try:
+            return self._read(late.connection, late.expires)
+        except TimeoutError:
+            raise Unanswered(None, timeout=True) from None
+        finally:
+            late.close()
+
+    def _connect(self, deadline: float) -> _Connection:
+        limit = self.connect_limit(time.monotonic(), deadline)
+        try:
+            addresses = self.known()
+            if addresses is None:
+                infos = socket.getaddrinfo(
+                    self.host, self.port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
+                )
+                addresses = self.learn(infos, time.monotonic())
+            with ConnectWalk(self, addresses) as walk:
+                while (sock := walk.pending()) is not None:
+                    walk.settle(wait_writable(sock, limit - time.monotonic()))
+            sock = walk.result()
+            try:
+                sock.settimeout(_left(limit))
+                if self.ssl_context is not None:
+                    sock = self.ssl_context.wrap_socket(sock, server_hostname=self.host)
+            except BaseException:
+                sock.close()
+                raise
+        except OSError as error:
+            raise self.connect_failed(error) from None
+        self.connected()
+        return _Connection(sock)
+
+    def _exchange(
+        self,
+        connection: _Connection,
+        data: bytes,
+        deadline: float,
+        on_late: Callable[[Late], object] | None,
+    ) -> Answered:
+        connection.reader.start()
+        try:
+            connection.sock.settimeout(_left(deadline))
+            connection.sock.sendall(data)
+        except OSError as error:
+            connection.close()
+            raise connection.reader.send_failed(error) from None
+        except BaseException:
+            connection.close()
+            raise
+        expires = time.monotonic() + self.read_timeout
+        try:
+            answer = self._read(connection, deadline)
+        except (Stale, Unanswered):
+            connection.close()
+            raise
+        except BaseException as error:
+            # A timeout, or interrupted while waiting: the answer may still say
+            # whether the request was applied.
+            if on_late is None:
+                connection.close()
+            else:
+                on_late(Late(self, connection, expires))
+            if isinstance(error, TimeoutError):
+                raise Unanswered(None, timeout=True) from None
+            raise
+        self.idle.give_back(connection)
+        return answer
+
+    def _read(self, connection: _Connection, deadline: float) -> Answered:
+        """Receive until the answer is complete; TimeoutError once ``deadline`` passes."""
+        sock, reader = connection.sock, connection.reader
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("read timed out")
+            sock.settimeout(left)
+            try:
+                chunk = sock.recv(READ_SIZE)
+            except TimeoutError:
+                raise
+            except OSError as error:
+                return reader.end(error)
+            if not chunk:
+                return reader.end(None)
+            answer = reader.feed(chunk)
+            if answer is not None:
+                return answer
+
+
+def _left(deadline: float) -> float:
+    return max(deadline - time.monotonic(), 1e-3)

@@ -1,0 +1,148 @@
+"""Where lean lock requests go and how they are signed and framed.
+
+A :class:`Route` is read either from a botocore client (its endpoint, Region,
+credentials object, CA bundle and timeouts, so both paths agree) or from the
+settings :mod:`.config` read without botocore. Configurations the lean path
+does not implement raise :class:`Unsupported`, and the transport hands them to
+botocore.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from urllib.parse import urlsplit
+
+from .boto import LOCK_POOL_CONNECTIONS, LOCK_READ_TIMEOUT_S
+from .config import DirectConfig
+from .http.aio import ConnectionPool
+from .http.blocking import BlockingPool
+from .http.wire import frame_request
+from .sign import SigV4Signer, amz_date, host_header
+
+__all__ = ["Route", "Unsupported"]
+
+_TARGET = "DynamoDB_20120810."
+#: Sent after the signed headers and the length, unsigned.
+_TRAILING = (("User-Agent", "dynalease-lean/1"), ("Accept-Encoding", "identity"))
+
+
+class Unsupported(Exception):
+    """A configuration the lean path leaves to botocore."""
+
+
+class Route:
+    """Where lean requests go and how they are signed."""
+
+    def __init__(
+        self,
+        url: str,
+        region: str,
+        credentials: Any,
+        *,
+        verify: Any = None,
+        connect_timeout: float,
+        read_timeout: float,
+        max_connections: int,
+    ) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise Unsupported(f"endpoint {url!r} is not an http(s) URL")
+        if parts.path not in ("", "/") or parts.query or parts.username:
+            raise Unsupported(f"endpoint {url!r} has a path, query or user info")
+        host = parts.hostname
+        self.url = url
+        self.credentials = credentials
+        self.signer = SigV4Signer(host_header(parts.scheme, host, parts.port), region)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        limits: dict[str, Any] = {
+            "ssl_context": _ssl_context(verify) if parts.scheme == "https" else None,
+            "connect_timeout": connect_timeout,
+            "read_timeout": read_timeout,
+            "max_connections": max_connections,
+        }
+        self.pool = ConnectionPool(host, port, **limits)
+        #: For sync locks' own requests, sent from the calling thread.
+        self.blocking = BlockingPool(host, port, **limits)
+
+    def request_bytes(self, operation: str, body: bytes, frozen: Any) -> bytes:
+        """The whole signed request carrying ``body``."""
+        headers = self.signer.sign(
+            _TARGET + operation,
+            body,
+            frozen.access_key,
+            frozen.secret_key,
+            frozen.token,
+            amz_date(),
+        )
+        headers.extend(_TRAILING)
+        return frame_request(headers, body)
+
+    @classmethod
+    def of_client(cls, client: Any) -> Route:
+        """The route of a botocore client: its endpoint, Region, credentials and settings."""
+        url = client.meta.endpoint_url
+        config = client.meta.config
+        if (config.signature_version or "v4") not in ("v4", "dynamodb"):
+            raise Unsupported(f"signature version {config.signature_version!r}")
+        signer = client._request_signer
+        credentials = signer._credentials
+        if credentials is None:
+            raise Unsupported("the client signs no requests (no credentials object)")
+        session = client._endpoint.http_session
+        if session._proxy_config.proxy_url_for(url):
+            raise Unsupported("a proxy is configured for the endpoint")
+        if getattr(session, "_cert_file", None):
+            raise Unsupported("a client certificate is configured")
+        return cls(
+            url,
+            signer._region_name or client.meta.region_name,
+            credentials,
+            verify=session._verify,
+            connect_timeout=float(config.connect_timeout),
+            read_timeout=float(config.read_timeout),
+            max_connections=int(config.max_pool_connections or LOCK_POOL_CONNECTIONS),
+        )
+
+    @classmethod
+    def direct(cls, config: DirectConfig) -> Route:
+        """The route read from the environment, with the lock client's bounds."""
+        return cls(
+            config.endpoint_url,
+            config.region,
+            config.credentials,
+            verify=config.ca_bundle,
+            connect_timeout=config.connect_timeout,
+            read_timeout=LOCK_READ_TIMEOUT_S,
+            max_connections=LOCK_POOL_CONNECTIONS,
+        )
+
+
+def _ssl_context(verify: Any) -> Any:
+    """The TLS context botocore's ``verify`` setting means (False, a CA path, or default)."""
+    import ssl
+
+    if verify is False:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
+    # botocore: True (or unset) means its default bundle; a string is a CA file or directory.
+    path = verify if isinstance(verify, str) else _default_ca_bundle()
+    if os.path.isdir(path):
+        return ssl.create_default_context(capath=path)
+    return ssl.create_default_context(cafile=path)
+
+
+def _default_ca_bundle() -> str:
+    # As botocore.httpsession.get_cert_path(True), without importing it (slow).
+    try:
+        import certifi
+
+        return str(certifi.where())
+    except ImportError:
+        import importlib.util
+
+        spec = importlib.util.find_spec("botocore")
+        assert spec is not None and spec.origin is not None
+        return os.path.join(os.path.dirname(spec.origin), "cacert.pem")
