@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 
 import pytest
 from support.cli_runner import Result, run_cli
+from support.tables import fresh_lock_table
 
 from dynalease import DynamoDBClient
 
@@ -19,6 +19,4 @@ def dynalease() -> Callable[..., Result]:
 @pytest.fixture
 def lock_table(client: DynamoDBClient) -> str:
     """A fresh lock table (partition key ``key`` S) on the moto server."""
-    name = f"cli-locks-{uuid.uuid4().hex[:8]}"
-    client.sync_create_table(name, partition_key=("key", "S"), wait=True)
-    return name
+    return fresh_lock_table(client, "cli-locks")
