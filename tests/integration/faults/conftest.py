@@ -1,23 +1,30 @@
 """Fixtures for the fault matrix: a fault proxy in front of the moto server.
 
 ``direct`` talks to moto directly and is used to create tables and read rows as
-they really are; ``faulty`` talks through ``proxy``. Clients are made from one
-shared boto3 session, so each test does not reload botocore's service model.
+they really are; ``matrix`` holds the proxy, a client talking through it, the
+direct client and the test's table. Clients are made from one shared boto3
+session, so each test does not reload botocore's service model.
 """
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import boto3
 import botocore.config
 import pytest
+from support.fault_matrix import Matrix
 from support.fault_proxy import FaultProxy
+from support.tables import fresh_lock_table
 
 from dynalease import DynamoDBClient
 from dynalease.lock import SyncDistributedLock
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "no_retries: the matrix's client has SDK retries off (matrix.no_retries)"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -51,9 +58,7 @@ def transport(request: pytest.FixtureRequest) -> str | None:
 @pytest.fixture
 def table(direct: DynamoDBClient) -> str:
     """A fresh lock table, created directly on moto."""
-    name = f"faults-{uuid.uuid4().hex[:12]}"
-    direct.sync_create_table(name, partition_key=("key", "S"), wait=True)
-    return name
+    return fresh_lock_table(direct, "faults")
 
 
 def _warmed(proxy: FaultProxy, table: str, client: DynamoDBClient) -> DynamoDBClient:
@@ -71,30 +76,28 @@ def _warmed(proxy: FaultProxy, table: str, client: DynamoDBClient) -> DynamoDBCl
 
 
 @pytest.fixture
-def faulty(
-    proxy: FaultProxy, table: str, session: boto3.Session, transport: str | None
-) -> DynamoDBClient:
-    """A client whose every request goes through the proxy (SDK retries as configured)."""
-    made = DynamoDBClient.from_session(session, endpoint_url=proxy.url, transport=transport)
-    return _warmed(proxy, table, made)
-
-
-@pytest.fixture
-def no_retries(
-    proxy: FaultProxy, table: str, session: boto3.Session, transport: str | None
-) -> DynamoDBClient:
-    """Like ``faulty`` but with SDK retries off for item and transaction requests too."""
-    config = botocore.config.Config(retries={"total_max_attempts": 1, "mode": "standard"})
-    items = session.client("dynamodb", endpoint_url=proxy.url, config=config)
-    made = DynamoDBClient.from_client(items, transport=transport)
-    return _warmed(proxy, table, made)
-
-
-@pytest.fixture
-def row(direct: DynamoDBClient, table: str) -> Callable[[str], dict[str, Any] | None]:
-    """Read a lock row straight from moto with a strongly consistent read."""
-
-    def read(key: str) -> dict[str, Any] | None:
-        return direct.sync_get_item(table, {"key": key}, consistent_read=True)
-
-    return read
+def matrix(
+    request: pytest.FixtureRequest,
+    proxy: FaultProxy,
+    direct: DynamoDBClient,
+    table: str,
+    session: boto3.Session,
+    transport: str | None,
+) -> Matrix:
+    """The proxy, a warmed client whose every request goes through it, ``direct`` and
+    ``table``. The client has SDK retries as configured; in a test marked
+    ``no_retries`` it has them off for item and transaction requests too."""
+    retries = request.node.get_closest_marker("no_retries") is None
+    if retries:
+        made = DynamoDBClient.from_session(session, endpoint_url=proxy.url, transport=transport)
+    else:
+        config = botocore.config.Config(retries={"total_max_attempts": 1, "mode": "standard"})
+        items = session.client("dynamodb", endpoint_url=proxy.url, config=config)
+        made = DynamoDBClient.from_client(items, transport=transport)
+    return Matrix(
+        proxy=proxy,
+        client=_warmed(proxy, table, made),
+        direct=direct,
+        table=table,
+        retries=retries,
+    )

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from support.fault_matrix import LEASE, Matrix
 from support.fault_proxy import FaultProxy, is_create, is_takeover
 
-from dynalease import DynamoDBClient
 from dynalease._engine import protocol
 from dynalease.exceptions import (
     AccessDeniedError,
@@ -31,24 +31,9 @@ from dynalease.exceptions import (
 from dynalease.lock import DistributedLock, SyncDistributedLock
 from dynalease.transaction import SyncTransaction
 
-Row = Callable[[str], "dict[str, Any] | None"]
-LEASE = 1.0
 LOSE = ["reset", "silence", "500"]
 #: The core reconciliation scenarios run on both lock request paths.
 BOTH_TRANSPORTS = pytest.mark.parametrize("transport", ["lean", "boto"], indirect=True)
-
-
-def _guard(
-    client: DynamoDBClient,
-    table: str,
-    *,
-    key: str = "k",
-    lease: float = LEASE,
-    wait: float = 3.0,
-) -> SyncDistributedLock:
-    return SyncDistributedLock(
-        client, table=table, key=key, lease_duration=lease, wait_timeout=wait
-    )
 
 
 def _eventually(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
@@ -60,69 +45,41 @@ def _eventually(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
     return True
 
 
-def _abandon(direct: DynamoDBClient, table: str, key: str = "k", lease_ms: int = 500) -> None:
-    """A row whose holder crashed: well formed, never renewed."""
-    row = {"key": key, "owner": "crashed", "version": "v0", "lease_ms": lease_ms, "protocol": 1}
-    direct.sync_put_item(table, row)
-
-
-def _assert_owner(row: Row, owner: str) -> None:
-    current = row("k")
-    assert current is not None and current["owner"] == owner
-
-
-def _assert_turned_away(direct: DynamoDBClient, table: str) -> None:
-    """No double owner: a zero-wait contender on a direct connection is refused."""
-    with pytest.raises(LockNotAcquired, match="held by owner"):
-        with _guard(direct, table, wait=0):
-            pass
-
-
 # --- lost responses -------------------------------------------------------------
 
 
 @BOTH_TRANSPORTS
 @pytest.mark.parametrize("how", LOSE)
 def test_a_lost_acquire_response_is_reconciled_and_the_guard_owns_the_row(
-    proxy: FaultProxy,
-    faulty: DynamoDBClient,
-    direct: DynamoDBClient,
-    table: str,
-    row: Row,
-    how: str,
+    matrix: Matrix, how: str
 ) -> None:
-    rule = proxy.lose_response("PutItem", when=is_create, times=1, how=how)
-    with _guard(faulty, table) as lease:
+    rule = matrix.proxy.lose_response("PutItem", when=is_create, times=1, how=how)
+    with matrix.guard() as lease:
         assert rule.forwarded == 1
-        current = row("k")
+        current = matrix.row("k")
         assert current is not None and current["owner"] == lease.owner
         assert current["lease_ms"] == 1000 and current["protocol"] == 1
-        _assert_turned_away(direct, table)
+        matrix.assert_turned_away()
         lease.raise_if_lost()
-    assert row("k") is None
+    assert matrix.row("k") is None
     metrics = lease.metrics
     assert metrics.request_failures == 1 and not metrics.lost
     assert metrics.read_requests >= 1  # the reconciling strong read
-    assert len(proxy.seen("PutItem", owner=lease.owner)) == 1  # never a second create
+    assert len(matrix.proxy.seen("PutItem", owner=lease.owner)) == 1  # never a second create
 
 
 @BOTH_TRANSPORTS
 @pytest.mark.parametrize("how", LOSE)
 def test_a_lost_takeover_response_is_reconciled_and_the_guard_owns_the_row(
-    proxy: FaultProxy,
-    faulty: DynamoDBClient,
-    direct: DynamoDBClient,
-    table: str,
-    row: Row,
-    how: str,
+    matrix: Matrix, how: str
 ) -> None:
-    _abandon(direct, table, lease_ms=300)
-    rule = proxy.lose_response("PutItem", when=is_takeover, times=1, how=how)
-    with _guard(faulty, table) as lease:
+    matrix.abandon(lease_ms=300)
+    rule = matrix.proxy.lose_response("PutItem", when=is_takeover, times=1, how=how)
+    with matrix.guard() as lease:
         assert rule.forwarded == 1
-        _assert_owner(row, lease.owner)
-        _assert_turned_away(direct, table)
-    assert row("k") is None
+        matrix.assert_owner(lease.owner)
+        matrix.assert_turned_away()
+    assert matrix.row("k") is None
     assert lease.metrics.request_failures == 1
     assert lease.metrics.wait_ms >= 300  # it watched the abandoned row for its stored lease
 
@@ -130,21 +87,16 @@ def test_a_lost_takeover_response_is_reconciled_and_the_guard_owns_the_row(
 @BOTH_TRANSPORTS
 @pytest.mark.parametrize("how", LOSE)
 def test_a_lost_renewal_response_is_reconciled_and_the_lease_continues(
-    proxy: FaultProxy,
-    faulty: DynamoDBClient,
-    direct: DynamoDBClient,
-    table: str,
-    row: Row,
-    how: str,
+    matrix: Matrix, how: str
 ) -> None:
-    rule = proxy.lose_response("UpdateItem", times=1, how=how)
-    with _guard(faulty, table) as lease:
+    rule = matrix.proxy.lose_response("UpdateItem", times=1, how=how)
+    with matrix.guard() as lease:
         assert rule.wait_forwarded()
         time.sleep(0.6)  # past the first validity window: only confirmed renewals keep it
         lease.raise_if_lost()
-        _assert_turned_away(direct, table)
-        _assert_owner(row, lease.owner)
-    assert row("k") is None
+        matrix.assert_turned_away()
+        matrix.assert_owner(lease.owner)
+    assert matrix.row("k") is None
     metrics = lease.metrics
     assert metrics.request_failures == 1 and not metrics.lost
     assert metrics.renewals >= 2  # the reconciled one counts: its version was found on the row
@@ -153,45 +105,45 @@ def test_a_lost_renewal_response_is_reconciled_and_the_lease_continues(
 @BOTH_TRANSPORTS
 @pytest.mark.parametrize("how", LOSE)
 def test_a_lost_release_response_is_reconciled_and_the_row_is_gone(
-    proxy: FaultProxy, faulty: DynamoDBClient, table: str, row: Row, how: str
+    matrix: Matrix, how: str
 ) -> None:
-    rule = proxy.lose_response("DeleteItem", times=1, how=how)
-    with _guard(faulty, table) as lease:
+    rule = matrix.proxy.lose_response("DeleteItem", times=1, how=how)
+    with matrix.guard() as lease:
         pass
     assert rule.forwarded == 1
-    assert row("k") is None
+    assert matrix.row("k") is None
     metrics = lease.metrics
     assert metrics.request_failures == 1 and metrics.cleanup_failures == 0 and not metrics.lost
 
 
 def test_a_lost_acquire_response_with_a_failing_reconciliation_read_is_resolved_later(
-    proxy: FaultProxy, faulty: DynamoDBClient, direct: DynamoDBClient, table: str, row: Row
+    matrix: Matrix,
 ) -> None:
-    proxy.lose_response("PutItem", when=is_create, times=1)
-    failing_reads = proxy.server_error("GetItem", times=2)
-    with _guard(faulty, table) as lease:
+    matrix.proxy.lose_response("PutItem", when=is_create, times=1)
+    failing_reads = matrix.proxy.server_error("GetItem", times=2)
+    with matrix.guard() as lease:
         assert failing_reads.fired == 2
-        _assert_owner(row, lease.owner)
-        _assert_turned_away(direct, table)
-    assert len(proxy.seen("PutItem", owner=lease.owner)) == 1
+        matrix.assert_owner(lease.owner)
+        matrix.assert_turned_away()
+    assert len(matrix.proxy.seen("PutItem", owner=lease.owner)) == 1
     assert lease.metrics.request_failures == 3
 
 
+@pytest.mark.no_retries
 @pytest.mark.parametrize("how", ["reset", "500"])
 def test_a_lost_check_in_commit_response_is_reported_as_maybe_applied_and_the_lock_stays_held(
-    proxy: FaultProxy, no_retries: DynamoDBClient, direct: DynamoDBClient, table: str, how: str
+    matrix: Matrix, how: str
 ) -> None:
-    results = f"{table}-results"
-    direct.sync_create_table(results, partition_key=("job_id", "S"), wait=True)
-    proxy.lose_response("TransactWriteItems", times=1, how=how)
-    with _guard(no_retries, table) as lease:
+    results = matrix.results_table()
+    matrix.proxy.lose_response("TransactWriteItems", times=1, how=how)
+    with matrix.guard(client=matrix.no_retries) as lease:
         with pytest.raises(RequestFailedError, match="may have been applied") as caught:
-            with SyncTransaction(no_retries) as transaction:
+            with SyncTransaction(matrix.no_retries) as transaction:
                 lease.check_in(transaction)
                 transaction.put(results, {"job_id": "daily", "summary": "done"})
         assert caught.value.may_have_committed
         lease.raise_if_lost()  # an unknown commit says nothing about the lock
-        assert direct.sync_get_item(results, {"job_id": "daily"}, consistent_read=True) == {
+        assert matrix.direct.sync_get_item(results, {"job_id": "daily"}, consistent_read=True) == {
             "job_id": "daily",
             "summary": "done",
         }
@@ -199,30 +151,33 @@ def test_a_lost_check_in_commit_response_is_reported_as_maybe_applied_and_the_lo
 
 
 def test_an_sdk_retry_of_a_lost_check_in_commit_resends_the_same_idempotency_token(
-    proxy: FaultProxy, faulty: DynamoDBClient, direct: DynamoDBClient, table: str
+    matrix: Matrix,
 ) -> None:
-    results = f"{table}-results"
-    direct.sync_create_table(results, partition_key=("job_id", "S"), wait=True)
-    proxy.lose_response("TransactWriteItems", times=1)
-    with _guard(faulty, table) as lease:
-        with SyncTransaction(faulty) as transaction:
+    results = matrix.results_table()
+    matrix.proxy.lose_response("TransactWriteItems", times=1)
+    with matrix.guard() as lease:
+        with SyncTransaction(matrix.faulty) as transaction:
             lease.check_in(transaction)
             transaction.put(results, {"job_id": "daily", "summary": "done"})
-    sent = proxy.seen("TransactWriteItems")
+    sent = matrix.proxy.seen("TransactWriteItems")
     assert len(sent) == 2
     tokens = {entry.body.get("ClientRequestToken") for entry in sent}
     assert len(tokens) == 1 and None not in tokens  # DynamoDB applies the retry at most once
-    assert direct.sync_get_item(results, {"job_id": "daily"}, consistent_read=True) is not None
+    assert (
+        matrix.direct.sync_get_item(results, {"job_id": "daily"}, consistent_read=True) is not None
+    )
 
 
 # --- late commits -------------------------------------------------------------
 
 
 def test_a_late_acquisition_after_cancellation_never_renews_and_is_cleaned_up(
-    proxy: FaultProxy, faulty: DynamoDBClient, table: str, row: Row
+    matrix: Matrix,
 ) -> None:
-    held = proxy.hold("PutItem", when=is_create)
-    guard = DistributedLock(faulty, table=table, key="k", lease_duration=LEASE, wait_timeout=5)
+    held = matrix.proxy.hold("PutItem", when=is_create)
+    guard = DistributedLock(
+        matrix.faulty, table=matrix.table, key="k", lease_duration=LEASE, wait_timeout=5
+    )
 
     async def cancel_while_the_create_is_held() -> None:
         entering = asyncio.ensure_future(guard.__aenter__())
@@ -235,19 +190,19 @@ def test_a_late_acquisition_after_cancellation_never_renews_and_is_cleaned_up(
     held.release()
     assert held.wait_forwarded(held.fired)
     # The create committed after the caller gave up; the guard deletes its row.
-    assert _eventually(lambda: row("k") is None and bool(proxy.seen("DeleteItem")))
-    assert proxy.seen("UpdateItem") == []  # never renewed
+    assert _eventually(lambda: matrix.row("k") is None and bool(matrix.proxy.seen("DeleteItem")))
+    assert matrix.proxy.seen("UpdateItem") == []  # never renewed
     with pytest.raises(LockLost, match="cancelled"):
         guard.raise_if_lost()
 
 
 def test_a_late_commit_delivered_after_the_client_gave_up_is_taken_over_after_observation(
-    proxy: FaultProxy, faulty: DynamoDBClient, direct: DynamoDBClient, table: str, row: Row
+    matrix: Matrix,
 ) -> None:
     # Each create's connection is reset at once, but the request stays queued and
     # reaches the server only after the guard gave up: nobody can know it landed.
-    held = proxy.hold("PutItem", when=is_create, detach=True)
-    guard = _guard(faulty, table, wait=0.5)
+    held = matrix.proxy.hold("PutItem", when=is_create, detach=True)
+    guard = matrix.guard(wait=0.5)
     with pytest.raises(LockNotAcquired, match="ran out") as caught:
         with guard:
             pass
@@ -259,39 +214,37 @@ def test_a_late_commit_delivered_after_the_client_gave_up_is_taken_over_after_ob
     time.sleep(protocol.cleanup_budget(LEASE) + 0.1)
     held.release()
     assert held.wait_forwarded(held.fired)
-    late = row("k")
+    late = matrix.row("k")
     assert late is not None and late["owner"] == guard.owner  # a row nobody will renew
-    with _guard(direct, table) as successor:
-        _assert_owner(row, successor.owner)
+    with matrix.guard(client=matrix.direct) as successor:
+        matrix.assert_owner(successor.owner)
     assert successor.metrics.wait_ms >= 1000  # taken over only after the stored lease
-    assert proxy.seen("UpdateItem") == []
+    assert matrix.proxy.seen("UpdateItem") == []
 
 
-def test_an_acquisition_that_lands_after_the_budget_ran_out_is_cleaned_up(
-    proxy: FaultProxy, faulty: DynamoDBClient, direct: DynamoDBClient, table: str, row: Row
-) -> None:
-    slow = proxy.latency("PutItem", 0.7, when=is_create)  # lands after the 0.6 s budget
-    guard = _guard(faulty, table, wait=0)
+def test_an_acquisition_that_lands_after_the_budget_ran_out_is_cleaned_up(matrix: Matrix) -> None:
+    slow = matrix.proxy.latency("PutItem", 0.7, when=is_create)  # lands after the 0.6 s budget
+    guard = matrix.guard(wait=0)
     with pytest.raises(LockNotAcquired, match="network budget"):
         with guard:
             pass
     assert slow.wait_forwarded(slow.fired)
-    assert _eventually(lambda: row("k") is None)
-    assert proxy.seen("UpdateItem") == []
-    with _guard(direct, table, wait=0):  # nothing left behind to wait for
+    assert _eventually(lambda: matrix.row("k") is None)
+    assert matrix.proxy.seen("UpdateItem") == []
+    with matrix.guard(client=matrix.direct, wait=0):  # nothing left behind to wait for
         pass
 
 
 def test_a_renewal_that_lands_after_a_newer_one_is_rejected_and_the_lease_continues(
-    proxy: FaultProxy, faulty: DynamoDBClient, table: str, row: Row
+    matrix: Matrix,
 ) -> None:
-    slow = proxy.latency("UpdateItem", 0.8, times=1)
-    with _guard(faulty, table) as lease:
+    slow = matrix.proxy.latency("UpdateItem", 0.8, times=1)
+    with matrix.guard() as lease:
         assert slow.wait_forwarded(timeout=3)
         time.sleep(0.2)
         lease.raise_if_lost()
-        _assert_owner(row, lease.owner)
-    late = [seen for seen in proxy.seen("UpdateItem") if seen.rule == "latency"]
+        matrix.assert_owner(lease.owner)
+    late = [seen for seen in matrix.proxy.seen("UpdateItem") if seen.rule == "latency"]
     assert late[0].status == 400  # its condition named a version that was already replaced
     assert not lease.metrics.lost and lease.metrics.renewals >= 2
 
@@ -302,25 +255,20 @@ def test_a_renewal_that_lands_after_a_newer_one_is_rejected_and_the_lease_contin
 @BOTH_TRANSPORTS
 @pytest.mark.parametrize("how", ["503", "reset"])
 def test_a_partition_stops_renewal_and_the_guard_is_lost_at_ninety_percent_of_the_lease(
-    proxy: FaultProxy,
-    faulty: DynamoDBClient,
-    direct: DynamoDBClient,
-    table: str,
-    row: Row,
-    how: str,
+    matrix: Matrix, how: str
 ) -> None:
     lease_s = 1.0
     lost_calls: list[LockLost] = []
     guard = SyncDistributedLock(
-        faulty,
-        table=table,
+        matrix.faulty,
+        table=matrix.table,
         key="k",
         lease_duration=lease_s,
         wait_timeout=1,
         on_lost=lost_calls.append,
     )
     # The partition starts right after the acquire: no request after it gets through.
-    proxy.partition(how=how, when=lambda body: not is_create(body))
+    matrix.proxy.partition(how=how, when=lambda body: not is_create(body))
     with pytest.raises(LockLost, match="expired"):
         with guard:
             held_at = time.monotonic()  # the acquire was sent before this
@@ -334,16 +282,16 @@ def test_a_partition_stops_renewal_and_the_guard_is_lost_at_ninety_percent_of_th
             assert guard.time_left == 0 and guard.lost
             assert guard.wait_lost(timeout=3 * lease_s)  # the lost signal fired
             time.sleep(0.2)  # a retry sent just before the loss may still be on its way
-            attempts = len(proxy.seen("UpdateItem"))
+            attempts = len(matrix.proxy.seen("UpdateItem"))
             assert attempts >= 2  # renewal was retried inside the partition
             time.sleep(0.4)  # several retry intervals (lease/12)
-            assert len(proxy.seen("UpdateItem")) == attempts  # and stopped once lost
-            proxy.clear()  # the network heals; an observer takes the row over
-            successor = _guard(direct, table, lease=lease_s).__enter__()
+            assert len(matrix.proxy.seen("UpdateItem")) == attempts  # and stopped once lost
+            matrix.proxy.clear()  # the network heals; an observer takes the row over
+            successor = matrix.guard(client=matrix.direct, lease=lease_s).__enter__()
     # The lost guard's release (leaving the block) left the successor's row alone.
-    _assert_owner(row, successor.owner)
+    matrix.assert_owner(successor.owner)
     successor.__exit__(None, None, None)
-    assert row("k") is None
+    assert matrix.row("k") is None
     assert _eventually(lambda: len(lost_calls) == 1)
     assert guard.metrics.lost and guard.metrics.renewals == 0
 
@@ -365,10 +313,10 @@ def _install(proxy: FaultProxy, fault: str, operation: str, **options: Any) -> A
 @pytest.mark.parametrize("wait", [0, 0.4], ids=["zero-wait", "short-wait"])
 @pytest.mark.parametrize("fault", FAULTS)
 def test_a_throttled_or_failing_acquire_is_never_a_false_acquisition(
-    proxy: FaultProxy, faulty: DynamoDBClient, table: str, row: Row, fault: str, wait: float
+    matrix: Matrix, fault: str, wait: float
 ) -> None:
-    rule = _install(proxy, fault, "PutItem")
-    guard = _guard(faulty, table, wait=wait)
+    rule = _install(matrix.proxy, fault, "PutItem")
+    guard = matrix.guard(wait=wait)
     with pytest.raises(LockNotAcquired, match="ran out") as caught:
         with guard:
             pass
@@ -376,38 +324,31 @@ def test_a_throttled_or_failing_acquire_is_never_a_false_acquisition(
     assert isinstance(caught.value.__cause__, error_type)
     assert message in str(caught.value)  # the last failure is named
     assert rule.fired >= 1
-    assert row("k") is None
+    assert matrix.row("k") is None
     assert guard.metrics.request_failures >= rule.fired  # plus any read cut by the budget
     with pytest.raises(LockLost):
         guard.raise_if_lost()
 
 
 @pytest.mark.parametrize("fault", FAULTS)
-def test_throttled_or_failing_reads_never_take_over_a_live_row(
-    proxy: FaultProxy,
-    faulty: DynamoDBClient,
-    direct: DynamoDBClient,
-    table: str,
-    row: Row,
-    fault: str,
-) -> None:
-    rule = _install(proxy, fault, "GetItem")
-    with _guard(direct, table) as holder:
+def test_throttled_or_failing_reads_never_take_over_a_live_row(matrix: Matrix, fault: str) -> None:
+    rule = _install(matrix.proxy, fault, "GetItem")
+    with matrix.guard(client=matrix.direct) as holder:
         with pytest.raises(LockNotAcquired):
-            with _guard(faulty, table, wait=0.6):
+            with matrix.guard(wait=0.6):
                 pass
         assert rule.fired >= 1
         holder.raise_if_lost()
-        _assert_owner(row, holder.owner)
-    assert [seen for seen in proxy.seen("PutItem") if is_takeover(seen.body)] == []
+        matrix.assert_owner(holder.owner)
+    assert [seen for seen in matrix.proxy.seen("PutItem") if is_takeover(seen.body)] == []
 
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_throttled_or_failing_renewals_lose_the_lease_at_ninety_percent(
-    proxy: FaultProxy, faulty: DynamoDBClient, table: str, row: Row, fault: str
+    matrix: Matrix, fault: str
 ) -> None:
-    rule = _install(proxy, fault, "UpdateItem")
-    guard = _guard(faulty, table)
+    rule = _install(matrix.proxy, fault, "UpdateItem")
+    guard = matrix.guard()
     with pytest.raises(LockLost, match="expired"):
         with guard:
             assert guard.wait_lost(timeout=3)
@@ -415,100 +356,90 @@ def test_throttled_or_failing_renewals_lose_the_lease_at_ninety_percent(
             with pytest.raises(LockLost):
                 guard.raise_if_lost()
     # The row was still ours, so release removed it, and reported the loss.
-    assert row("k") is None
+    assert matrix.row("k") is None
     assert guard.metrics.renewals == 0 and guard.metrics.request_failures >= rule.fired
 
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_a_throttled_or_failing_release_raises_and_the_row_is_recovered_by_observation(
-    proxy: FaultProxy,
-    faulty: DynamoDBClient,
-    direct: DynamoDBClient,
-    table: str,
-    row: Row,
-    fault: str,
+    matrix: Matrix, fault: str
 ) -> None:
-    rule = _install(proxy, fault, "DeleteItem")
-    guard = _guard(faulty, table)
+    rule = _install(matrix.proxy, fault, "DeleteItem")
+    guard = matrix.guard()
     with pytest.raises(LockReleaseError, match="not confirmed within the cleanup budget") as caught:
         with guard:
             pass
     assert FAULTS[fault][2] in str(caught.value)
     assert rule.fired >= 2  # retried within the budget
     assert guard.metrics.cleanup_failures == 1
-    left = row("k")
+    left = matrix.row("k")
     assert left is not None and left["owner"] == guard.owner
-    with _guard(direct, table) as successor:  # the stored lease bounds the leftover row
-        _assert_owner(row, successor.owner)
+    # The stored lease bounds the leftover row.
+    with matrix.guard(client=matrix.direct) as successor:
+        matrix.assert_owner(successor.owner)
     assert successor.metrics.wait_ms >= 1000 * LEASE - 200  # observed (the row aged meanwhile)
 
 
+@pytest.mark.no_retries
 @pytest.mark.parametrize("fault", FAULTS)
 def test_a_throttled_or_failing_check_in_commit_writes_nothing_and_keeps_the_lock(
-    proxy: FaultProxy, no_retries: DynamoDBClient, direct: DynamoDBClient, table: str, fault: str
+    matrix: Matrix, fault: str
 ) -> None:
-    results = f"{table}-results"
-    direct.sync_create_table(results, partition_key=("job_id", "S"), wait=True)
-    _install(proxy, fault, "TransactWriteItems")
+    results = matrix.results_table()
+    _install(matrix.proxy, fault, "TransactWriteItems")
     error_type = FAULTS[fault][1]
-    with _guard(no_retries, table) as lease:
+    with matrix.guard(client=matrix.no_retries) as lease:
         with pytest.raises(error_type, match=FAULTS[fault][2]):
-            with SyncTransaction(no_retries) as transaction:
+            with SyncTransaction(matrix.no_retries) as transaction:
                 lease.check_in(transaction)
                 transaction.put(results, {"job_id": "daily", "summary": "done"})
         lease.raise_if_lost()
-    assert direct.sync_get_item(results, {"job_id": "daily"}, consistent_read=True) is None
+    assert matrix.direct.sync_get_item(results, {"job_id": "daily"}, consistent_read=True) is None
     assert not lease.metrics.lost
 
 
 # --- races and misconfiguration ---------------------------------------------------
 
 
-def test_a_release_racing_a_renewal_never_recreates_the_row(
-    proxy: FaultProxy, faulty: DynamoDBClient, table: str, row: Row
-) -> None:
-    held = proxy.hold("UpdateItem", times=1)
-    with _guard(faulty, table):
+def test_a_release_racing_a_renewal_never_recreates_the_row(matrix: Matrix) -> None:
+    held = matrix.proxy.hold("UpdateItem", times=1)
+    with matrix.guard():
         assert held.wait_fired()  # a renewal is in flight
-    assert row("k") is None  # released while the renewal was held
+    assert matrix.row("k") is None  # released while the renewal was held
     held.release()
     assert held.wait_forwarded()
-    assert _eventually(lambda: proxy.seen("UpdateItem")[0].status is not None)
-    assert proxy.seen("UpdateItem")[0].status == 400  # its owner/version condition failed
-    assert row("k") is None
+    assert _eventually(lambda: matrix.proxy.seen("UpdateItem")[0].status is not None)
+    assert matrix.proxy.seen("UpdateItem")[0].status == 400  # its owner/version condition failed
+    assert matrix.row("k") is None
 
 
-def test_a_missing_table_is_an_error_not_contention(
-    proxy: FaultProxy, faulty: DynamoDBClient
-) -> None:
-    guard = _guard(faulty, "faults-no-such-table", wait=5)
+def test_a_missing_table_is_an_error_not_contention(matrix: Matrix) -> None:
+    guard = matrix.guard(table="faults-no-such-table", wait=5)
     with pytest.raises(TableNotFoundError, match="does not exist") as caught:
         with guard:
             pass
     assert not isinstance(caught.value, LockNotAcquired)
     assert "sync_create_table" in str(caught.value)  # says what to do
-    assert len(proxy.seen("PutItem")) == 1  # no retries, no waiting out the budget
+    assert len(matrix.proxy.seen("PutItem")) == 1  # no retries, no waiting out the budget
     assert guard.metrics.wait_timeouts == 0
 
 
-def test_an_access_denied_answer_is_an_error_not_contention(
-    proxy: FaultProxy, faulty: DynamoDBClient, table: str, row: Row
-) -> None:
-    proxy.answer("PutItem", 400, "AccessDeniedException", "not authorized to PutItem")
+def test_an_access_denied_answer_is_an_error_not_contention(matrix: Matrix) -> None:
+    matrix.proxy.answer("PutItem", 400, "AccessDeniedException", "not authorized to PutItem")
     with pytest.raises(AccessDeniedError, match="IAM policy"):
-        with _guard(faulty, table, wait=5):
+        with matrix.guard(wait=5):
             pass
-    assert len(proxy.seen("PutItem")) == 1
-    assert row("k") is None
+    assert len(matrix.proxy.seen("PutItem")) == 1
+    assert matrix.row("k") is None
 
 
 def test_a_table_deleted_under_a_held_lock_loses_the_lease_and_release_names_it(
-    faulty: DynamoDBClient, session: Any, endpoint: str, table: str
+    matrix: Matrix, session: Any, endpoint: str
 ) -> None:
-    guard = _guard(faulty, table)
+    guard = matrix.guard()
     with pytest.raises(LockReleaseError, match="does not exist") as caught:
         with guard:
-            session.client("dynamodb", endpoint_url=endpoint).delete_table(TableName=table)
+            session.client("dynamodb", endpoint_url=endpoint).delete_table(TableName=matrix.table)
             assert guard.wait_lost(timeout=3)
             with pytest.raises(LockLost, match="expired"):
                 guard.raise_if_lost()
@@ -517,26 +448,22 @@ def test_a_table_deleted_under_a_held_lock_loses_the_lease_and_release_names_it(
 
 
 @BOTH_TRANSPORTS
-def test_idle_connections_closed_by_the_server_cost_no_failed_request(
-    proxy: FaultProxy, faulty: DynamoDBClient, table: str
-) -> None:
-    with _guard(faulty, table, lease=3) as lease:
+def test_idle_connections_closed_by_the_server_cost_no_failed_request(matrix: Matrix) -> None:
+    with matrix.guard(lease=3) as lease:
         time.sleep(0.3)
-        assert proxy.drop_idle_connections() >= 1  # the pooled keep-alive connection
+        assert matrix.proxy.drop_idle_connections() >= 1  # the pooled keep-alive connection
         time.sleep(1.0)  # the renewal at 1 s finds its pooled connection closed
-        proxy.drop_idle_connections()
+        matrix.proxy.drop_idle_connections()
         lease.raise_if_lost()
     metrics = lease.metrics
     assert metrics.renewals >= 1 and metrics.request_failures == 0 and not metrics.lost
 
 
-def test_latency_under_the_request_timeout_changes_nothing(
-    proxy: FaultProxy, faulty: DynamoDBClient, table: str, row: Row
-) -> None:
-    proxy.latency(None, 0.05)
-    with _guard(faulty, table) as lease:
+def test_latency_under_the_request_timeout_changes_nothing(matrix: Matrix) -> None:
+    matrix.proxy.latency(None, 0.05)
+    with matrix.guard() as lease:
         time.sleep(0.8)
         lease.raise_if_lost()
-    assert row("k") is None
+    assert matrix.row("k") is None
     metrics = lease.metrics
     assert metrics.renewals >= 2 and metrics.request_failures == 0 and not metrics.lost
