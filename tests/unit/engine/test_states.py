@@ -1,0 +1,154 @@
+"""The lease state table itself: its shape, its refusals, and that the lease keeps to it."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import pathlib
+
+import pytest
+from lease_harness import Harness, run
+
+import dynalease._engine
+from dynalease._engine.lease import Lease
+from dynalease._engine.states import (
+    FINISHED,
+    TRANSITIONS,
+    Event,
+    IllegalTransition,
+    State,
+    advance,
+)
+from dynalease.exceptions import LockLost
+
+#: The only rows leaving a finished state, each on purpose (see ``states.FINISHED``).
+INTENDED_EXITS = {
+    (State.LOST, Event.RELEASE): State.RELEASING,
+    (State.RELEASED, Event.LOSE): State.RELEASED,
+}
+
+
+def reachable_from(start: State) -> set[State]:
+    seen, frontier = {start}, [start]
+    while frontier:
+        state = frontier.pop()
+        for (source, _event), target in TRANSITIONS.items():
+            if source is state and target not in seen:
+                seen.add(target)
+                frontier.append(target)
+    return seen
+
+
+def test_every_state_is_reachable_from_new() -> None:
+    assert reachable_from(State.NEW) == set(State)
+
+
+def test_every_state_can_still_end_in_a_finished_one() -> None:
+    for state in State:
+        assert reachable_from(state) & FINISHED, state
+
+
+def test_finished_states_are_left_only_by_the_intended_rows() -> None:
+    exits = {pair: target for pair, target in TRANSITIONS.items() if pair[0] in FINISHED}
+    assert exits == INTENDED_EXITS
+
+
+def test_every_event_moves_some_state() -> None:
+    assert {event for _state, event in TRANSITIONS} == set(Event)
+
+
+def test_advance_follows_every_row_of_the_table() -> None:
+    for (state, event), target in TRANSITIONS.items():
+        assert advance(state, event) is target
+
+
+def test_a_pair_missing_from_the_table_raises_an_internal_error() -> None:
+    missing = [pair for pair in itertools.product(State, Event) if pair not in TRANSITIONS]
+    assert missing  # the table is not total: most events make no sense in most states
+    for state, event in missing:
+        with pytest.raises(IllegalTransition, match="internal error") as raised:
+            advance(state, event)
+        assert (raised.value.state, raised.value.event) == (state, event)
+
+
+def test_an_illegal_move_leaves_the_lease_where_it_was() -> None:
+    async def scenario(h: Harness) -> None:
+        lease = h.lease()
+        with pytest.raises(IllegalTransition):
+            lease._move(Event.WON)  # not acquiring: nothing was confirmed
+        assert lease.state is State.NEW
+        await lease.acquire()
+        with pytest.raises(IllegalTransition):
+            lease._move(Event.START)
+        assert lease.state is State.HELD
+        await lease.release()
+
+    run(scenario)
+
+
+def test_an_uncontended_life_takes_the_table_from_new_to_released() -> None:
+    async def scenario(h: Harness) -> list[State]:
+        lease = h.lease()
+        seen = [lease.state]
+        await lease.acquire()
+        seen.append(lease.state)
+        await lease.release()
+        seen.append(lease.state)
+        return seen
+
+    assert run(scenario) == [State.NEW, State.HELD, State.RELEASED]
+
+
+def test_a_loss_is_recorded_once_and_is_what_release_reports() -> None:
+    async def scenario(h: Harness) -> None:
+        lease = h.lease()
+        await lease.acquire()
+        assert lease.loss is None and not lease.counters().lost
+        lease.mark_lost("first reason")
+        lease.mark_lost("second reason")
+        assert lease.state is State.LOST and lease.loss == "first reason"
+        assert lease.counters().lost
+        with pytest.raises(LockLost, match="first reason"):
+            lease.raise_if_lost()
+        with pytest.raises(LockLost, match="first reason"):
+            await lease.release()
+        assert lease.state is State.LOST
+
+    run(scenario)
+
+
+def _assignments(attribute: str) -> list[str]:
+    """``module.function`` of every ``self.<attribute> = ...`` in the lease's classes."""
+    parts = {cls.__name__ for cls in Lease.__mro__}
+    found = []
+    for path in sorted(pathlib.Path(dynalease._engine.__path__[0]).glob("*.py")):
+        for cls in ast.parse(path.read_text()).body:
+            if not isinstance(cls, ast.ClassDef) or cls.name not in parts:
+                continue
+            for function in ast.walk(cls):
+                if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                    continue
+                for node in ast.walk(function):
+                    targets: list[ast.expr] = []
+                    if isinstance(node, ast.Assign):
+                        targets = node.targets
+                    elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+                        targets = [node.target]
+                    found.extend(
+                        f"{path.stem}.{function.name}"
+                        for target in targets
+                        for part in ast.walk(target)
+                        if isinstance(part, ast.Attribute)
+                        and part.attr == attribute
+                        and isinstance(part.value, ast.Name)
+                        and part.value.id == "self"
+                    )
+    return found
+
+
+def test_the_lease_changes_state_only_through_the_table() -> None:
+    assert sorted(_assignments("state")) == ["base.__init__", "base._move"]
+
+
+def test_a_loss_is_written_in_one_place() -> None:
+    assert sorted(_assignments("loss")) == ["base.__init__", "base._lose"]
