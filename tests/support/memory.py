@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dynalease._transport.boto import map_error_code
+from dynalease._transport.errors import map_error_code
 
 __all__ = ["MemoryDynamoDB", "MemoryTransport", "UnsupportedRequest", "memory_lock_table"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._transport.boto import map_error_code
+from .._transport.errors import map_error_code
 from ._moto import DynamoDBAnswer, InProcessDynamoDB
 
 _LOCK_OPERATIONS = frozenset({"GetItem", "PutItem", "UpdateItem", "DeleteItem"})
