@@ -416,6 +416,37 @@ def test_each_looked_up_address_is_tried_and_the_one_that_answers_goes_first(how
 
 
 @HOW
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_every_connection_has_keep_alive_and_no_delay(how: str, scheme: str, tmp_path: Any) -> None:
+    # Both drivers open sockets in one place; the selector-served plain ones once had
+    # no SO_KEEPALIVE while the blocking ones did.
+    tls, verify = None, None
+    if scheme == "https":
+        authority = trustme.CA()
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        authority.issue_cert("localhost").configure_cert(tls)
+        authority.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+        verify = str(tmp_path / "ca.pem")
+
+    async def scenario() -> None:
+        async with _Server(_keep_alive_ok, tls=tls) as server:
+            transport = _lean(server.url, verify=verify)
+            await _sender(transport, how)("GetItem", _get())
+            assert transport._route is not None
+            if how == "loop":
+                [idle] = transport._route.pool.idle.peek()
+                assert idle.transport is not None
+                sock = idle.transport.get_extra_info("socket")
+            else:
+                [kept] = transport._route.blocking.idle.peek()
+                sock = kept.sock
+            assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE)
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+
+    asyncio.run(scenario())
+
+
+@HOW
 def test_a_request_larger_than_the_socket_buffers_is_sent_whole(how: str) -> None:
     blob = "x" * 6_000_000  # far more than a loopback send buffer takes at once
 

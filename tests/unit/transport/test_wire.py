@@ -1,0 +1,175 @@
+"""The lean HTTP core read without a network: byte streams in, answers or failures out."""
+
+from __future__ import annotations
+
+import pytest
+
+from dynalease._transport.http.failures import Stale, Unanswered
+from dynalease._transport.http.wire import MAX_HEAD, ResponseReader, frame_request
+
+BODY = b'{"ConsumedCapacity":{"CapacityUnits":1.0,"TableName":"locks"}}'
+KEEP_ALIVE = (
+    b"HTTP/1.1 200 OK\r\nServer: Server\r\nContent-Type: application/x-amz-json-1.0\r\n"
+    b"Content-Length: %d\r\nx-amzn-RequestId: R1\r\nx-amz-crc32: 3253383209\r\n\r\n%s"
+    % (len(BODY), BODY)
+)
+CHUNKED = (
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b'5\r\n{"Ite\r\n8;ext=1\r\nm":null}\r\n0\r\nTrailer: x\r\n\r\n'
+)
+
+
+def _read(*pieces: bytes) -> tuple[ResponseReader, tuple[int, bytes, int | None] | None]:
+    reader = ResponseReader()
+    reader.start()
+    answer = None
+    for piece in pieces:
+        assert answer is None, "an answer came before all its bytes"
+        answer = reader.feed(piece)
+    return reader, answer
+
+
+def _every_split(data: bytes) -> list[tuple[bytes, bytes]]:
+    return [(data[:at], data[at:]) for at in range(1, len(data))]
+
+
+def test_a_request_is_one_post_with_its_headers_then_its_length_then_the_body() -> None:
+    framed = frame_request([("Host", "h"), ("X-Amz-Target", "DynamoDB_20120810.GetItem")], b"{}")
+    assert framed == (
+        b"POST / HTTP/1.1\r\nHost: h\r\nX-Amz-Target: DynamoDB_20120810.GetItem\r\n"
+        b"Content-Length: 2\r\n\r\n{}"
+    )
+
+
+@pytest.mark.parametrize("stream", [KEEP_ALIVE, CHUNKED], ids=["length", "chunked"])
+def test_an_answer_split_at_any_byte_is_read_the_same(stream: bytes) -> None:
+    _, whole = _read(stream)
+    assert whole is not None
+    for head, tail in _every_split(stream):
+        reader, answer = _read(head, tail)
+        assert answer == whole
+        assert reader.keep
+
+
+def test_an_answer_fed_one_byte_at_a_time_is_read_whole() -> None:
+    _, answer = _read(*(KEEP_ALIVE[at : at + 1] for at in range(len(KEEP_ALIVE))))
+    assert answer == (200, BODY, 3253383209)
+
+
+def test_a_chunked_body_is_joined_and_its_extensions_and_trailers_ignored() -> None:
+    _, answer = _read(CHUNKED)
+    assert answer == (200, b'{"Item":null}', None)
+
+
+def test_http_1_1_keeps_the_connection_unless_the_server_says_close() -> None:
+    reader, _ = _read(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}")
+    assert not reader.keep
+    reader, _ = _read(b"HTTP/1.1 200 OK\r\nconnection: Keep-Alive\r\ncontent-length: 2\r\n\r\n{}")
+    assert reader.keep
+
+
+def test_http_1_0_closes_the_connection_unless_the_server_says_keep_alive() -> None:
+    reader, _ = _read(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+    assert not reader.keep
+    reader, _ = _read(b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\n{}")
+    assert reader.keep
+
+
+def test_bytes_after_the_answer_make_the_connection_unfit_for_reuse() -> None:
+    reader, answer = _read(KEEP_ALIVE + b"HTTP/1.1 200 OK\r\n")
+    assert answer == (200, BODY, 3253383209)
+    assert not reader.keep
+
+
+def test_an_answer_without_length_runs_to_the_end_of_the_connection() -> None:
+    reader, answer = _read(b"HTTP/1.0 200 OK\r\nX-Amz-Crc32: 7\r\n\r\n", b'{"Item"', b":null}")
+    assert answer is None
+    assert reader.end(None) == (200, b'{"Item":null}', 7)
+    assert not reader.keep
+
+
+@pytest.mark.parametrize("cut", [1, 20, len(KEEP_ALIVE) - len(BODY), len(KEEP_ALIVE) - 1])
+def test_a_truncated_answer_is_unanswered_not_an_answer(cut: int) -> None:
+    reader, answer = _read(KEEP_ALIVE[:cut])
+    assert answer is None
+    with pytest.raises(Unanswered) as raised:
+        reader.end(None)
+    assert not raised.value.timeout
+    assert isinstance(raised.value.cause, ConnectionResetError)
+
+
+def test_a_truncated_chunked_answer_is_unanswered() -> None:
+    reader, answer = _read(CHUNKED[:-2])
+    assert answer is None
+    with pytest.raises(Unanswered):
+        reader.end(ConnectionResetError("reset"))
+
+
+def test_a_connection_closed_before_any_byte_is_stale_only_when_it_was_reused() -> None:
+    reader = ResponseReader()
+    reader.start()
+    with pytest.raises(Unanswered):
+        reader.end(None)  # a new connection: the request may have arrived
+    reader = ResponseReader()
+    reader.start()
+    assert reader.feed(KEEP_ALIVE) is not None
+    reader.start()
+    assert reader.reused
+    with pytest.raises(Stale):
+        reader.end(None)  # a reused one: maybe dropped while idle, never read
+    reader.hand_over()
+    with pytest.raises(Unanswered):
+        reader.end(None)  # whoever reads a late answer learns it was not answered
+
+
+def test_a_failed_send_on_a_reused_connection_is_stale_and_a_timeout_is_not() -> None:
+    reader = ResponseReader()
+    reader.start()
+    reader.feed(KEEP_ALIVE)
+    reader.start()
+    assert isinstance(reader.send_failed(BrokenPipeError()), Stale)
+    timed_out = reader.send_failed(TimeoutError())
+    assert isinstance(timed_out, Unanswered) and timed_out.timeout
+
+
+def test_interim_answers_are_skipped_before_the_real_one() -> None:
+    interim = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: x\r\n\r\n"
+    for head, tail in _every_split(interim + KEEP_ALIVE):
+        _, answer = _read(head, tail)
+        assert answer == (200, BODY, 3253383209)
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"SSH-2.0-OpenSSH\r\n\r\n",
+        b"HTTP/1.1 2x0 OK\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 1_0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nx-amz-crc32: abc\r\nContent-Length: 2\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        b"HTTP/1.1 101 Switching Protocols\r\n\r\n",
+    ],
+    ids=["not-http", "status", "negative", "plus", "underscore", "crc", "chunk-size", "101"],
+)
+def test_a_malformed_answer_is_unanswered(head: bytes) -> None:
+    with pytest.raises(Unanswered) as raised:
+        _read(head)
+    assert isinstance(raised.value.cause, ValueError)
+
+
+def test_a_head_without_end_is_refused_past_its_cap() -> None:
+    reader, answer = _read(b"HTTP/1.1 200 OK\r\n", b"X: " + b"a" * (MAX_HEAD - 100))
+    assert answer is None
+    with pytest.raises(Unanswered, match="too large"):
+        reader.feed(b"a" * 200)
+
+
+def test_one_reader_reads_successive_answers_on_a_kept_connection() -> None:
+    reader = ResponseReader()
+    for index in range(3):
+        reader.start()
+        assert reader.reused == (index > 0)
+        assert reader.feed(KEEP_ALIVE) == (200, BODY, 3253383209)
+        assert reader.keep and reader.quiet
