@@ -3,8 +3,9 @@
 Read it like DESIGN.md section 3: each row of :data:`TRANSITIONS` says where a
 guard goes when an event happens in a state, and its comment names the request
 the lease sends from there. The lease changes state only through
-:func:`advance`; a pair missing from the table is a bug in the engine, and
-raises :class:`IllegalTransition` instead of leaving a guard half-moved.
+``LeaseBase._move``, which looks the pair up as :func:`advance` does; a pair
+missing from the table is a bug in the engine, and raises
+:class:`IllegalTransition` instead of leaving a guard half-moved.
 
 A guard's life::
 
@@ -92,10 +93,10 @@ TRANSITIONS: Final[dict[tuple[State, Event], State]] = {
 #: learn that it had been lost.
 FINISHED: Final = frozenset({S.RELEASED, S.LOST, S.NOT_ACQUIRED, S.CANCELLED})
 
-# The table indexed by event: a transition is then two dict lookups, no key tuple.
-_BY_EVENT: Final[dict[Event, dict[State, State]]] = {event: {} for event in Event}
+#: The same table indexed by event, then state: a lookup builds no key tuple.
+NEXT_STATE: Final[dict[Event, dict[State, State]]] = {event: {} for event in Event}
 for (_state, _event), _next in TRANSITIONS.items():
-    _BY_EVENT[_event][_state] = _next
+    NEXT_STATE[_event][_state] = _next
 del _state, _event, _next
 
 
@@ -114,6 +115,6 @@ class IllegalTransition(RuntimeError):
 def advance(state: State, event: Event) -> State:
     """The state after ``event`` in ``state``, by :data:`TRANSITIONS`; raises if not allowed."""
     try:
-        return _BY_EVENT[event][state]
+        return NEXT_STATE[event][state]
     except KeyError:
         raise IllegalTransition(state, event) from None
