@@ -110,17 +110,18 @@ class BlockingPool(Endpoint[_Connection]):
                     self.host, self.port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
                 )
                 addresses = self.learn(infos, time.monotonic())
-            with ConnectWalk(self, addresses) as walk:
+            # Each connect waits in the socket call itself, until the limit.
+            with ConnectWalk(self, addresses, until=limit) as walk:
                 while (sock := walk.pending()) is not None:
                     walk.settle(wait_writable(sock, limit - time.monotonic()))
             sock = walk.result()
-            try:
-                sock.settimeout(_left(limit))
-                if self.ssl_context is not None:
+            if self.ssl_context is not None:
+                try:
+                    sock.settimeout(_left(limit))
                     sock = self.ssl_context.wrap_socket(sock, server_hostname=self.host)
-            except BaseException:
-                sock.close()
-                raise
+                except BaseException:
+                    sock.close()
+                    raise
         except OSError as error:
             raise self.connect_failed(error) from None
         self.connected()

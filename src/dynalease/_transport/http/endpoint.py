@@ -64,14 +64,13 @@ class IdleConnections(Generic[C]):
 
     def take(self) -> C | None:
         """An idle connection fit to carry a request, or None."""
-        now = time.monotonic()
         while True:
             with self._lock:
                 if not self._idle:
                     return None
                 # The most recently used is the least likely to have been dropped.
                 connection, since = self._idle.pop()
-            if now - since < IDLE_REUSE_S and connection.quiet():
+            if time.monotonic() - since < IDLE_REUSE_S and connection.quiet():
                 return connection
             connection.close()
 
@@ -184,15 +183,22 @@ class ConnectWalk:
 
     A timeout ends the walk: no other address would have any time left. Leaving
     the ``with`` block early (a cancellation) closes the socket under way.
+
+    With ``until`` (a :func:`time.monotonic` limit) each connect waits inside the
+    socket call itself, up to that time: a blocking caller then spends one call
+    per address, and :meth:`pending` only returns a socket whose time ran out.
     """
 
-    def __init__(self, endpoint: Endpoint[Any], addresses: list[Address]) -> None:
+    def __init__(
+        self, endpoint: Endpoint[Any], addresses: list[Address], until: float | None = None
+    ) -> None:
         self._endpoint = endpoint
         self._addresses = addresses
+        self._until = until
         self._index = -1
         self._waiting: socket.socket | None = None
         self._connected: socket.socket | None = None
-        self._failure = OSError(f"no address to connect to for {endpoint.host!r}")
+        self._failure: OSError | None = None
 
     def __enter__(self) -> ConnectWalk:
         return self
@@ -207,7 +213,8 @@ class ConnectWalk:
         while self._connected is None and self._index + 1 < len(self._addresses):
             self._index += 1
             family, address = self._addresses[self._index]
-            sock = open_socket(family)
+            until = self._until
+            sock = open_socket(family, None if until is None else until - time.monotonic())
             try:
                 error = start_connect(sock, address)
             except BaseException:
@@ -231,7 +238,7 @@ class ConnectWalk:
     def result(self) -> socket.socket:
         """The connected socket; raises the last address's failure when none accepted."""
         if self._connected is None:
-            raise self._failure
+            raise self._failure or OSError(f"no address to connect to for {self._endpoint.host!r}")
         return self._connected
 
     def _outcome(self, sock: socket.socket, error: int) -> None:

@@ -30,11 +30,17 @@ CONNECTING = frozenset({errno.EINPROGRESS, errno.EALREADY, errno.EWOULDBLOCK, er
 _HAS_POLL = hasattr(select, "poll")
 
 
-def open_socket(family: int) -> socket.socket:
-    """A non-blocking TCP socket with the options every lean connection has."""
+def open_socket(family: int, timeout: float | None = None) -> socket.socket:
+    """A TCP socket with the options every lean connection has.
+
+    Non-blocking, or with ``timeout`` its calls wait up to that long themselves.
+    """
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
-        sock.setblocking(False)
+        if timeout is None:
+            sock.setblocking(False)
+        else:
+            sock.settimeout(max(timeout, 1e-3))
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
     except BaseException:
@@ -47,10 +53,12 @@ def start_connect(sock: socket.socket, address: tuple[Any, ...]) -> int:
     """Start connecting: 0 when connected, an errno, or one of :data:`CONNECTING`.
 
     On loopback the handshake is often over before ``connect`` returns; asking
-    at once saves the driver a wait (two turns of an event loop).
+    at once saves the driver a wait (two turns of an event loop). A socket with
+    a timeout waits here until it is over, or answers EWOULDBLOCK once its time
+    ran out.
     """
     error = sock.connect_ex(address)
-    if error in CONNECTING and _ready(sock, writable=True, timeout=0):
+    if error in CONNECTING and sock.gettimeout() == 0.0 and _ready(sock, writable=True, timeout=0):
         return connect_error(sock)
     return error
 

@@ -1,0 +1,207 @@
+"""Which transports a DynamoDBClient gets, from its arguments, a session or a boto3 client.
+
+Every client has two: one for the caller's own requests (item helpers,
+transactions), always botocore with the caller's retry settings; and one for
+lock requests, lean or botocore (see :func:`.lean.transport_choice`), with SDK
+retries off and the protocol's timeouts. botocore clients are made on first
+use, so a client whose lock requests take the lean path and whose settings are
+all in arguments and the environment never imports botocore to lock.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .boto import LOCK_CONNECT_TIMEOUT_S, BotoTransport, lock_config
+from .lean import LeanTransport, lock_transport, transport_choice
+
+if TYPE_CHECKING:
+    import boto3
+    from botocore.client import BaseClient
+
+    from .._engine.store import Transport
+    from .config import DirectConfig
+
+
+@dataclass(frozen=True, slots=True)
+class Transports:
+    """What a client sends through, and where it sends."""
+
+    items: Transport
+    locks: Transport
+    region: str | None
+    endpoint_url: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """A client's explicit arguments (already validated); None means "from AWS's chain"."""
+
+    region: str | None = None
+    endpoint_url: str | None = None
+    access_key: str | None = None
+    secret_key: str | None = None
+    session_token: str | None = None
+    profile: str | None = None
+    connect_timeout: float | None = None
+    read_timeout: float | None = None
+    max_retries: int | None = None
+    transport: str | None = None
+
+
+def from_settings(settings: Settings) -> Transports:
+    """Transports for ``DynamoDBClient(...)``'s arguments."""
+    choice = transport_choice(settings.transport)
+    options: dict[str, Any] = {}
+    if settings.connect_timeout is not None:
+        options["connect_timeout"] = settings.connect_timeout
+    if settings.read_timeout is not None:
+        options["read_timeout"] = settings.read_timeout
+    if settings.max_retries is not None:
+        options["retries"] = {"total_max_attempts": settings.max_retries + 1, "mode": "standard"}
+
+    def make_session() -> Any:
+        import boto3
+
+        return boto3.Session(
+            aws_access_key_id=settings.access_key,
+            aws_secret_access_key=settings.secret_key,
+            aws_session_token=settings.session_token,
+            region_name=settings.region,
+            profile_name=settings.profile,
+        )
+
+    def make_config() -> Any:
+        from botocore.config import Config
+
+        return Config(**options) if options else None
+
+    direct = None
+    if choice == "lean":
+        from .config import direct_config
+
+        # When the settings are all in arguments and the environment, lock
+        # requests need no botocore at all: a fresh process locks sooner.
+        connect = settings.connect_timeout or LOCK_CONNECT_TIMEOUT_S
+        direct = direct_config(
+            region=settings.region,
+            endpoint_url=settings.endpoint_url,
+            access_key=settings.access_key,
+            secret_key=settings.secret_key,
+            session_token=settings.session_token,
+            profile=settings.profile,
+            connect_timeout=min(LOCK_CONNECT_TIMEOUT_S, connect),
+        )
+    if direct is None:
+        return _over_session(make_session(), settings.endpoint_url, make_config(), choice)
+    return _direct(make_session, make_config, settings.endpoint_url, direct)
+
+
+def from_session(
+    session: boto3.Session, endpoint_url: str | None, transport: str | None
+) -> Transports:
+    """Transports for ``DynamoDBClient.from_session``."""
+    return _over_session(session, endpoint_url, None, transport_choice(transport))
+
+
+def from_client(dynamodb: BaseClient, transport: str | None) -> Transports:
+    """Transports for ``DynamoDBClient.from_client``: the caller's client for their requests.
+
+    Lock requests go through a sibling client with the same Region, endpoint
+    and credentials (shared, so refreshes apply to both) but with SDK retries
+    off and the protocol's timeouts.
+    """
+    choice = transport_choice(transport)
+
+    def lock_client() -> BaseClient:
+        import botocore.session
+
+        session = botocore.session.get_session()
+        sibling: Any = session.create_client(
+            "dynamodb",
+            region_name=dynamodb.meta.region_name,
+            endpoint_url=dynamodb.meta.endpoint_url,
+            config=lock_config(dynamodb.meta.config),
+            aws_access_key_id="placeholder",
+            aws_secret_access_key="placeholder",
+        )
+        # Share the credentials object so refreshable credentials stay fresh.
+        source: Any = dynamodb
+        sibling._request_signer._credentials = source._request_signer._credentials
+        made: BaseClient = sibling
+        return made
+
+    return Transports(
+        BotoTransport(lambda: dynamodb),
+        lock_transport(lock_client, choice),
+        region=dynamodb.meta.region_name,
+        endpoint_url=dynamodb.meta.endpoint_url,
+    )
+
+
+def _over_session(session: Any, endpoint_url: str | None, config: Any, choice: str) -> Transports:
+    # botocore reads AWS_DEFAULT_REGION only; AWS_REGION is what Lambda and the
+    # other AWS SDKs set, and what users expect to work.
+    region = session.region_name or os.environ.get("AWS_REGION") or None
+    if region is None:
+        raise ValueError(
+            "no AWS Region is configured: pass region=..., or set AWS_REGION / "
+            "AWS_DEFAULT_REGION, or use a profile that sets one"
+        )
+    return _botocore_clients(
+        lambda: (session, config),
+        region,
+        endpoint_url,
+        lambda locks: lock_transport(locks, choice),
+    )
+
+
+def _direct(
+    make_session: Callable[[], Any],
+    make_config: Callable[[], Any],
+    endpoint_url: str | None,
+    direct: DirectConfig,
+) -> Transports:
+    """Lean lock requests from ``direct``; botocore only when something needs it."""
+    made: list[tuple[Any, Any]] = []
+
+    def session_and_config() -> tuple[Any, Any]:
+        if not made:  # built at most once (a race builds two; either is right)
+            made.append((make_session(), make_config()))
+        return made[0]
+
+    return _botocore_clients(
+        session_and_config,
+        direct.region,
+        endpoint_url,
+        lambda locks: LeanTransport(locks, direct),
+    )
+
+
+def _botocore_clients(
+    session_and_config: Callable[[], tuple[Any, Any]],
+    region: str,
+    endpoint_url: str | None,
+    make_lock_transport: Callable[[Callable[[], BaseClient]], Transport],
+) -> Transports:
+    """botocore clients made on first use: the caller's, and the lock client."""
+
+    def client(lock: bool) -> BaseClient:
+        session, config = session_and_config()
+        made: BaseClient = session.client(
+            "dynamodb",
+            region_name=region,
+            endpoint_url=endpoint_url,
+            config=lock_config(config) if lock else config,
+        )
+        return made
+
+    return Transports(
+        BotoTransport(lambda: client(False)),
+        make_lock_transport(lambda: client(True)),
+        region=region,
+        endpoint_url=endpoint_url,
+    )
