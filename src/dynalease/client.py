@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import boto3
     from botocore.client import BaseClient
 
-    from ._transport.config import DirectConfig
+    from ._transport.factory import Transports
 
 __all__ = ["DynamoDBClient"]
 
@@ -109,53 +109,24 @@ class DynamoDBClient:
             isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0
         ):
             raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
-        from ._transport.lean import transport_choice
+        from ._transport.factory import Settings, from_settings
 
-        choice = transport_choice(transport)
-        options: dict[str, Any] = {}
-        if connect is not None:
-            options["connect_timeout"] = connect
-        if read is not None:
-            options["read_timeout"] = read
-        if max_retries is not None:
-            options["retries"] = {"total_max_attempts": max_retries + 1, "mode": "standard"}
-
-        def make_session() -> Any:
-            import boto3
-
-            return boto3.Session(
-                aws_access_key_id=access_key,
-                aws_secret_access_key=secret_key,
-                aws_session_token=session_token,
-                region_name=region,
-                profile_name=profile,
+        self._setup_transports(
+            from_settings(
+                Settings(
+                    region=region,
+                    endpoint_url=endpoint_url,
+                    access_key=access_key,
+                    secret_key=secret_key,
+                    session_token=session_token,
+                    profile=profile,
+                    connect_timeout=connect,
+                    read_timeout=read,
+                    max_retries=max_retries,
+                    transport=transport,
+                )
             )
-
-        def make_config() -> Any:
-            from botocore.config import Config
-
-            return Config(**options) if options else None
-
-        direct = None
-        if choice == "lean":
-            from ._transport.boto import LOCK_CONNECT_TIMEOUT_S
-            from ._transport.config import direct_config
-
-            # When the settings are all in arguments and the environment, lock
-            # requests need no botocore at all: a fresh process locks sooner.
-            direct = direct_config(
-                region=region,
-                endpoint_url=endpoint_url,
-                access_key=access_key,
-                secret_key=secret_key,
-                session_token=session_token,
-                profile=profile,
-                connect_timeout=min(LOCK_CONNECT_TIMEOUT_S, connect or LOCK_CONNECT_TIMEOUT_S),
-            )
-        if direct is None:
-            self._setup_boto(make_session(), endpoint_url, make_config(), choice)
-        else:
-            self._setup_direct(make_session, make_config, endpoint_url, direct)
+        )
 
     # --- construction -----------------------------------------------------
 
@@ -168,11 +139,10 @@ class DynamoDBClient:
         transport: str | None = None,
     ) -> DynamoDBClient:
         """Use an existing ``boto3.Session`` (its credentials, Region and profile)."""
-        from ._transport.lean import transport_choice
+        from ._transport.factory import from_session
 
-        choice = transport_choice(transport)
         client = cls.__new__(cls)
-        client._setup_boto(session, endpoint_url, None, choice)
+        client._setup_transports(from_session(session, endpoint_url, transport))
         return client
 
     @classmethod
@@ -189,115 +159,18 @@ class DynamoDBClient:
             raise TypeError(
                 "from_client() needs a boto3 DynamoDB client, e.g. boto3.client('dynamodb')"
             )
-        from ._transport.boto import BotoTransport, lock_config
-        from ._transport.lean import lock_transport, transport_choice
-
-        choice = transport_choice(transport)
-
-        def lock_client() -> BaseClient:
-            import botocore.session
-
-            session = botocore.session.get_session()
-            sibling: Any = session.create_client(
-                "dynamodb",
-                region_name=dynamodb.meta.region_name,
-                endpoint_url=dynamodb.meta.endpoint_url,
-                config=lock_config(dynamodb.meta.config),
-                aws_access_key_id="placeholder",
-                aws_secret_access_key="placeholder",
-            )
-            # Share the credentials object so refreshable credentials stay fresh.
-            source: Any = dynamodb
-            sibling._request_signer._credentials = source._request_signer._credentials
-            made: BaseClient = sibling
-            return made
+        from ._transport.factory import from_client
 
         client = cls.__new__(cls)
-        client._setup(
-            BotoTransport(lambda: dynamodb),
-            lock_transport(lock_client, choice),
-            region=dynamodb.meta.region_name,
-            endpoint_url=dynamodb.meta.endpoint_url,
-        )
+        client._setup_transports(from_client(dynamodb, transport))
         return client
 
-    def _setup_boto(
-        self, session: Any, endpoint_url: str | None, config: Any, transport: str
-    ) -> None:
-        from ._transport.lean import lock_transport
-
-        # botocore reads AWS_DEFAULT_REGION only; AWS_REGION is what Lambda and the
-        # other AWS SDKs set, and what users expect to work.
-        region = session.region_name or os.environ.get("AWS_REGION") or None
-        if region is None:
-            raise ValueError(
-                "no AWS Region is configured: pass region=..., or set AWS_REGION / "
-                "AWS_DEFAULT_REGION, or use a profile that sets one"
-            )
-
-        self._setup_clients(
-            lambda: (session, config),
-            region,
-            endpoint_url,
-            lambda locks: lock_transport(locks, transport),
-        )
-
-    def _setup_direct(
-        self,
-        make_session: Callable[[], Any],
-        make_config: Callable[[], Any],
-        endpoint_url: str | None,
-        direct: DirectConfig,
-    ) -> None:
-        """Lean lock requests from ``direct``; botocore only when something needs it."""
-        from ._transport.lean import LeanTransport
-
-        made: list[tuple[Any, Any]] = []
-
-        def session_and_config() -> tuple[Any, Any]:
-            if not made:  # built at most once (a race builds two; either is right)
-                made.append((make_session(), make_config()))
-            return made[0]
-
-        self._setup_clients(
-            session_and_config,
-            direct.region,
-            endpoint_url,
-            lambda locks: LeanTransport(locks, direct),
-        )
-
-    def _setup_clients(
-        self,
-        session_and_config: Callable[[], tuple[Any, Any]],
-        region: str,
-        endpoint_url: str | None,
-        lock_transport: Callable[[Callable[[], BaseClient]], Transport],
-    ) -> None:
-        """botocore clients made on first use: the user's, and the lock client."""
-        from ._transport.boto import BotoTransport, lock_config
-
-        def items() -> BaseClient:
-            session, config = session_and_config()
-            client: BaseClient = session.client(
-                "dynamodb", region_name=region, endpoint_url=endpoint_url, config=config
-            )
-            return client
-
-        def locks() -> BaseClient:
-            session, config = session_and_config()
-            client: BaseClient = session.client(
-                "dynamodb",
-                region_name=region,
-                endpoint_url=endpoint_url,
-                config=lock_config(config),
-            )
-            return client
-
+    def _setup_transports(self, transports: Transports) -> None:
         self._setup(
-            BotoTransport(items),
-            lock_transport(locks),
-            region=region,
-            endpoint_url=endpoint_url,
+            transports.items,
+            transports.locks,
+            region=transports.region,
+            endpoint_url=transports.endpoint_url,
         )
 
     def _setup(

@@ -1,0 +1,167 @@
+"""The package's structure, as docs/architecture.md draws it, checked against the code.
+
+Every ``import`` in ``src/dynalease`` (module level, inside functions and under
+``TYPE_CHECKING`` alike) is read with :mod:`ast`; the modules must form no
+cycle, each room may import only the rooms below it, and no module may grow
+past the size the style guide sets.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+PACKAGE = SRC / "dynalease"
+MAX_LINES = 420  # "a few hundred lines at most"; ~400 with a little slack for docstrings
+
+#: Room -> the rooms its modules may import (besides their own). Faces sit on the
+#: engine; transports plug in below the engine's store interface; Lambda, CLI, CDK,
+#: testing and demo each sit on the faces and never the other way round.
+BASE = {"exceptions", "constants"}
+ALLOWED: dict[str, set[str]] = {
+    "exceptions": set(),
+    "constants": set(),
+    "metrics": BASE,
+    "keys": BASE,
+    "_engine": BASE,
+    "_values": BASE,
+    "_transport": BASE | {"_engine", "_values"},
+    "lock": BASE | {"_engine", "metrics", "keys", "client", "transaction"},
+    "transaction": BASE | {"_engine", "_values", "client"},
+    "client": BASE | {"_engine", "_transport", "_values"},
+    "__init__": BASE | {"client", "lock", "transaction", "metrics"},
+    "_lambda": BASE | {"_engine", "client", "lock", "keys", "metrics"},
+    "middleware": BASE | {"_lambda", "client", "lock", "keys", "metrics"},
+    "testing": BASE | {"_engine", "_transport", "_values", "client"},
+    "cdk": BASE,
+    "_tooling": BASE | {"_engine", "client"},
+    "demo": BASE
+    | {"_engine", "_values", "_lambda", "_tooling", "client", "lock", "transaction", "keys"}
+    | {"metrics"},
+    "cli": BASE
+    | {"__init__", "_engine", "_values", "_lambda", "_tooling", "client", "lock", "keys"}
+    | {"metrics", "demo", "testing"},
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+@cache
+def _modules() -> dict[str, Path]:
+    return {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """The dynalease modules that ``name`` imports, anywhere in its text."""
+    modules = _modules()
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                candidate = f"{target}.{alias.name}"
+                if candidate in modules:
+                    found.add(candidate)
+                elif target in modules:
+                    found.add(target)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name in modules)
+    found.discard(name)
+    return found
+
+
+@cache
+def _graph() -> dict[str, frozenset[str]]:
+    return {name: frozenset(_imports(name, path)) for name, path in _modules().items()}
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _cycles(graph: dict[str, frozenset[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": frozenset({"b"}), "b": frozenset({"c"}), "c": frozenset({"a"}), "d": frozenset()}
+    assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def test_no_module_imports_another_in_a_circle() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_every_room_is_known_to_the_layer_rules() -> None:
+    rooms = {_room(module) for module in _modules()}
+    assert rooms <= set(ALLOWED), f"add {sorted(rooms - set(ALLOWED))} to ALLOWED and the docs"
+
+
+def test_each_room_imports_only_the_rooms_below_it() -> None:
+    wrong = sorted(
+        f"{module} -> {target}"
+        for module, targets in _graph().items()
+        for target in targets
+        if _room(target) != _room(module) and _room(target) not in ALLOWED.get(_room(module), set())
+    )
+    assert wrong == []
+
+
+def test_no_module_is_longer_than_a_few_hundred_lines() -> None:
+    long = {
+        name: lines
+        for name, path in _modules().items()
+        if (lines := len(path.read_text().splitlines())) > MAX_LINES
+    }
+    assert long == {}
