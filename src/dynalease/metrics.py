@@ -16,8 +16,8 @@ class LockMetrics:
     attempts. An uncontended guard released before its first renewal makes two
     writes; each confirmed renewal adds one. Capacity totals include only
     successful responses that report capacity: failed conditions and lost
-    responses may consume capacity too, so these totals are not the bill. The
-    in-memory backend reports zero capacity.
+    responses may consume capacity too, so these totals are not the bill.
+    ``dynalease.testing.MemoryBackend`` reports the capacity moto computes.
     """
 
     read_requests: int = 0

@@ -25,7 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "constants": set(),
     "metrics": BASE,
     "keys": BASE,
-    "_engine": BASE,
+    "_engine": BASE | {"metrics"},
     "_values": BASE,
     "_transport": BASE | {"_engine", "_values"},
     "lock": BASE | {"_engine", "metrics", "keys", "client", "transaction"},

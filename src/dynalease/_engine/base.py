@@ -16,9 +16,10 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ..exceptions import LockLost
+from ..metrics import LockMetrics
 from . import protocol as p
 from .clock import Clock, Stamp, SystemClock
-from .counters import Counters, Tally
+from .counters import Tally
 from .observations import Observations
 from .states import NEXT_STATE, Event, IllegalTransition, State
 from .store import LockStore, Reply
@@ -110,7 +111,7 @@ class LeaseBase:
 
     # --- what other threads may ask ------------------------------------------
 
-    def counters(self) -> Counters:
+    def counters(self) -> LockMetrics:
         """A consistent-enough snapshot of the request counters."""
         return self.tally.snapshot(lost=self.loss is not None)
 

@@ -101,9 +101,9 @@ class Requests(LeaseBase):
         elif timeout <= 0:
             raise BudgetSpent
         elif kind == "read":
-            tally.reads += 1
+            tally.read_requests += 1
         else:
-            tally.writes += 1
+            tally.write_requests += 1
         task: asyncio.Future[Reply]
         if self._limited and not replayed:
             task = await self._limited_request(kind, make, timeout)
@@ -124,9 +124,9 @@ class Requests(LeaseBase):
             tally.request_failures += 1
             raise
         if kind == "read":
-            tally.rcu += reply.capacity
+            tally.consumed_rcu += reply.capacity
         else:
-            tally.wcu += reply.capacity
+            tally.consumed_wcu += reply.capacity
         return reply
 
     async def _limited_request(
