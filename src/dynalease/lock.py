@@ -13,14 +13,10 @@ import functools
 import inspect
 import weakref
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
-from ._engine.clock import SYSTEM_CLOCK
 from ._engine.lease import Lease
 from ._engine.protocol import check_durations
-from ._engine.scheduling import deferred_renewals
 from ._engine.states import State
 from .client import DynamoDBClient, check_table_name
 from .exceptions import DynamoDBError, LockLost, ValidationError
@@ -156,7 +152,7 @@ class _Guard:
     @property
     def metrics(self) -> LockMetrics:
         """A snapshot of this guard's requests, renewals, wait and capacity."""
-        return LockMetrics(**asdict(self._lease.counters()))
+        return self._lease.counters()
 
     def _prepare(self) -> None:
         if self._lease.state is not State.NEW:
@@ -238,10 +234,7 @@ class DistributedLock(_Guard):
         return self
 
     async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
+        self, exc_type: object, exc: BaseException | None, traceback: object
     ) -> None:
         self._stop_watching()
         try:
@@ -263,57 +256,17 @@ class SyncDistributedLock(_Guard):
 
     def __enter__(self) -> SyncDistributedLock:
         self._prepare()
-        runtime, lease = self._client._runtime(), self._lease
         try:
-            if lease.store.blocking_ready():
-                # The first create goes out from this thread; the engine on the
-                # runtime takes over only if it did not simply succeed.
-                try:
-                    first = lease.acquire_blocking()
-                except BaseException:
-                    runtime.call_soon(lease.abandon_first)
-                    raise
-                if first is not None:
-                    runtime.run(lease.acquire(first))
-                elif lease.clock is SYSTEM_CLOCK:
-                    deferred_renewals(runtime.loop).add(lease)
-                else:
-                    runtime.call_soon(lease.start_renewing)
-            else:
-                runtime.run(lease.acquire())
+            self._lease.hold_from_caller(self._client._runtime())
         except DynamoDBError as error:
             raise self._explain(error) from error
         self._watch_dropped()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, traceback: object) -> None:
         self._stop_watching()
-        runtime, lease = self._client._runtime(), self._lease
         try:
-            # Like the async exit, the release is shielded: an interrupt (Ctrl-C)
-            # while waiting for it must not cancel it, or the row would wait out
-            # its lease. The delete goes out from this thread when it can.
-            if lease.store.blocking_ready():
-                try:
-                    first = lease.release_blocking()
-                except BaseException:
-                    runtime.submit(lease.release(lease.interrupted_release()))
-                    raise
-                if first is None:
-                    if lease.after_blocking_release():
-                        runtime.call_soon(lease.released_elsewhere)
-                    if lease.state is State.LOST:
-                        raise lease.lost_error()
-                    return
-                release = runtime.submit(lease.release(first))
-            else:
-                release = runtime.submit(lease.release())
-            release.result()
+            self._lease.release_from_caller(self._client._runtime())
         except Exception as cleanup_error:
             self._note_cleanup(exc, cleanup_error)
 

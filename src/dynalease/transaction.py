@@ -9,7 +9,6 @@ that guard, so DynamoDB rejects the transaction after a release or takeover.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ._values import to_attribute, to_item
@@ -175,12 +174,7 @@ class SyncTransaction(_TransactionBase):
     def __enter__(self) -> SyncTransaction:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, traceback: object) -> None:
         if exc is None:
             self.client._check_process()
             self._commit()
@@ -193,10 +187,7 @@ class Transaction(_TransactionBase):
         return self
 
     async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
+        self, exc_type: object, exc: BaseException | None, traceback: object
     ) -> None:
         if exc is None:
             await self.client._in_pool(self._commit)

@@ -14,15 +14,64 @@ import asyncio
 from ..exceptions import DynamoDBError
 from . import protocol as p
 from .acquire import Acquiring
-from .clock import Stamp
+from .clock import SYSTEM_CLOCK, Stamp
 from .release import Releasing
 from .requests import FirstWrite, interrupted_failure
-from .states import Event
+from .runtime import Runtime
+from .scheduling import deferred_renewals
+from .states import Event, State
 from .store import ConditionFailed
 
 
 class CallerPath(Acquiring, Releasing):
     """The blocking halves of acquire and release, run in a sync caller's thread."""
+
+    def hold_from_caller(self, runtime: Runtime) -> None:
+        """Acquire for a sync caller, blocking; the first create goes out from this thread.
+
+        The engine on the runtime loop takes over only if that create did not
+        simply succeed. A lease acquired here gets its renewal task when the
+        first renewal is due (:class:`.scheduling.DeferredRenewals`), so a short
+        hold never wakes the runtime loop at all.
+        """
+        if not self.store.blocking_ready():
+            runtime.run(self.acquire())
+            return
+        try:
+            first = self.acquire_blocking()
+        except BaseException:
+            runtime.call_soon(self.abandon_first)
+            raise
+        if first is not None:
+            runtime.run(self.acquire(first))
+        elif self.clock is SYSTEM_CLOCK:
+            deferred_renewals(runtime.loop).add(self)
+        else:
+            runtime.call_soon(self.start_renewing)
+
+    def release_from_caller(self, runtime: Runtime) -> None:
+        """Release for a sync caller, blocking; the delete goes out from this thread.
+
+        The release is shielded, as an async guard's is: an interrupt (Ctrl-C)
+        while waiting for it must not cancel it, or the row would wait out its
+        lease; so the wait is on a submitted future, never a cancellable run.
+        Raises like :meth:`release`.
+        """
+        if not self.store.blocking_ready():
+            runtime.submit(self.release()).result()
+            return
+        try:
+            first = self.release_blocking()
+        except BaseException:
+            runtime.submit(self.release(self.interrupted_release()))
+            raise
+        if first is not None:
+            runtime.submit(self.release(first)).result()
+            return
+        if self.after_blocking_release():
+            runtime.call_soon(self.released_elsewhere)
+        if self.state is State.LOST:
+            raise self.lost_error()
 
     #: The write in flight from the caller's thread, until answered: what an
     #: interrupt (Ctrl-C) leaves for the runtime loop to finish.
@@ -52,7 +101,7 @@ class CallerPath(Acquiring, Releasing):
             single=single,
         )
         tally = self.tally
-        tally.writes += 1
+        tally.write_requests += 1
         self._interrupted = first  # until answered: ``abandon_first`` cleans up after an interrupt
         try:
             reply = self.store.create_blocking(self.table, row, timeout, first.adopt_late)
@@ -63,7 +112,7 @@ class CallerPath(Acquiring, Releasing):
         finally:
             tally.wait_ms = (self.clock.monotonic() - start) * 1000
         self._interrupted = None
-        tally.wcu += reply.capacity
+        tally.consumed_wcu += reply.capacity
         self._confirm(version, stamp)
         self._now_held()
         return None

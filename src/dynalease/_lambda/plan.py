@@ -12,7 +12,6 @@ import os
 import threading
 import time
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any
 
 from .._engine.protocol import check_durations
@@ -221,12 +220,7 @@ class Holding:
             raise no_time.to_lock_error(table, key) from None
         return wait, remaining
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, traceback: object) -> None:
         guard = self._guard
         assert guard is not None and self._token is not None
         CURRENT_LOCK.reset(self._token)

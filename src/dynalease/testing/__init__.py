@@ -22,7 +22,6 @@ Example::
 
 from __future__ import annotations
 
-from types import TracebackType
 from typing import Any
 
 from ..client import DynamoDBClient
@@ -87,10 +86,5 @@ class MemoryBackend:
     def __enter__(self) -> MemoryBackend:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.clear()
