@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..client import DynamoDBClient
@@ -47,6 +47,14 @@ def connection_options(parser: argparse.ArgumentParser, endpoint_default: str = 
     group.add_argument(
         "--profile", metavar="NAME", help="named profile from the shared AWS config files"
     )
+
+
+def table_command(commands: Any, name: str, help: str, description: str) -> argparse.ArgumentParser:
+    """Register a command on one lock table: the connection options and a required ``--table``."""
+    parser: argparse.ArgumentParser = commands.add_parser(name, help=help, description=description)
+    connection_options(parser)
+    parser.add_argument("--table", required=True, type=table_name, help="lock table")
+    return parser
 
 
 def table_name(value: str) -> str:

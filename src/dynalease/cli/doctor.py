@@ -9,20 +9,19 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import EXIT_FAILED, EXIT_OK, connection_options, make_client, table_name
+from .common import EXIT_FAILED, EXIT_OK, make_client, table_command
 
 
 def add_parser(commands: Any) -> None:
     """Register ``doctor`` and its options on the ``dynalease`` subcommands."""
-    doctor = commands.add_parser(
+    table_command(
+        commands,
         "doctor",
-        help="check that a table is usable as a lock table, with a fix for each problem",
-        description="Check a lock table: reachable with these credentials, partition key 'key' "
+        "check that a table is usable as a lock table, with a fix for each problem",
+        "Check a lock table: reachable with these credentials, partition key 'key' "
         "of type S, no sort key, TTL disabled, no global-table replicas. Prints each finding "
         "with its fix; exits 1 when there is a problem. Read-only.",
     )
-    connection_options(doctor)
-    doctor.add_argument("--table", required=True, type=table_name, help="lock table")
 
 
 def run(args: argparse.Namespace) -> int:

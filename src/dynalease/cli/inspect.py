@@ -11,21 +11,20 @@ import sys
 import time
 from typing import Any
 
-from .common import EXIT_OK, connection_options, make_client, positive_seconds, table_name
+from .common import EXIT_OK, make_client, positive_seconds, table_command
 
 
 def add_parser(commands: Any) -> None:
     """Register ``inspect`` and its options on the ``dynalease`` subcommands."""
-    inspect = commands.add_parser(
+    inspect = table_command(
+        commands,
         "inspect",
-        help="show the lock rows of a table (read-only); --watch follows renewals",
-        description="Show the lock rows of a table: key, owner, version, lease and whether the "
+        "show the lock rows of a table (read-only); --watch follows renewals",
+        "Show the lock rows of a table: key, owner, version, lease and whether the "
         "row is a valid protocol-1 row. Read-only: it never writes. --watch re-reads the rows "
         "and shows renewals and how long each row has been observed unchanged, by the same "
         "rule a contender uses to decide a takeover.",
     )
-    connection_options(inspect)
-    inspect.add_argument("--table", required=True, type=table_name, help="lock table")
     which = inspect.add_mutually_exclusive_group()
     which.add_argument("--key", help="show only this key (one strongly consistent read)")
     which.add_argument("--prefix", help="show only keys starting with this text")
