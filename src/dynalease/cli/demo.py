@@ -9,6 +9,7 @@ this module turns into the command's one-line error and exit status.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
 from .common import (
@@ -73,17 +74,9 @@ def run(args: argparse.Namespace) -> int:
     from ..demo.plan import DemoError, DemoOptions
     from ..demo.runner import run_demo
 
+    # Every field of DemoOptions is an option of the parser above, under its name.
     options = DemoOptions(
-        endpoint=args.endpoint,
-        region=args.region,
-        profile=args.profile,
-        table=args.table,
-        duration=args.duration,
-        quick=args.quick,
-        workers=args.workers,
-        keys=args.keys,
-        plain=args.plain,
-        keep_tables=args.keep_tables,
+        **{f.name: getattr(args, f.name) for f in dataclasses.fields(DemoOptions)}
     )
     try:
         return EXIT_OK if run_demo(options) else EXIT_FAILED
