@@ -23,16 +23,20 @@ class Tally:
     a count, so that thread counts in ``caller_writes`` and ``caller_wcu``.
     """
 
+    # Requests and what they cost; the runtime loop counts them (and a sync
+    # caller's thread, for its first create, before the loop sees the lease).
     read_requests: int = 0
     write_requests: int = 0
-    renewals: int = 0
-    wait_ms: float = 0.0
     conditional_failures: int = 0
     request_failures: int = 0
-    wait_timeouts: int = 0
-    cleanup_failures: int = 0
     consumed_rcu: float = 0.0
     consumed_wcu: float = 0.0
+    # How the guard's life went.
+    renewals: int = 0
+    wait_ms: float = 0.0
+    wait_timeouts: int = 0
+    cleanup_failures: int = 0
+    # A sync caller's release, counted by that caller's thread alone.
     caller_writes: int = 0
     caller_wcu: float = 0.0
 

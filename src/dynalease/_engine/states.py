@@ -1,8 +1,8 @@
 """The lease state machine as a table: states, events, and the allowed transitions.
 
-Read it like DESIGN.md section 3: each row of :data:`TRANSITIONS` says where a
-guard goes when an event happens in a state, and its comment names the request
-the lease sends from there. The lease changes state only through
+Read it like DESIGN.md section 3: each row of :data:`TABLE` says where a
+guard goes when an event happens in a state, and what the lease sends from
+there. The lease changes state only through
 ``LeaseBase._move``, which looks the pair up as :func:`advance` does; a pair
 missing from the table is a bug in the engine, and raises
 :class:`IllegalTransition` instead of leaving a guard half-moved.
@@ -57,41 +57,52 @@ class Event(enum.Enum):
     ENDED_LOST = "the release is over, ownership was lost"
 
 
-S, E = State, Event
+#: The transitions, one row each, as DESIGN.md section 3 reads: in ``state``, on
+#: ``event``, the guard goes to ``next``, and ``sends`` says what the lease sends
+#: from there. Parsed once into :data:`TRANSITIONS` when the module loads.
+TABLE: Final = """
+state         event        next          sends
+NEW           START        ACQUIRING     PutItem create (attribute_not_exists); on a failed
+                                         condition GetItem polls, then a PutItem takeover once
+                                         the same row was seen for its stored lease_ms
+ACQUIRING     WON          HELD          UpdateItem renewal every lease/3, retried every
+                                         min(lease/12, 1 s) after a failure
+ACQUIRING     GAVE_UP      NOT_ACQUIRED  nothing; a write that may still land is deleted if it does
+ACQUIRING     CANCEL       CANCELLED     as GAVE_UP
+NEW           CANCEL       CANCELLED     nothing: an interrupt in a sync caller's thread before
+                                         the acquire started
+HELD          CANCEL       CANCELLED     DeleteItem of our row: an interrupt just after a sync
+                                         caller's create was confirmed
+HELD          LOSE         LOST          renewals stop; the caller's release still deletes
+HELD          RELEASE      RELEASING     DeleteItem (owner equals ours), reconciled by GetItem
+LOST          RELEASE      RELEASING     as from HELD: the row may still be ours
+RELEASING     LOSE         RELEASING     the delete found another owner and stops
+RELEASING     ENDED        RELEASED      nothing
+RELEASING     ENDED_LOST   LOST          nothing; release raises LockLost
+RELEASED      LOSE         RELEASED      nothing: a later transaction learned the lock had moved on
+"""
 
-#: (state, event) -> next state; the comment says what the lease sends from there.
-TRANSITIONS: Final[dict[tuple[State, Event], State]] = {
-    # PutItem create (attribute_not_exists); on a failed condition GetItem, then a
-    # PutItem takeover once the observed row is older than its lease_ms.
-    (S.NEW, E.START): S.ACQUIRING,
-    # UpdateItem renewal every lease/3 (retried every min(lease/12, 1 s)).
-    (S.ACQUIRING, E.WON): S.HELD,
-    # Nothing; a write that may still land is deleted (DeleteItem) if it does.
-    (S.ACQUIRING, E.GAVE_UP): S.NOT_ACQUIRED,
-    (S.ACQUIRING, E.CANCEL): S.CANCELLED,
-    # An interrupt can land in a sync caller's thread just before the acquire starts
-    # or just after its create was confirmed: nothing sent, or DeleteItem our row.
-    (S.NEW, E.CANCEL): S.CANCELLED,
-    (S.HELD, E.CANCEL): S.CANCELLED,
-    # Renewals stop; the caller's release still sends its DeleteItem.
-    (S.HELD, E.LOSE): S.LOST,
-    # DeleteItem (owner equals ours), reconciled with GetItem when unsure.
-    (S.HELD, E.RELEASE): S.RELEASING,
-    (S.LOST, E.RELEASE): S.RELEASING,
-    # Found while deleting (the row is someone else's): the delete stops; the
-    # release ends in LOST.
-    (S.RELEASING, E.LOSE): S.RELEASING,
-    (S.RELEASING, E.ENDED): S.RELEASED,
-    (S.RELEASING, E.ENDED_LOST): S.LOST,
-    # A transaction committed after the release learns the lock had moved on:
-    # recorded, nothing sent.
-    (S.RELEASED, E.LOSE): S.RELEASED,
-}
+
+def _parse(table: str) -> dict[tuple[State, Event], State]:
+    rows: dict[tuple[State, Event], State] = {}
+    for line in table.strip().splitlines()[1:]:
+        if line.startswith(" "):
+            continue  # the "sends" column goes on
+        state, event, following = line.split()[:3]
+        pair = (State[state], Event[event])
+        if pair in rows:
+            raise ValueError(f"the state table has two rows for {state} on {event}")
+        rows[pair] = State[following]
+    return rows
+
+
+#: (state, event) -> next state, from :data:`TABLE`.
+TRANSITIONS: Final[dict[tuple[State, Event], State]] = _parse(TABLE)
 
 #: The states a guard's life ends in. Two rows leave them, on purpose: a LOST guard
 #: is still released (its row may still be there), and a RELEASED one may still
 #: learn that it had been lost.
-FINISHED: Final = frozenset({S.RELEASED, S.LOST, S.NOT_ACQUIRED, S.CANCELLED})
+FINISHED: Final = frozenset({State.RELEASED, State.LOST, State.NOT_ACQUIRED, State.CANCELLED})
 
 #: The same table indexed by event, then state: a lookup builds no key tuple.
 NEXT_STATE: Final[dict[Event, dict[State, State]]] = {event: {} for event in Event}

@@ -160,3 +160,11 @@ def test_the_lease_changes_state_only_through_the_table() -> None:
 
 def test_a_loss_is_written_in_one_place() -> None:
     assert sorted(_assignments("loss")) == ["base.__init__", "base._lose"]
+
+
+def test_the_table_text_names_each_state_and_event_pair_once() -> None:
+    from dynalease._engine.states import TABLE, _parse
+
+    doubled = TABLE + "HELD          LOSE         LOST          again\n"
+    with pytest.raises(ValueError, match="two rows for HELD on LOSE"):
+        _parse(doubled)
