@@ -60,7 +60,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, Unpack, overload
 
 from .._values import from_item
 from ..client import DynamoDBClient, check_table_name
@@ -74,6 +74,7 @@ __all__ = [
     "RELEASED",
     "WRITE",
     "HistoryReport",
+    "Record",
     "append",
     "check_history",
     "check_records",
@@ -92,6 +93,17 @@ SEQ_ATTR = "seq"
 HEAD_SEQ = 0
 
 Guard = DistributedLock | SyncDistributedLock
+
+
+class Record(TypedDict, total=False):
+    """What a record says besides its owner, as :func:`append` and :func:`commit` take it.
+
+    ``kind`` is one of :data:`KINDS` (default :data:`WRITE`); ``note`` is free
+    text for people (default none).
+    """
+
+    kind: str
+    note: str
 
 
 def create_history_table(client: DynamoDBClient, table: str) -> None:
@@ -115,8 +127,7 @@ def append(
     *,
     table: str,
     sequence: int,
-    kind: str = WRITE,
-    note: str = "",
+    **record: Unpack[Record],
 ) -> None:
     """Add record ``sequence`` of ``guard``'s key to ``transaction``, checked in with ``guard``.
 
@@ -126,6 +137,10 @@ def append(
     the guard owns the lock. One append per key and transaction.
     """
     check_table_name(table)
+    unknown = sorted(record.keys() - Record.__optional_keys__)
+    if unknown:
+        raise TypeError(f"unexpected record fields {unknown}; a record takes kind and note")
+    kind, note = record.get("kind", WRITE), record.get("note", "")
     if isinstance(sequence, bool) or not isinstance(sequence, int) or sequence < 1:
         raise ValueError(f"sequence must be an int >= 1 (the head plus one), got {sequence!r}")
     if kind not in KINDS:
@@ -157,7 +172,7 @@ def append(
         names={"#h": "head", "#o": "owner"},
         values=values,
     )
-    record: dict[str, Any] = {
+    item: dict[str, Any] = {
         KEY_ATTR: key,
         SEQ_ATTR: sequence,
         "owner": guard.owner,
@@ -165,8 +180,8 @@ def append(
         "at": round(time.time(), 6),
     }
     if note:
-        record["note"] = note
-    transaction.put(table, record, condition="attribute_not_exists(#s)", names={"#s": SEQ_ATTR})
+        item["note"] = note
+    transaction.put(table, item, condition="attribute_not_exists(#s)", names={"#s": SEQ_ATTR})
 
 
 def commit(
@@ -174,8 +189,7 @@ def commit(
     guard: SyncDistributedLock,
     *,
     table: str,
-    kind: str = WRITE,
-    note: str = "",
+    **record: Unpack[Record],
 ) -> int:
     """Append one record for ``guard`` in its own transaction; returns its sequence number.
 
@@ -185,23 +199,45 @@ def commit(
     """
     sequence = read_head(client, table, guard.key) + 1
     with SyncTransaction(client) as transaction:
-        append(transaction, guard, table=table, sequence=sequence, kind=kind, note=note)
+        append(transaction, guard, table=table, sequence=sequence, **record)
     return sequence
+
+
+class _RecordCount:
+    """A :class:`HistoryReport` attribute: how many records of one kind the history holds."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    @overload
+    def __get__(self, report: None, owner: type[HistoryReport]) -> _RecordCount: ...
+    @overload
+    def __get__(self, report: HistoryReport, owner: type[HistoryReport]) -> int: ...
+    def __get__(
+        self, report: HistoryReport | None, owner: type[HistoryReport]
+    ) -> _RecordCount | int:
+        return self if report is None else report.records.get(self.kind, 0)
 
 
 @dataclass(frozen=True)
 class HistoryReport:
-    """What :func:`check_history` found; ``ok`` when there are no violations."""
+    """What :func:`check_history` found; ``ok`` when there are no violations.
+
+    ``records`` counts the records by kind, which ``acquisitions``, ``commits``
+    and ``releases`` read.
+    """
 
     keys: int = 0
     owners: int = 0
-    acquisitions: int = 0
-    commits: int = 0
-    releases: int = 0
+    records: Mapping[str, int] = field(default_factory=dict)
     takeovers: int = 0
     overlaps: int = 0
     stale_commits: int = 0
     violations: tuple[str, ...] = field(default_factory=tuple)
+
+    acquisitions = _RecordCount(ACQUIRED)
+    commits = _RecordCount(WRITE)
+    releases = _RecordCount(RELEASED)
 
     @property
     def ok(self) -> bool:
@@ -279,9 +315,7 @@ def check_records(items: Iterable[Mapping[str, Any]]) -> HistoryReport:
     return HistoryReport(
         keys=len(by_key),
         owners=len(owners),
-        acquisitions=counts["acquired"],
-        commits=counts["write"],
-        releases=counts["released"],
+        records={kind: counts[kind] for kind in KINDS},
         takeovers=counts["takeovers"],
         overlaps=counts["overlaps"],
         stale_commits=counts["stale"],
