@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,12 @@ SAME_MOMENT_S = 1.0
 
 #: The crashed row was already taken over and released when we looked.
 RELEASED_ROW = "(released)"
+
+#: What became of a job: the keys of :attr:`WorkerStats.outcomes`.
+COMPLETED, GAVE_UP, LOST, FAILED = "completed", "gave_up", "lost", "failed"
+
+#: The job outcome of an ``invoked`` event's outcome; any other outcome failed.
+INVOCATION_OUTCOMES = {"ok": COMPLETED, "contended": GAVE_UP}
 
 
 def percentile(values: list[float], fraction: float) -> float | None:
@@ -29,17 +36,18 @@ def percentile(values: list[float], fraction: float) -> float | None:
 
 @dataclass
 class WorkerStats:
-    """One process's counts, as reported by its events."""
+    """One process's counts, as reported by its events.
+
+    ``outcomes`` counts its jobs by what became of them (:data:`COMPLETED`,
+    :data:`GAVE_UP`, :data:`LOST`, :data:`FAILED`).
+    """
 
     name: str
     kind: str = "worker"
     state: str = "starting"
     key: str = ""
     since: float = 0.0
-    completions: int = 0
-    gave_up: int = 0
-    lost: int = 0
-    errors: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
     renewals: int = 0
     waits_ms: list[float] = field(default_factory=list)
     reads: list[int] = field(default_factory=list)
@@ -138,7 +146,7 @@ class DemoState:
             customer = str(event["customer"])
             self.uncertain[customer] = self.uncertain.get(customer, 0) + 1
         elif kind == "released" and state is not None:
-            stats.completions += 1
+            stats.outcomes[COMPLETED] += 1
             if event.get("kind") == "ledger":
                 stats.reads.append(int(event["reads"]))
                 stats.writes.append(int(event["writes"]))
@@ -150,14 +158,14 @@ class DemoState:
             self._leave(name, stats, state)
         elif kind in ("gave_up", "lost") and state is not None:
             if kind == "gave_up":
-                stats.gave_up += 1
+                stats.outcomes[GAVE_UP] += 1
                 stats.waits_ms.append(float(event.get("wait_ms", 0.0)))
             else:
-                stats.lost += 1
+                stats.outcomes[LOST] += 1
                 self.note(f"{name} lost {key}: {event.get('error', '')}")
             self._leave(name, stats, state)
         elif kind == "error":
-            stats.errors += 1
+            stats.outcomes[FAILED] += 1
             stats.last_error = str(event.get("error", ""))
             self.note(f"{name}: {stats.last_error}")
         elif kind == "invoked":
@@ -194,12 +202,8 @@ class DemoState:
         outcome = str(event.get("outcome", "error"))
         counts = self.invocations.setdefault(handler, {"ok": 0, "contended": 0, "error": 0})
         counts[outcome] = counts.get(outcome, 0) + 1
-        if outcome == "ok":
-            stats.completions += 1
-        elif outcome == "contended":
-            stats.gave_up += 1
-        else:
-            stats.errors += 1
+        stats.outcomes[INVOCATION_OUTCOMES.get(outcome, FAILED)] += 1
+        if outcome not in INVOCATION_OUTCOMES:
             self.note(f"{stats.name}: {handler} failed: {event.get('detail', '')}")
         stats.waits_ms.append(float(event.get("ms", 0.0)))
 

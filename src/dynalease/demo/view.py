@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from .._tooling.console import plain_table, rich_table
-from .state import DemoState, WorkerStats, percentile
+from .state import COMPLETED, GAVE_UP, LOST, DemoState, WorkerStats, percentile
 
 RECENT = 8
 
@@ -39,9 +39,9 @@ def summary_rows(state: DemoState) -> list[tuple[str, ...]]:
         rows.append(
             (
                 name,
-                str(stats.completions),
-                str(stats.gave_up),
-                str(stats.lost),
+                str(stats.outcomes[COMPLETED]),
+                str(stats.outcomes[GAVE_UP]),
+                str(stats.outcomes[LOST]),
                 _ms(percentile(stats.waits_ms, 0.5)),
                 _ms(percentile(stats.waits_ms, 0.95)),
                 _mean(stats.writes),
@@ -92,7 +92,13 @@ def live_view(state: DemoState, duration: float, where: str) -> Any:
         "processes",
         ("process", "doing", "completions", "gave up", "renewals"),
         [
-            (w.name, _doing(w, now), str(w.completions), str(w.gave_up), str(w.renewals))
+            (
+                w.name,
+                _doing(w, now),
+                str(w.outcomes[COMPLETED]),
+                str(w.outcomes[GAVE_UP]),
+                str(w.renewals),
+            )
             for w in state.workers.values()
         ],
     )
