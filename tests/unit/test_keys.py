@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from engine.lease_harness import TABLE, recording_client
+from support.lease_harness import TABLE, recording_client
 
 from dynalease.keys import MAX_KEY_BYTES, KeyTemplate
 from dynalease.lock import distributed_lock

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from lease_harness import TABLE, Fault, Harness, hang, lost_answer, run
+from support.lease_harness import TABLE, Fault, Harness, hang, lost_answer, run
 
 from dynalease._engine import protocol as p
 from dynalease._engine.observations import Observations

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 import pytest
-from lease_harness import Fault, Harness, lost_answer, run
+from support.lease_harness import Fault, Harness, lost_answer, run
 
 from dynalease._engine import protocol as p
 from dynalease._engine.scheduling import DeferredRenewals

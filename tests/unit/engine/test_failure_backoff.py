@@ -14,7 +14,7 @@ import itertools
 import logging
 
 import pytest
-from lease_harness import Fault, Harness, run
+from support.lease_harness import Fault, Harness, run
 
 from dynalease._engine import protocol
 from dynalease.exceptions import (

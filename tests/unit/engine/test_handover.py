@@ -13,7 +13,7 @@ import contextlib
 import itertools
 from typing import Any
 
-from lease_harness import Harness, run
+from support.lease_harness import Harness, run
 
 from dynalease._engine import protocol as p
 from dynalease._engine.scheduling import WATCH_INTERVAL_S

@@ -11,7 +11,16 @@ import re
 from typing import Any
 
 import pytest
-from lease_harness import TABLE, Fault, Harness, hang, items_of, lost_answer, recording_client, run
+from support.lease_harness import (
+    TABLE,
+    Fault,
+    Harness,
+    hang,
+    items_of,
+    lost_answer,
+    recording_client,
+    run,
+)
 
 from dynalease._engine import protocol as p
 from dynalease._engine.lease import Lease

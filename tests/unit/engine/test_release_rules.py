@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 import pytest
-from lease_harness import FOREVER, TABLE, Fault, Harness, hang, recording_client, run
+from support.lease_harness import FOREVER, TABLE, Fault, Harness, hang, recording_client, run
 
 from dynalease._engine.states import State
 from dynalease.exceptions import LockLost, LockReleaseError, RequestFailedError, ThrottledError

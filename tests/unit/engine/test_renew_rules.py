@@ -12,7 +12,7 @@ import itertools
 import threading
 
 import pytest
-from lease_harness import Fault, Harness, hang, lost_answer, run
+from support.lease_harness import Fault, Harness, hang, lost_answer, run
 
 from dynalease._engine import protocol as p
 from dynalease._engine.clock import ManualClock, Stamp

@@ -7,7 +7,7 @@ import itertools
 import pathlib
 
 import pytest
-from lease_harness import Harness, run
+from support.lease_harness import Harness, run
 
 import dynalease._engine
 from dynalease._engine.lease import Lease

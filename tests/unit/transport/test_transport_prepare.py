@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from engine.lease_harness import Fault, FaultyTransport, Harness, run
+from support.lease_harness import Fault, FaultyTransport, Harness, run
 
 from dynalease import SyncDistributedLock
 from dynalease._engine.states import State

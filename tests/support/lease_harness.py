@@ -1,7 +1,7 @@
 """A lease on the test's own event loop: manual clock, in-memory table, scripted faults.
 
-The table is the in-memory DynamoDB emulation behind ``dynalease.testing``, so
-every condition expression the engine sends is really evaluated. Between the
+The table is the rows-only lock store of :mod:`support.memory`, which
+recognizes exactly the conditions the engine's store sends. Between the
 engine and the table sits :class:`FaultyTransport`, which records each request
 with the manual-clock time it was sent and can delay it, drop its answer after
 committing, or fail it, one scripted :class:`Fault` at a time.
@@ -14,15 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from support.memory import MemoryDynamoDB
-from support.memory import MemoryTransport as _MemoryTransport
-
 from dynalease import DynamoDBClient
 from dynalease._engine.clock import ManualClock
 from dynalease._engine.lease import Lease
 from dynalease._engine.observations import Observations
 from dynalease._engine.store import LockStore
 from dynalease.exceptions import LockLost, RequestFailedError
+from support.memory import MemoryDynamoDB
+from support.memory import MemoryTransport as _MemoryTransport
 
 TABLE = "locks"
 FOREVER = 1e9
