@@ -109,12 +109,14 @@ def test_an_interrupt_during_a_sync_release_does_not_stop_the_release() -> None:
         if delete_started.wait(5):
             os.kill(os.getpid(), signal.SIGINT)
 
-    guard = SyncDistributedLock(client, table=TABLE, key="interrupted", lease_duration=1.2)
+    # A 6 s lease gives the delete a 2 s request timeout: the interrupt must land
+    # while it is in flight, even on a loaded machine.
+    guard = SyncDistributedLock(client, table=TABLE, key="interrupted", lease_duration=6)
     with pytest.raises(KeyboardInterrupt):
         with guard:
             threading.Thread(target=interrupt_once_the_delete_is_in_flight).start()
     gate.set()
-    for _ in range(100):
+    for _ in range(250):
         if guard._lease.state is State.RELEASED:
             break
         time.sleep(0.02)
