@@ -39,6 +39,16 @@ def _describe(value: object) -> str:
     return f"{type(value).__name__} {text}"
 
 
+def _convert_hint(value: object) -> str:
+    """What to do about a non-``str`` key value; ``str(None)`` would be the key "None"."""
+    if value is None:
+        return (
+            "the value is missing: pass the identifier the lock is for (str(None) would "
+            "lock the literal key 'None', shared by every caller missing it)"
+        )
+    return "convert it to the text you mean (for example str(order_id)) before calling"
+
+
 def validate_key(key: object, *, parameter: str = "key") -> str:
     """Return ``key`` if it is a ``str`` of 1..2,048 UTF-8 bytes, else raise.
 
@@ -47,9 +57,7 @@ def validate_key(key: object, *, parameter: str = "key") -> str:
     ``parameter`` names the value in the messages.
     """
     if not isinstance(key, str):
-        raise TypeError(
-            f"{parameter} must be a str, got {_describe(key)}; convert it with str() first"
-        )
+        raise TypeError(f"{parameter} must be a str, got {_describe(key)}; {_convert_hint(key)}")
     try:
         size = len(key.encode("utf-8"))
     except UnicodeEncodeError as error:
@@ -182,8 +190,7 @@ class KeyTemplate:
                 # No implicit str(): 123 and "123" or 1.0 and "1.0" must not be
                 # left to each caller's formatting to agree on.
                 raise TypeError(
-                    f"placeholder {{{name}}} got {_describe(value)}; "
-                    "convert it to str before calling"
+                    f"placeholder {{{name}}} got {_describe(value)}; {_convert_hint(value)}"
                 )
             if self._framed:
                 try:

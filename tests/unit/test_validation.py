@@ -136,3 +136,25 @@ def test_the_package_exports_its_public_names() -> None:
         "LockReleaseError",
         "TransactionCanceledException",
     }
+
+
+def test_a_missing_key_value_is_named_and_never_advised_to_become_the_text_none(
+    client: DynamoDBClient,
+) -> None:
+    with pytest.raises(TypeError, match="got NoneType None; the value is missing") as direct:
+        SyncDistributedLock(client, table="locks", key=None)  # type: ignore[arg-type]
+    assert "str()" not in str(direct.value) and "'None'" in str(direct.value)
+
+    @distributed_lock(client, table="locks", key="order:{order_id}")
+    def handle(order_id: str | None) -> None: ...
+
+    with pytest.raises(TypeError, match="got NoneType None; the value is missing") as templated:
+        handle(None)
+    assert "convert it to str" not in str(templated.value)
+
+
+def test_other_non_str_key_values_are_told_to_convert_to_the_text_they_mean(
+    client: DynamoDBClient,
+) -> None:
+    with pytest.raises(TypeError, match=r"got int.*for example str\(order_id\)"):
+        SyncDistributedLock(client, table="locks", key=123)  # type: ignore[arg-type]

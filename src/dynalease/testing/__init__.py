@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._values import from_item
 from ..client import DynamoDBClient
 
 __all__ = ["MemoryBackend"]
@@ -42,7 +43,7 @@ class MemoryBackend:
         backend = MemoryBackend()
         backend.client.sync_create_table("jobs", partition_key=("id", "S"))
         backend.client.sync_put_item("jobs", {"id": "1"})
-        assert backend.tables() == {"jobs": [{"id": {"S": "1"}}]}
+        assert backend.tables() == {"jobs": [{"id": "1"}]}
         backend.clear()
     """
 
@@ -71,13 +72,15 @@ class MemoryBackend:
         return self._client
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:
-        """Every table's items (AttributeValue form, fresh copies), for assertions.
+        """Every table's items as plain Python values (fresh copies), for assertions.
 
-        Example::
+        Items read as :meth:`DynamoDBClient.sync_get_item` returns them. Example::
 
-            {"locks": [{"key": {"S": "job"}, "owner": {"S": "..."}, ...}]}
+            {"locks": [{"key": "job", "owner": "...", "lease_ms": 30000, ...}]}
         """
-        return self._db.tables()
+        return {
+            name: [from_item(item) for item in items] for name, items in self._db.tables().items()
+        }
 
     def clear(self) -> None:
         """Drop every table and item."""

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from dynalease._values import from_item
 from dynalease.demo import history
 from dynalease.demo.history import ACQUIRED, RELEASED, WRITE, check_records
 from dynalease.exceptions import LockLost, LockOwnershipLost
@@ -151,7 +150,7 @@ def backend() -> Any:
 
 
 def stored(backend: MemoryBackend) -> list[dict[str, Any]]:
-    return [from_item(item) for item in backend.tables()["history"]]
+    return backend.tables()["history"]
 
 
 def test_commits_through_check_in_transactions_build_a_clean_numbered_history(
