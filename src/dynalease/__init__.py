@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         LockLost,
         LockNotAcquired,
         LockReleaseError,
+        LockUnavailable,
         TransactionCanceledException,
     )
     from .lock import DistributedLock, SyncDistributedLock, distributed_lock
@@ -42,6 +43,7 @@ __all__ = [
     "LockMetrics",
     "LockNotAcquired",
     "LockReleaseError",
+    "LockUnavailable",
     "SyncDistributedLock",
     "SyncTransaction",
     "Transaction",
@@ -62,6 +64,7 @@ _HOMES = {
     "LockLost": "exceptions",
     "LockNotAcquired": "exceptions",
     "LockReleaseError": "exceptions",
+    "LockUnavailable": "exceptions",
     "TransactionCanceledException": "exceptions",
 }
 

@@ -1,9 +1,10 @@
 """Exceptions raised by dynalease.
 
 Everything derives from :class:`DynaleaseError`. The three lock outcomes a caller
-must handle are :class:`LockNotAcquired` (contention or an exhausted budget),
-:class:`LockLost` (ownership is gone) and :class:`LockReleaseError` (release not
-confirmed). DynamoDB failures are mapped to :class:`DynamoDBError` subclasses so
+must handle are :class:`LockNotAcquired` (contention or an exhausted budget; its
+subclass :class:`LockUnavailable` when DynamoDB answered none of the attempt's
+requests), :class:`LockLost` (ownership is gone) and :class:`LockReleaseError`
+(release not confirmed). DynamoDB failures are mapped to :class:`DynamoDBError` subclasses so
 a missing table or a permission problem is never mistaken for contention.
 """
 
@@ -17,11 +18,13 @@ __all__ = [
     "DynaleaseError",
     "DynamoDBError",
     "ForkedProcessError",
+    "GuardReused",
     "LockError",
     "LockLost",
     "LockNotAcquired",
     "LockOwnershipLost",
     "LockReleaseError",
+    "LockUnavailable",
     "MalformedLockRow",
     "RequestFailedError",
     "TableNotFoundError",
@@ -59,6 +62,25 @@ class LockNotAcquired(LockError):
     """
 
 
+class LockUnavailable(LockNotAcquired):
+    """The budget ran out and DynamoDB gave no definite answer to any request of the attempt.
+
+    Every request failed: connection errors, timeouts, 5xx answers or throttling.
+    This is an outage (or a wrong endpoint or network path), not a busy key: an
+    API should answer ``503``, not ``409``. Whenever an answer showed the lock held
+    by another owner, the error is a plain :class:`LockNotAcquired` instead. A
+    subclass, so ``except LockNotAcquired`` still catches it::
+
+        try:
+            with SyncDistributedLock(client, table="locks", key="job"):
+                run_job()
+        except LockUnavailable:
+            ...  # DynamoDB unreachable: alert, retry later
+        except LockNotAcquired:
+            ...  # someone else holds the lock
+    """
+
+
 class LockLost(LockError):
     """This guard no longer owns the lock (taken over, expired, released or cancelled)."""
 
@@ -81,6 +103,18 @@ class MalformedLockRow(LockError):
 
 class ForkedProcessError(DynaleaseError, RuntimeError):
     """A client or guard created before ``fork()`` was used in the child process."""
+
+
+class GuardReused(DynaleaseError, RuntimeError):
+    """A guard was entered a second time; guards are single use and not reentrant.
+
+    Also a ``RuntimeError``, as it was before it had its own class. Create a new
+    guard for each acquisition::
+
+        for job in jobs:
+            with SyncDistributedLock(client, table="locks", key=job):  # a new guard each time
+                run(job)
+    """
 
 
 class TransactionCanceledException(DynaleaseError):

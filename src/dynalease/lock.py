@@ -19,7 +19,7 @@ from ._engine.lease import Lease
 from ._engine.protocol import check_durations
 from ._engine.states import State
 from .client import DynamoDBClient, check_table_name
-from .exceptions import DynamoDBError, LockLost, ValidationError
+from .exceptions import DynamoDBError, GuardReused, LockLost, ValidationError
 from .keys import KeyTemplate, validate_key
 from .metrics import LockMetrics
 
@@ -156,7 +156,7 @@ class _Guard:
 
     def _prepare(self) -> None:
         if self._lease.state is not State.NEW:
-            raise RuntimeError(
+            raise GuardReused(
                 f"this guard for {self.key!r} was already used; guards are single use "
                 "and locks are not reentrant: create a new guard"
             )

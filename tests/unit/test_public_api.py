@@ -6,6 +6,7 @@ with the reference lock's documentation; this file fails if any of them drifts.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import importlib
 import inspect
@@ -174,7 +175,14 @@ def test_every_error_derives_from_one_base_class() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["LockNotAcquired", "LockLost", "LockReleaseError", "TransactionCanceledException"]
+    "name",
+    [
+        "LockNotAcquired",
+        "LockUnavailable",
+        "LockLost",
+        "LockReleaseError",
+        "TransactionCanceledException",
+    ],
 )
 def test_the_named_errors_live_in_dynalease_exceptions_and_the_package(name: str) -> None:
     error = getattr(exceptions, name)
@@ -206,6 +214,60 @@ def test_a_rejected_check_in_is_catchable_as_a_cancelled_transaction_and_a_lost_
     assert isinstance(error, exceptions.LockLost)
     assert error.reasons == [{"Code": "ConditionalCheckFailed"}]
     assert (error.table, error.key, error.owner) == ("t", "k", "o")
+
+
+def test_the_exceptions_module_exports_exactly_its_errors() -> None:
+    assert sorted(exceptions.__all__) == [
+        "AccessDeniedError",
+        "DynaleaseError",
+        "DynamoDBError",
+        "ForkedProcessError",
+        "GuardReused",
+        "LockError",
+        "LockLost",
+        "LockNotAcquired",
+        "LockOwnershipLost",
+        "LockReleaseError",
+        "LockUnavailable",
+        "MalformedLockRow",
+        "RequestFailedError",
+        "TableNotFoundError",
+        "ThrottledError",
+        "TransactionCanceledException",
+        "ValidationError",
+    ]
+
+
+def test_an_outage_is_still_caught_as_not_acquired_and_is_never_a_dynamodb_error() -> None:
+    assert issubclass(exceptions.LockUnavailable, exceptions.LockNotAcquired)
+    assert not issubclass(exceptions.LockUnavailable, exceptions.DynamoDBError)
+
+
+def test_reusing_a_guard_is_a_dynalease_error_and_still_a_runtime_error() -> None:
+    assert issubclass(exceptions.GuardReused, exceptions.DynaleaseError)
+    assert issubclass(exceptions.GuardReused, RuntimeError)
+    assert not issubclass(exceptions.GuardReused, exceptions.LockError)
+
+
+def test_entering_a_guard_twice_raises_guard_reused_from_both_faces() -> None:
+    with MemoryBackend() as backend:
+        backend.client.sync_create_table("locks", partition_key=("key", "S"))
+        guard = SyncDistributedLock(backend.client, table="locks", key="once")
+        with guard:
+            pass
+        with pytest.raises(exceptions.GuardReused, match="single use"):
+            with guard:
+                pass
+
+        async def twice() -> None:
+            async_guard = DistributedLock(backend.client, table="locks", key="once")
+            async with async_guard:
+                pass
+            with pytest.raises(exceptions.GuardReused, match="single use"):
+                async with async_guard:
+                    pass
+
+        asyncio.run(twice())
 
 
 def test_lock_errors_carry_their_table_key_and_owner() -> None:
@@ -259,6 +321,7 @@ def test_the_package_exports_exactly_its_public_names() -> None:
             "LockMetrics",
             "LockNotAcquired",
             "LockReleaseError",
+            "LockUnavailable",
             "SyncDistributedLock",
             "SyncTransaction",
             "Transaction",

@@ -6,6 +6,13 @@ lease_ms), and the row may be taken over only once it has stayed unchanged for
 its stored lease. Until then the acquirer waits, woken early when a holder in
 this process releases. Everything happens within the wait budget (a single
 attempt's network budget when ``wait_s == 0``).
+
+When the budget ends, the error says which of two things happened: DynamoDB
+answered at least one request (a reply, a failed condition, a read that found a
+row or none), so the lock was busy or the answers came too slowly, and that is
+:class:`LockNotAcquired`; or every request failed (connection errors, timeouts,
+5xx, throttling), which is an outage, :class:`LockUnavailable`. Only a bool is
+kept for it, set on the paths where a definite answer arrives.
 """
 
 from __future__ import annotations
@@ -15,7 +22,14 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..exceptions import DynamoDBError, LockNotAcquired, RequestFailedError, ThrottledError
+from ..exceptions import (
+    DynamoDBError,
+    GuardReused,
+    LockNotAcquired,
+    LockUnavailable,
+    RequestFailedError,
+    ThrottledError,
+)
 from . import protocol as p
 from .clock import Stamp, SystemClock, sleep_or_wake
 from .renew import Renewing
@@ -30,10 +44,15 @@ FIRST_POLL_S = 0.025
 class Acquiring(Renewing):
     """Getting a guard from NEW to HELD, or to NOT_ACQUIRED or CANCELLED."""
 
+    #: Whether DynamoDB gave any request of this acquisition a definite answer (a
+    #: failed condition, a read); a class default, so an uncontended acquire that
+    #: wins at once never writes it. Without one, a spent budget is an outage.
+    _answered = False
+
     def _begin_acquire(self) -> tuple[float, float, bool]:
         """Leave NEW; (start, deadline, single attempt) of this acquisition."""
         if self.state is not State.NEW:
-            raise RuntimeError(
+            raise GuardReused(
                 f"this guard for {self.key!r} was already used ({self.state.value}); "
                 "guards are single use, create a new one"
             )
@@ -113,6 +132,7 @@ class Acquiring(Renewing):
                         return
                 else:
                     item = await self._read_row(deadline)
+                    self._answered = True
             except BudgetSpent:
                 raise self._budget_spent(single, last_error) from last_error
             except OutcomeUnknown as unknown:
@@ -162,6 +182,7 @@ class Acquiring(Renewing):
                 create = False
                 continue
             if single:
+                self.tally.wait_timeouts += 1  # a failed single attempt, as pydynox counts it
                 raise self._not_acquired(
                     f"it is held by owner {row.owner} and wait_timeout=0 allows one attempt"
                 )
@@ -194,10 +215,25 @@ class Acquiring(Renewing):
             poll = self._next_poll(poll)
 
     def _budget_spent(self, single: bool, cause: BaseException | None) -> LockNotAcquired:
-        self.tally.wait_timeouts += 1
+        tally = self.tally
+        tally.wait_timeouts += 1
         budget = "network budget of the single attempt" if single else "wait_timeout"
-        detail = f" (last failure: {cause})" if cause is not None else ""
-        error = self._not_acquired(f"the {budget} ran out{detail}")
+        sent = tally.read_requests + tally.write_requests
+        if self._answered or not sent:
+            detail = f" (last failure: {cause})" if cause is not None else ""
+            return self._not_acquired(f"the {budget} ran out{detail}", cause)
+        failure = cause if cause is not None else "no answer within the request timeout"
+        error = LockUnavailable(
+            f"lock {self.key!r} in table {self.table!r} was not acquired: the {budget} ran "
+            f"out and DynamoDB answered none of its {sent} request{'s' if sent > 1 else ''} "
+            f"(last failure: {failure}). This is an outage, not contention: check the "
+            "endpoint and Region, the network path to DynamoDB (a Lambda function in a VPC "
+            "needs a DynamoDB VPC endpoint or a NAT gateway), the credentials and the "
+            "table's throughput, then retry",
+            table=self.table,
+            key=self.key,
+            owner=self.owner,
+        )
         error.__cause__ = cause
         return error
 
@@ -262,8 +298,10 @@ class Acquiring(Renewing):
             if self._ours(item) is not None:
                 self._confirm(version, self._pending[version])
                 return item, True
+            self._answered = True  # the read was answered: DynamoDB is reachable
             raise unknown from None  # not applied, or not yet: the caller backs off
         if reply is None:
+            self._answered = True
             item = self._conflict_item
             if item is None:
                 # DynamoDB returns the row with a failed condition (ALL_OLD), but some
