@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import hashlib
 import logging
+import os
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from ..constants import ENV_LOG_KEYS
 from ..exceptions import LockLost
 from ..metrics import LockMetrics
 from . import protocol as p
@@ -25,6 +28,30 @@ from .states import NEXT_STATE, Event, IllegalTransition, State
 from .store import LockStore, Reply
 
 log = logging.getLogger("dynalease")
+
+
+def key_hash(key: str) -> str:
+    """The short hash logged for ``key``: the first 16 hex digits of its SHA-256.
+
+    Compute it for a key you know to find its log lines::
+
+        >>> key_hash("customer:123")
+        '02ec19c58d54ce98'
+    """
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+def log_keys() -> str:
+    """``"key"`` when ``DYNALEASE_LOG_KEYS=key`` asks for keys in log lines, else ``"hash"``.
+
+    Read per line: log lines are rare, and a test or a process may change it.
+    """
+    return "key" if os.environ.get(ENV_LOG_KEYS, "").strip().lower() == "key" else "hash"
+
+
+def logged_key(key: str) -> str:
+    """How an engine log line names ``key``: ``key_hash=<16 hex>``, or the key's repr."""
+    return repr(key) if log_keys() == "key" else f"key_hash={key_hash(key)}"
 
 
 class LeaseBase:
@@ -94,7 +121,9 @@ class LeaseBase:
         # The reason first: another thread that sees the new state finds it.
         self.loss = reason
         self._move(Event.LOSE)
-        log.warning("dynalease: lock %r in table %r lost: %s", self.key, self.table, reason)
+        log.warning(
+            "dynalease: lock %s in table %r lost: %s", logged_key(self.key), self.table, reason
+        )
         error = self._lost_error()
         if not self.lost_signal.done():
             self.lost_signal.set_result(None)
@@ -151,6 +180,16 @@ class LeaseBase:
             key=self.key,
             owner=self.owner,
         )
+
+    def _log_text(self, error: BaseException) -> str:
+        """``error``'s message for a log line: the key in it hashed, as the line names it.
+
+        Lock errors name the key for the caller (``{key!r}``); a log line follows
+        :func:`logged_key` instead.
+        """
+        text = str(error)
+        name = logged_key(self.key)
+        return text if name == repr(self.key) else text.replace(repr(self.key), name)
 
     # --- background work -------------------------------------------------------
 

@@ -13,6 +13,7 @@ import logging
 
 from ..exceptions import DynamoDBError, LockReleaseError
 from . import protocol as p
+from .base import logged_key
 from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
 from .states import Event, State
 
@@ -145,7 +146,11 @@ class Releasing(Requests):
         try:
             await self._delete_until_gone(deadline)
         except Exception as error:
-            log.warning("dynalease: could not clean up late lock row %r: %s", self.key, error)
+            log.warning(
+                "dynalease: could not clean up late lock row %s: %s",
+                logged_key(self.key),
+                self._log_text(error),
+            )
 
     def abandon(self) -> None:
         """Called when the caller gave up on a guard it acquired: release in the background."""
@@ -156,4 +161,8 @@ class Releasing(Requests):
         try:
             await self.release()
         except Exception as error:
-            log.debug("dynalease: background release of %r: %s", self.key, error)
+            log.debug(
+                "dynalease: background release of %s: %s",
+                logged_key(self.key),
+                self._log_text(error),
+            )

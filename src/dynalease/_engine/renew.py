@@ -17,6 +17,7 @@ from typing import Any
 
 from ..exceptions import DynamoDBError
 from . import protocol as p
+from .base import logged_key
 from .clock import Stamp
 from .requests import EPSILON_S, BudgetSpent, OutcomeUnknown, Requests
 from .scheduling import ValidityWatch
@@ -109,7 +110,9 @@ class Renewing(Requests):
                 return False
             return self._reconcile_renewal(item, current)
         except DynamoDBError as error:
-            log.debug("dynalease: renewal of %r failed: %s", self.key, error)
+            log.debug(
+                "dynalease: renewal of %s failed: %s", logged_key(self.key), self._log_text(error)
+            )
             return False
         if reply is None:
             item = self._conflict_item
