@@ -98,7 +98,7 @@ def lock_handler(
     on_contention: OnContention | None = None,
     logger: Any = None,
     metrics: Any = None,
-    log_key: str = "hash",
+    log_key: str | None = None,
 ) -> Callable[[H], H]:
     """Run each invocation of a Lambda handler under a lock resolved from the event.
 
@@ -119,13 +119,18 @@ def lock_handler(
       ``0`` makes one immediate attempt.
     - ``reserve_time``: seconds the handler's own work needs after acquiring.
     - ``on_contention(event, context, error)``: called instead of raising
-      :class:`~dynalease.exceptions.LockNotAcquired` (contention, or too little
-      time left); its return value is the handler's response, e.g. an HTTP 409.
+      :class:`~dynalease.exceptions.LockNotAcquired` (contention, too little
+      time left, or DynamoDB unreachable); its return value is the handler's
+      response. ``error`` is a :class:`~dynalease.exceptions.LockUnavailable`
+      when DynamoDB answered none of the requests: answer ``503`` for it and
+      ``409`` for the rest (``examples/lambda/apigw_rest_handler.py``).
     - ``logger`` / ``metrics``: a Powertools ``Logger`` (one structured line per
       lock: outcome, table, template, key hash, wait_ms, renewals) and
-      ``Metrics`` (LockAcquired, LockContention, LockWaitMs, LockRenewals,
-      LockLost, LockInsufficientTime). ``log_key="key"`` logs the key itself
-      instead of :func:`key_hash` of it.
+      ``Metrics`` (LockAcquired, LockContention, LockUnavailable, LockWaitMs,
+      LockRenewals, LockLost, LockInsufficientTime). ``log_key="key"`` logs the
+      key itself instead of :func:`key_hash` of it, ``"hash"`` the hash; by
+      default the ``DYNALEASE_LOG_KEYS`` environment variable decides, as it
+      does for the engine's own log lines (hash unless it is ``key``).
 
     Built with Powertools' ``lambda_handler_decorator``, so it stacks with
     ``Logger.inject_lambda_context``, ``Tracer``, ``Metrics.log_metrics`` and
@@ -180,7 +185,7 @@ def lock_record(
     reserve_time: float = 0.0,
     logger: Any = None,
     metrics: Any = None,
-    log_key: str = "hash",
+    log_key: str | None = None,
 ) -> Callable[[H], H]:
     """Process each SQS, Kinesis or DynamoDB-stream record under its own lock.
 

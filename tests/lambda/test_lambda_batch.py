@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import socket
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +20,7 @@ from aws_lambda_powertools.utilities.batch import (
 
 from dynalease import DynamoDBClient
 from dynalease._lambda.invoke import CountdownContext
+from dynalease.exceptions import LockUnavailable
 from dynalease.lock import SyncDistributedLock
 from dynalease.middleware import current_lock, lock_record
 
@@ -56,6 +58,45 @@ def test_records_whose_key_is_held_elsewhere_are_exactly_the_reported_failures(
     assert _failed(result) == {mid for mid, c in customers.items() if c == "c-1001"}
     assert len(_failed(result)) == 2
     assert processed == ["customer:c-2002"]
+
+
+def test_records_are_reported_in_batch_item_failures_while_dynamodb_is_unreachable(
+    lock_table: str, load_event: Loader, caplog: pytest.LogCaptureFixture
+) -> None:
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    down = DynamoDBClient(
+        region="us-east-1", endpoint_url=url, access_key="testing", secret_key="testing"
+    )
+    raised: list[BaseException] = []
+
+    @lock_record(
+        down, table=lock_table, key="customer:{customer_id}", fields=BODY_CUSTOMER, wait_timeout=0.2
+    )
+    def record_handler(record: Any) -> str:
+        raise AssertionError("must not run")
+
+    def recording(record: Any, lambda_context: Any = None) -> str:
+        try:
+            return record_handler(record, lambda_context)
+        except LockUnavailable as error:
+            raised.append(error)
+            raise
+
+    event = load_event("sqs")
+    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+    with caplog.at_level(logging.WARNING, logger="dynalease.middleware"):
+        result = process_partial_response(
+            event=event,
+            record_handler=recording,
+            processor=processor,
+            context=CountdownContext(60),
+        )
+    assert _failed(result) == set(_customers(event))
+    assert len(raised) == len(event["Records"])
+    lines = [r.getMessage() for r in caplog.records if r.name == "dynalease.middleware"]
+    assert len(lines) == len(raised) and all("lock unavailable" in line for line in lines)
 
 
 def test_a_failing_record_is_reported_and_its_lock_released_while_the_rest_go_on(

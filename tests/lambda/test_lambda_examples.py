@@ -3,19 +3,33 @@
 from __future__ import annotations
 
 import json
+import socket
+import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
 from dynalease import DynamoDBClient
 from dynalease._lambda.invoke import CountdownContext
-from dynalease.exceptions import LockNotAcquired
+from dynalease.exceptions import LockNotAcquired, LockUnavailable
 from dynalease.lock import SyncDistributedLock
 
 Loader = Callable[[str], Any]
 
 HELD_KEY = "customer:c-1001"
+
+
+@pytest.fixture
+def dynamodb_unreachable(aws_env: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The Lambda environment with DynamoDB's endpoint on a loopback port nobody listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", url)  # a new shared client for it
+    monkeypatch.setenv("DYNALEASE_TABLE", "customer-locks")
+    return url
 
 
 def _no_lock_rows(other_client: DynamoDBClient, table: str) -> bool:
@@ -84,6 +98,41 @@ def test_api_examples_answer_409_while_the_customer_is_locked_elsewhere(
     assert response["statusCode"] == 409
     assert "retry" in json.loads(response["body"])["message"]
     assert {k.lower(): v for k, v in response["headers"].items()}["retry-after"] == "1"
+
+
+@pytest.mark.parametrize("kind", ["apigw-rest", "apigw-http"])
+def test_api_examples_answer_503_with_retry_after_while_dynamodb_is_unreachable(
+    kind: str, dynamodb_unreachable: str, example: Loader, load_event: Loader
+) -> None:
+    handler = example(kind.replace("-", "_") + "_handler")
+    start = time.monotonic()
+    # 9.4 s left - 3 s reserved - 6 s cleanup: a 0.4 s wait, all of it on refused connections.
+    response = handler(load_event(kind), CountdownContext(9.4))
+    assert time.monotonic() - start < 0.4 + 3.0  # within the budget, generously
+    assert response["statusCode"] == 503
+    assert "unavailable" in json.loads(response["body"])["message"]
+    assert {k.lower(): v for k, v in response["headers"].items()}["retry-after"] == "5"
+
+
+def test_without_on_contention_an_unreachable_dynamodb_raises_lock_unavailable(
+    dynamodb_unreachable: str, example: Loader, load_event: Loader
+) -> None:
+    handler = example("eventbridge_handler")
+    with pytest.raises(LockUnavailable, match="not contention"):
+        handler(load_event("eventbridge"), CountdownContext(20.4))
+
+
+def test_the_sqs_example_never_acknowledges_a_record_while_dynamodb_is_unreachable(
+    dynamodb_unreachable: str, example: Loader, load_event: Loader
+) -> None:
+    event = load_event("sqs")
+    event["Records"] = event["Records"][:1]  # one 2 s wait is enough to show it
+    handler = example("sqs_handler")
+    # Every record failed, so Powertools fails the whole batch and Lambda retries it.
+    with pytest.raises(BatchProcessingError) as caught:
+        handler(event, CountdownContext(60))
+    [(_, error, _)] = caught.value.child_exceptions
+    assert isinstance(error, LockUnavailable)
 
 
 def test_the_eventbridge_example_raises_on_contention_so_lambda_retries_the_event(

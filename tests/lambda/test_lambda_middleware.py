@@ -1,4 +1,4 @@
-"""lock_handler: keys from events, options checked early, Powertools stacking, 409s."""
+"""lock_handler: keys from events, options checked early, Powertools stacking, 409s and 503s."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import base64
 import io
 import json
 import logging
+import socket
 import subprocess
 import sys
 import uuid
@@ -18,8 +19,8 @@ from aws_lambda_powertools import Logger, Metrics
 import dynalease.middleware as middleware
 from dynalease import DynamoDBClient
 from dynalease._lambda.invoke import CountdownContext
-from dynalease.constants import ENV_TABLE
-from dynalease.exceptions import LockLost, LockNotAcquired
+from dynalease.constants import ENV_LOG_KEYS, ENV_TABLE
+from dynalease.exceptions import LockLost, LockNotAcquired, LockUnavailable
 from dynalease.lock import SyncDistributedLock
 from dynalease.middleware import current_lock, key_hash, lock_handler
 
@@ -336,6 +337,112 @@ def test_contention_is_logged_and_counted_even_though_the_handler_raises(
     assert line["level"] == "INFO" and line["message"] == "dynalease lock contention"
     assert line["key"] == f"customer:{customer}" and "key_hash" not in line
     assert line["outcome"] == "contention" and line["wait_ms"] >= 0
+
+
+@pytest.fixture
+def unreachable_client(aws_env: str) -> DynamoDBClient:
+    """A client whose endpoint is a loopback port nobody listens on: every request fails."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return DynamoDBClient(
+        region="us-east-1",
+        endpoint_url=f"http://127.0.0.1:{port}",
+        access_key="testing",
+        secret_key="testing",
+    )
+
+
+def test_an_outage_reaches_on_contention_as_lock_unavailable_and_contention_as_plain(
+    lock_table: str, other_client: DynamoDBClient, unreachable_client: DynamoDBClient
+) -> None:
+    seen: list[LockNotAcquired] = []
+
+    def answer(event: Any, context: Any, error: LockNotAcquired) -> dict[str, Any]:
+        seen.append(error)
+        return {"statusCode": 503 if isinstance(error, LockUnavailable) else 409}
+
+    options: dict[str, Any] = {"key": "c:{id}", "wait_timeout": 0.3, "on_contention": answer}
+    down = lock_handler(unreachable_client, table=lock_table, **options)(lambda e, c: 200)
+    up = lock_handler(other_client, table=lock_table, **options)(lambda e, c: 200)
+    customer = _id()
+    assert down({"id": customer}, CountdownContext(29)) == {"statusCode": 503}
+    with SyncDistributedLock(other_client, table=lock_table, key=f"c:{customer}"):
+        assert up({"id": customer}, CountdownContext(29)) == {"statusCode": 409}
+    assert [type(error) for error in seen] == [LockUnavailable, LockNotAcquired]
+
+
+def test_an_outage_is_logged_and_counted_as_unavailable_not_as_contention(
+    lock_table: str,
+    unreachable_client: DynamoDBClient,
+    capsys: pytest.CaptureFixture[str],
+    observed: _Observed,
+) -> None:
+    logger, metrics = observed.logger, observed.metrics
+    customer = _id()
+
+    @metrics.log_metrics
+    @lock_handler(
+        unreachable_client,
+        key="customer:{customer_id}",
+        wait_timeout=0.2,
+        logger=logger,
+        metrics=metrics,
+    )
+    def handler(event: Any, context: Any) -> None:
+        raise AssertionError("must not run")
+
+    capsys.readouterr()
+    with pytest.raises(LockUnavailable):
+        handler({"customer_id": customer}, CountdownContext(60))
+    [emf] = [line for line in _json_lines(capsys.readouterr().out) if "_aws" in line]
+    assert emf["LockUnavailable"] == [1.0]
+    assert "LockContention" not in emf and "LockAcquired" not in emf
+    [line] = observed.logs()
+    assert line["level"] == "WARNING" and line["message"] == "dynalease lock unavailable"
+    assert line["outcome"] == "unavailable" and line["requests"] >= 1
+    assert line["key_hash"] == key_hash(f"customer:{customer}") and "key" not in line
+
+
+@pytest.mark.parametrize(("setting", "logs_key"), [(None, False), ("hash", False), ("key", True)])
+def test_without_log_key_the_line_follows_dynalease_log_keys_as_the_engine_does(
+    setting: str | None,
+    logs_key: bool,
+    lock_table: str,
+    observed: _Observed,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if setting is None:
+        monkeypatch.delenv(ENV_LOG_KEYS, raising=False)
+    else:
+        monkeypatch.setenv(ENV_LOG_KEYS, setting)
+    customer = _id()
+
+    @lock_handler(key="customer:{customer_id}", logger=observed.logger)
+    def handler(event: Any, context: Any) -> str:
+        return "done"
+
+    handler({"customer_id": customer}, CountdownContext(60))
+    [line] = observed.logs()
+    if logs_key:
+        assert line["key"] == f"customer:{customer}" and "key_hash" not in line
+    else:
+        assert line["key_hash"] == key_hash(f"customer:{customer}") and "key" not in line
+
+
+def test_an_explicit_log_key_wins_over_dynalease_log_keys(
+    lock_table: str, observed: _Observed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV_LOG_KEYS, "key")
+    customer = _id()
+
+    @lock_handler(key="customer:{customer_id}", logger=observed.logger, log_key="hash")
+    def handler(event: Any, context: Any) -> str:
+        return "done"
+
+    handler({"customer_id": customer}, CountdownContext(60))
+    [line] = observed.logs()
+    assert line["key_hash"] == key_hash(f"customer:{customer}") and "key" not in line
 
 
 def test_a_lock_lost_during_the_invocation_fails_it_and_is_logged_and_counted_as_lost(

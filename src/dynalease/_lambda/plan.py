@@ -195,8 +195,8 @@ class Holding:
             )
         try:
             guard.__enter__()
-        except LockNotAcquired:
-            plan._reporter.not_acquired(table, key, guard.metrics, remaining)
+        except LockNotAcquired as error:
+            plan._reporter.not_acquired(table, key, guard.metrics, remaining, error)
             raise
         self._start = time.monotonic()
         plan._reporter.acquired(guard.metrics)

@@ -5,15 +5,22 @@ contention, no time left), so a log search finds one record per invocation or
 record. Keys often carry customer or tenant identifiers, so by default the log
 shows a short SHA-256 of the key next to the template, which is enough to
 follow one key across services without writing identifiers into logs;
-``log_key="key"`` logs the key itself.
+``log_key="key"`` logs the key itself. Without ``log_key`` the rule is the
+engine's own (``DYNALEASE_LOG_KEYS``, hash by default), so every dynalease log
+line names a key the same way.
+
+A lock that was not acquired is reported as ``contention`` (metric
+``LockContention``) or, when DynamoDB answered none of its requests, as
+``unavailable`` (metric ``LockUnavailable``): an outage is not a busy key.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from typing import Any
 
+from .._engine.base import key_hash, log_keys
+from ..exceptions import LockNotAcquired, LockUnavailable
 from ..metrics import LockMetrics
 
 __all__ = ["LOG_KEY_CHOICES", "Reporter", "key_hash"]
@@ -28,21 +35,11 @@ LOG_KEY_CHOICES = ("hash", "key")
 _LEVELS = {
     "released": ("info", logging.DEBUG),
     "contention": ("info", logging.INFO),
+    "unavailable": ("warning", logging.WARNING),
     "no_time": ("warning", logging.INFO),
     "lost": ("warning", logging.WARNING),
     "release_failed": ("warning", logging.WARNING),
 }
-
-
-def key_hash(key: str) -> str:
-    """The short hash logged for ``key``: the first 16 hex digits of its SHA-256.
-
-    Compute it for a key you know to find its log lines::
-
-        >>> key_hash("customer:123")
-        '02ec19c58d54ce98'
-    """
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
 
 
 def check_logger(logger: object) -> None:
@@ -61,13 +58,14 @@ def check_metrics(metrics: object) -> None:
         raise TypeError(f"metrics must be a Powertools Metrics, got {type(metrics).__name__}")
 
 
-def check_log_key(log_key: object) -> str:
-    if log_key not in LOG_KEY_CHOICES:
+def check_log_key(log_key: object) -> str | None:
+    """``log_key`` checked; None follows ``DYNALEASE_LOG_KEYS`` (hash by default) per line."""
+    if log_key is not None and log_key not in LOG_KEY_CHOICES:
         raise ValueError(
-            f"log_key must be 'hash' (log a SHA-256 prefix of the key) or 'key' (log the "
-            f"key itself), got {log_key!r}"
+            f"log_key must be 'hash' (log a SHA-256 prefix of the key), 'key' (log the "
+            f"key itself) or None (DYNALEASE_LOG_KEYS, else 'hash'), got {log_key!r}"
         )
-    return str(log_key)
+    return None if log_key is None else str(log_key)
 
 
 class Reporter:
@@ -75,7 +73,7 @@ class Reporter:
 
     __slots__ = ("_log_key", "_logger", "_metrics", "_template")
 
-    def __init__(self, *, template: str, logger: Any, metrics: Any, log_key: str) -> None:
+    def __init__(self, *, template: str, logger: Any, metrics: Any, log_key: str | None) -> None:
         self._template = template
         self._logger = logger
         self._metrics = metrics
@@ -86,11 +84,22 @@ class Reporter:
         self._metric("LockWaitMs", "Milliseconds", stats.wait_ms)
 
     def not_acquired(
-        self, table: str, key: str, stats: LockMetrics, remaining_s: float | None
+        self,
+        table: str,
+        key: str,
+        stats: LockMetrics,
+        remaining_s: float | None,
+        error: LockNotAcquired | None = None,
     ) -> None:
-        self._metric("LockContention", "Count", 1)
+        """Contention, or (``error`` a :class:`LockUnavailable`) DynamoDB unreachable."""
+        if isinstance(error, LockUnavailable):
+            self._metric("LockUnavailable", "Count", 1)
+            outcome = "unavailable"
+        else:
+            self._metric("LockContention", "Count", 1)
+            outcome = "contention"
         self._metric("LockWaitMs", "Milliseconds", stats.wait_ms)
-        self._line("contention", table, key, stats, remaining_s)
+        self._line(outcome, table, key, stats, remaining_s)
 
     def no_time(self, table: str, key: str, remaining_s: float | None) -> None:
         self._metric("LockInsufficientTime", "Count", 1)
@@ -124,7 +133,7 @@ class Reporter:
         held_ms: float | None = None,
     ) -> None:
         fields: dict[str, Any] = {"outcome": outcome, "table": table, "template": self._template}
-        if self._log_key == "key":
+        if (self._log_key or log_keys()) == "key":
             fields["key"] = key
         else:
             fields["key_hash"] = key_hash(key)
