@@ -36,9 +36,9 @@ _HAND_TO_BOTOCORE = (
 
 #: Regions of the partitions whose DynamoDB endpoint is ``dynamodb.<region>.<suffix>``.
 _PARTITIONS = (
-    (re.compile(r"^(us|eu|ap|sa|ca|me|af|il|mx)-[a-z]+-\d+$"), "amazonaws.com"),
-    (re.compile(r"^cn-[a-z]+-\d+$"), "amazonaws.com.cn"),
-    (re.compile(r"^us-gov-[a-z]+-\d+$"), "amazonaws.com"),
+    (re.compile(r"(us|eu|ap|sa|ca|me|af|il|mx)-[a-z]+-[0-9]+"), "amazonaws.com"),
+    (re.compile(r"cn-[a-z]+-[0-9]+"), "amazonaws.com.cn"),
+    (re.compile(r"us-gov-[a-z]+-[0-9]+"), "amazonaws.com"),
 )
 
 
@@ -70,7 +70,8 @@ class DirectConfig:
 def regional_endpoint(region: str) -> str | None:
     """The DynamoDB endpoint of a Region in a fixed-pattern partition, else None."""
     for pattern, suffix in _PARTITIONS:
-        if pattern.match(region):
+        # fullmatch: match() with ``$`` takes 'us-east-1\n', and \d takes any script's digits.
+        if pattern.fullmatch(region):
             return f"https://dynamodb.{region}.{suffix}"
     return None
 

@@ -102,6 +102,17 @@ def test_regions_of_other_partitions_are_left_to_botocore(region: str) -> None:
     assert _direct(region=region) is None
 
 
+@pytest.mark.parametrize(
+    "region",
+    ["us-east-1\n", "us-east-1\r\nX-Evil: 1", "\nus-east-1", "us-east-1 ", "us-east-\u0661"],
+    ids=["trailing-newline", "header-injection", "leading-newline", "space", "arabic-digit"],
+)
+def test_a_region_is_matched_whole_and_a_damaged_one_never_makes_an_endpoint(region: str) -> None:
+    # re.match with "$" took "us-east-1\n" and built an endpoint URL with a newline in it.
+    assert regional_endpoint(region) is None
+    assert _direct(region=region) is None
+
+
 def test_environment_keys_region_and_token_are_what_botocore_would_use(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
