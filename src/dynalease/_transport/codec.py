@@ -35,6 +35,10 @@ def read_answer(
 ) -> dict[str, Any]:
     """The parsed answer, or the mapped error; as botocore would parse it."""
     garbled = crc is not None and zlib.crc32(payload) != crc
+    if 200 <= status < 300 and (status != 200 or not payload):
+        # DynamoDB's success is a 200 with a JSON object: another 2xx, or a 200 with
+        # no body, says the request arrived but not what became of it.
+        garbled = True
     response: dict[str, Any] = {}
     if payload and not garbled:
         try:

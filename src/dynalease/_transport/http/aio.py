@@ -33,11 +33,14 @@ OnLate = Callable[[Coroutine[Any, Any, Answered]], object]
 class _Connection(asyncio.Protocol):
     """One connection on the loop: feeds its reader and wakes the request waiting."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_unasked: Callable[[_Connection], object]) -> None:
         self.reader = ResponseReader()
         self.transport: asyncio.Transport | None = None
         self.waiter: asyncio.Future[Answered] | None = None
         self.closed = False
+        #: How the request ended while nobody waited (after a cut), for :meth:`detach`.
+        self._outcome: Answered | BaseException | None = None
+        self._on_unasked = on_unasked
 
     # --- asyncio callbacks --------------------------------------------------------
 
@@ -46,18 +49,20 @@ class _Connection(asyncio.Protocol):
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
-        waiter = self.waiter
-        if waiter is None or waiter.done():
-            # Unasked, or kept for whoever reads a late answer (see detach).
-            self.reader.buffer += data
+        reader = self.reader
+        if not reader.awaiting:
+            # No request in flight: the bytes were never asked for. None is kept
+            # and the connection goes (the idle list's rule, endpoint.py).
+            reader.feed(data)
+            self._on_unasked(self)
             return
         try:
-            answer = self.reader.feed(data)
+            answer = reader.feed(data)
         except Unanswered as failure:
             self._fail(failure)
             return
         if answer is not None:
-            waiter.set_result(answer)
+            self._settle(answer)
 
     def eof_received(self) -> bool:
         self._lost(None)
@@ -97,14 +102,17 @@ class _Connection(asyncio.Protocol):
         late: asyncio.Future[Answered]
         late = self.waiter = asyncio.get_running_loop().create_future()
         self.reader.hand_over()
-        try:
-            # Bytes (or the end) that arrived meanwhile were kept, not delivered.
-            answer = self.reader.end(None) if self.closed else self.reader.complete()
-        except Unanswered as failure:
-            late.set_exception(failure)
-        else:
-            if answer is not None:
-                late.set_result(answer)
+        # The answer (or the failure) may have come meanwhile: it was kept, not delivered.
+        outcome, self._outcome = self._outcome, None
+        if outcome is None and self.closed:
+            try:
+                outcome = self.reader.end(None)
+            except (Stale, Unanswered) as failure:
+                outcome = failure
+        if isinstance(outcome, BaseException):
+            late.set_exception(outcome)
+        elif outcome is not None:
+            late.set_result(outcome)
         return late
 
     def expire(self) -> None:
@@ -116,20 +124,34 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.abort()
 
+    def _settle(self, outcome: Answered | BaseException) -> None:
+        """Hand how the request ended to its waiter, or keep it for :meth:`detach`."""
+        waiter = self.waiter
+        if waiter is None:
+            return
+        if waiter.done():
+            if self._outcome is None:
+                self._outcome = outcome  # the caller was cut: whoever reads on gets it
+        elif isinstance(outcome, BaseException):
+            waiter.set_exception(outcome)
+        else:
+            waiter.set_result(outcome)
+
     def _fail(self, error: BaseException) -> None:
         self.close()
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_exception(error)
+        self._settle(error)
 
     def _lost(self, exc: Exception | None) -> None:
+        if self.closed:
+            return  # closed here: whoever waited was told why
         self.closed = True
-        waiter = self.waiter
-        if waiter is None or waiter.done():
+        if not self.reader.awaiting:
             return
         try:
-            waiter.set_result(self.reader.end(exc))
+            outcome: Answered | BaseException = self.reader.end(exc)
         except (Stale, Unanswered) as failure:
-            waiter.set_exception(failure)
+            outcome = failure
+        self._settle(outcome)
 
 
 class ConnectionPool(Endpoint[_Connection]):
@@ -213,12 +235,12 @@ class ConnectionPool(Endpoint[_Connection]):
         """The connection over a connected socket: the selector's, or asyncio's (TLS)."""
         try:
             if self.ssl_context is None and isinstance(loop, asyncio.SelectorEventLoop):
-                connection = _Connection()
+                connection = _Connection(self.idle.unasked)
                 PlainSocket(loop, sock, connection)
                 return connection
             async with asyncio.timeout_at(limit):
                 _, connection = await loop.create_connection(
-                    _Connection,
+                    lambda: _Connection(self.idle.unasked),
                     sock=sock,
                     ssl=self.ssl_context,
                     server_hostname=self.host if self.ssl_context is not None else None,

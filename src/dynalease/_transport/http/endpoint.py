@@ -74,6 +74,19 @@ class IdleConnections(Generic[C]):
                 return connection
             connection.close()
 
+    def unasked(self, connection: C) -> None:
+        """Bytes arrived on ``connection`` while no request was in flight: close it now.
+
+        The one rule for both drivers: a connection that sent anything unasked
+        (junk, a stray answer, the start of a close) never carries another
+        request, and its bytes are not kept. The asyncio driver learns it as
+        the bytes arrive and calls this; the blocking driver's sockets are not
+        read while idle, so :meth:`take` finds them readable (not ``quiet``).
+        """
+        with self._lock:
+            self._idle = [(kept, since) for kept, since in self._idle if kept is not connection]
+        connection.close()
+
     def give_back(self, connection: C) -> None:
         """Keep a connection whose answer is complete, or close it."""
         if connection.reusable():

@@ -3,15 +3,19 @@
 Both drivers (asyncio on the runtime loop, blocking in a caller's thread) send
 what :func:`frame_request` made and hand every received byte to a
 :class:`ResponseReader`; nothing here touches a socket, so the rules below are
-tested by feeding bytes (``tests/unit/transport/test_wire.py``).
+tested by feeding bytes (``tests/unit/transport/test_wire.py``, and against h11
+as an oracle in ``test_wire_fuzz.py``).
 
 Only what a DynamoDB answer needs is modelled: the status, a body framed by
 ``Content-Length``, chunked coding or the end of the connection, whether the
 connection may carry the next request, and the ``x-amz-crc32`` header. Each
-rule has one home, so hardening one is a change in one place: the head size cap
-(:data:`MAX_HEAD`), the ``Content-Length`` syntax (:func:`_number`),
-interim answers (:meth:`ResponseReader.complete`), the chunked coding
-(:func:`_dechunk`) and a body size cap (:meth:`ResponseReader._body`).
+rule has one home, so hardening one is a change in one place: the head's
+grammar (:data:`_HEAD`) and size cap (:data:`MAX_HEAD`), the ``Content-Length``
+syntax (:func:`_number`), interim answers (:meth:`ResponseReader.complete`),
+the chunked coding (:meth:`ResponseReader._chunked`), the body size cap
+(:data:`MAX_BODY`) and bytes nobody asked for (:meth:`ResponseReader.feed`).
+Whatever breaks a rule is :class:`Malformed`, raised as :class:`.Unanswered`:
+the request may have been applied, so a write is reconciled, never assumed.
 
 h11 (the sans-I/O state machine under httpcore) was measured as this core: about
 80 to 100 us per PutItem exchange against about 6 us here, which would have taken
@@ -20,20 +24,51 @@ uncontended CPU per lock cycle past 0.8x pydynox's; so the core is our own.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import NamedTuple
 
 from .failures import Stale, Unanswered, closed_early, unanswered
 
-__all__ = ["MAX_HEAD", "READ_SIZE", "Answered", "Malformed", "ResponseReader", "frame_request"]
+__all__ = [
+    "MAX_BODY",
+    "MAX_HEAD",
+    "READ_SIZE",
+    "Answered",
+    "Malformed",
+    "ResponseReader",
+    "frame_request",
+]
 
-#: A response head longer than this is refused rather than buffered without end.
+#: A response head longer than this is refused rather than buffered without end
+#: (interim answers before it count too; so does a chunk-size line or the trailers).
 MAX_HEAD = 64 * 1024
+#: The largest body read, chunk framing included. A lock request's answer holds at
+#: most one item (GetItem, or ALL_OLD on a failed condition), and an item is at
+#: most 400 KB: about 0.55 MB as JSON with base64 blobs. 4 MiB is seven times that,
+#: and a few of them in flight still fit a 128 MB Lambda. A larger
+#: ``Content-Length`` is refused at once; a chunked or close-delimited body the
+#: moment it passes the cap.
+MAX_BODY = 4 * 1024 * 1024
 #: How much one receive asks for.
 READ_SIZE = 64 * 1024
 
 #: An answer: (status, body, its ``x-amz-crc32`` if sent).
 Answered = tuple[int, bytes, int | None]
+
+# The head's grammar, as RFC 9112 and h11 (the tests' oracle) read it: a status
+# line, then ``name: value`` lines, CRLF line ends only, no folded lines. A value
+# is any bytes but NUL, CR, LF, VT and FF: h11's ``OWS field-content OWS``.
+# Possessive quantifiers: a hostile head can never make the match backtrack.
+_TEXT = rb"[^\x00\n\r\x0b\x0c]*+"
+_FIELD = rb"[-!#$%&'*+.^_`|~0-9A-Za-z]++:" + _TEXT + rb"\r\n"
+_HEAD = re.compile(rb"HTTP/1\.[01] [0-9]{3}(?: " + _TEXT + rb")?+\r\n(?:" + _FIELD + rb")*+\r\n")
+_TRAILERS = re.compile(rb"(?:" + _FIELD + rb")*+\r\n")
+#: A chunk-size line: hex digits, any extensions, CRLF.
+_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;[^\r\n]*+)?+[ \t]*+\r\n")
+
+# Where a chunked body stands.
+_SIZE, _DATA, _DATA_END, _TRAILER = range(4)
 
 
 class Malformed(ValueError):
@@ -44,9 +79,14 @@ def frame_request(headers: Iterable[tuple[str, str]], body: bytes) -> bytes:
     """The bytes of a ``POST /`` carrying ``body``, with ``headers`` then its length.
 
     Lock requests are always one JSON POST to ``/``; the length goes last so the
-    signed headers come first, in the order they were signed.
+    signed headers come first, in the order they were signed. A name or value
+    holding a line break (a Region or a token read from a damaged setting) is
+    refused: it would end the head early and smuggle in headers of its own.
     """
-    head = "".join(f"{name}: {value}\r\n" for name, value in headers)
+    lines = [f"{name}: {value}\r\n" for name, value in headers]
+    head = "".join(lines)
+    if head.count("\n") != len(lines) or head.count("\r") != len(lines):
+        raise ValueError("a request header holds a line break")
     framed = f"POST / HTTP/1.1\r\n{head}Content-Length: {len(body)}\r\n\r\n"
     return framed.encode("latin-1") + body
 
@@ -69,34 +109,62 @@ class ResponseReader:
     only with :class:`.Unanswered` (the request may have been applied) or
     :class:`.Stale` (a reused connection that closed before a byte of its
     answer). After an answer, :attr:`keep` says whether the connection may
-    carry the next request.
+    carry the next request. Memory stays bounded whatever arrives: a head of
+    :data:`MAX_HEAD`, a body of :data:`MAX_BODY`, and nothing unasked.
     """
 
-    __slots__ = ("_at", "_body_at", "_head", "_served", "buffer", "keep", "reused")
+    __slots__ = (
+        "_at",
+        "_body_at",
+        "_chunk",
+        "_failure",
+        "_head",
+        "_left",
+        "_phase",
+        "_scan",
+        "_served",
+        "_taken",
+        "awaiting",
+        "buffer",
+        "keep",
+        "reused",
+        "spoiled",
+    )
 
     def __init__(self) -> None:
-        #: Bytes received for the current answer (or unasked, between answers).
+        #: Bytes received for the current answer (its unread part, once chunked).
         self.buffer = bytearray()
         self.keep = False
         #: The connection carried an answer before this request.
         self.reused = False
+        #: A request is out and its answer not yet whole: received bytes are its.
+        self.awaiting = False
+        #: Bytes arrived that nobody asked for: the connection must not be reused.
+        self.spoiled = False
         self._served = 0
+        self._failure: Unanswered | None = None
         self._head: _Head | None = None
         self._at = 0  # where the current head starts (after interim answers)
+        self._scan = 0  # where the search for the head's end goes on from
         self._body_at = 0
+        self._chunk = bytearray()  # a chunked body decoded so far
+        self._phase = _SIZE
+        self._left = 0  # bytes of the current chunk still to come
+        self._taken = 0  # bytes of a chunked body read and dropped from the buffer
 
     @property
     def quiet(self) -> bool:
         """Nothing arrived that was not asked for: an idle connection may be reused."""
-        return not self.buffer
+        return not self.spoiled and not self.buffer
 
     def start(self) -> None:
         """A request went out on this connection: read its answer from here on."""
         self.buffer.clear()
         self.keep = False
+        self.awaiting = True
         self.reused = self._served > 0
-        self._head = None
-        self._at = self._body_at = 0
+        self._head = self._failure = None
+        self._at = self._scan = self._body_at = 0
 
     def hand_over(self) -> None:
         """The caller stopped waiting: whoever reads on learns how the request ended.
@@ -112,135 +180,244 @@ class ResponseReader:
         return unanswered(error)
 
     def feed(self, data: bytes) -> Answered | None:
-        """Take received bytes; the answer once it is complete, else None."""
+        """Take received bytes; the answer once it is complete, else None.
+
+        Bytes that arrive while no answer is awaited (on an idle connection, or
+        after the answer) were never asked for: they are dropped, not kept, and
+        the connection is :attr:`spoiled`.
+        """
+        if not self.awaiting:
+            self.spoiled = True
+            self.keep = False
+            return None
         self.buffer += data
         return self.complete()
 
     def complete(self) -> Answered | None:
         """The answer if the bytes received so far hold all of it, else None."""
+        if self._failure is not None:
+            raise self._failure
         try:
             head = self._head
             while head is None:
-                end = self.buffer.find(b"\r\n\r\n", self._at)
+                buffer = self.buffer
+                end = buffer.find(b"\r\n\r\n", self._scan)
                 if end < 0:
-                    if len(self.buffer) - self._at > MAX_HEAD:
+                    # Interim answers count: a stream of them is refused at the cap too.
+                    if len(buffer) > MAX_HEAD:
                         raise Malformed("response head too large")
+                    self._scan = max(self._at, len(buffer) - 3)
                     return None
-                head = _parse_head(bytes(self.buffer[self._at : end + 4]))
-                if 100 <= head.status < 200:
+                head = _parse_head(buffer, self._at, end + 4)
+                if head.status < 200:
                     # An interim answer (100 Continue, 103 Early Hints): the real one follows.
                     if head.status == 101:
                         raise Malformed("the server switched protocols")
-                    self._at, head = end + 4, None
+                    self._at = self._scan = end + 4
+                    head = None
                     continue
                 self._head, self._body_at = head, end + 4
+                if head.chunked:
+                    self._chunk = bytearray()
+                    self._phase, self._left, self._taken = _SIZE, 0, 0
             return self._body(head)
         except Malformed as error:
-            raise Unanswered(error, timeout=False) from None
+            raise self._fail(Unanswered(error, timeout=False)) from None
 
     def _body(self, head: _Head) -> Answered | None:
         buffer = self.buffer
         start = self._body_at
         if head.chunked:
-            dechunked = _dechunk(buffer, start)
-            if dechunked is None:
+            end = self._chunked(buffer, start)
+            if end < 0:
                 return None
-            body, end = dechunked
+            body = bytes(self._chunk)
+            self._chunk = bytearray()
         elif head.length is not None:
             end = start + head.length
             if len(buffer) < end:
                 return None
             body = bytes(buffer[start:end])
         else:
+            if len(buffer) - start > MAX_BODY:
+                raise Malformed("answer body too large")
             return None  # the body runs to the end of the connection
         # Bytes after the answer were never asked for: do not reuse such a connection.
         self.keep = head.keep and len(buffer) == end
+        self.awaiting = False
         self._served += 1
         buffer.clear()
         return head.status, body, head.crc
+
+    def _chunked(self, buffer: bytearray, at: int) -> int:
+        """Decode what arrived of a chunked body from ``at``: its end once whole, else -1.
+
+        Incremental: each byte is looked at once. Decoded bytes move to the body
+        so far and read ones leave the buffer, so a body sent in many small
+        reads costs time in proportion to its size, not its square.
+        """
+        chunk, phase, left = self._chunk, self._phase, self._left
+        size = len(buffer)
+        while True:
+            if phase == _SIZE:
+                line_end = buffer.find(b"\r\n", at)
+                if line_end < 0:
+                    if size - at > MAX_HEAD:
+                        raise Malformed("chunk-size line too long")
+                    break
+                match = _CHUNK_SIZE.fullmatch(buffer, at, line_end + 2)
+                if match is None:
+                    raise Malformed(f"bad chunk size: {bytes(buffer[at:line_end])[:40]!r}")
+                left = int(match[1], 16)
+                at = line_end + 2
+                # Refused at once, framing included: nothing of a chunk too large is read.
+                if self._taken + at - self._body_at + left > MAX_BODY:
+                    raise Malformed("answer body too large")
+                phase = _DATA if left else _TRAILER
+            elif phase == _DATA:
+                take = min(left, size - at)
+                if take <= 0:
+                    break
+                chunk += buffer[at : at + take]
+                at += take
+                left -= take
+                if not left:
+                    phase = _DATA_END
+            elif phase == _DATA_END:
+                tail = buffer[at : at + 2]
+                if tail != b"\r\n"[: len(tail)]:
+                    raise Malformed("a chunk is not followed by CRLF")
+                if len(tail) < 2:
+                    break
+                at += 2
+                phase = _SIZE
+            else:  # the trailers, up to the blank line
+                if buffer.startswith(b"\r\n", at):
+                    return at + 2
+                # ``left`` is how far past ``at`` the search for the blank line got.
+                end = buffer.find(b"\r\n\r\n", at + left)
+                if end < 0:
+                    if size - at > MAX_HEAD:
+                        raise Malformed("trailers too large")
+                    left = max(0, size - at - 3)
+                    break
+                if _TRAILERS.fullmatch(buffer, at, end + 4) is None:
+                    raise Malformed("malformed trailers")
+                return end + 4
+        # Not whole yet: keep only the bytes not read.
+        self._phase, self._left = phase, left
+        self._taken += at - self._body_at
+        del buffer[:at]
+        self._body_at = 0
+        return -1
 
     def end(self, error: BaseException | None) -> Answered:
         """The answer when the connection ends now (``error`` if it broke).
 
         Raises :class:`.Stale` or :class:`.Unanswered` when the answer is not whole.
         """
+        if self._failure is not None:
+            raise self._failure
+        if not self.awaiting:
+            raise self._fail(closed_early())
         head = self._head
         if head is None and not self.buffer:
+            self.awaiting = False
             if self.reused:
                 raise Stale()
-            raise closed_early()
+            raise self._fail(closed_early())
         if head is not None and head.length is None and not head.chunked:
             # No length and not chunked: the body runs to the end of the connection.
-            self.keep = False
+            self.keep = self.awaiting = False
             self._served += 1
             return head.status, bytes(self.buffer[self._body_at :]), head.crc
         if not isinstance(error, OSError):
             error = ConnectionResetError("connection closed mid-answer")
-        raise Unanswered(error, timeout=False)
+        raise self._fail(Unanswered(error, timeout=False))
+
+    def _fail(self, failure: Unanswered) -> Unanswered:
+        """Remember ``failure``: whatever comes after it cannot make an answer whole."""
+        self._failure = failure
+        self.awaiting = self.keep = False
+        return failure
 
 
-def _parse_head(head: bytes) -> _Head:
-    """The parts of a response head that matter; ``head`` ends with the blank line.
+def _parse_head(buffer: bytearray, start: int, end: int) -> _Head:
+    """What the head in ``buffer[start:end]`` says; it ends with the blank line.
 
-    Only the four headers that matter are looked up (case-insensitively), not
-    every header split and decoded.
+    The whole head is checked against its grammar first, then only the headers
+    that matter are looked up (case-insensitively), not every header split and
+    decoded.
     """
-    line_end = head.find(b"\r\n")
-    first = head[:line_end].decode("latin-1")
-    version, _, rest = first.partition(" ")
-    if not version.startswith("HTTP/") or len(rest) < 3 or not rest[:3].isdigit():
-        raise Malformed(f"not an HTTP response: {first[:80]!r}")
+    if _HEAD.fullmatch(buffer, start, end) is None:
+        line = bytes(buffer[start : buffer.find(b"\r\n", start)])
+        raise Malformed(f"not an HTTP/1.1 answer head: {line[:80]!r}")
+    head = bytes(buffer[start:end])
+    status = int(head[9:12])
+    if status < 100:
+        raise Malformed(f"bad status {status}")
     lower = head.lower()
-    encoding = _header(lower, head, b"transfer-encoding")
-    chunked = encoding is not None and "chunked" in encoding.lower()
-    keep = version == "HTTP/1.1"
-    connection = _header(lower, head, b"connection")
+    encoding = _header(lower, head, b"transfer-encoding", single=True)
+    length = _number(_header(lower, head, b"content-length", single=True), "Content-Length")
+    chunked = False
+    if encoding is not None:
+        if encoding.lower() != "chunked":
+            raise Malformed(f"unsupported Transfer-Encoding: {encoding[:40]!r}")
+        if length is not None:
+            # RFC 9112 6.3: both at once may be an attempt to smuggle an answer in.
+            raise Malformed("both Content-Length and Transfer-Encoding")
+        chunked = True
+    if length is not None and length > MAX_BODY:
+        raise Malformed(f"answer body too large (Content-Length {length})")
+    if status in (204, 304):
+        length, chunked = 0, False  # never a body, whatever the headers say
+    keep = head[5:8] == b"1.1"
+    connection = _header(lower, lower, b"connection")
     if connection is not None:
-        token = connection.lower()
-        keep = token == "keep-alive" or (keep and token != "close")
-    crc_text = _header(lower, head, b"x-amz-crc32")
-    crc = _number(crc_text, "x-amz-crc32")
-    length = _number(_header(lower, head, b"content-length"), "Content-Length")
-    return _Head(int(rest[:3]), length, chunked, keep, crc)
+        if lower.count(b"\r\nconnection:") > 1:
+            connection = ",".join(_connection_values(lower))
+        if connection == "close" or connection == "keep-alive":  # as servers send it
+            keep = connection == "keep-alive"
+        else:
+            tokens = {token.strip(" \t") for token in connection.split(",")}
+            keep = "close" not in tokens and (keep or "keep-alive" in tokens)
+    crc = _number(_header(lower, head, b"x-amz-crc32"), "x-amz-crc32")
+    return _Head(status, length, chunked, keep, crc)
 
 
 def _number(text: str | None, name: str) -> int | None:
     """A header's whole-number value, ASCII digits only; None when absent."""
     if text is None:
         return None
-    if not (text.isascii() and text.isdigit()):
-        # int() would take "+5", "-1" or "5_0": a negative length would read nothing.
+    # int() would take "+5", "-1" or "5_0" (a negative length would read nothing),
+    # and raise its own error past 4,300 digits.
+    if not (text.isascii() and text.isdigit()) or len(text) > 20:
         raise Malformed(f"bad {name}: {text[:40]!r}")
     return int(text)
 
 
-def _header(lower: bytes, head: bytes, name: bytes) -> str | None:
-    """The value of header ``name`` (lower case) in ``head``, or None when absent."""
-    at = lower.find(b"\r\n" + name + b":")
+def _header(lower: bytes, head: bytes, name: bytes, *, single: bool = False) -> str | None:
+    """The value of header ``name`` (lower case) in ``head``, or None when absent.
+
+    With ``single``, a header sent twice is refused: two lengths or codings
+    would leave the body's end to whichever reader one trusts.
+    """
+    needle = b"\r\n" + name + b":"
+    at = lower.find(needle)
     if at < 0:
         return None
-    start = at + len(name) + 3
-    return head[start : head.find(b"\r\n", start)].strip().decode("latin-1")
+    if single and lower.find(needle, at + 2) >= 0:
+        raise Malformed(f"{name.decode()} sent twice")
+    start = at + len(needle)
+    return head[start : head.find(b"\r\n", start)].strip(b" \t").decode("latin-1")
 
 
-def _dechunk(buffer: bytearray, start: int) -> tuple[bytes, int] | None:
-    """(body, end offset) of a complete chunked body starting at ``start``, else None."""
-    parts: list[bytes] = []
-    position = start
-    while True:
-        line_end = buffer.find(b"\r\n", position)
-        if line_end < 0:
-            return None
-        size_text = bytes(buffer[position:line_end]).split(b";", 1)[0].strip()
-        try:
-            size = int(size_text, 16)
-        except ValueError:
-            raise Malformed(f"bad chunk size: {size_text[:40]!r}") from None
-        position = line_end + 2
-        if size == 0:
-            trailer_end = buffer.find(b"\r\n\r\n", position - 2)
-            return None if trailer_end < 0 else (b"".join(parts), trailer_end + 4)
-        if len(buffer) < position + size + 2:
-            return None
-        parts.append(bytes(buffer[position : position + size]))
-        position += size + 2
+def _connection_values(lower: bytes) -> list[str]:
+    """The values of every ``Connection`` header in a lower-cased head."""
+    values = []
+    at = lower.find(b"\r\nconnection:")
+    while at >= 0:
+        start = at + len(b"\r\nconnection:")
+        values.append(lower[start : lower.find(b"\r\n", start)].decode("latin-1"))
+        at = lower.find(b"\r\nconnection:", start)
+    return values

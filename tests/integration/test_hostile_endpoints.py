@@ -1,0 +1,373 @@
+"""The lean path against a hostile or broken HTTP server on loopback, on both paths.
+
+Each test points a real :class:`LeanTransport` (``endpoint_url``) at a raw-socket
+server that answers one way: too large, too slow, malformed, interim answers,
+junk on an idle connection. Every test runs from the runtime loop and from a
+sync caller's own thread. An answer that is not a whole, well-formed HTTP/1.1
+answer must fail at once as "may have been applied" (``ConnectionClosedError``,
+reconciled by the engine), never as a success and never as a definite failure.
+The memory figures for the same servers are in ``benchmarks/hostile.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import botocore.session
+import pytest
+from botocore.config import Config
+
+from dynalease._transport.boto import lock_config
+from dynalease._transport.http.wire import MAX_BODY
+from dynalease._transport.lean import LeanTransport
+from dynalease.exceptions import RequestFailedError
+
+pytestmark = pytest.mark.timeout(60)
+
+#: Long enough that a test waiting for it fails the "at once" checks below.
+READ_TIMEOUT_S = 4.0
+PUT = {"TableName": "locks", "Item": {"key": {"S": "k"}}}
+OK_BODY = b'{"ConsumedCapacity":{"CapacityUnits":1.0,"TableName":"locks"}}'
+OK = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nx-amz-crc32: %d\r\n\r\n%s" % (
+    len(OK_BODY),
+    zlib.crc32(OK_BODY),
+    OK_BODY,
+)
+
+#: (connection, its number) -> serve requests on it; the connection closes after.
+Serve = Callable[[socket.socket, int], None]
+
+
+class RawServer:
+    """A threaded TCP server on 127.0.0.1: each connection runs ``serve`` in a thread."""
+
+    def __init__(self, serve: Serve) -> None:
+        self.serve = serve
+        self.connections = 0
+        self.done = threading.Event()  # set by a handler when it got what it waited for
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._stopped = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._stopped:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._run, args=(conn, self.connections), daemon=True).start()
+
+    def _run(self, conn: socket.socket, number: int) -> None:
+        with conn:
+            with contextlib.suppress(OSError):
+                self.serve(conn, number)
+
+    def close(self) -> None:
+        self._stopped = True
+        self._listener.close()
+
+
+def read_request(conn: socket.socket) -> bytes:
+    """One request's head and body (the lean path always sends Content-Length)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        piece = conn.recv(65536)
+        if not piece:
+            raise ConnectionResetError("client went away")
+        data += piece
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+    while len(body) < length:
+        body += conn.recv(65536)
+    return head
+
+
+def hold(conn: socket.socket, seconds: float = READ_TIMEOUT_S + 2) -> None:
+    """Keep the connection open, sending nothing, until the client closes it."""
+    conn.settimeout(seconds)
+    try:
+        while conn.recv(65536):
+            pass
+    except TimeoutError:
+        pass
+
+
+@pytest.fixture
+def server() -> Iterator[Callable[[Serve], RawServer]]:
+    started: list[RawServer] = []
+
+    def start(serve: Serve) -> RawServer:
+        started.append(RawServer(serve))
+        return started[-1]
+
+    yield start
+    for each in started:
+        each.close()
+
+
+#: Each test runs over both ways the lean path sends: from the runtime loop (async
+#: guards, renewals) and from a sync caller's own thread.
+HOW = pytest.mark.parametrize("how", ["loop", "thread"])
+
+_SESSION = botocore.session.get_session()
+
+
+def transport(url: str) -> LeanTransport:
+    config = lock_config(None).merge(Config(connect_timeout=2, read_timeout=READ_TIMEOUT_S))
+    return LeanTransport(
+        lambda: _SESSION.create_client(
+            "dynamodb",
+            region_name="us-east-1",
+            endpoint_url=url,
+            config=config,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+    )
+
+
+def _sender(lean: LeanTransport, how: str, *, timeout: float) -> Any:
+    if how == "loop":
+        return lean.send
+
+    async def send(operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        await lean.prepare()
+        assert lean.blocking_ready()
+        late: list[Any] = []
+        try:
+            return await asyncio.to_thread(
+                lean.send_blocking, operation, params, timeout, late.append
+            )
+        finally:
+            for request in late:
+                request.close()
+
+    return send
+
+
+def _opened(lean: LeanTransport, how: str) -> int:
+    route = lean._route
+    assert route is not None
+    return route.pool.opened if how == "loop" else route.blocking.opened
+
+
+def _get() -> dict[str, Any]:
+    return {"TableName": "locks", "Key": {"key": {"S": "k"}}}
+
+
+def send(lean: LeanTransport, how: str, operation: str, params: dict[str, Any]) -> Any:
+    async def scenario() -> Any:
+        return await _sender(lean, how, timeout=READ_TIMEOUT_S)(operation, params)
+
+    return asyncio.run(scenario())
+
+
+def fails_at_once_as_maybe_applied(lean: LeanTransport, how: str) -> RequestFailedError:
+    """The PutItem fails well before the read timeout, as "it may have been applied"."""
+    started = time.monotonic()
+    with pytest.raises(RequestFailedError) as raised:
+        send(lean, how, "PutItem", PUT)
+    elapsed = time.monotonic() - started
+    assert raised.value.may_have_committed, raised.value
+    assert raised.value.code == "ConnectionClosedError", raised.value
+    assert elapsed < READ_TIMEOUT_S / 2, f"waited {elapsed:.1f} s for what was known at once"
+    return raised.value
+
+
+# --- no size limit on responses -------------------------------------------------------
+
+
+@HOW
+def test_a_content_length_over_the_cap_is_refused_at_once(how: str, server: Any) -> None:
+    def huge(conn: socket.socket, _: int) -> None:
+        read_request(conn)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % (100 * 2**20))
+        conn.sendall(b"x" * 2**20)  # then nothing: the rest would take 100 MB
+        hold(conn)
+
+    fails_at_once_as_maybe_applied(transport(server(huge).url), how)
+
+
+@HOW
+def test_a_body_without_length_past_the_cap_is_refused_as_it_passes(how: str, server: Any) -> None:
+    def endless(conn: socket.socket, _: int) -> None:
+        read_request(conn)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")
+        conn.sendall(b"x" * (MAX_BODY + 2**20))
+        hold(conn)
+
+    fails_at_once_as_maybe_applied(transport(server(endless).url), how)
+
+
+@HOW
+def test_a_chunk_over_the_cap_is_refused_at_its_size_line(how: str, server: Any) -> None:
+    def big_chunk(conn: socket.socket, _: int) -> None:
+        read_request(conn)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        conn.sendall(b"%x\r\n" % (150 * 2**20) + b"x" * 2**20)
+        hold(conn)
+
+    fails_at_once_as_maybe_applied(transport(server(big_chunk).url), how)
+
+
+@HOW
+def test_many_chunks_past_the_cap_are_refused(how: str, server: Any) -> None:
+    def chunks(conn: socket.socket, _: int) -> None:
+        read_request(conn)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        conn.sendall((b"10000\r\n" + b"x" * 0x10000 + b"\r\n") * (MAX_BODY // 0x10000 + 8))
+        hold(conn)
+
+    fails_at_once_as_maybe_applied(transport(server(chunks).url), how)
+
+
+@HOW
+def test_junk_on_an_idle_connection_is_dropped_and_the_connection_not_reused(
+    how: str, server: Any
+) -> None:
+    junk_sent = threading.Event()
+
+    def answer_then_junk(conn: socket.socket, number: int) -> None:
+        read_request(conn)
+        conn.sendall(OK)
+        if number == 1:
+            time.sleep(0.1)
+            conn.settimeout(2)
+            with contextlib.suppress(OSError):  # the client closed it, as it should
+                conn.sendall(b"J" * 8 * 2**20)  # far more than the socket buffers hold
+            junk_sent.set()
+            hold(conn, 2)
+            return
+        read_request(conn)  # a second request here would be an error
+        raise AssertionError("a connection that sent junk carried another request")
+
+    hostile = server(answer_then_junk)
+    lean = transport(hostile.url)
+
+    async def scenario() -> None:
+        sender = _sender(lean, how, timeout=READ_TIMEOUT_S)
+        await sender("PutItem", PUT)
+        # The loop path sees the junk as it arrives; the thread path when it takes the
+        # connection. Wait until the server stopped sending either way.
+        await asyncio.to_thread(junk_sent.wait, 5)
+        route = lean._route
+        assert route is not None
+        if how == "loop":
+            # Closed at the first byte, out of the idle list, nothing kept.
+            assert route.pool.idle.peek() == []
+        await sender("PutItem", PUT)
+        assert _opened(lean, how) == 2
+
+    asyncio.run(scenario())
+    assert hostile.connections == 2
+
+
+# --- chunked parsing is quadratic -------------------------------------------------------
+
+
+@HOW
+def test_a_chunked_answer_in_many_small_chunks_is_read_in_linear_time(
+    how: str, server: Any
+) -> None:
+    item = {"Item": {"key": {"S": "k"}, "blob": {"S": "y" * 1_000_000}}}
+    body = json.dumps(item).encode()
+    framed = b"".join(b"%x\r\n%s\r\n" % (len(body[at : at + 16]), body[at : at + 16])
+                      for at in range(0, len(body), 16))  # fmt: skip
+
+    def chunked(conn: socket.socket, _: int) -> None:
+        read_request(conn)
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for at in range(0, len(framed), 4096):  # one small read after another
+            conn.sendall(framed[at : at + 4096])
+            time.sleep(0.0005)
+        conn.sendall(b"0\r\n\r\n")
+        hold(conn)
+
+    started = time.monotonic()
+    answer = send(transport(server(chunked).url), how, "GetItem", _get())
+    assert answer["Item"] == item["Item"]
+    # Linear: well under a second. Re-reading every chunk at each read took ten or more.
+    assert time.monotonic() - started < 3.0
+
+
+# --- interim answers ----------------------------------------------------------------
+
+
+@HOW
+def test_interim_answers_are_skipped_and_the_applied_write_reported_applied(
+    how: str, server: Any
+) -> None:
+    def continue_first(conn: socket.socket, _: int) -> None:
+        read_request(conn)
+        conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+        time.sleep(0.05)  # the interim answer arrives in a read of its own
+        conn.sendall(b"HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n" + OK)
+        hold(conn)
+
+    answer = send(transport(server(continue_first).url), how, "PutItem", PUT)
+    assert answer["ConsumedCapacity"] == {"CapacityUnits": 1.0, "TableName": "locks"}
+
+
+@HOW
+def test_an_endless_stream_of_interim_answers_is_refused(how: str, server: Any) -> None:
+    def interim_forever(conn: socket.socket, _: int) -> None:
+        read_request(conn)
+        conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n" * 10_000)
+        hold(conn)
+
+    fails_at_once_as_maybe_applied(transport(server(interim_forever).url), how)
+
+
+# --- malformed heads ----------------------------------------------------------------
+
+
+@HOW
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 0\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nx-amz-crc32: " + b"1" * 5000 + b"\r\nContent-Length: 2\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nConnection: close\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}XX0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-2\r\n{}\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length : 2\r\nConnection: close\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+        b"HTTP/1.1 204 No Content\r\n\r\n",
+        b"HTTP/1.1 050 Odd\r\nContent-Length: 2\r\n\r\n{}",
+    ],
+    ids=[
+        "negative-length",
+        "plus-length",
+        "two-lengths",
+        "crc-5000-digits",
+        "unknown-coding",
+        "chunk-without-crlf",
+        "negative-chunk",
+        "space-before-colon",
+        "empty-200",
+        "204",
+        "status-below-100",
+    ],
+)
+def test_a_malformed_or_empty_answer_to_a_write_may_have_been_applied(
+    how: str, head: bytes, server: Any
+) -> None:
+    def malformed(conn: socket.socket, _: int) -> None:
+        read_request(conn)
+        conn.sendall(head)
+        hold(conn)
+
+    fails_at_once_as_maybe_applied(transport(server(malformed).url), how)
