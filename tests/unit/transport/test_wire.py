@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dynalease._transport.http.failures import Stale, Unanswered
-from dynalease._transport.http.wire import MAX_HEAD, ResponseReader, frame_request
+from dynalease._transport.http.wire import MAX_BODY, MAX_HEAD, ResponseReader, frame_request
 
 BODY = b'{"ConsumedCapacity":{"CapacityUnits":1.0,"TableName":"locks"}}'
 KEEP_ALIVE = (
@@ -173,3 +173,52 @@ def test_one_reader_reads_successive_answers_on_a_kept_connection() -> None:
         assert reader.reused == (index > 0)
         assert reader.feed(KEEP_ALIVE) == (200, BODY, 3253383209)
         assert reader.keep and reader.quiet
+
+
+def test_a_content_length_over_the_cap_is_refused_before_any_body_byte() -> None:
+    with pytest.raises(Unanswered, match="too large"):
+        _read(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % (MAX_BODY + 1))
+    _, answer = _read(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+    assert answer == (200, b"{}", None)
+
+
+def test_a_chunk_over_the_cap_is_refused_at_its_size_line() -> None:
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    with pytest.raises(Unanswered, match="too large"):
+        _read(head + b"%x\r\n" % (150 * 2**20))
+
+
+def test_a_body_without_length_is_refused_as_it_passes_the_cap() -> None:
+    reader, _ = _read(b"HTTP/1.1 200 OK\r\n\r\n", b"x" * MAX_BODY)
+    with pytest.raises(Unanswered, match="too large"):
+        reader.feed(b"x")
+    with pytest.raises(Unanswered):  # and the end of the connection cannot make it whole
+        reader.end(None)
+
+
+def test_a_chunked_body_in_small_reads_is_decoded_as_it_arrives() -> None:
+    body = bytes(range(256)) * 4096  # 1 MiB
+    framed = b"".join(b"10\r\n%s\r\n" % body[at : at + 16] for at in range(0, len(body), 16))
+    reader = ResponseReader()
+    reader.start()
+    assert reader.feed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n") is None
+    for at in range(0, len(framed), 4096):
+        assert reader.feed(framed[at : at + 4096]) is None
+        assert len(reader.buffer) < 64  # what was read is gone: nothing is read twice
+    assert reader.feed(b"0\r\n\r\n") == (200, body, None)
+
+
+def test_bytes_nobody_asked_for_are_dropped_and_spoil_the_connection() -> None:
+    reader, answer = _read(KEEP_ALIVE)
+    assert answer is not None and reader.keep and reader.quiet
+    assert reader.feed(b"J" * 100_000) is None
+    assert not reader.buffer and not reader.keep and not reader.quiet
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("X-Amz-Date", "20260101T000000Z\r\nX-Evil: 1"), ("Auth\n", "x"), ("X", "us-east-1\n")],
+)
+def test_a_request_header_with_a_line_break_is_never_framed(name: str, value: str) -> None:
+    with pytest.raises(ValueError, match="line break"):
+        frame_request([("Host", "h"), (name, value)], b"{}")
