@@ -30,15 +30,8 @@ from typing import NamedTuple
 
 from .failures import Stale, Unanswered, closed_early, unanswered
 
-__all__ = [
-    "MAX_BODY",
-    "MAX_HEAD",
-    "READ_SIZE",
-    "Answered",
-    "Malformed",
-    "ResponseReader",
-    "frame_request",
-]
+__all__ = ["MAX_BODY", "MAX_HEAD", "READ_SIZE", "Answered", "Malformed", "ResponseReader"]
+__all__ += ["frame_request"]
 
 #: A response head longer than this is refused rather than buffered without end
 #: (interim answers before it count too; so does a chunk-size line or the trailers).
@@ -376,11 +369,8 @@ def _parse_head(buffer: bytearray, start: int, end: int) -> _Head:
     if connection is not None:
         if lower.count(b"\r\nconnection:") > 1:
             connection = ",".join(_connection_values(lower))
-        if connection == "close" or connection == "keep-alive":  # as servers send it
-            keep = connection == "keep-alive"
-        else:
-            tokens = {token.strip(" \t") for token in connection.split(",")}
-            keep = "close" not in tokens and (keep or "keep-alive" in tokens)
+        tokens = {token.strip(" \t") for token in connection.split(",")}
+        keep = "close" not in tokens and (keep or "keep-alive" in tokens)
     crc = _number(_header(lower, head, b"x-amz-crc32"), "x-amz-crc32")
     return _Head(status, length, chunked, keep, crc)
 
