@@ -27,3 +27,13 @@ def test_one_quick_round_prints_every_ratio_and_the_independent_floor() -> None:
     for figure in ("cpu_ms_per_cycle", "elapsed_s", "floor_elapsed_s", "elapsed_over_floor"):
         assert f"| {figure}" in out, f"{figure} missing from:\n{out}"
     assert "CPU per cycle <= 0.8x:" in out and "elapsed <= 1.0x:" in out
+
+
+def test_the_hostile_endpoint_figures_run_quickly_and_stay_under_the_limit() -> None:
+    command = [sys.executable, "-m", "benchmarks.hostile", "--quick"]
+    result = subprocess.run(
+        command, cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "all under the limit, no success reported" in result.stdout
+    assert result.stdout.count("RequestFailedError (ConnectionClosedError)") == 6
