@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import botocore.exceptions
 
+from .botocore_internals import api_call
 from .errors import map_client_error, map_error_code, map_transport_error
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ class BotoTransport:
         """Send one request from this thread."""
         try:
             client: Any = self.client
-            response: dict[str, Any] = client._make_api_call(operation, params)
+            response: dict[str, Any] = api_call(client)(operation, params)
         except botocore.exceptions.ClientError as error:
             raise map_client_error(error, operation) from error
         except (botocore.exceptions.BotoCoreError, OSError) as error:

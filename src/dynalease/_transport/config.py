@@ -8,7 +8,8 @@ variables: static keys, the Region, perhaps an endpoint URL. This module reads
 those, and only those, and answers ``None`` whenever botocore could decide
 differently: a shared config file (profiles may set a Region, an endpoint, a
 CA bundle, FIPS or dual-stack endpoints), a profile, refreshable or account-
-scoped credentials, proxies, or a Region outside the partitions
+scoped credentials, a proxy for the endpoint (:mod:`.proxies`, read as
+botocore reads it, ``NO_PROXY`` included), or a Region outside the partitions
 whose endpoint pattern is fixed. ``None`` means: build the botocore client and
 take everything from it, as before.
 """
@@ -19,6 +20,8 @@ import os
 import re
 from dataclasses import dataclass
 
+from .proxies import proxy_for
+
 #: Variables that change what botocore would do in ways this module does not model.
 _HAND_TO_BOTOCORE = (
     "AWS_PROFILE",
@@ -28,11 +31,9 @@ _HAND_TO_BOTOCORE = (
     "AWS_ACCOUNT_ID_ENDPOINT_MODE",
     "AWS_USE_FIPS_ENDPOINT",
     "AWS_USE_DUALSTACK_ENDPOINT",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "http_proxy",
-    "https_proxy",
 )
+#: Where botocore finds a CA bundle, after an explicit ``verify`` and the config file.
+_CA_BUNDLES = ("AWS_CA_BUNDLE", "REQUESTS_CA_BUNDLE")
 
 #: Regions of the partitions whose DynamoDB endpoint is ``dynamodb.<region>.<suffix>``.
 _PARTITIONS = (
@@ -42,7 +43,12 @@ _PARTITIONS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+def masked(access_key: str | None) -> str:
+    """An access key id as shown in a repr: its last four characters only."""
+    return "None" if access_key is None else f"'…{access_key[-4:]}'"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
 class StaticCredentials:
     """Keys that never change; shaped like botocore's frozen credentials."""
 
@@ -54,6 +60,13 @@ class StaticCredentials:
         """These keys (botocore's credentials interface)."""
         return self
 
+    def __repr__(self) -> str:  # never the secret or the token
+        token = "None" if self.token is None else "'<hidden>'"
+        return (
+            f"StaticCredentials(access_key={masked(self.access_key)}, "
+            f"secret_key='<hidden>', token={token})"
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class DirectConfig:
@@ -63,7 +76,8 @@ class DirectConfig:
     region: str
     credentials: StaticCredentials
     connect_timeout: float
-    #: ``AWS_CA_BUNDLE`` (botocore's ``verify`` then is this path), else None: the default.
+    #: ``AWS_CA_BUNDLE``, else ``REQUESTS_CA_BUNDLE`` (botocore's ``verify`` then is
+    #: this path), else None: the default bundle.
     ca_bundle: str | None = None
 
 
@@ -127,4 +141,13 @@ def direct_config(
         url = regional_endpoint(region)
         if url is None:
             return None
-    return DirectConfig(url, region, credentials, connect_timeout, _env("AWS_CA_BUNDLE"))
+    if proxy_for(url) is not None:
+        return None  # botocore sends through the proxy (the lean path does not)
+    ca_bundle = None
+    for name in _CA_BUNDLES:  # botocore's order; a blank one is botocore's error to raise
+        if name in os.environ:
+            ca_bundle = os.environ[name]
+            if not ca_bundle.strip():
+                return None
+            break
+    return DirectConfig(url, region, credentials, connect_timeout, ca_bundle)

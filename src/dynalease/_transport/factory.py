@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .boto import LOCK_CONNECT_TIMEOUT_S, BotoTransport, lock_config
+from .botocore_internals import endpoint_verify, share_credentials
 from .lean import LeanTransport, lock_transport, transport_choice
 
 if TYPE_CHECKING:
@@ -42,9 +43,10 @@ class Settings:
 
     region: str | None = None
     endpoint_url: str | None = None
-    access_key: str | None = None
-    secret_key: str | None = None
-    session_token: str | None = None
+    #: Kept out of repr (and so out of any log line or error showing the settings).
+    access_key: str | None = field(default=None, repr=False)
+    secret_key: str | None = field(default=None, repr=False)
+    session_token: str | None = field(default=None, repr=False)
     profile: str | None = None
     connect_timeout: float | None = None
     read_timeout: float | None = None
@@ -125,12 +127,13 @@ def from_client(dynamodb: BaseClient, transport: str | None) -> Transports:
             region_name=dynamodb.meta.region_name,
             endpoint_url=dynamodb.meta.endpoint_url,
             config=lock_config(dynamodb.meta.config),
+            # The caller's verify=False or CA bundle is not in its config: copy it.
+            verify=endpoint_verify(dynamodb),
             aws_access_key_id="placeholder",
             aws_secret_access_key="placeholder",
         )
         # Share the credentials object so refreshable credentials stay fresh.
-        source: Any = dynamodb
-        sibling._request_signer._credentials = source._request_signer._credentials
+        share_credentials(dynamodb, sibling)
         made: BaseClient = sibling
         return made
 

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 from .._engine.store import TimedOut, Transport
 from ..constants import ENV_TRANSPORT
 from .boto import BotoTransport
+from .botocore_internals import BotocoreChanged
 from .codec import ENCODER, read_answer
 from .config import DirectConfig
 from .errors import map_lean_failure, map_transport_error
@@ -151,6 +152,9 @@ class LeanTransport:
         except Unsupported as why:
             self.fallback_reason = str(why)
             log.debug("dynalease: lock requests go through botocore: %s", why)
+        except BotocoreChanged as changed:  # loud: lock requests are slower than they should be
+            self.fallback_reason = str(changed)
+            log.warning("dynalease: lock requests go through botocore: %s", changed)
         except (AttributeError, TypeError) as error:  # a botocore we do not know
             self.fallback_reason = f"unrecognised botocore client ({error})"
             log.debug("dynalease: lock requests go through botocore: %s", error)

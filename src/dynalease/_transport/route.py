@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .boto import LOCK_POOL_CONNECTIONS, LOCK_READ_TIMEOUT_S
+from .botocore_internals import read_client
 from .config import DirectConfig
 from .http.aio import ConnectionPool
 from .http.blocking import BlockingPool
@@ -47,9 +48,9 @@ class Route:
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise Unsupported(f"endpoint {url!r} is not an http(s) URL")
+            raise Unsupported(f"endpoint {_shown(url)} is not an http(s) URL")
         if parts.path not in ("", "/") or parts.query or parts.username:
-            raise Unsupported(f"endpoint {url!r} has a path, query or user info")
+            raise Unsupported(f"endpoint {_shown(url)} has a path, query or user info")
         host = parts.hostname
         self.url = url
         self.credentials = credentials
@@ -85,20 +86,18 @@ class Route:
         config = client.meta.config
         if (config.signature_version or "v4") not in ("v4", "dynamodb"):
             raise Unsupported(f"signature version {config.signature_version!r}")
-        signer = client._request_signer
-        credentials = signer._credentials
-        if credentials is None:
+        inside = read_client(client, url)  # raises BotocoreChanged if botocore moved them
+        if inside.credentials is None:
             raise Unsupported("the client signs no requests (no credentials object)")
-        session = client._endpoint.http_session
-        if session._proxy_config.proxy_url_for(url):
+        if inside.proxy_url:
             raise Unsupported("a proxy is configured for the endpoint")
-        if getattr(session, "_cert_file", None):
+        if inside.cert_file:
             raise Unsupported("a client certificate is configured")
         return cls(
             url,
-            signer._region_name or client.meta.region_name,
-            credentials,
-            verify=session._verify,
+            inside.signing_region or client.meta.region_name,
+            inside.credentials,
+            verify=inside.verify,
             connect_timeout=float(config.connect_timeout),
             read_timeout=float(config.read_timeout),
             max_connections=int(config.max_pool_connections or LOCK_POOL_CONNECTIONS),
@@ -116,6 +115,18 @@ class Route:
             read_timeout=LOCK_READ_TIMEOUT_S,
             max_connections=LOCK_POOL_CONNECTIONS,
         )
+
+
+def _shown(url: str) -> str:
+    """``url`` for a message: its scheme, host and port (user info or a query may be secret)."""
+    try:
+        parts = urlsplit(url)
+        port = f":{parts.port}" if parts.port else ""
+        where = f"{parts.scheme}://{parts.hostname or ''}{port}"
+    except ValueError:
+        return "(an unparsable URL)"
+    hidden = parts.username or parts.password or parts.query or parts.path not in ("", "/")
+    return f"{where!r}" + (" (its path, query or user info not shown)" if hidden else "")
 
 
 def _ssl_context(verify: Any) -> Any:
