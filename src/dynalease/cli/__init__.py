@@ -1,4 +1,4 @@
-"""The ``dynalease`` command: demo, inspect, doctor and invoke.
+"""The ``dynalease`` command: demo, inspect, doctor, invoke and local.
 
 Importing this package is cheap: argument parsing only. boto3, moto and rich are
 imported by the subcommand that needs them, so ``dynalease --help`` answers at
@@ -18,7 +18,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import demo, doctor, inspect, invoke
+from . import demo, doctor, inspect, invoke, local
 from .common import EXIT_USAGE, exit_status, run_command
 
 __all__ = ["main"]
@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"dynalease {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
-    for command in (demo, inspect, doctor, invoke):
+    for command in (demo, inspect, doctor, invoke, local):
         command.add_parser(commands)
     return parser
 
@@ -58,5 +58,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    command = {"demo": demo, "inspect": inspect, "doctor": doctor}[args.command]
+    command = {"demo": demo, "inspect": inspect, "doctor": doctor, "local": local}[args.command]
     return run_command(args.command, lambda: command.run(args))

@@ -133,17 +133,26 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = socket.SOMAXCONN
 
 
-def serve(port: int, *, keep_alive: bool = True) -> None:
-    """Serve moto on 127.0.0.1:port, one request at a time, until killed."""
+def make_server(host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
+    """A bound keep-alive moto server (port 0: a free one); call ``serve_forever``.
+
+    Raises ImportError without moto's server extra and OSError if the address is taken.
+    """
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
     app = _serialized(DomainDispatcherApplication(create_backend_app))
+    return _Server((host, port), _keep_alive_handler(app))
+
+
+def serve(port: int, *, keep_alive: bool = True) -> None:
+    """Serve moto on 127.0.0.1:port, one request at a time, until killed."""
     if keep_alive:
-        server = _Server(("127.0.0.1", port), _keep_alive_handler(app))
-        server.serve_forever()
+        make_server("127.0.0.1", port).serve_forever()
     else:
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
         from werkzeug.serving import run_simple
 
+        app = _serialized(DomainDispatcherApplication(create_backend_app))
         run_simple("127.0.0.1", port, app, threaded=True)
 
 

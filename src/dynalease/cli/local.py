@@ -1,0 +1,104 @@
+"""``dynalease local``: a DynamoDB-compatible server on loopback, for trying things.
+
+moto's DynamoDB, served one request at a time by
+:mod:`dynalease.demo.local_server`, in the foreground until Ctrl-C or SIGTERM.
+It prints its endpoint and the environment to export at once, so that the
+other commands, ``dynalease invoke`` and the Python client reach it and not AWS.
+Tables live in memory and vanish when it stops. Needs the ``local`` (or ``dev``) extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from typing import Any
+
+from .common import EXIT_OK, EXIT_USAGE, CommandError
+
+DEFAULT_PORT = 8000
+DEFAULT_HOST = "127.0.0.1"
+
+
+def _port(value: str) -> int:
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {value!r}") from None
+    if not 0 <= port <= 65_535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {value!r}")
+    return port
+
+
+def add_parser(commands: Any) -> None:
+    """Register ``local`` and its options on the ``dynalease`` subcommands."""
+    local = commands.add_parser(
+        "local",
+        help="serve a local DynamoDB-compatible server (moto) for trying things",
+        description="Serve moto's DynamoDB on loopback in the foreground until Ctrl-C, and "
+        "print the endpoint and the environment to export (dummy credentials, a Region). "
+        "Tables are kept in memory only. Needs the `local` extra: "
+        "pip install 'dynalease[local]'.",
+    )
+    local.add_argument(
+        "--port",
+        type=_port,
+        default=DEFAULT_PORT,
+        help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)",
+    )
+    local.add_argument(
+        "--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})"
+    )
+
+
+def instructions(url: str) -> str:
+    """What ``dynalease local`` prints once it listens on ``url``: shell lines to paste."""
+    from ..demo.local_server import LOCAL_CREDENTIALS, LOCAL_REGION
+
+    exports = {
+        "AWS_ENDPOINT_URL_DYNAMODB": url,
+        **LOCAL_CREDENTIALS,
+        "AWS_DEFAULT_REGION": LOCAL_REGION,
+    }
+    lines = [
+        f"# dynalease local: moto's DynamoDB on {url} (in memory; Ctrl-C stops it)",
+        "# In another shell, export these (dummy credentials; nothing goes to AWS):",
+        *(f"export {name}={value}" for name, value in exports.items()),
+        f"# or keep your environment and pass --endpoint {url} to each dynalease command",
+        f"# (then set --region {LOCAL_REGION} and any credentials: the server accepts all).",
+    ]
+    return "\n".join(lines)
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until interrupted; exit 0 on Ctrl-C or SIGTERM."""
+    try:
+        from ..demo.local_server import make_server
+
+        server = make_server(args.host, args.port)
+    except ImportError:
+        raise CommandError(
+            "needs moto's server: pip install 'dynalease[local]' (or the dev extra)"
+        ) from None
+    except OSError as error:
+        raise CommandError(
+            f"cannot listen on {args.host}:{args.port} ({error.strerror or error}): "
+            "pass another --port, or --port 0 for a free one",
+            EXIT_USAGE,
+        ) from None
+    host, port = str(server.server_address[0]), int(server.server_address[1])
+    shown = f"[{host}]" if ":" in host else host
+    previous = signal.signal(signal.SIGTERM, _stop)
+    try:
+        print(instructions(f"http://{shown}:{port}"), flush=True)
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("# dynalease local: stopped", file=sys.stderr, flush=True)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        server.server_close()
+    return EXIT_OK

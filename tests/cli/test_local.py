@@ -1,0 +1,151 @@
+"""``dynalease local``: a real process, its printed environment used as printed."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from support.cli_runner import CLI, cli_env
+
+_EXPORT = re.compile(r"^export (\w+)=(\S+)$")
+_CLIENT_SCRIPT = """
+import sys
+from dynalease import DynamoDBClient
+from dynalease.lock import SyncDistributedLock
+
+client = DynamoDBClient()  # the environment only: endpoint, credentials, Region
+client.sync_create_table("tried-locally", partition_key=("key", "S"), wait=True)
+with SyncDistributedLock(client, table="tried-locally", key="k", wait_timeout=0) as lease:
+    print("held", lease.owner != "", client.endpoint_url)
+"""
+
+
+def _user_env(**exports: str) -> dict[str, str]:
+    """A shell with none of the test suite's AWS settings, plus the printed exports."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["AWS_EC2_METADATA_DISABLED"] = "true"
+    env["AWS_CONFIG_FILE"] = env["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
+    env.update(exports)
+    return env
+
+
+def _start(*args: str) -> tuple[subprocess.Popen[str], list[str]]:
+    process = subprocess.Popen(
+        [*CLI, "local", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env(),
+    )
+    assert process.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        lines.append(line.rstrip("\n"))
+        if line.startswith("# (then"):
+            return process, lines
+    process.kill()
+    _, err = process.communicate()
+    pytest.fail(f"dynalease local printed {lines!r}, then exited; stderr: {err}")
+
+
+def test_local_prints_an_environment_that_reaches_it_and_stops_on_sigterm() -> None:
+    process, lines = _start("--port", "0")
+    try:
+        exports = dict(m.groups() for line in lines if (m := _EXPORT.match(line)))
+        endpoint = exports["AWS_ENDPOINT_URL_DYNAMODB"]
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+", endpoint)
+        assert not endpoint.endswith(":0")
+        assert set(exports) == {
+            "AWS_ENDPOINT_URL_DYNAMODB",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_DEFAULT_REGION",
+        }
+        assert any(f"--endpoint {endpoint}" in line for line in lines)
+        used = subprocess.run(
+            [sys.executable, "-c", _CLIENT_SCRIPT],
+            env=_user_env(**exports),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert used.returncode == 0, used.stderr
+        assert used.stdout.split() == ["held", "True", "None"]
+        # The CLI over the --endpoint form, with the printed credentials and Region.
+        flagged = {k: v for k, v in exports.items() if k != "AWS_ENDPOINT_URL_DYNAMODB"}
+        inspected = subprocess.run(
+            [*CLI, "inspect", "--table", "tried-locally", "--endpoint", endpoint],
+            env=_user_env(**flagged),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert inspected.returncode == 0, inspected.stderr
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            code = process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise
+    assert code == 0
+
+
+def test_local_reports_a_taken_port_as_a_flag_to_change() -> None:
+    first, lines = _start("--port", "0")
+    try:
+        endpoint = next(m.group(2) for line in lines if (m := _EXPORT.match(line)))
+        port = endpoint.rsplit(":", 1)[1]
+        second = subprocess.run(
+            [*CLI, "local", "--port", port],
+            env=cli_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        first.terminate()
+        first.wait(30)
+    assert second.returncode == 2
+    assert f"dynalease local: error: cannot listen on 127.0.0.1:{port}" in second.stderr
+    assert "--port 0" in second.stderr
+
+
+def test_local_without_moto_names_the_extra() -> None:
+    script = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'moto' or name.startswith('moto.'):\n"
+        "            raise ModuleNotFoundError(name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from dynalease.cli import main\n"
+        "sys.exit(main(['local', '--port', '0']))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], env=cli_env(), capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "dynalease local: error: needs moto's server: pip install 'dynalease[local]' "
+        "(or the dev extra)"
+    ]
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize(("port", "said"), [("70000", "from 0 to 65535"), ("x", "a port number")])
+def test_local_rejects_a_bad_port(port: str, said: str) -> None:
+    result = subprocess.run(
+        [*CLI, "local", "--port", port], env=cli_env(), capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2
+    assert "--port" in result.stderr and said in result.stderr
