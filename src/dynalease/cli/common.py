@@ -131,8 +131,29 @@ def run_command(command: str, action: Callable[[], int]) -> int:
         message, code = str(error), EXIT_USAGE
     except KeyboardInterrupt:
         message, code = "interrupted", EXIT_INTERRUPTED
-    print(f"dynalease {command}: error: {message}", file=sys.stderr)
+    print(f"dynalease {command}: error: {cli_words(message)}", file=sys.stderr)
     return code
+
+
+#: Advice the library gives Python callers, and what a CLI user does instead.
+_CLI_ADVICE = (
+    (
+        "pass region=..., or set AWS_REGION / AWS_DEFAULT_REGION",
+        "pass --region REGION, or set AWS_REGION / AWS_DEFAULT_REGION",
+    ),
+    (
+        "(environment, profile or role) or pass access_key/secret_key",
+        "(AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, --profile NAME or a role); "
+        "for `dynalease local` use the credentials it prints",
+    ),
+)
+
+
+def cli_words(message: str) -> str:
+    """``message`` with the library's Python-API advice put as CLI flags and variables."""
+    for python, cli in _CLI_ADVICE:
+        message = message.replace(python, cli)
+    return message
 
 
 def _one_line(error: BaseException) -> str:
