@@ -6,9 +6,11 @@ The convention the docs are written to:
   fresh empty moto server, with AWS_ENDPOINT_URL_DYNAMODB, AWS_REGION=us-east-1
   and test credentials set, in the repository root. Top-level ``await`` works.
 - ```console, ```bash, ```sh (and unlabelled) blocks: ``dynalease ...`` commands
-  run against that server and must exit 0 (``dynalease demo`` is only parsed: it
-  has its own test; ``inspect --watch`` gets ``--for 1``); ``make X`` must name
-  a Makefile target; ``pip install`` must name extras the project declares;
+  run against that server and must exit 0 (``dynalease demo`` and ``dynalease
+  local`` are only parsed: they have their own tests; the address ``local``
+  would serve on is replaced by the docs server in later commands; ``inspect
+  --watch`` gets ``--for 1``); ``make X`` must name a Makefile target;
+  ``pip install`` must name extras the project declares;
   ``python -m M`` / ``python FILE`` must name a module or file that exists;
   ``export NAME=value`` applies to the document's later commands. In console
   blocks with ``$ `` prompts only the prompted lines are commands.
@@ -182,8 +184,22 @@ def run_dynalease(args: list[str], env: dict[str, str], where: str) -> None:
     assert code == 0, f"{where}: `dynalease {shlex.join(args)}` exited {code}:\n{out}\n{err}"
 
 
+_LOCAL = "_DOCS_LOCAL_URL"  # where the document's `dynalease local` would listen
+
+
 def run_shell(block: Block, env: dict[str, str]) -> None:
     for words in shell_commands(block):
+        if words[:2] == ["dynalease", "local"] or words[:2] == [".venv/bin/dynalease", "local"]:
+            # It serves until Ctrl-C: parse it, and send its address to the docs server.
+            try:
+                parsed = build_parser().parse_args(words[1:])
+            except SystemExit as exit_:
+                pytest.fail(f"{block.where}: `{shlex.join(words)}` is not valid ({exit_})")
+            env[_LOCAL] = f"http://{parsed.host}:{parsed.port}"
+            env[_LOCAL + "_TO"] = env["AWS_ENDPOINT_URL_DYNAMODB"]
+            continue
+        if _LOCAL in env:
+            words = [w.replace(env[_LOCAL], env[_LOCAL + "_TO"]) for w in words]
         while words and re.fullmatch(r"[A-Za-z_]\w*=.*", words[0]):
             name, _, value = words.pop(0).partition("=")
             env = {**env, name: value}
