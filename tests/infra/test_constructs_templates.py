@@ -70,7 +70,7 @@ def synthesized() -> Synthesized:
         table_name="team-locks",
         removal_policy=cdk.RemovalPolicy.DESTROY,
         point_in_time_recovery=False,
-        deletion_protection=True,
+        deletion_protection=False,
         encryption_key=key,
     )
     custom_table.grant_lock(_role(custom, "Worker"))
@@ -143,14 +143,14 @@ def test_the_table_is_on_demand_without_ttl_or_stream_or_indexes(
         assert absent not in table
 
 
-def test_the_table_defaults_to_point_in_time_recovery_and_retain(
+def test_the_table_defaults_to_point_in_time_recovery_deletion_protection_and_retain(
     synthesized: Synthesized,
 ) -> None:
     resource = _only(synthesized.default, "AWS::DynamoDB::Table")
     assert resource["Properties"]["PointInTimeRecoverySpecification"] == {
         "PointInTimeRecoveryEnabled": True
     }
-    assert resource["Properties"]["DeletionProtectionEnabled"] is False
+    assert resource["Properties"]["DeletionProtectionEnabled"] is True
     assert resource["DeletionPolicy"] == "Retain"
     assert resource["UpdateReplacePolicy"] == "Retain"
 
@@ -217,7 +217,7 @@ def test_custom_settings_reach_the_table(synthesized: Synthesized) -> None:
     table = resource["Properties"]
     assert table["TableName"] == "team-locks"
     assert table["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": False}
-    assert table["DeletionProtectionEnabled"] is True
+    assert table["DeletionProtectionEnabled"] is False
     assert table["SSESpecification"]["SSEEnabled"] is True
     assert table["SSESpecification"]["SSEType"] == "KMS"
     assert resource["DeletionPolicy"] == "Delete"

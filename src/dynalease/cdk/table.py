@@ -60,7 +60,9 @@ class LockTable(Construct):
     :param table_name: a fixed name; by default CloudFormation generates one.
     :param removal_policy: what happens to the table when it leaves the stack (RETAIN).
     :param point_in_time_recovery: continuous backups (on by default).
-    :param deletion_protection: refuse ``DeleteTable`` while set.
+    :param deletion_protection: refuse ``DeleteTable`` while set (on by default, so a
+        mistaken ``cdk destroy`` or console delete cannot drop held locks; pass
+        ``False`` for throwaway stacks).
     :param encryption_key: a customer managed KMS key; by default the AWS owned key.
     """
 
@@ -72,7 +74,7 @@ class LockTable(Construct):
         table_name: str | None = None,
         removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
         point_in_time_recovery: bool = True,
-        deletion_protection: bool = False,
+        deletion_protection: bool = True,
         encryption_key: kms.IKey | None = None,
     ) -> None:
         check_optional_name(
