@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test lint typecheck unit system-deps layer bench clean
+.PHONY: demo test lint typecheck unit system-deps layer cdk-range bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,9 @@ unit: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/dynalease demo
+
+cdk-range: $(STAMP)
+	bash infra/check_cdk_range.sh
 
 layer: $(STAMP)
 	$(BIN)/python layer/build.py

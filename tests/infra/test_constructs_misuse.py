@@ -124,3 +124,20 @@ def test_a_role_from_elsewhere_can_still_be_granted(stack: cdk.Stack) -> None:
     locks = LockTable(stack, "Locks")
     role = iam.Role.from_role_arn(stack, "Worker", "arn:aws:iam::123456789012:role/worker")
     assert locks.grant_lock(role).principal_statement is not None
+
+
+def test_the_installed_aws_cdk_lib_is_inside_the_cdk_extras_range() -> None:
+    """The range's upper end is what `make test` runs; `make cdk-range` runs the lower bound."""
+    import importlib.metadata
+    import pathlib
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    extra = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    (spec,) = [Requirement(s) for s in extra["cdk"] if s.startswith("aws-cdk-lib")]
+    installed = importlib.metadata.version("aws-cdk-lib")
+    assert spec.specifier, "the cdk extra must give aws-cdk-lib a range, not leave it open"
+    assert "==" not in str(spec.specifier), "an exact pin clashes with users' CDK apps"
+    assert spec.specifier.contains(installed), (installed, str(spec.specifier))
