@@ -12,18 +12,21 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[dev]'
+	@echo "make: installing dynalease and its dev tools into $(VENV) (about 100 s on a first run; once only)"
+	$(BIN)/pip install --progress-bar on -e '.[dev]'
 	touch $(STAMP)
 
 # libfaketime runs the clock-jump tests; Node runs dynalite and the CDK's jsii runtime.
 system-deps:
 	@command -v faketime >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "make: installing Debian's faketime (apt-get install faketime) for the clock-jump tests"; \
 	    (apt-get update -qq >/dev/null && apt-get install -y -qq faketime >/dev/null) \
 	      || echo "warning: could not install faketime; clock tests will be skipped"; \
 	  else echo "warning: faketime missing (apt-get install faketime); clock tests will be skipped"; fi; }
 	@if command -v npm >/dev/null 2>&1 && [ ! -d tests/support/node/node_modules ] \
 	    && [ -f tests/support/node/package.json ]; then \
+	  echo "make: installing dynalite for the emulator tests (npm ci in tests/support/node)"; \
 	  (cd tests/support/node && npm ci --no-audit --no-fund --silent) \
 	    || echo "warning: npm ci failed; dynalite tests will be skipped"; fi
 

@@ -303,3 +303,29 @@ def test_stale_commands_and_unknown_languages_fail_the_document(
     block = Block(ROOT / "README.md", 1, language, text)
     with pytest.raises((AssertionError, pytest.fail.Exception), match=re.escape(complaint)):
         check_block(block, {}, dict(os.environ))
+
+
+def test_the_readme_python_runs_a_second_time_on_the_same_server(
+    docs_server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader who runs the first-lock snippet twice must not meet ResourceInUseException."""
+    docs_server.reset()
+    for name, value in {
+        "AWS_ENDPOINT_URL_DYNAMODB": docs_server.url,
+        "AWS_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    monkeypatch.chdir(ROOT)
+    blocks = [b for b in fenced_blocks(ROOT / "README.md") if b.language == "python"]
+    assert blocks, "README.md has no python block"
+    for run in ("first", "second"):
+        namespace: dict[str, object] = {"__name__": "__docs__"}
+        for block in blocks:
+            try:
+                run_python(block, namespace)
+            except Exception:
+                pytest.fail(f"{block.where} failed on the {run} run:\n{traceback.format_exc()}")
