@@ -106,3 +106,49 @@ def test_replicas_in_other_regions_are_a_problem_and_none_is_fine() -> None:
     assert "one Region" in finding.fix
     assert _replicas({"GlobalTableVersion": "2017.11.29"}).status == PROBLEM
     assert _replicas({"TableName": "locks"}).status == OK
+
+
+def test_measure_times_each_lock_request_and_leaves_no_row_behind(
+    dynalease: Callable[..., Result], lock_table: str, proxy: FaultProxy, endpoint: str
+) -> None:
+    result = dynalease(
+        "doctor", "--table", lock_table, "--endpoint", proxy.url, "--measure", "--tries", "3"
+    )
+    assert result.code == 0, result.out + result.err
+    for label in ("acquire (PutItem)", "renew (UpdateItem)", "check_in (TransactWriteItems)"):
+        line = next(line for line in result.out.splitlines() if line.startswith(label))
+        assert line.split()[2] == "3", line  # one of each per cycle
+    assert any(line.startswith("release (DeleteItem)") for line in result.out.splitlines())
+    assert "3 lock cycles" in result.out
+    assert "lease_duration: at least" in result.out
+    seen = [entry.operation for entry in proxy.seen()]
+    assert seen.count("PutItem") == seen.count("DeleteItem") == 3
+    rows = boto3.client(
+        "dynamodb",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    ).scan(TableName=lock_table)["Items"]
+    assert rows == []
+
+
+@pytest.mark.parametrize("tries", ["0", "-2", "many"])
+def test_measure_refuses_a_bad_tries_before_any_request(
+    dynalease: Callable[..., Result], lock_table: str, proxy: FaultProxy, tries: str
+) -> None:
+    result = dynalease(
+        "doctor", "--table", lock_table, "--endpoint", proxy.url, "--measure", "--tries", tries
+    )
+    assert result.code == 2
+    assert "--tries" in result.err
+    assert proxy.seen() == []
+
+
+def test_measure_does_not_run_on_a_table_with_a_problem(
+    dynalease: Callable[..., Result], endpoint: str
+) -> None:
+    result = dynalease("doctor", "--table", "no-such-table", "--endpoint", endpoint, "--measure")
+    assert result.code == 1
+    assert "PROBLEM  table exists" in result.out
+    assert "lock cycles" not in result.out

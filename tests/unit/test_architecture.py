@@ -41,7 +41,17 @@ ALLOWED: dict[str, set[str]] = {
     | {"_engine", "_values", "_lambda", "_tooling", "client", "lock", "transaction", "keys"}
     | {"metrics"},
     "cli": BASE
-    | {"__init__", "_engine", "_values", "_lambda", "_tooling", "client", "lock", "keys"}
+    | {
+        "__init__",
+        "_engine",
+        "_values",
+        "_lambda",
+        "_tooling",
+        "client",
+        "lock",
+        "transaction",
+        "keys",
+    }
     | {"metrics", "demo", "testing"},
 }
 

@@ -1,0 +1,135 @@
+"""``dynalease doctor --measure``: request latencies of real lock cycles, and what they mean.
+
+:class:`Timings` wraps a client's lock transport and records how long each request
+took, by DynamoDB operation, without touching the normal request path (it is
+installed only on the client that the measuring command builds). :func:`render`
+prints p50/p99/max per request type and the settings the figures support: a lock
+request is bounded by ``min(time left, L/3, 5 s)`` (docs/operations.md), so the
+shortest safe lease ``L`` keeps ``L/3`` a margin above the measured p99.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from typing import Any
+
+from .._engine.store import LockStore
+from ..client import DynamoDBClient
+
+#: The lock protocol's request for each operation, as users know them.
+LABELS = {
+    "PutItem": "acquire (PutItem)",
+    "UpdateItem": "renew (UpdateItem)",
+    "TransactWriteItems": "check_in (TransactWriteItems)",
+    "DeleteItem": "release (DeleteItem)",
+    "GetItem": "read (GetItem)",
+}
+ORDER = list(LABELS)
+#: A request timeout must cover the p99 this many times over.
+MARGIN = 3.0
+DEFAULT_LEASE_S = 30.0
+
+
+class Timings:
+    """Seconds per request, by operation; :meth:`install` puts it on a client's lock path."""
+
+    def __init__(self) -> None:
+        self.samples: dict[str, list[float]] = defaultdict(list)
+
+    def add(self, operation: str, seconds: float) -> None:
+        """Record one request's duration."""
+        self.samples[operation].append(seconds)
+
+    def install(self, client: DynamoDBClient) -> None:
+        """Time every lock request the client sends from now on."""
+        store: LockStore = client._lock_store
+        store.transport = _Timed(store.transport, self)
+        client._items = _Timed(client._items, self)  # transactions (check_in) go this way
+
+
+class _Timed:
+    """A transport that forwards every request and records its duration."""
+
+    def __init__(self, inner: Any, timings: Timings) -> None:
+        self._inner = inner
+        self._timings = timings
+        # The store checks for these optional paths with getattr: offer each only if
+        # the inner transport has it, timed.
+        if callable(getattr(inner, "send_within", None)):
+            self.send_within = self._send_within
+        if callable(getattr(inner, "send_blocking", None)):
+            self.send_blocking = self._send_blocking
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def prepare(self) -> None:
+        await self._inner.prepare()
+
+    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        start = time.perf_counter()
+        try:
+            return dict(self._inner.call(operation, params))
+        finally:
+            self._timings.add(operation, time.perf_counter() - start)
+
+    async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        start = time.perf_counter()
+        try:
+            return dict(await self._inner.send(operation, params))
+        finally:
+            self._timings.add(operation, time.perf_counter() - start)
+
+    async def _send_within(self, operation: str, params: dict[str, Any], *rest: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return await self._inner.send_within(operation, params, *rest)
+        finally:
+            self._timings.add(operation, time.perf_counter() - start)
+
+    def _send_blocking(self, operation: str, params: dict[str, Any], *rest: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return self._inner.send_blocking(operation, params, *rest)
+        finally:
+            self._timings.add(operation, time.perf_counter() - start)
+
+
+def percentile(values: list[float], share: float) -> float:
+    """The nearest-rank percentile (``share`` in 0..1) of a non-empty list."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
+
+
+def shortest_lease(p99_s: float) -> float:
+    """The shortest lease whose request bound (``L/3``) is ``MARGIN`` times the p99."""
+    return max(1.0, math.ceil(3 * MARGIN * p99_s))
+
+
+def render(timings: Timings, tries: int) -> str:
+    """The table of request types and the advice, in one screen."""
+    lines = [f"{'request':32} {'n':>4} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}"]
+    worst = 0.0
+    for operation in sorted(timings.samples, key=lambda o: [*ORDER, o].index(o)):
+        values = timings.samples[operation]
+        p99 = percentile(values, 0.99)
+        worst = max(worst, p99)
+        lines.append(
+            f"{LABELS.get(operation, operation):32} {len(values):>4} "
+            f"{percentile(values, 0.5) * 1000:>8.1f} {p99 * 1000:>8.1f} {max(values) * 1000:>8.1f}"
+        )
+    lease = shortest_lease(worst)
+    lines += [
+        "",
+        f"{tries} lock cycles; the slowest request type's p99 is {worst * 1000:.1f} ms.",
+        f"- lease_duration: at least {lease:g} s here, so each request's bound (L/3) is "
+        f"{MARGIN:g}x that p99; the default {DEFAULT_LEASE_S:g} s leaves "
+        f"{DEFAULT_LEASE_S / 3 / max(worst, 1e-6):.0f}x.",
+        f"- renewals come every L/3 ({DEFAULT_LEASE_S / 3:g} s at the default); a holder cut "
+        "off stops being valid at 0.9 L.",
+        "- wait_timeout: about as long as the work holding the key usually takes, plus one "
+        "lease when a crashed holder must be taken over.",
+    ]
+    return "\n".join(lines)
