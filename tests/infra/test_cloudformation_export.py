@@ -1,0 +1,89 @@
+"""deploy/cloudformation/dynalease.json is the constructs' table and layer, and it deploys."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import sys
+import zipfile
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import boto3
+from moto import mock_aws
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _exporter() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "export_template", ROOT / "infra/export_template.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _checked_in() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((ROOT / "deploy/cloudformation/dynalease.json").read_text())
+    return data
+
+
+def test_the_checked_in_template_is_what_the_constructs_synthesize_now() -> None:
+    exporter = _exporter()
+    assert (ROOT / "deploy/cloudformation/dynalease.json").read_text() == exporter.render(), (
+        "stale: run .venv/bin/python infra/export_template.py"
+    )
+
+
+def test_its_table_and_layer_equal_the_synthesized_ones_but_for_the_parameters() -> None:
+    synthesized = _exporter().synthesized()["Resources"]
+    (table,) = [r for r in synthesized.values() if r["Type"] == "AWS::DynamoDB::Table"]
+    (layer,) = [r for r in synthesized.values() if r["Type"] == "AWS::Lambda::LayerVersion"]
+    exported = _checked_in()["Resources"]
+    ours_table, ours_layer = exported["LockTable"], exported["LockLayer"]
+    assert table["Properties"].pop("DeletionProtectionEnabled") is True
+    assert ours_table["Properties"].pop("DeletionProtectionEnabled") == {
+        "Ref": "DeletionProtection"
+    }
+    assert _checked_in()["Parameters"]["DeletionProtection"]["Default"] == "true"
+    assert ours_table == table
+    for resource in (layer, ours_layer):
+        resource["Properties"].pop("Content")
+        resource["Properties"].pop("Description")
+    assert ours_layer == layer
+
+
+def test_the_template_deploys_the_table_and_the_layer() -> None:
+    """A deployment on moto's CloudFormation (the stand-in for the real service here)."""
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="layer-zips")
+        zipped = io.BytesIO()
+        with zipfile.ZipFile(zipped, "w") as archive:
+            archive.writestr("python/dynalease/__init__.py", "")
+        s3.put_object(Bucket="layer-zips", Key="dynalease-layer.zip", Body=zipped.getvalue())
+        cloudformation = boto3.client("cloudformation", region_name="us-east-1")
+        cloudformation.create_stack(
+            StackName="locks",
+            TemplateBody=(ROOT / "deploy/cloudformation/dynalease.json").read_text(),
+            Parameters=[
+                {"ParameterKey": "LayerZipBucket", "ParameterValue": "layer-zips"},
+                {"ParameterKey": "LayerZipKey", "ParameterValue": "dynalease-layer.zip"},
+            ],
+        )
+        (stack,) = cloudformation.describe_stacks(StackName="locks")["Stacks"]
+        assert stack["StackStatus"] == "CREATE_COMPLETE"
+        outputs = {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}
+        table = boto3.client("dynamodb", region_name="us-east-1").describe_table(
+            TableName=outputs["TableName"]
+        )["Table"]
+        assert table["KeySchema"] == [{"AttributeName": "key", "KeyType": "HASH"}]
+        assert table["AttributeDefinitions"] == [{"AttributeName": "key", "AttributeType": "S"}]
+        assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+        (layer,) = boto3.client("lambda", region_name="us-east-1").list_layers()["Layers"]
+        assert "python3.11" in layer["LatestMatchingVersion"]["CompatibleRuntimes"]
