@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import time
@@ -170,3 +171,27 @@ def test_layer_build_py_prints_the_sizes_and_fails_only_over_the_budget(tmp_path
     assert "over budget" in over[2]
     assert "SIZE_BUDGET_BYTES" in over[2]
     print(f"\n{within[1]}")
+
+
+def test_the_size_table_in_docs_cdk_is_this_build(full: LayerBuild, tmp_path: Path) -> None:
+    """docs/cdk.md quotes files and sizes of both layers; the zips are reproducible, so exact."""
+    text = (ROOT / "docs" / "cdk.md").read_text()
+    slim = build_layer(include_powertools=False, cache_dir=tmp_path)
+    versions = dict(full.distributions)
+    measured = re.search(
+        r"Measured with dynalease (\S+), Powertools (\S+), typing-extensions (\S+):", text
+    )
+    assert measured, "docs/cdk.md no longer says which versions its size table measured"
+    assert measured.groups() == (
+        versions["dynalease"],
+        versions["aws-lambda-powertools"],
+        versions["typing-extensions"],
+    )
+    for label, build in (("with Powertools (default)", full), ("`--no-powertools`", slim)):
+        row = re.search(rf"\| {re.escape(label)} \| (\d+) \| ([\d.]+) MiB \| ([\d.]+) MiB \|", text)
+        assert row, f"docs/cdk.md has no size row for {label}"
+        assert (int(row[1]), float(row[2]), float(row[3])) == (
+            build.file_count,
+            round(build.zipped_bytes / 2**20, 2),
+            round(build.unzipped_bytes / 2**20, 2),
+        ), f"{label}: rebuild with `make layer` and update docs/cdk.md's table"
