@@ -173,8 +173,11 @@ def test_layer_build_py_prints_the_sizes_and_fails_only_over_the_budget(tmp_path
     print(f"\n{within[1]}")
 
 
+FIX = "rebuild with `make layer` and update docs/cdk.md's size table"
+
+
 def test_the_size_table_in_docs_cdk_is_this_build(full: LayerBuild, tmp_path: Path) -> None:
-    """docs/cdk.md quotes files and sizes of both layers; the zips are reproducible, so exact."""
+    """docs/cdk.md quotes files and sizes of both layers: files exactly, sizes within 0.02 MiB."""
     text = (ROOT / "docs" / "cdk.md").read_text()
     slim = build_layer(include_powertools=False, cache_dir=tmp_path)
     versions = dict(full.distributions)
@@ -190,8 +193,7 @@ def test_the_size_table_in_docs_cdk_is_this_build(full: LayerBuild, tmp_path: Pa
     for label, build in (("with Powertools (default)", full), ("`--no-powertools`", slim)):
         row = re.search(rf"\| {re.escape(label)} \| (\d+) \| ([\d.]+) MiB \| ([\d.]+) MiB \|", text)
         assert row, f"docs/cdk.md has no size row for {label}"
-        assert (int(row[1]), float(row[2]), float(row[3])) == (
-            build.file_count,
-            round(build.zipped_bytes / 2**20, 2),
-            round(build.unzipped_bytes / 2**20, 2),
-        ), f"{label}: rebuild with `make layer` and update docs/cdk.md's table"
+        # Files are exact; sizes differ by a few KB between checkouts (0.33 vs 0.34 MiB seen).
+        assert int(row[1]) == build.file_count, f"{label}: {FIX}"
+        assert abs(float(row[2]) - build.zipped_bytes / 2**20) <= 0.02, f"{label}: {FIX}"
+        assert abs(float(row[3]) - build.unzipped_bytes / 2**20) <= 0.02, f"{label}: {FIX}"
