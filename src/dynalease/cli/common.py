@@ -78,15 +78,26 @@ def positive_seconds(value: str) -> float:
     return seconds
 
 
-def count(value: str) -> int:
-    """An argparse type: a whole number from 1 to 64."""
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
-    if not 1 <= number <= 64:
-        raise argparse.ArgumentTypeError(f"expected a number from 1 to 64, got {value!r}")
-    return number
+def whole_number(
+    low: int, high: int | None = None, *, kind: str = "whole number", unit: str = "number"
+) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``low`` to ``high`` (no upper end if ``None``)."""
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a {kind}, got {value!r}") from None
+        if number < low or (high is not None and number > high):
+            span = f"at least {low}" if high is None else f"from {low} to {high}"
+            raise argparse.ArgumentTypeError(f"expected a {unit} {span}, got {value!r}")
+        return number
+
+    return parse
+
+
+count = whole_number(1, 64)
+"""An argparse type: a whole number from 1 to 64."""
 
 
 def make_client(args: argparse.Namespace) -> DynamoDBClient:

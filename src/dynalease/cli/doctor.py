@@ -9,21 +9,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import EXIT_FAILED, EXIT_OK, CommandError, make_client, table_command
+from .common import EXIT_FAILED, EXIT_OK, CommandError, make_client, table_command, whole_number
 
 #: The probe's lease: short, so each cycle sees one renewal (every L/3) within a second.
 PROBE_LEASE_S = 1.5
-
-
-def positive_count(text: str) -> int:
-    """``--tries``: a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def add_parser(commands: Any) -> None:
@@ -45,7 +34,7 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--tries",
-        type=positive_count,
+        type=whole_number(1),
         default=20,
         metavar="N",
         help="lock cycles for --measure (default 20, about 0.7 s each)",

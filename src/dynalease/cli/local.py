@@ -14,20 +14,13 @@ import signal
 import sys
 from typing import Any
 
-from .common import EXIT_OK, EXIT_USAGE, CommandError
+from .common import EXIT_OK, EXIT_USAGE, CommandError, whole_number
 
 DEFAULT_PORT = 8000
 DEFAULT_HOST = "127.0.0.1"
 
 
-def _port(value: str) -> int:
-    try:
-        port = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {value!r}") from None
-    if not 0 <= port <= 65_535:
-        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {value!r}")
-    return port
+_port = whole_number(0, 65_535, kind="port number", unit="port")
 
 
 def add_parser(commands: Any) -> None:
