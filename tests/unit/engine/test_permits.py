@@ -1,0 +1,180 @@
+"""Semaphore permits on the manual clock: which requests an acquisition sends, and when.
+
+Each test runs one permit lease on the test's own event loop (``lease_harness``);
+other holders are rows written straight into the in-memory table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from support.lease_harness import TABLE, Harness, lost_answer, run
+
+from dynalease._engine import permits
+from dynalease._engine.states import State
+from dynalease.exceptions import LockNotAcquired
+from dynalease.keys import permit_keys
+
+KEYS = permit_keys("k", 3)
+
+
+@pytest.fixture(autouse=True)
+def first_permit_is_the_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Start every acquisition at permit 1, so tests can say which permit is tried first."""
+    monkeypatch.setattr(permits.random, "randrange", lambda n: 0)
+
+
+def hold(h: Harness, *keys: str, lease_ms: int = 30_000) -> None:
+    for index, key in enumerate(keys):
+        h.write_lock(f"other-{index}", f"v-{index}", lease_ms, key=key)
+
+
+def test_an_uncontended_acquisition_is_one_write() -> None:
+    async def scenario(h: Harness) -> None:
+        lease = h.permit_lease()
+        await lease.acquire()
+        assert h.transport.operations() == ["PutItem"]
+        assert lease.key == KEYS[0] and h.owner_of(KEYS[0]) == lease.owner
+        assert lease.counters().write_requests == 1 and lease.counters().read_requests == 0
+        await lease.release()
+        assert h.row(KEYS[0]) is None
+
+    run(scenario)
+
+
+def test_a_taken_first_permit_costs_one_batch_read_and_the_free_one_is_created() -> None:
+    async def scenario(h: Harness) -> None:
+        hold(h, KEYS[0], KEYS[1])
+        lease = h.permit_lease()
+        await lease.acquire()
+        assert h.transport.operations() == ["PutItem", "BatchGetItem", "PutItem"]
+        batch = h.transport.sent[1].params["RequestItems"][TABLE]
+        assert batch["ConsistentRead"] is True
+        assert [k["key"]["S"] for k in batch["Keys"]] == list(KEYS)
+        assert lease.key == KEYS[2] and h.owner_of(KEYS[2]) == lease.owner
+
+    run(scenario)
+
+
+def test_while_all_permits_are_held_each_poll_is_one_batch_read() -> None:
+    async def scenario(h: Harness) -> None:
+        hold(h, *KEYS)
+        lease = h.permit_lease(lease=30, wait=3)
+        start = h.clock.monotonic()
+        with pytest.raises(LockNotAcquired, match=r"semaphore 'k'.*none of its 3 permits"):
+            await h.clock.run(lease.acquire())
+        assert h.clock.monotonic() - start == pytest.approx(3.0)  # the budget, no more
+        operations = h.transport.operations()
+        assert operations[0] == "PutItem" and set(operations[1:]) == {"BatchGetItem"}
+        assert len(operations) > 3  # polled several times within the wait
+        metrics = lease.counters()
+        assert metrics.read_requests == len(operations) - 1 and metrics.write_requests == 1
+        assert lease.state is State.NOT_ACQUIRED
+
+    run(scenario)
+
+
+def test_zero_wait_makes_one_create_and_one_batch_read() -> None:
+    async def scenario(h: Harness) -> None:
+        hold(h, *KEYS)
+        lease = h.permit_lease(wait=0)
+        with pytest.raises(LockNotAcquired, match="wait_timeout=0"):
+            await lease.acquire()
+        assert h.transport.operations() == ["PutItem", "BatchGetItem"]
+
+    run(scenario)
+
+
+def test_an_abandoned_permit_is_taken_over_only_after_its_stored_lease_was_observed() -> None:
+    async def scenario(h: Harness) -> None:
+        hold(h, *KEYS, lease_ms=10_000)
+        lease = h.permit_lease(lease=30, wait=60)
+        start = h.clock.monotonic()
+        await h.clock.run(lease.acquire())
+        took = h.transport.times("PutItem")[-1]
+        assert took - start >= 10.0  # first seen at the first batch read, just after start
+        assert took - start < 10.0 + 1.5  # and not much later: polls stop at eligibility
+        assert h.owner_of(lease.key) == lease.owner
+        takeover = h.transport.sent[-1].params
+        assert takeover["ConditionExpression"] == "#o = :o AND #v = :v"
+        assert sum(h.owner_of(key) == lease.owner for key in KEYS) == 1
+
+    run(scenario)
+
+
+def test_a_permit_renewed_by_its_holder_is_never_taken_over() -> None:
+    async def scenario(h: Harness) -> None:
+        hold(h, *KEYS, lease_ms=10_000)
+        lease = h.permit_lease(lease=30, wait=25)
+        running = asyncio.ensure_future(lease.acquire())
+        for step in range(6):  # every 5 s each holder writes a new version
+            await h.clock.advance(5)
+            for index, key in enumerate(KEYS):
+                h.write_lock(f"other-{index}", f"v-{index}-{step}", 10_000, key=key)
+        assert running.done()
+        with pytest.raises(LockNotAcquired):
+            await running
+        assert {h.owner_of(key) for key in KEYS} == {"other-0", "other-1", "other-2"}
+
+    run(scenario)
+
+
+def test_unprocessed_keys_are_asked_for_again() -> None:
+    async def scenario(h: Harness) -> None:
+        hold(h, KEYS[0], KEYS[1])
+        h.db.batch_limit = 2  # DynamoDB reads two, leaves the third unprocessed
+        lease = h.permit_lease()
+        await h.clock.run(lease.acquire())
+        assert h.transport.operations() == ["PutItem", "BatchGetItem", "BatchGetItem", "PutItem"]
+        again = h.transport.sent[2].params["RequestItems"][TABLE]["Keys"]
+        assert [k["key"]["S"] for k in again] == [KEYS[2]]
+        assert lease.key == KEYS[2]
+
+    run(scenario)
+
+
+def test_a_create_with_a_lost_answer_is_found_ours_by_the_batch_read() -> None:
+    async def scenario(h: Harness) -> None:
+        h.transport.faults.append(lost_answer("PutItem"))  # applied, answer lost
+        lease = h.permit_lease()
+        await h.clock.run(lease.acquire())
+        assert lease.state is State.HELD and lease.key == KEYS[0]
+        assert h.owner_of(KEYS[0]) == lease.owner
+        assert [h.owner_of(key) for key in KEYS[1:]] == [None, None]
+
+    run(scenario)
+
+
+def test_renewal_and_release_go_to_the_permit_held() -> None:
+    async def scenario(h: Harness) -> None:
+        hold(h, KEYS[0])
+        lease = h.permit_lease(lease=3)
+        await h.clock.run(lease.acquire())
+        held = lease.key
+        assert held != KEYS[0]
+        await h.clock.advance(1.1)  # past lease / 3: one renewal
+        renewal = [s for s in h.transport.sent if s.operation == "UpdateItem"]
+        assert renewal and renewal[0].params["Key"] == {"key": {"S": held}}
+        await lease.release()
+        assert h.row(held) is None and h.owner_of(KEYS[0]) == "other-0"
+
+    run(scenario)
+
+
+def test_permit_keys_cannot_be_lock_keys() -> None:
+    from dynalease.keys import validate_key
+
+    assert permit_keys("job", 2) == ("dynalease-permit:1:job", "dynalease-permit:2:job")
+    with pytest.raises(ValueError, match="reserved for semaphore permit rows"):
+        validate_key("dynalease-permit:1:job")
+    with pytest.raises(ValueError, match="reserved"):
+        permit_keys("dynalease-permit:1:job", 2)
+    with pytest.raises(ValueError, match="between 1 and 100"):
+        permit_keys("job", 0)
+    with pytest.raises(ValueError, match="between 1 and 100"):
+        permit_keys("job", 101)
+    with pytest.raises(TypeError, match="permits must be an int"):
+        permit_keys("job", True)
+    with pytest.raises(ValueError, match="too long for a semaphore"):
+        permit_keys("x" * 2040, 3)
