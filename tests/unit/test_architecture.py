@@ -50,6 +50,7 @@ ALLOWED: dict[str, set[str]] = {
         "_tooling",
         "client",
         "lock",
+        "semaphore",
         "transaction",
         "keys",
     }
