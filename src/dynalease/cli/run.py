@@ -163,11 +163,12 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _parse(options: list[str]) -> tuple[argparse.Namespace | None, int]:
-    from . import build_parser
     from .common import exit_status
 
+    parser = argparse.ArgumentParser(prog="dynalease")
+    add_parser(parser.add_subparsers(dest="command"))
     try:
-        return build_parser().parse_args(["run", *options]), 0
+        return parser.parse_args(["run", *options]), 0
     except SystemExit as exit_:
         return None, exit_status(exit_)
 
