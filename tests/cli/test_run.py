@@ -93,7 +93,8 @@ def test_bad_input_is_one_error_and_exit_2_before_anything_runs(
     result = spawn_cli("run", "--endpoint", endpoint, *arguments)
     assert result.code == 2, result.err
     assert message in result.err
-    assert result.err.strip().splitlines()[-1].startswith("dynalease run: error:")
+    assert len(result.err.strip().splitlines()) == 1, result.err
+    assert result.err.startswith("dynalease run: error:")
     assert not marker.exists()
 
 

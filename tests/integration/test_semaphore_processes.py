@@ -17,10 +17,11 @@ import signal
 import time
 import uuid
 
+import pytest
 from support.semaphore_workers import History, semaphore_worker, wait_for
 from support.workers import reaped
 
-from dynalease import DynamoDBClient, SyncDistributedSemaphore
+from dynalease import DynamoDBClient, LockNotAcquired, SyncDistributedSemaphore
 from dynalease.keys import permit_keys
 
 PERMITS = 3
@@ -126,3 +127,22 @@ def test_eight_processes_never_hold_more_than_three_permits_and_none_leaks(
     assert leaked == []
     assert history.lost == 0
     assert uncontended  # some acquisitions found a free permit at once: 1 write
+
+
+@pytest.mark.parametrize("transport", ["lean", "boto"])
+def test_both_transports_carry_the_permits_batch_read(
+    client: DynamoDBClient, endpoint: str, transport: str
+) -> None:
+    table = f"locks-{uuid.uuid4().hex[:10]}"
+    client.sync_create_table(table, partition_key=("key", "S"), wait=True)
+    own = DynamoDBClient(region="us-east-1", endpoint_url=endpoint, transport=transport)
+    options = {"table": table, "key": "pool", "permits": 2, "lease_duration": LEASE_S}
+    first = SyncDistributedSemaphore(own, **options)  # type: ignore[arg-type]
+    second = SyncDistributedSemaphore(own, **options)  # type: ignore[arg-type]
+    with first, second:
+        assert {first.permit_key, second.permit_key} == set(permit_keys("pool", 2))
+        third = SyncDistributedSemaphore(own, wait_timeout=0.3, **options)  # type: ignore[arg-type]
+        with pytest.raises(LockNotAcquired, match="none of its 2 permits"):
+            third.__enter__()
+        assert third.metrics.read_requests >= 1  # BatchGetItem polls, answered
+        assert third.metrics.write_requests == 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import os
 import signal
 import subprocess
@@ -167,9 +168,15 @@ def _parse(options: list[str]) -> tuple[argparse.Namespace | None, int]:
 
     parser = argparse.ArgumentParser(prog="dynalease")
     add_parser(parser.add_subparsers(dest="command"))
+    errors = io.StringIO()
     try:
-        return parser.parse_args(["run", *options]), 0
+        with contextlib.redirect_stderr(errors):
+            return parser.parse_args(["run", *options]), 0
     except SystemExit as exit_:
+        # argparse prints its usage line first: keep only the one-line error.
+        lines = errors.getvalue().strip().splitlines()
+        if lines:
+            print(lines[-1], file=sys.stderr)
         return None, exit_status(exit_)
 
 
