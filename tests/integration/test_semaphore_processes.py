@@ -113,11 +113,13 @@ def test_eight_processes_never_hold_more_than_three_permits_and_none_leaks(
     most = history.max_concurrent()
     overlaps = history.permit_overlaps()
     uncontended = [a for a in history.acquisitions if a == (1, 0)]
+    shortest, longest = min(history.refused, default=0), max(history.refused, default=0)
     print(
         f"\nsemaphore history: {len(history.holds)} holds by {WORKERS} processes "
         f"({KILLED} SIGKILLed holding), max concurrent holders {most} (permits {PERMITS}), "
         f"overlaps on one permit {overlaps}, leaked permits {len(leaked)}, "
-        f"refused acquisitions {history.refused}, lost {history.lost}, takeovers of killed "
+        f"refused acquisitions {len(history.refused)} (after {shortest:.2f}..{longest:.2f} s "
+        f"of a 1 s wait), lost {history.lost}, takeovers of killed "
         f"permits {len(takeovers)} after {', '.join(f'{t:.2f}' for t in takeovers)} s, "
         f"acquisitions at 1 write and 0 reads {len(uncontended)}/{len(history.acquisitions)}"
     )
@@ -127,6 +129,10 @@ def test_eight_processes_never_hold_more_than_three_permits_and_none_leaks(
     assert leaked == []
     assert history.lost == 0
     assert uncontended  # some acquisitions found a free permit at once: 1 write
+    # The workers' wait_timeout of 1 s: a refused guard waited it out, and not much more.
+    assert history.refused, "no acquisition was refused: the semaphore was never full"
+    assert min(history.refused) >= 1.0
+    assert max(history.refused) <= 1.0 + SLACK_S
 
 
 @pytest.mark.parametrize("transport", ["lean", "boto"])

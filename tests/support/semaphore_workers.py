@@ -49,6 +49,7 @@ def semaphore_worker(
         guard = SyncDistributedSemaphore(
             client, table=table, key=key, permits=permits, lease_duration=lease, wait_timeout=1.0
         )
+        began = time.monotonic()
         try:
             with guard:
                 holds += 1
@@ -71,7 +72,7 @@ def semaphore_worker(
                 guard.raise_if_lost()
                 events.put(("released", name, guard.owner, time.monotonic()))
         except LockNotAcquired as error:
-            events.put(("not acquired", name, guard.owner, str(error)[:80]))
+            events.put(("not acquired", name, guard.owner, time.monotonic() - began, str(error)))
         except LockLost:
             events.put(("lost", name, guard.owner, time.monotonic()))
         threading.Event().wait(random.uniform(0.0, 0.05))
@@ -84,7 +85,7 @@ class History:
 
     holds: dict[str, list[Any]] = field(default_factory=dict)
     acquisitions: list[tuple[int, int]] = field(default_factory=list)  # (writes, reads)
-    refused: int = 0
+    refused: list[float] = field(default_factory=list)  # how long each refused guard waited
     lost: int = 0
 
     def record(self, message: tuple[Any, ...]) -> None:
@@ -100,7 +101,7 @@ class History:
             if message[2] in self.holds:
                 self.holds[message[2]][1] = message[3]
         elif kind == "not acquired":
-            self.refused += 1
+            self.refused.append(message[3])
 
     def end(self, owner: str, at: float) -> None:
         """A hold that ended without a report (its process was killed at ``at``)."""
