@@ -173,24 +173,32 @@ def test_permits_let_n_runs_hold_at_once(endpoint: str, lock_table: str, tmp_pat
     assert [holder.returncode for holder in holders] == [128 + signal.SIGTERM] * 2
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_signals_to_run_are_forwarded_and_the_lock_is_released_after_the_child_exits(
-    endpoint: str, lock_table: str, client: DynamoDBClient, tmp_path: Path
+    endpoint: str, lock_table: str, client: DynamoDBClient, tmp_path: Path, signum: int
 ) -> None:
     ready, log = tmp_path / "ready", tmp_path / "log"
-    child = (
-        "import signal, sys, time\n"
+    child = (  # on the signal, checks that its lock row is still held, then exits 9
+        "import os, signal, sys, time\n"
+        "from dynalease import DynamoDBClient\n"
+        f"client = DynamoDBClient(region='us-east-1', endpoint_url={endpoint!r})\n"
         "def stop(signum, frame):\n"
-        f"    time.sleep(0.5); open({str(log)!r}, 'w').write(f'got {{signum}}'); sys.exit(9)\n"
+        "    time.sleep(0.5)\n"
+        f"    held = client.sync_get_item({lock_table!r}, {{'key': 'job'}}, consistent_read=True)\n"
+        "    mine = held is not None and held['owner'] == os.environ['DYNALEASE_OWNER']\n"
+        f"    open({str(log)!r}, 'w').write(f'got {{signum}}, held {{mine}}')\n"
+        "    sys.exit(9)\n"
         "signal.signal(signal.SIGTERM, stop)\n"
+        "signal.signal(signal.SIGINT, stop)\n"
         f"open({str(ready)!r}, 'w').write('ready')\n"
         "time.sleep(60)\n"
     )
     runner = start(endpoint, lock_table, "--", sys.executable, "-c", child)
     wait_for_file(ready)
     assert row(client, lock_table) is not None
-    runner.send_signal(signal.SIGTERM)
+    runner.send_signal(signum)
     assert runner.wait(BOUND_S) == 9  # the child's own status
-    assert log.read_text() == f"got {int(signal.SIGTERM)}"
+    assert log.read_text() == f"got {int(signum)}, held True"  # still held while it stopped
     assert row(client, lock_table) is None
 
 

@@ -127,7 +127,6 @@ def test_eight_processes_never_hold_more_than_three_permits_and_none_leaks(
     assert most == PERMITS  # contention really filled the semaphore
     assert overlaps == 0
     assert leaked == []
-    assert history.lost == 0
     assert uncontended  # some acquisitions found a free permit at once: 1 write
     # The workers' wait_timeout of 1 s: a refused guard waited it out, and not much more.
     assert history.refused, "no acquisition was refused: the semaphore was never full"

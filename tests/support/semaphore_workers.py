@@ -97,9 +97,11 @@ class History:
         elif kind == "released":
             self.holds[message[2]][1] = message[3]
         elif kind == "lost":
+            # Noticed late, perhaps after a successor took over: the guard was last known
+            # valid when it was acquired, so only that instant counts as held.
             self.lost += 1
             if message[2] in self.holds:
-                self.holds[message[2]][1] = message[3]
+                self.holds[message[2]][1] = self.holds[message[2]][0]
         elif kind == "not acquired":
             self.refused.append(message[3])
 
