@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from support.lease_harness import TABLE, Harness, lost_answer, run
+from support.lease_harness import FOREVER, TABLE, Fault, Harness, lost_answer, run
 
 from dynalease._engine import permits
 from dynalease._engine.states import State
@@ -178,3 +178,38 @@ def test_permit_keys_cannot_be_lock_keys() -> None:
         permit_keys("job", True)
     with pytest.raises(ValueError, match="too long for a semaphore"):
         permit_keys("x" * 2040, 3)
+
+
+def test_a_create_with_an_unknown_outcome_is_retried_on_the_same_permit() -> None:
+    async def scenario(h: Harness) -> None:
+        # The first create reaches the table only after 8 s, and its answer never comes.
+        h.transport.faults.append(Fault("PutItem", before=8.0, after=FOREVER))
+        lease = h.permit_lease(lease=30, wait=20)
+        await h.clock.run(lease.acquire(), limit=60)
+        assert lease.state is State.HELD and lease.key == KEYS[0]
+        creates = [
+            s.params["Item"]["key"]["S"] for s in h.transport.sent if s.operation == "PutItem"
+        ]
+        assert creates[:2] == [KEYS[0], KEYS[0]]  # not a second row on another permit
+        await h.clock.advance(10)  # the late create lands now: its condition fails
+        assert [h.owner_of(key) for key in KEYS] == [lease.owner, None, None]
+        await lease.release()
+
+    run(scenario)
+
+
+def test_a_guard_that_gives_up_deletes_a_create_that_lands_late() -> None:
+    async def scenario(h: Harness) -> None:
+        hold(h, KEYS[1], KEYS[2])
+        h.transport.faults.append(Fault("PutItem", before=6.0))  # reaches the table at 6 s
+        lease = h.permit_lease(lease=30, wait=4)
+        with pytest.raises(LockNotAcquired):
+            await h.clock.run(lease.acquire(), limit=5)
+        assert lease.state is State.NOT_ACQUIRED and h.row(KEYS[0]) is None
+        await h.clock.advance(3)  # it lands after the guard gave up
+        assert h.row(KEYS[0]) is None  # deleted again by the guard's cleanup
+        deletes = [s for s in h.transport.sent if s.operation == "DeleteItem"]
+        assert deletes and deletes[-1].params["Key"] == {"key": {"S": KEYS[0]}}
+        assert [h.owner_of(key) for key in KEYS[1:]] == ["other-0", "other-1"]
+
+    run(scenario)
