@@ -213,3 +213,14 @@ def test_a_guard_that_gives_up_deletes_a_create_that_lands_late() -> None:
         assert [h.owner_of(key) for key in KEYS[1:]] == ["other-0", "other-1"]
 
     run(scenario)
+
+
+def test_a_denied_batch_read_names_the_grant_semaphores_need() -> None:
+    from dynalease._transport.errors import map_error_code
+    from dynalease.exceptions import AccessDeniedError
+
+    error = map_error_code("AccessDeniedException", "not authorized", "BatchGetItem", 400, {})
+    assert isinstance(error, AccessDeniedError)
+    assert "LockTable.grant_semaphore" in str(error)
+    plain = map_error_code("AccessDeniedException", "not authorized", "GetItem", 400, {})
+    assert "grant_semaphore" not in str(plain)
