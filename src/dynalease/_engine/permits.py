@@ -127,13 +127,52 @@ class PermitLease(Lease):
                     f"all are held (by {holders}) and wait_timeout=0 allows one attempt"
                 )
             pause = min(poll * random.uniform(0.8, 1.2), max(0.0, soonest - now))
-            if not await self._pause(pause, deadline, jitter=False):
+            released, more = await self._wait_for_permit(pause, deadline)
+            if released is not None:  # a guard of this client let this permit go
+                target = released
+                continue
+            if not more:
                 self.tally.wait_timeouts += 1
                 raise self._not_acquired(
                     f"all are held (by {holders}) and the wait_timeout of {self.wait_s:g} s "
                     "ran out. Retry later, raise wait_timeout or the number of permits"
                 )
             poll = self._next_poll(poll)
+
+    async def _wait_for_permit(self, pause: float, deadline: float) -> tuple[str | None, bool]:
+        """Sleep ``pause`` unless a guard of this client releases a permit first.
+
+        Returns (the permit released, or None; whether time is left). Waiting on
+        every permit as the lock waits on its key: a release wakes the longest
+        waiter of that permit, and a wake this guard does not use is passed on.
+        """
+        loop = asyncio.get_running_loop()
+        wake: asyncio.Future[None] = loop.create_future()
+        woken: list[str] = []
+
+        def woke(key: str, future: asyncio.Future[None]) -> None:
+            if not future.cancelled():
+                woken.append(key)
+                if not wake.done():
+                    wake.set_result(None)
+
+        waiters = []
+        for key in self.permit_keys:
+            resource = (self.table, key)
+            future = self.observations.waiter(resource)
+            future.add_done_callback(functools.partial(woke, key))
+            waiters.append((resource, future))
+        used: str | None = None
+        try:
+            more = await self._pause(pause, deadline, wake, jitter=False)
+            await asyncio.sleep(0)  # let the callbacks of wakes set in this same step run
+            used = woken[0] if woken else None
+        finally:
+            for resource, future in waiters:
+                self.observations.discard_waiter(resource, future)
+                if future.done() and not future.cancelled() and resource[1] != used:
+                    self.observations.wake_next(resource)  # not ours to use: hand it on
+        return used, more
 
     def _observe(
         self, rows: dict[str, Item | None], now: float

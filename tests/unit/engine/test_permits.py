@@ -224,3 +224,36 @@ def test_a_denied_batch_read_names_the_grant_semaphores_need() -> None:
     assert "LockTable.grant_semaphore" in str(error)
     plain = map_error_code("AccessDeniedException", "not authorized", "GetItem", 400, {})
     assert "grant_semaphore" not in str(plain)
+
+
+def test_a_release_in_this_client_hands_its_permit_to_the_longest_waiter_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    starts = iter([0, 1, 0, 1])
+    monkeypatch.setattr(permits.random, "randrange", lambda n: next(starts))
+
+    async def scenario(h: Harness) -> None:
+        holders = [h.permit_lease(permits=2, lease=30) for _ in range(2)]
+        for holder in holders:
+            await holder.acquire()
+        waiters = [h.permit_lease(permits=2, lease=30) for _ in range(2)]
+        tasks = []
+        for waiter in waiters:
+            tasks.append(asyncio.ensure_future(waiter.acquire()))
+            await h.clock.advance(0.01)
+        await h.clock.advance(0.5)  # both poll, all permits held
+        before = len(h.transport.sent)
+        await holders[1].release()
+        await h.clock.settle()
+        after = h.transport.operations()[before:]
+        assert after == ["DeleteItem", "PutItem"]  # no poll needed: the first waiter took it
+        assert waiters[0].state is State.HELD and waiters[0].key == holders[1].key
+        assert waiters[1].state is State.ACQUIRING
+        await holders[0].release()
+        await h.clock.settle()
+        assert waiters[1].state is State.HELD and waiters[1].key == holders[0].key
+        for waiter in waiters:
+            await waiter.release()
+        await asyncio.gather(*tasks)
+
+    run(scenario)
