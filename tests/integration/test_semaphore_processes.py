@@ -99,14 +99,16 @@ def test_eight_processes_never_hold_more_than_three_permits_and_none_leaks(
     ]
 
     # A killed holder's permit was taken over only after its row stayed unchanged for a
-    # lease: at least lease - lease/3 after the kill (its last renewal came at most a
-    # renewal interval before). The workers took some of them over while contending.
+    # lease: about lease - lease/3 after the kill at the earliest (its last renewal came
+    # up to a renewal interval before). The bound asserted is looser, lease/3, so a
+    # renewal delayed by a loaded machine cannot fail the test; an immediate takeover
+    # (no observation) would come within one poll of the kill.
     takeovers = []
     for owner, at in killed.items():
         permit = history.holds[owner][2]
         taken = history.next_start(permit, at)
         if taken is not None:
-            assert taken - at >= LEASE_S * 2 / 3, (permit, taken - at)
+            assert taken - at >= LEASE_S / 3, (permit, taken - at)
             takeovers.append(taken - at)
     assert takeovers, "no killed holder's permit was taken over while the workers contended"
 
