@@ -250,7 +250,7 @@ def test_a_sigkilled_run_is_recovered_by_observation_and_its_command_dies_with_i
         *run_args(endpoint, lock_table, "--lease", "2", "--wait", str(BOUND_S)), "--", "true"
     )
     assert after.code == 0, after.err
-    assert time.monotonic() - killed_at >= 2 * 2 / 3  # taken over only after observation
+    assert time.monotonic() - killed_at >= 2 / 3  # taken over only after observation
     deadline = time.monotonic() + BOUND_S
     while time.monotonic() < deadline:  # the orphaned command got SIGKILL (PR_SET_PDEATHSIG)
         try:
