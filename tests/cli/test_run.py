@@ -225,7 +225,7 @@ def test_a_command_outliving_a_partitioned_lease_is_terminated(
     assert status == EXIT_LEASE_LOST, err
     assert "lease on 'job' was lost" in err
     assert log.read_text().strip() == "TERM"  # SIGTERM first, then SIGKILL
-    assert took >= 1.0  # not before the lease's validity could have run out
+    assert took < BOUND_S
 
 
 def test_a_sigkilled_run_is_recovered_by_observation_and_its_command_dies_with_it(
