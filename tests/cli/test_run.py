@@ -260,3 +260,19 @@ def test_a_sigkilled_run_is_recovered_by_observation_and_its_command_dies_with_i
         time.sleep(0.05)
     else:
         pytest.fail("the command of the killed run is still running")
+
+
+def test_an_outage_is_exit_1_not_contention(lock_table: str, endpoint: str, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    with FaultProxy(endpoint) as proxy:
+        proxy.partition(["PutItem", "GetItem", "BatchGetItem"])  # the table is still described
+        result = spawn_cli(
+            *run_args(proxy.url, lock_table, "--wait", "1", "--lease", "3"),
+            "--",
+            "sh",
+            "-c",
+            f"touch {marker}",
+        )
+    assert result.code == 1, result.err
+    assert "outage, not contention" in result.err
+    assert not marker.exists()

@@ -181,7 +181,7 @@ def _parse(options: list[str]) -> tuple[argparse.Namespace | None, int]:
 
 
 def _run(args: argparse.Namespace, command: list[str]) -> int:
-    from ..exceptions import LockLost, LockNotAcquired, LockReleaseError
+    from ..exceptions import LockLost, LockNotAcquired, LockReleaseError, LockUnavailable
     from ..keys import permit_keys, validate_key
     from ..lock import SyncDistributedLock
     from ..semaphore import SyncDistributedSemaphore
@@ -224,6 +224,8 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     )
     try:
         guard.__enter__()
+    except LockUnavailable as error:  # an outage, not contention: exit 1, not 75
+        raise CommandError(" ".join(str(error).split()), EXIT_FAILED) from None
     except LockNotAcquired as error:
         print(f"dynalease run: {' '.join(str(error).split())}", file=sys.stderr)
         return EXIT_NOT_ACQUIRED
