@@ -84,9 +84,12 @@ class PermitLease(Lease):
                 except BudgetSpent:
                     raise self._budget_spent(single, last_error) from last_error
                 except (OutcomeUnknown, ThrottledError, RequestFailedError) as error:
+                    unknown = isinstance(error, OutcomeUnknown)
                     cause = error.cause if isinstance(error, OutcomeUnknown) else error
                     last_error = cause or last_error
-                    if not await self._pause(backoff, deadline):
+                    # A definite failure ends a single attempt, as for a lock; an unknown
+                    # outcome is followed up (the batch read shows whether it landed).
+                    if (single and not unknown) or not await self._pause(backoff, deadline):
                         raise self._budget_spent(single, last_error) from last_error
                     backoff = self._next_poll(backoff)
                     target = None

@@ -13,7 +13,7 @@ from support.lease_harness import FOREVER, TABLE, Fault, Harness, lost_answer, r
 
 from dynalease._engine import permits
 from dynalease._engine.states import State
-from dynalease.exceptions import LockNotAcquired
+from dynalease.exceptions import LockNotAcquired, ThrottledError
 from dynalease.keys import permit_keys
 
 KEYS = permit_keys("k", 3)
@@ -226,7 +226,7 @@ def test_a_denied_batch_read_names_the_grant_semaphores_need() -> None:
     assert "grant_semaphore" not in str(plain)
 
 
-def test_a_release_in_this_client_hands_its_permit_to_the_longest_waiter_at_once(
+def test_a_release_in_this_client_hands_its_permit_to_one_waiter_at_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     starts = iter([0, 1, 0, 1])
@@ -246,14 +246,28 @@ def test_a_release_in_this_client_hands_its_permit_to_the_longest_waiter_at_once
         await holders[1].release()
         await h.clock.settle()
         after = h.transport.operations()[before:]
-        assert after == ["DeleteItem", "PutItem"]  # no poll needed: the first waiter took it
-        assert waiters[0].state is State.HELD and waiters[0].key == holders[1].key
-        assert waiters[1].state is State.ACQUIRING
+        assert after == ["DeleteItem", "PutItem"]  # no poll needed: one waiter took it
+        [first] = [w for w in waiters if w.state is State.HELD]
+        [second] = [w for w in waiters if w.state is State.ACQUIRING]
+        assert first.key == holders[1].key
         await holders[0].release()
         await h.clock.settle()
-        assert waiters[1].state is State.HELD and waiters[1].key == holders[0].key
+        assert second.state is State.HELD and second.key == holders[0].key
         for waiter in waiters:
             await waiter.release()
         await asyncio.gather(*tasks)
+
+    run(scenario)
+
+
+def test_zero_wait_does_not_retry_a_throttled_create() -> None:
+    async def scenario(h: Harness) -> None:
+        throttled = ThrottledError("slow down", operation="PutItem")
+        h.transport.faults.append(Fault("PutItem", commit=False, error=throttled))
+        lease = h.permit_lease(wait=0)
+        with pytest.raises(LockNotAcquired) as raised:
+            await lease.acquire()
+        assert isinstance(raised.value.__cause__, ThrottledError)
+        assert h.transport.operations() == ["PutItem"]
 
     run(scenario)
