@@ -103,3 +103,29 @@ def test_bad_arguments_fail_before_any_request(backend: MemoryBackend) -> None:
         distributed_semaphore(client, table="locks", key="k:{a}", permits=500)
     with pytest.raises(ValueError, match="reserved"):
         SyncDistributedSemaphore(client, table="locks", key="dynalease-permit:1:k", permits=2)
+
+
+def test_sync_decorated_calls_from_threads_never_exceed_n(backend: MemoryBackend) -> None:
+    client = backend.client
+    inside = most = 0
+    lock = threading.Lock()
+    done = threading.Event()
+
+    @distributed_semaphore(client, table="locks", key="jobs", permits=2, wait_timeout=10)
+    def job() -> None:
+        nonlocal inside, most
+        with lock:
+            inside += 1
+            most = max(most, inside)
+        done.wait(0.02)
+        with lock:
+            inside -= 1
+
+    threads = [threading.Thread(target=job) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not any(thread.is_alive() for thread in threads)
+    assert most == 2
+    assert backend.tables()["locks"] == []
