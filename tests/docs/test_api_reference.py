@@ -20,6 +20,7 @@ PUBLIC_MODULES = [
     "dynalease.metrics",
     "dynalease.semaphore",
     "dynalease.keys",
+    "dynalease.shutdown",
     "dynalease.testing",
     "dynalease.constants",
     "dynalease.middleware",
