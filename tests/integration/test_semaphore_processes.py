@@ -14,6 +14,8 @@ import multiprocessing
 import os
 import queue
 import signal
+import subprocess
+import sys
 import time
 import uuid
 
@@ -153,3 +155,41 @@ def test_both_transports_carry_the_permits_batch_read(
             third.__enter__()
         assert third.metrics.read_requests >= 1  # BatchGetItem polls, answered
         assert third.metrics.write_requests == 1
+
+
+SIGTERM_CHILD = """
+import sys, threading
+from dynalease import DynamoDBClient, SyncDistributedSemaphore
+from dynalease.shutdown import release_locks_on_sigterm
+endpoint, table = sys.argv[1:]
+client = DynamoDBClient(region="us-east-1", endpoint_url=endpoint, max_retries=0)
+release_locks_on_sigterm()
+with SyncDistributedSemaphore(client, table=table, key="pool", permits=2, lease_duration=30):
+    print("held", flush=True)
+    threading.Event().wait(60)
+"""
+
+
+def test_sigterm_releases_a_permit_held_with_the_shutdown_opt_in(
+    client: DynamoDBClient, endpoint: str
+) -> None:
+    table = f"locks-{uuid.uuid4().hex[:10]}"
+    client.sync_create_table(table, partition_key=("key", "S"), wait=True)
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+    child = subprocess.Popen(
+        [sys.executable, "-c", SIGTERM_CHILD, endpoint, table],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "held"
+        held = [k for k in permit_keys("pool", 2) if client.sync_get_item(table, {"key": k})]
+        assert len(held) == 1
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(SLACK_S * 3) == -signal.SIGTERM
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert client.sync_get_item(table, {"key": held[0]}, consistent_read=True) is None
