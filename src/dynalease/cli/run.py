@@ -47,7 +47,8 @@ _EPILOG = """\
 exit status: the command's own; 128+N when a signal N ended it; 75 when the lock was not
 acquired within --wait (the command did not run); 76 when the lease was lost while it ran
 (it was sent SIGTERM, then SIGKILL after --kill-after); 2 for bad input; 1 when DynamoDB
-could not be used. The command sees DYNALEASE_TABLE, DYNALEASE_KEY and DYNALEASE_OWNER.
+could not be used. The command sees DYNALEASE_TABLE, DYNALEASE_KEY and DYNALEASE_OWNER
+(and DYNALEASE_PERMIT_KEY, the permit's row, with --permits).
 
 Every option also reads the environment: DYNALEASE_TABLE, DYNALEASE_KEY, DYNALEASE_LEASE,
 DYNALEASE_WAIT, DYNALEASE_PERMITS, DYNALEASE_KILL_AFTER (an explicit flag wins).
