@@ -127,18 +127,21 @@ def test_the_environment_configures_run_and_flags_win(
 def test_a_second_run_gives_up_with_75_or_waits_for_the_first(
     endpoint: str, lock_table: str, tmp_path: Path
 ) -> None:
-    started = tmp_path / "started"
-    first = start(
-        endpoint, lock_table, "--", "sh", "-c", f"echo go > {started}; sleep 2; echo done"
-    )
+    started, finished, second = tmp_path / "started", tmp_path / "finished", tmp_path / "second"
+    script = f"echo go > {started}; sleep 2; echo done > {finished}"
+    first = start(endpoint, lock_table, "--", "sh", "-c", script)
     try:
         wait_for_file(started)
         gave_up = spawn_cli(*run_args(endpoint, lock_table), "--", "true")
         assert gave_up.code == EXIT_NOT_ACQUIRED, gave_up.err
         assert "was not acquired" in gave_up.err
-        waited = spawn_cli(*run_args(endpoint, lock_table, "--wait", str(BOUND_S)), "--", "true")
+        check = f"test -f {finished} && echo after > {second}"  # did the first one finish?
+        waited = spawn_cli(
+            *run_args(endpoint, lock_table, "--wait", str(BOUND_S)), "--", "sh", "-c", check
+        )
         assert waited.code == 0, waited.err
-        assert first.poll() is not None  # the second ran only after the first had exited
+        assert second.read_text().strip() == "after"  # it ran only once the first had ended
+        assert first.wait(BOUND_S) == 0
     finally:
         first.kill()
         first.wait()
