@@ -220,6 +220,7 @@ class DynamoDBClient:
         lease_s: float,
         wait_s: float,
         on_lost: Callable[[LockLost], object] | None,
+        fencing: bool = False,
     ) -> Lease:
         self._check_process()
         return Lease(
@@ -231,6 +232,7 @@ class DynamoDBClient:
             lease_s=lease_s,
             wait_s=wait_s,
             on_lost=on_lost,
+            fencing=fencing,
         )
 
     def _prepare_locks(self) -> None:

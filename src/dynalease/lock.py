@@ -19,7 +19,7 @@ from ._engine.lease import Lease
 from ._engine.protocol import check_durations
 from ._engine.states import State
 from .client import DynamoDBClient, check_table_name
-from .exceptions import DynamoDBError, GuardReused, LockLost, ValidationError
+from .exceptions import DynamoDBError, FencingUnavailable, GuardReused, LockLost, ValidationError
 from .keys import KeyTemplate, validate_key
 from .metrics import LockMetrics
 
@@ -39,7 +39,12 @@ _SCHEMA_HINT = (
 
 
 def _check_options(
-    client: object, table: object, lease_duration: object, wait_timeout: object, on_lost: object
+    client: object,
+    table: object,
+    lease_duration: object,
+    wait_timeout: object,
+    on_lost: object,
+    fencing: object = False,
 ) -> tuple[float, float]:
     if not isinstance(client, DynamoDBClient):
         raise TypeError(
@@ -49,6 +54,11 @@ def _check_options(
     check_table_name(table)
     if on_lost is not None and not callable(on_lost):
         raise TypeError(f"on_lost must be a callable taking the LockLost error, got {on_lost!r}")
+    if not isinstance(fencing, bool):
+        raise TypeError(
+            f"fencing must be True or False, got {type(fencing).__name__}; "
+            "fencing=True hands the guard an increasing fencing_token (docs/fencing.md)"
+        )
     return check_durations(lease_duration, wait_timeout)
 
 
@@ -64,10 +74,15 @@ class _Guard:
         lease_duration: float = 30.0,
         wait_timeout: float = 35.0,
         on_lost: OnLost | None = None,
+        fencing: bool = False,
     ) -> None:
-        lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
+        lease_s, wait_s = _check_options(
+            client, table, lease_duration, wait_timeout, on_lost, fencing
+        )
         self._client = client
-        self._lease: Lease = client._new_lease(table, validate_key(key), lease_s, wait_s, on_lost)
+        self._lease: Lease = client._new_lease(
+            table, validate_key(key), lease_s, wait_s, on_lost, fencing
+        )
         self._dropped: weakref.finalize[Any, Any] | None = None
 
     @property
@@ -84,6 +99,43 @@ class _Guard:
     def owner(self) -> str:
         """This guard's owner token (a UUID4), as written to the row."""
         return self._lease.owner
+
+    @property
+    def fencing(self) -> bool:
+        """True when the lock was created with ``fencing=True`` (protocol-2 rows)."""
+        return self._lease.fencing
+
+    @property
+    def fencing_token(self) -> int:
+        """This acquisition's fencing token: larger than every earlier owner's of this key.
+
+        Send it with every write the lock protects, to a destination that
+        rejects a token lower than the highest it has seen
+        (:mod:`dynalease.fencing`). Renewals keep it; the next owner gets a
+        larger one. It stays readable after the guard is lost or released (a
+        write made with it is then rejected where the token is checked).
+        Raises :class:`~dynalease.exceptions.FencingUnavailable` when the lock
+        was created without ``fencing=True`` or has not been acquired.
+
+        Example::
+
+            with SyncDistributedLock(client, table="locks", key="job", fencing=True) as lease:
+                write_with_token(lease.fencing_token)
+        """
+        lease = self._lease
+        token = lease.fencing_token
+        if token is not None:
+            return token
+        if not lease.fencing:
+            raise FencingUnavailable(
+                f"lock {self.key!r} in table {self.table!r} has no fencing token: it was "
+                "created without fencing=True. Create it with fencing=True (every user of "
+                "the key must, see docs/fencing.md)"
+            )
+        raise FencingUnavailable(
+            f"lock {self.key!r} in table {self.table!r} has no fencing token yet: the guard "
+            f"is {lease.state.value}, not acquired. Read fencing_token inside the lock block"
+        )
 
     @property
     def lost(self) -> bool:
@@ -279,6 +331,7 @@ def distributed_lock(
     lease_duration: float = 30.0,
     wait_timeout: float = 35.0,
     on_lost: OnLost | None = None,
+    fencing: bool = False,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Run each call of a ``def`` or ``async def`` function under a lock.
 
@@ -294,7 +347,7 @@ def distributed_lock(
         def synchronize_customer(customer_id: str) -> None:
             ...
     """
-    lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
+    lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost, fencing)
     template = KeyTemplate(key)
 
     def decorate(function: Callable[P, R]) -> Callable[P, R]:
@@ -311,6 +364,7 @@ def distributed_lock(
             "lease_duration": lease_s,
             "wait_timeout": wait_s,
             "on_lost": on_lost,
+            "fencing": fencing,
         }
 
         if inspect.iscoroutinefunction(function):

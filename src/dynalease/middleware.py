@@ -99,6 +99,7 @@ def lock_handler(
     logger: Any = None,
     metrics: Any = None,
     log_key: str | None = None,
+    fencing: bool = False,
 ) -> Callable[[H], H]:
     """Run each invocation of a Lambda handler under a lock resolved from the event.
 
@@ -131,6 +132,9 @@ def lock_handler(
       key itself instead of :func:`key_hash` of it, ``"hash"`` the hash; by
       default the ``DYNALEASE_LOG_KEYS`` environment variable decides, as it
       does for the engine's own log lines (hash unless it is ``key``).
+    - ``fencing``: ``True`` takes a fenced (protocol-2) lock; the handler reads
+      ``current_lock().fencing_token`` and sends it with its writes
+      (docs/fencing.md).
 
     Built with Powertools' ``lambda_handler_decorator``, so it stacks with
     ``Logger.inject_lambda_context``, ``Tracer``, ``Metrics.log_metrics`` and
@@ -148,6 +152,7 @@ def lock_handler(
         logger,
         metrics,
         log_key,
+        fencing,
     )
     if on_contention is not None and not callable(on_contention):
         raise TypeError(
@@ -186,6 +191,7 @@ def lock_record(
     logger: Any = None,
     metrics: Any = None,
     log_key: str | None = None,
+    fencing: bool = False,
 ) -> Callable[[H], H]:
     """Process each SQS, Kinesis or DynamoDB-stream record under its own lock.
 
@@ -215,6 +221,7 @@ def lock_record(
         logger,
         metrics,
         log_key,
+        fencing,
     )
     warned: list[bool] = []
 

@@ -91,6 +91,7 @@ class LockPlan:
 
     __slots__ = (
         "_client",
+        "_fencing",
         "_lease_s",
         "_reporter",
         "_reserve_s",
@@ -112,6 +113,7 @@ class LockPlan:
         logger: object,
         metrics: object,
         log_key: object,
+        fencing: object = False,
         /,
     ) -> None:
         """Check every option; the positional order is the decorators' own."""
@@ -125,6 +127,9 @@ class LockPlan:
         lease_s, wait_s = check_durations(
             lease_duration, 0.0 if wait_timeout is None else wait_timeout
         )
+        if not isinstance(fencing, bool):
+            raise TypeError(f"fencing must be True or False, got {type(fencing).__name__}")
+        self._fencing = fencing
         check_logger(logger)
         check_metrics(metrics)
         template = KeyTemplate(key)  # type: ignore[arg-type]  # KeyTemplate checks the type
@@ -185,7 +190,12 @@ class Holding:
         _prepare(client)
         wait, remaining = self._wait(table, key)  # measured after the build
         guard = SyncDistributedLock(
-            client, table=table, key=key, lease_duration=plan._lease_s, wait_timeout=wait
+            client,
+            table=table,
+            key=key,
+            lease_duration=plan._lease_s,
+            wait_timeout=wait,
+            fencing=plan._fencing,
         )
         if wait == 0 and remaining is not None:
             # One immediate attempt still has a network budget (up to 5 s); never
