@@ -25,6 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "constants": set(),
     "metrics": BASE,
     "keys": BASE,
+    "fencing": BASE,
     "_engine": BASE | {"metrics"},
     "_values": BASE,
     "_transport": BASE | {"_engine", "_values"},
