@@ -12,6 +12,7 @@ import os
 from collections.abc import Generator, Iterator
 
 import pytest
+from support.postgres import postgres  # noqa: F401  (a session fixture: PostgreSQL for fencing)
 
 from dynalease import DynamoDBClient
 from dynalease.demo.local_server import LocalServer

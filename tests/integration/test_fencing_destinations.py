@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from support.postgres import Cluster, postgres  # noqa: F401  (the fixture)
+from support.postgres import Cluster
 
 from dynalease import DynamoDBClient
 from dynalease.fencing import fence_dynamodb_write, fenced_update
