@@ -12,7 +12,6 @@ import os
 from collections.abc import Generator, Iterator
 
 import pytest
-from support.postgres import postgres  # noqa: F401  (a session fixture: PostgreSQL for fencing)
 
 from dynalease import DynamoDBClient
 from dynalease.demo.local_server import LocalServer
@@ -48,5 +47,5 @@ def pytest_runtest_makereport(
         report.outcome = "failed"
         report.longrepr = (
             f"CI=true but this test would skip ({reason}); CI runs every test, so install "
-            "what it needs (`make system-deps` installs faketime and dynalite)"
+            "what it needs (`make system-deps` installs faketime, dynalite and postgresql)"
         )
