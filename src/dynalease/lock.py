@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import copy
 import functools
 import inspect
@@ -26,7 +27,13 @@ from .metrics import LockMetrics
 if TYPE_CHECKING:
     from .transaction import SyncTransaction, Transaction
 
-__all__ = ["DistributedLock", "LockMetrics", "SyncDistributedLock", "distributed_lock"]
+__all__ = [
+    "DistributedLock",
+    "LockMetrics",
+    "SyncDistributedLock",
+    "current_guard",
+    "distributed_lock",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -107,35 +114,22 @@ class _Guard:
 
     @property
     def fencing_token(self) -> int:
-        """This acquisition's fencing token: larger than every earlier owner's of this key.
+        """This acquisition's token: larger than every earlier owner's of this key.
 
-        Send it with every write the lock protects, to a destination that
-        rejects a token lower than the highest it has seen
-        (:mod:`dynalease.fencing`). Renewals keep it; the next owner gets a
-        larger one. It stays readable after the guard is lost or released (a
-        write made with it is then rejected where the token is checked).
-        Raises :class:`~dynalease.exceptions.FencingUnavailable` when the lock
-        was created without ``fencing=True`` or has not been acquired.
-
-        Example::
-
-            with SyncDistributedLock(client, table="locks", key="job", fencing=True) as lease:
-                write_with_token(lease.fencing_token)
+        Send it with each protected write to a destination that refuses lower
+        tokens (:mod:`dynalease.fencing`). Renewals keep it; it stays readable
+        after loss or release. :class:`~dynalease.exceptions.FencingUnavailable`
+        without ``fencing=True`` or before acquiring.
         """
         lease = self._lease
-        token = lease.fencing_token
-        if token is not None:
-            return token
-        if not lease.fencing:
-            raise FencingUnavailable(
-                f"lock {self.key!r} in table {self.table!r} has no fencing token: it was "
-                "created without fencing=True. Create it with fencing=True (every user of "
-                "the key must, see docs/fencing.md)"
-            )
-        raise FencingUnavailable(
-            f"lock {self.key!r} in table {self.table!r} has no fencing token yet: the guard "
-            f"is {lease.state.value}, not acquired. Read fencing_token inside the lock block"
+        if lease.fencing_token is not None:
+            return lease.fencing_token
+        why = (
+            f"the guard is {lease.state.value}, not acquired: read it inside the lock block"
+            if lease.fencing
+            else "it was created without fencing=True (docs/fencing.md)"
         )
+        raise FencingUnavailable(f"lock {self.key!r} in table {self.table!r} has no token: {why}")
 
     @property
     def lost(self) -> bool:
@@ -323,6 +317,21 @@ class SyncDistributedLock(_Guard):
             self._note_cleanup(exc, cleanup_error)
 
 
+_CALL: contextvars.ContextVar[_Guard] = contextvars.ContextVar("dynalease_call")
+
+
+def current_guard() -> SyncDistributedLock | DistributedLock:
+    """The guard of the innermost :func:`distributed_lock` call running here.
+
+    For the function's ``fencing_token`` (``fencing=True``). Raises
+    ``LookupError`` outside a decorated call.
+    """
+    guard = _CALL.get(None)
+    if not isinstance(guard, SyncDistributedLock | DistributedLock):
+        raise LookupError("current_guard() works inside a function decorated by distributed_lock")
+    return guard
+
+
 def distributed_lock(
     client: DynamoDBClient,
     *,
@@ -373,16 +382,24 @@ def distributed_lock(
             @functools.wraps(function)
             async def async_wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
                 resolved = bound.resolve(args, kwargs)
-                async with DistributedLock(client, key=resolved, **options):
-                    return await coroutine_function(*args, **kwargs)
+                async with DistributedLock(client, key=resolved, **options) as guard:
+                    token = _CALL.set(guard)
+                    try:
+                        return await coroutine_function(*args, **kwargs)
+                    finally:
+                        _CALL.reset(token)
 
             return cast(Callable[P, R], async_wrapper)
 
         @functools.wraps(function)
         def sync_wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
             resolved = bound.resolve(args, kwargs)
-            with SyncDistributedLock(client, key=resolved, **options):
-                return function(*args, **kwargs)
+            with SyncDistributedLock(client, key=resolved, **options) as guard:
+                token = _CALL.set(guard)
+                try:
+                    return function(*args, **kwargs)
+                finally:
+                    _CALL.reset(token)
 
         return sync_wrapper
 

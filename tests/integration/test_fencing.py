@@ -18,7 +18,7 @@ import pytest
 from dynalease import DynamoDBClient
 from dynalease._engine import protocol as p
 from dynalease.exceptions import FencingMismatch, FencingUnavailable
-from dynalease.lock import DistributedLock, SyncDistributedLock, distributed_lock
+from dynalease.lock import DistributedLock, SyncDistributedLock, current_guard, distributed_lock
 
 LEASE_S = 0.6
 
@@ -73,11 +73,17 @@ def test_the_async_face_and_the_decorator_take_fenced_locks(
     assert asyncio.run(hold()) == 2
 
     @distributed_lock(client, table=table, key="job:{name}", fencing=True)
-    def job(name: str) -> None:
-        pass
+    def job(name: str) -> int:
+        return current_guard().fencing_token
 
-    job("x")
-    job("x")
+    @distributed_lock(client, table=table, key="job:{name}", fencing=True)
+    async def async_job(name: str) -> int:
+        return current_guard().fencing_token
+
+    assert job("x") == 1
+    assert asyncio.run(async_job("x")) == 2
+    with pytest.raises(LookupError, match="inside a function decorated"):
+        current_guard()
     assert row(client, table, "job:x") == {
         "key": {"S": "job:x"},
         "protocol": {"N": "2"},
