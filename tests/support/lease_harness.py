@@ -212,6 +212,7 @@ class Harness:
         wait: float = 35.0,
         observations: Observations | None = None,
         on_lost: Callable[[LockLost], object] | None = None,
+        fencing: bool = False,
     ) -> Lease:
         return Lease(
             store=LockStore(self.transport),
@@ -222,6 +223,7 @@ class Harness:
             lease_s=lease,
             wait_s=wait,
             on_lost=on_lost,
+            fencing=fencing,
         )
 
     def row(self, key: str = "k") -> dict[str, Any] | None:
