@@ -85,7 +85,7 @@ FIGURES = (
     *STAT_NAMES,
     "overlaps",
     "stale_commits",
-    "token_violations",
+    "bad_tokens",
     "violations",
     "seconds",
 )
@@ -407,7 +407,7 @@ def soak(
         started = supervisor.start(seconds)
         figures: dict[str, Any] = dict(supervisor.run())
         report = check_history(client, plan.history)
-        token_violations = check_tokens(client, plan) if fencing else []
+        bad_tokens = check_tokens(client, plan) if fencing else []
         figures.update(
             seconds=round(time.monotonic() - started, 1),
             acquisitions=report.acquisitions,
@@ -415,10 +415,10 @@ def soak(
             takeovers=report.takeovers,
             overlaps=report.overlaps,
             stale_commits=report.stale_commits,
-            token_violations=len(token_violations),
-            violations=len(report.violations) + len(token_violations),
+            bad_tokens=len(bad_tokens),
+            violations=len(report.violations) + len(bad_tokens),
         )
-        return figures, [*report.violations, *token_violations]
+        return figures, [*report.violations, *bad_tokens]
 
 
 def main(argv: list[str] | None = None) -> int:

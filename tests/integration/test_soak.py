@@ -46,6 +46,6 @@ def test_a_short_fenced_soak_keeps_its_tokens_in_order_along_the_history(endpoin
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=100)
     assert result.returncode == 0, result.stdout + result.stderr
     figures = json.loads(next(line for line in result.stdout.splitlines() if line[:1] == "{"))
-    assert figures["violations"] == 0 and figures["token_violations"] == 0
+    assert figures["violations"] == 0 and figures["bad_tokens"] == 0
     assert figures["acquisitions"] > 0 and figures["fenced_writes"] > 0
     assert figures["kills"] + figures["pauses"] >= 1
