@@ -40,7 +40,7 @@ ALLOWED: dict[str, set[str]] = {
     "_tooling": BASE | {"_engine", "client"},
     "demo": BASE
     | {"_engine", "_values", "_lambda", "_tooling", "client", "lock", "transaction", "keys"}
-    | {"metrics"},
+    | {"metrics", "fencing"},
     "cli": BASE
     | {
         "__init__",
