@@ -16,6 +16,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
+from . import shutdown
 from ._engine.lease import Lease
 from ._engine.protocol import check_durations
 from ._engine.states import State
@@ -277,6 +278,7 @@ class DistributedLock(_Guard):
         except DynamoDBError as error:
             raise self._explain(error) from error
         self._watch_dropped()
+        shutdown.hold(self, asyncio.current_task())
         return self
 
     async def __aexit__(
@@ -289,6 +291,8 @@ class DistributedLock(_Guard):
             raise
         except Exception as cleanup_error:
             self._note_cleanup(exc, cleanup_error)
+        finally:
+            shutdown.drop(self)
 
 
 class SyncDistributedLock(_Guard):
@@ -307,6 +311,7 @@ class SyncDistributedLock(_Guard):
         except DynamoDBError as error:
             raise self._explain(error) from error
         self._watch_dropped()
+        shutdown.hold(self, None)
         return self
 
     def __exit__(self, exc_type: object, exc: BaseException | None, traceback: object) -> None:
@@ -315,6 +320,8 @@ class SyncDistributedLock(_Guard):
             self._lease.release_from_caller(self._client._runtime())
         except Exception as cleanup_error:
             self._note_cleanup(exc, cleanup_error)
+        finally:
+            shutdown.drop(self)
 
 
 _CALL: contextvars.ContextVar[_Guard] = contextvars.ContextVar("dynalease_call")
