@@ -16,8 +16,15 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --progress-bar on -e '.[dev]'
 	touch $(STAMP)
 
-# libfaketime runs the clock-jump tests; Node runs dynalite and the CDK's jsii runtime.
+# libfaketime runs the clock-jump tests; Node runs dynalite and the CDK's jsii runtime;
+# PostgreSQL (initdb, pg_ctl: the tests start their own cluster) checks the fencing helpers.
 system-deps:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "make: installing Debian's postgresql (apt-get install postgresql) for the fencing tests"; \
+	    (apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null) \
+	      || echo "warning: could not install postgresql; PostgreSQL fencing tests will be skipped"; \
+	  else echo "warning: PostgreSQL missing (apt-get install postgresql); its fencing tests will be skipped"; fi; }
 	@command -v faketime >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "make: installing Debian's faketime (apt-get install faketime) for the clock-jump tests"; \

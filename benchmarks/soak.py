@@ -9,6 +9,15 @@ dead and from paused owners. At the end the history checker
 committed after it was taken over and that no two owners' writes interleaved.
 
     python -m benchmarks.soak --processes 8 --minutes 10
+    python -m benchmarks.soak --fencing     # fenced locks, tokens checked
+
+With ``--fencing`` the locks are fenced: every history record carries its
+guard's token (``note="token=N"``), and each write also updates a ledger item
+per key through ``dynalease.fencing.fence_dynamodb_write``, outside the lock's
+transaction, as a write to another table or account would be. At the end the
+tokens are checked against the history: along each key's records a token never
+goes down, a new owner always brings a larger one, an owner keeps its own; and
+the ledger must hold the highest token it was sent.
 
 It prints the figures (runs, acquisitions, commits, takeovers, kills, pauses,
 lost guards, rejected commits, violations) and exits 1 on any violation, or if
@@ -55,7 +64,16 @@ from dynalease.exceptions import (
 from dynalease.lock import SyncDistributedLock
 from dynalease.transaction import SyncTransaction
 
-STAT_NAMES = ("lost", "rejected", "not_acquired", "release_errors", "conflicts", "errors")
+STAT_NAMES = (
+    "lost",
+    "rejected",
+    "not_acquired",
+    "release_errors",
+    "conflicts",
+    "errors",
+    "fenced_writes",
+    "fence_refused",
+)
 #: The order figures are printed in.
 FIGURES = (
     "runs",
@@ -67,6 +85,7 @@ FIGURES = (
     *STAT_NAMES,
     "overlaps",
     "stale_commits",
+    "bad_tokens",
     "violations",
     "seconds",
 )
@@ -82,9 +101,39 @@ class Plan:
     history: str
     keys: int
     lease: float
+    #: Fenced locks, tokens in the history, fenced writes to this ledger table ("": off).
+    ledger: str = ""
 
     def client(self) -> DynamoDBClient:
         return DynamoDBClient(region=self.region, endpoint_url=self.endpoint)
+
+    def ledger_writer(self) -> Any:
+        """A plain boto3 client for the ledger: a write outside the lock's transactions."""
+        import boto3
+
+        return boto3.client("dynamodb", region_name=self.region, endpoint_url=self.endpoint)
+
+
+def fenced_ledger_write(ledger: Any, table: str, key: str, owner: str, token: int) -> bool:
+    """Record ``owner`` on the ledger item of ``key`` with ``token``; False if refused."""
+    from botocore.exceptions import ClientError
+
+    from dynalease.fencing import fence_dynamodb_write
+
+    request = {
+        "TableName": table,
+        "Key": {"key": {"S": key}},
+        "UpdateExpression": "SET #w = :w",
+        "ExpressionAttributeNames": {"#w": "writer"},
+        "ExpressionAttributeValues": {":w": {"S": owner}},
+    }
+    try:
+        ledger.update_item(**fence_dynamodb_write(request, token))
+    except ClientError as error:
+        if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+            return False
+        raise
+    return True
 
 
 def worker(plan: Plan, seed: int, channel: Connection) -> None:
@@ -97,6 +146,8 @@ def worker(plan: Plan, seed: int, channel: Connection) -> None:
     """
     rng = random.Random(seed)
     client = plan.client()
+    fencing = bool(plan.ledger)
+    ledger = plan.ledger_writer() if fencing else None
     stats = dict.fromkeys(STAT_NAMES, 0)
     channel.send(("ready",))
     deadline: float = channel.recv()
@@ -108,20 +159,29 @@ def worker(plan: Plan, seed: int, channel: Connection) -> None:
             key=key,
             lease_duration=plan.lease,
             wait_timeout=2 * plan.lease,
+            fencing=fencing,
         )
         try:
             with guard:
-                commit(client, guard, table=plan.history, kind=ACQUIRED)
+                note = f"token={guard.fencing_token}" if fencing else ""
+                commit(client, guard, table=plan.history, kind=ACQUIRED, note=note)
                 channel.send(("held", key, guard.owner))
                 for _ in range(rng.randint(1, 4)):
                     guard.raise_if_lost()
                     sequence = read_head(client, plan.history, key) + 1
                     with SyncTransaction(client) as transaction:
-                        append(transaction, guard, table=plan.history, sequence=sequence)
+                        append(transaction, guard, table=plan.history, sequence=sequence, note=note)
                         # The work happens between check_in and commit, so a pause
                         # here meets a takeover and DynamoDB must reject the commit.
                         time.sleep(rng.uniform(0, plan.lease / 3))
-                commit(client, guard, table=plan.history, kind=RELEASED)
+                        if ledger is not None:  # a paused holder resumes here, late
+                            stats["fenced_writes"] += 1
+                            token = guard.fencing_token
+                            if not fenced_ledger_write(
+                                ledger, plan.ledger, key, guard.owner, token
+                            ):
+                                stats["fence_refused"] += 1
+                commit(client, guard, table=plan.history, kind=RELEASED, note=note)
         except LockNotAcquired:
             stats["not_acquired"] += 1
         except LockOwnershipLost:
@@ -271,6 +331,52 @@ def _server(endpoint: str | None) -> Iterator[str]:
             yield server.url
 
 
+def check_tokens(client: DynamoDBClient, plan: Plan) -> list[str]:
+    """The fenced run's tokens against the history, and the ledger against the tokens."""
+    violations: list[str] = []
+    records: dict[str, list[tuple[int, str, int]]] = {}
+    params: dict[str, Any] = {"TableName": plan.history, "ConsistentRead": True}
+    while True:
+        page = client._items.call("Scan", params)
+        for item in page.get("Items", []):
+            note = item.get("note", {}).get("S", "")
+            if note.startswith("token="):
+                key, seq = item["key"]["S"], int(item["seq"]["N"])
+                records.setdefault(key, []).append((seq, item["owner"]["S"], int(note[6:])))
+        if "LastEvaluatedKey" not in page:
+            break
+        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    for key, history in sorted(records.items()):
+        tokens: dict[str, int] = {}
+        last_owner, last_token = None, 0
+        for seq, owner, token in sorted(history):
+            if tokens.setdefault(owner, token) != token:
+                violations.append(
+                    f"{key!r} #{seq}: {owner} changed its token {tokens[owner]} -> {token}"
+                )
+            if owner != last_owner and token <= last_token:
+                violations.append(
+                    f"{key!r} #{seq}: new owner {owner} has token {token}, not above {last_token}"
+                )
+            elif token < last_token:
+                violations.append(f"{key!r} #{seq}: token {token} after {last_token}")
+            if len(set(tokens.values())) != len(tokens):
+                violations.append(f"{key!r}: two owners share a token: {tokens}")
+            last_owner, last_token = owner, max(last_token, token)
+        row = client._items.call(
+            "GetItem",
+            {"TableName": plan.ledger, "Key": {"key": {"S": key}}, "ConsistentRead": True},
+        ).get("Item")
+        if row is not None:
+            stored = int(row["fence"]["N"])
+            highest = max(token for _, _, token in history)
+            if stored > highest:
+                violations.append(
+                    f"ledger {key!r} holds token {stored}, above the history's {highest}"
+                )
+    return violations
+
+
 def soak(
     *,
     processes: int,
@@ -281,20 +387,27 @@ def soak(
     endpoint: str | None,
     region: str,
     seed: int,
+    fencing: bool = False,
 ) -> tuple[dict[str, Any], list[str]]:
     """Run one soak; returns the figures and the violations found."""
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
     with _server(endpoint) as url:
         suffix = uuid.uuid4().hex[:8]
-        plan = Plan(url, region, f"soak-locks-{suffix}", f"soak-history-{suffix}", keys, lease)
+        ledger = f"soak-ledger-{suffix}" if fencing else ""
+        plan = Plan(
+            url, region, f"soak-locks-{suffix}", f"soak-history-{suffix}", keys, lease, ledger
+        )
         client = plan.client()
         client.sync_create_table(plan.table, partition_key=("key", "S"), wait=True)
         create_history_table(client, plan.history)
+        if ledger:
+            client.sync_create_table(ledger, partition_key=("key", "S"), wait=True)
         supervisor = Supervisor(plan, processes, chaos_every, seed)
         started = supervisor.start(seconds)
         figures: dict[str, Any] = dict(supervisor.run())
         report = check_history(client, plan.history)
+        bad_tokens = check_tokens(client, plan) if fencing else []
         figures.update(
             seconds=round(time.monotonic() - started, 1),
             acquisitions=report.acquisitions,
@@ -302,9 +415,10 @@ def soak(
             takeovers=report.takeovers,
             overlaps=report.overlaps,
             stale_commits=report.stale_commits,
-            violations=len(report.violations),
+            bad_tokens=len(bad_tokens),
+            violations=len(report.violations) + len(bad_tokens),
         )
-        return figures, list(report.violations)
+        return figures, [*report.violations, *bad_tokens]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -325,6 +439,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--region", default="us-east-1")
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
     parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    parser.add_argument(
+        "--fencing", action="store_true", help="fenced locks; check tokens and a fenced ledger"
+    )
     args = parser.parse_args(argv)
     seconds = args.seconds if args.seconds is not None else args.minutes * 60
     if args.processes < 2 or args.keys < 1 or seconds <= 0 or args.lease < 0.5:
@@ -332,7 +449,8 @@ def main(argv: list[str] | None = None) -> int:
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     print(
         f"soak: {args.processes} processes x {seconds:g} s on {args.keys} keys, "
-        f"lease {args.lease:g} s, a kill or pause every ~{args.chaos_every:g} s, seed {seed}",
+        f"lease {args.lease:g} s, a kill or pause every ~{args.chaos_every:g} s, seed {seed}"
+        + (", fenced" if args.fencing else ""),
         flush=True,
     )
     figures, violations = soak(
@@ -344,6 +462,7 @@ def main(argv: list[str] | None = None) -> int:
         endpoint=args.endpoint,
         region=args.region,
         seed=seed,
+        fencing=args.fencing,
     )
     for name in FIGURES:
         print(f"  {name:<16}{figures[name]}")

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .fenced import fenced
 from .floor import floor_elapsed
 from .libs import Cost, Lib, make, put_abandoned_row
 
@@ -273,4 +274,7 @@ WORKLOADS: dict[str, Callable[[str, Context], Figures]] = {
     "long_hold": long_hold,
     "startup": startup,
     "scale": scale,
+    "fenced": fenced,
 }
+#: Workloads that only dynalease can run (pydynox has no fencing tokens).
+ONLY = {"fenced": ("dynalease",)}

@@ -47,5 +47,5 @@ def pytest_runtest_makereport(
         report.outcome = "failed"
         report.longrepr = (
             f"CI=true but this test would skip ({reason}); CI runs every test, so install "
-            "what it needs (`make system-deps` installs faketime and dynalite)"
+            "what it needs (`make system-deps` installs faketime, dynalite and postgresql)"
         )

@@ -222,6 +222,7 @@ class DynamoDBClient:
         wait_s: float,
         on_lost: Callable[[LockLost], object] | None,
         permit_keys: tuple[str, ...] = (),
+        fencing: bool = False,
     ) -> Lease:
         """A lease on ``key``; with ``permit_keys``, a semaphore's on one of them."""
         self._check_process()
@@ -236,7 +237,7 @@ class DynamoDBClient:
         }
         if permit_keys:
             return PermitLease(name=key, permit_keys=permit_keys, **options)
-        return Lease(key=key, **options)
+        return Lease(key=key, fencing=fencing, **options)
 
     def _prepare_locks(self) -> None:
         """Do the lock transport's one-time setup now, blocking (for budgeted callers).

@@ -17,6 +17,8 @@ __all__ = [
     "AccessDeniedError",
     "DynaleaseError",
     "DynamoDBError",
+    "FencingMismatch",
+    "FencingUnavailable",
     "ForkedProcessError",
     "GuardReused",
     "LockError",
@@ -98,6 +100,24 @@ class MalformedLockRow(LockError):
 
     Someone wrote the row by hand or another program shares the table. Remove the
     row after checking that no holder depends on it, or use a dedicated table.
+    """
+
+
+class FencingMismatch(MalformedLockRow):
+    """The row's protocol and the lock's ``fencing`` option disagree; it is never taken over.
+
+    A fenced lock (``fencing=True``) writes protocol-2 rows, an unfenced one
+    protocol-1 rows (as pydynox does). Every user of a key must agree: open the
+    lock with the ``fencing`` value the message names.
+    """
+
+
+class FencingUnavailable(DynaleaseError):
+    """A guard was asked for ``fencing_token`` that has none.
+
+    Either the lock was created without ``fencing=True``, or the guard has not
+    acquired the lock (yet). Create the lock with ``fencing=True`` and read the
+    token inside its ``with`` block.
     """
 
 

@@ -9,25 +9,30 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import copy
-import functools
-import inspect
 import weakref
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from . import shutdown
+from ._calls import CALL, guarded_calls
 from ._engine.lease import Lease
 from ._engine.protocol import check_durations
 from ._engine.states import State
 from .client import DynamoDBClient, check_table_name
-from .exceptions import DynamoDBError, GuardReused, LockLost, ValidationError
+from .exceptions import DynamoDBError, FencingUnavailable, GuardReused, LockLost, ValidationError
 from .keys import KeyTemplate, validate_key
 from .metrics import LockMetrics
 
 if TYPE_CHECKING:
     from .transaction import SyncTransaction, Transaction
 
-__all__ = ["DistributedLock", "LockMetrics", "SyncDistributedLock", "distributed_lock"]
+__all__ = [
+    "DistributedLock",
+    "LockMetrics",
+    "SyncDistributedLock",
+    "current_guard",
+    "distributed_lock",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -40,7 +45,12 @@ _SCHEMA_HINT = (
 
 
 def _check_options(
-    client: object, table: object, lease_duration: object, wait_timeout: object, on_lost: object
+    client: object,
+    table: object,
+    lease_duration: object,
+    wait_timeout: object,
+    on_lost: object,
+    fencing: object = False,
 ) -> tuple[float, float]:
     if not isinstance(client, DynamoDBClient):
         raise TypeError(
@@ -50,6 +60,11 @@ def _check_options(
     check_table_name(table)
     if on_lost is not None and not callable(on_lost):
         raise TypeError(f"on_lost must be a callable taking the LockLost error, got {on_lost!r}")
+    if not isinstance(fencing, bool):
+        raise TypeError(
+            f"fencing must be True or False, got {type(fencing).__name__}; "
+            "fencing=True hands the guard an increasing fencing_token (docs/fencing.md)"
+        )
     return check_durations(lease_duration, wait_timeout)
 
 
@@ -65,10 +80,15 @@ class _Guard:
         lease_duration: float = 30.0,
         wait_timeout: float = 35.0,
         on_lost: OnLost | None = None,
+        fencing: bool = False,
     ) -> None:
-        lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
+        lease_s, wait_s = _check_options(
+            client, table, lease_duration, wait_timeout, on_lost, fencing
+        )
         self._client = client
-        self._lease: Lease = client._new_lease(table, validate_key(key), lease_s, wait_s, on_lost)
+        self._lease: Lease = client._new_lease(
+            table, validate_key(key), lease_s, wait_s, on_lost, fencing=fencing
+        )
         self._dropped: weakref.finalize[Any, Any] | None = None
 
     @property
@@ -85,6 +105,30 @@ class _Guard:
     def owner(self) -> str:
         """This guard's owner token (a UUID4), as written to the row."""
         return self._lease.owner
+
+    @property
+    def fencing(self) -> bool:
+        """True when the lock was created with ``fencing=True`` (protocol-2 rows)."""
+        return self._lease.fencing
+
+    @property
+    def fencing_token(self) -> int:
+        """This acquisition's token: larger than every earlier owner's of this key.
+
+        Send it with each protected write to a destination that refuses lower
+        tokens (:mod:`dynalease.fencing`). Renewals keep it; it stays readable
+        after loss or release. :class:`~dynalease.exceptions.FencingUnavailable`
+        without ``fencing=True`` or before acquiring.
+        """
+        lease = self._lease
+        if lease.fencing_token is not None:
+            return lease.fencing_token
+        why = (
+            f"the guard is {lease.state.value}, not acquired: read it inside the lock block"
+            if lease.fencing
+            else "it was created without fencing=True (docs/fencing.md)"
+        )
+        raise FencingUnavailable(f"lock {self.key!r} in table {self.table!r} has no token: {why}")
 
     @property
     def lost(self) -> bool:
@@ -278,6 +322,18 @@ class SyncDistributedLock(_Guard):
             shutdown.drop(self)
 
 
+def current_guard() -> SyncDistributedLock | DistributedLock:
+    """The guard of the innermost :func:`distributed_lock` call running here.
+
+    For the function's ``fencing_token`` (``fencing=True``). Raises
+    ``LookupError`` outside a decorated call.
+    """
+    guard = CALL.get(None)
+    if not isinstance(guard, SyncDistributedLock | DistributedLock):
+        raise LookupError("current_guard() works inside a function decorated by distributed_lock")
+    return guard
+
+
 def distributed_lock(
     client: DynamoDBClient,
     *,
@@ -286,6 +342,7 @@ def distributed_lock(
     lease_duration: float = 30.0,
     wait_timeout: float = 35.0,
     on_lost: OnLost | None = None,
+    fencing: bool = False,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Run each call of a ``def`` or ``async def`` function under a lock.
 
@@ -301,12 +358,13 @@ def distributed_lock(
         def synchronize_customer(customer_id: str) -> None:
             ...
     """
-    lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
+    lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost, fencing)
     options: dict[str, Any] = {
         "table": table,
         "lease_duration": lease_s,
         "wait_timeout": wait_s,
         "on_lost": on_lost,
+        "fencing": fencing,
     }
     return guarded_calls(
         "distributed_lock",
@@ -314,45 +372,3 @@ def distributed_lock(
         lambda resolved: DistributedLock(client, key=resolved, **options),
         lambda resolved: SyncDistributedLock(client, key=resolved, **options),
     )
-
-
-def guarded_calls(
-    name: str,
-    template: KeyTemplate,
-    async_guard: Callable[[str], DistributedLock],
-    sync_guard: Callable[[str], SyncDistributedLock],
-) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """The decorator of ``distributed_lock`` and ``distributed_semaphore``.
-
-    Each call resolves ``template`` over its arguments and runs under the guard
-    that ``async_guard`` or ``sync_guard`` makes for the resolved key.
-    """
-
-    def decorate(function: Callable[P, R]) -> Callable[P, R]:
-        if not callable(function):
-            raise TypeError(f"{name} decorates functions, got {function!r}")
-        if inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function):
-            raise TypeError(
-                f"{name} cannot wrap the generator {function.__qualname__}: a lock "
-                "around a generator would be held between its steps; lock inside it instead"
-            )
-        bound = template.bind(function)
-
-        if inspect.iscoroutinefunction(function):
-            coroutine_function = cast(Callable[P, Awaitable[Any]], function)
-
-            @functools.wraps(function)
-            async def async_wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
-                async with async_guard(bound.resolve(args, kwargs)):
-                    return await coroutine_function(*args, **kwargs)
-
-            return cast(Callable[P, R], async_wrapper)
-
-        @functools.wraps(function)
-        def sync_wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-            with sync_guard(bound.resolve(args, kwargs)):
-                return function(*args, **kwargs)
-
-        return sync_wrapper
-
-    return decorate

@@ -100,6 +100,7 @@ def lock_handler(
     metrics: Any = None,
     log_key: str | None = None,
     permits: int = 1,
+    fencing: bool = False,
 ) -> Callable[[H], H]:
     """Run each invocation of a Lambda handler under a lock resolved from the event.
 
@@ -135,6 +136,9 @@ def lock_handler(
     - ``permits``: with ``N`` > 1, hold one of N permits of a semaphore
       (:class:`~dynalease.SyncDistributedSemaphore`) instead of the lock: at most
       N invocations run at once for a key. ``current_lock()`` returns that guard.
+    - ``fencing``: ``True`` takes a fenced (protocol-2) lock; the handler reads
+      ``current_lock().fencing_token`` and sends it with its writes
+      (docs/fencing.md).
 
     Built with Powertools' ``lambda_handler_decorator``, so it stacks with
     ``Logger.inject_lambda_context``, ``Tracer``, ``Metrics.log_metrics`` and
@@ -153,6 +157,7 @@ def lock_handler(
         metrics,
         log_key,
         permits,
+        fencing,
     )
     if on_contention is not None and not callable(on_contention):
         raise TypeError(
@@ -192,6 +197,7 @@ def lock_record(
     metrics: Any = None,
     log_key: str | None = None,
     permits: int = 1,
+    fencing: bool = False,
 ) -> Callable[[H], H]:
     """Process each SQS, Kinesis or DynamoDB-stream record under its own lock.
 
@@ -222,6 +228,7 @@ def lock_record(
         metrics,
         log_key,
         permits,
+        fencing,
     )
     warned: list[bool] = []
 

@@ -11,6 +11,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar, cast
 
+from ._calls import guarded_calls
 from ._engine.permits import PermitLease
 from ._engine.states import State
 from .client import DynamoDBClient
@@ -21,7 +22,6 @@ from .lock import (
     SyncDistributedLock,
     _check_options,
     _Guard,
-    guarded_calls,
 )
 
 __all__ = ["DistributedSemaphore", "SyncDistributedSemaphore", "distributed_semaphore"]

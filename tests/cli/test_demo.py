@@ -122,3 +122,16 @@ def test_an_unreachable_endpoint_ends_the_demo_with_one_line(
     assert result.code == 1
     lines = result.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("dynalease demo: error:"), result.err
+
+
+def test_the_paused_holder_demo_shows_the_late_write_landing_and_then_refused() -> None:
+    result = spawn_cli("demo", "--paused-holder", "--plain", timeout=120)
+    assert result.code == 0, result.out + result.err
+    out = result.out
+    assert "without fencing: A, paused past its lease, resumed and wrote over B's row" in out
+    assert re.search(
+        r"with fencing=True: A's late write \(token (\d+)\) was refused; the ledger keeps "
+        r"B's write \(token (\d+)\)",
+        out,
+    ), out
+    assert "UNEXPECTED" not in out and "result: OK" in out

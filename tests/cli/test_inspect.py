@@ -48,8 +48,24 @@ def test_it_lists_held_rows_and_flags_rows_that_are_not_protocol_rows(
     assert "30 s" in held
     assert "v1 ok" in held
     flagged = next(line for line in result.out.splitlines() if line.startswith("hand-written"))
-    assert "not a protocol-1 row: protocol is missing, expected 1" in flagged
+    assert "not a lock row: protocol is missing, expected 1" in flagged
     assert "2 lock rows in" in result.out
+
+
+def test_it_shows_fenced_rows_with_their_token_and_free_rows_with_their_counter(
+    dynalease: Callable[..., Result], client: DynamoDBClient, lock_table: str, endpoint: str
+) -> None:
+    for _ in range(2):
+        with SyncDistributedLock(client, table=lock_table, key="released", fencing=True):
+            pass
+    with SyncDistributedLock(client, table=lock_table, key="fenced", fencing=True) as guard:
+        result = dynalease("inspect", "--table", lock_table, "--endpoint", endpoint)
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    held = next(line for line in lines if line.startswith("fenced"))
+    assert guard.owner in held and "v2 fenced, token 1" in held
+    free = next(line for line in lines if line.startswith("released"))
+    assert "v2 free (released), fence 2" in free
 
 
 def test_key_and_prefix_narrow_the_view(

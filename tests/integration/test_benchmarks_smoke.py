@@ -40,6 +40,22 @@ def test_the_hostile_endpoint_figures_run_quickly_and_stay_under_the_limit() -> 
     assert result.stdout.count("RequestFailedError (ConnectionClosedError)") == 6
 
 
+def test_the_fenced_workload_prints_its_requests_and_cpu_beside_the_unfenced_cycle() -> None:
+    command = [sys.executable, "-m", "benchmarks", "--quick", "--rounds", "1", "fenced"]
+    result = subprocess.run(
+        command, cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=180
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    for figure in (
+        "fenced_requests_per_cycle",
+        "unfenced_cpu_ms_per_cycle",
+        "fenced_over_unfenced_cpu",
+    ):
+        assert f"| {figure}" in out, f"{figure} missing from:\n{out}"
+    assert "fenced cycle <= 2 requests: met" in out  # the count is exact, not a timing
+
+
 def test_the_sigterm_figures_print_both_successor_waits() -> None:
     command = [sys.executable, "-m", "benchmarks.sigterm", "--lease", "3"]
     result = subprocess.run(

@@ -3,6 +3,8 @@
 Each library holds against the other through its renewals, takes over the
 other's row after a killed holder's lease was observed, writes rows the other
 reads as its own protocol-1 rows, and resolves key templates to the same keys.
+Fenced rows (protocol 2) are the exception on purpose: pydynox refuses them, live,
+abandoned or free, and never takes one over or deletes it.
 """
 
 from __future__ import annotations
@@ -139,7 +141,8 @@ else:
 client = DynamoDBClient(
     region="us-east-1", endpoint_url=endpoint, access_key="testing", secret_key="testing"
 )
-guard = SyncDistributedLock(client, table=table, key=key, lease_duration=float(lease))
+options = {"fencing": True} if library == "dynalease-fenced" else {}
+guard = SyncDistributedLock(client, table=table, key=key, lease_duration=float(lease), **options)
 guard.__enter__()  # kept referenced: pydynox releases a guard that is dropped
 print("held", flush=True)
 time.sleep(120)
@@ -261,3 +264,61 @@ def test_a_pydynox_lock_on_a_permit_row_counts_as_a_held_permit(
                 with SyncDistributedSemaphore(client, wait_timeout=0.3, **options):  # type: ignore[arg-type]
                     pass
     assert moto.row(table, first) is None and moto.row(table, second) is None
+
+
+# --- fenced rows: pydynox 1.8 refuses them and never takes one over or deletes it ---------
+
+#: What pydynox 1.8 raises for a row whose protocol it does not know.
+PYDYNOX_REFUSES = (ValueError, "Invalid or unsupported distributed lock record")
+
+
+def test_pydynox_refuses_a_live_fenced_row_even_after_waiting_past_its_lease(
+    client: DynamoDBClient, pdx: pydynox.DynamoDBClient, moto: Emulator, table: str
+) -> None:
+    with SyncDistributedLock(
+        client, table=table, key="job", lease_duration=LEASE_S, fencing=True
+    ) as holder:
+        error, message = PYDYNOX_REFUSES
+        with pytest.raises(error, match=message):
+            with PydynoxLock(pdx, table=table, key="job", wait_timeout=2 * LEASE_S):
+                pass
+        item = moto.row(table, "job")
+        assert item is not None and item["owner"] == {"S": holder.owner}
+        assert item["fence"] == {"N": "1"}
+        holder.raise_if_lost()
+
+
+def test_pydynox_never_takes_over_an_abandoned_fenced_row_and_dynalease_fenced_does(
+    endpoint: str, client: DynamoDBClient, pdx: pydynox.DynamoDBClient, moto: Emulator, table: str
+) -> None:
+    killed_holder("dynalease-fenced", endpoint, table, "orphan", LEASE_S)
+    abandoned = moto.row(table, "orphan")
+    assert abandoned is not None and abandoned["protocol"] == {"N": "2"}
+    time.sleep(LEASE_S)  # past its lease: an unfenced row would now be taken over
+    error, message = PYDYNOX_REFUSES
+    with pytest.raises(error, match=message):
+        with PydynoxLock(pdx, table=table, key="orphan", wait_timeout=2 * LEASE_S):
+            pass
+    assert moto.row(table, "orphan") == abandoned  # untouched
+    with SyncDistributedLock(
+        client, table=table, key="orphan", wait_timeout=5, fencing=True
+    ) as lease:
+        assert lease.fencing_token == int(abandoned["fence"]["N"]) + 1
+
+
+def test_pydynox_refuses_a_free_fenced_row_and_leaves_its_counter(
+    client: DynamoDBClient, pdx: pydynox.DynamoDBClient, moto: Emulator, table: str
+) -> None:
+    for _ in range(2):
+        with SyncDistributedLock(client, table=table, key="job", fencing=True):
+            pass
+    free = {"key": {"S": "job"}, "protocol": {"N": "2"}, "fence": {"N": "2"}}
+    assert moto.row(table, "job") == free
+    error, message = PYDYNOX_REFUSES
+    for wait in (0, LEASE_S):
+        with pytest.raises(error, match=message):
+            with PydynoxLock(pdx, table=table, key="job", wait_timeout=wait):
+                pass
+    assert moto.row(table, "job") == free
+    with SyncDistributedLock(client, table=table, key="job", fencing=True) as lease:
+        assert lease.fencing_token == 3

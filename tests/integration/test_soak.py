@@ -33,3 +33,19 @@ def test_a_short_soak_with_killed_and_paused_holders_has_no_violations(endpoint:
     # The run exercised failures: at least one holder was killed or paused.
     assert figures["kills"] + figures["pauses"] >= 1
     assert "soak: ok, 0 violations" in result.stdout
+
+
+def test_a_short_fenced_soak_keeps_its_tokens_in_order_along_the_history(endpoint: str) -> None:
+    command = [
+        sys.executable, "-m", "benchmarks.soak",
+        "--processes", "4", "--seconds", "15", "--keys", "2",
+        "--lease", "1.5", "--chaos-every", "3", "--fencing",
+        "--endpoint", endpoint, "--json",
+    ]  # fmt: skip
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=100)
+    assert result.returncode == 0, result.stdout + result.stderr
+    figures = json.loads(next(line for line in result.stdout.splitlines() if line[:1] == "{"))
+    assert figures["violations"] == 0 and figures["bad_tokens"] == 0
+    assert figures["acquisitions"] > 0 and figures["fenced_writes"] > 0
+    assert figures["kills"] + figures["pauses"] >= 1

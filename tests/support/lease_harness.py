@@ -214,6 +214,7 @@ class Harness:
         wait: float = 35.0,
         observations: Observations | None = None,
         on_lost: Callable[[LockLost], object] | None = None,
+        fencing: bool = False,
     ) -> Lease:
         return Lease(
             store=LockStore(self.transport),
@@ -224,6 +225,7 @@ class Harness:
             lease_s=lease,
             wait_s=wait,
             on_lost=on_lost,
+            fencing=fencing,
         )
 
     def permit_lease(

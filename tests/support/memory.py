@@ -33,11 +33,15 @@ _WRITE = {
     "ReturnValuesOnConditionCheckFailure",
     "ReturnConsumedCapacity",
 }
+#: Fenced rows' writes (dynalease._engine.fenced), recognized by their exact text.
+_FENCED_ACQUIRE = "SET #o = :owner, #v = :version, #l = :lease, #p = :protocol ADD #f :one"
+_FENCED_RELEASE = "REMOVE #o, #v, #l"
+_FENCED_NAMES = {"#o": "owner", "#v": "version", "#l": "lease_ms", "#p": "protocol", "#f": "fence"}
 _PARAMS = {
     "GetItem": {"TableName", "Key", "ConsistentRead", "ReturnConsumedCapacity"},
     "PutItem": _WRITE | {"Item"},
     "DeleteItem": _WRITE | {"Key"},
-    "UpdateItem": _WRITE | {"Key", "UpdateExpression"},
+    "UpdateItem": _WRITE | {"Key", "UpdateExpression", "ReturnValues"},
     "ConditionCheck": _WRITE | {"Key"},
     "TransactWriteItems": {"TransactItems", "ReturnConsumedCapacity"},
     "CreateTable": {"TableName", "KeySchema", "AttributeDefinitions", "BillingMode"},
@@ -119,6 +123,20 @@ def _condition(params: dict[str, Any], table: _Table) -> Callable[[Item | None],
         return lambda row: True
     if text == "attribute_not_exists(#k)" and names == {"#k": table.key} and not values:
         return lambda row: row is None
+    if (
+        text == "attribute_not_exists(#k) OR attribute_not_exists(#o)"
+        and names == {**_FENCED_NAMES, "#k": table.key}
+        and params.get("UpdateExpression") == _FENCED_ACQUIRE
+    ):
+        return lambda row: row is None or "owner" not in row
+    if text == "#o = :o" and params.get("UpdateExpression") == _FENCED_RELEASE:
+        return lambda row: row is not None and row.get("owner") == values[":o"]
+    if text == "#o = :o AND #v = :v" and params.get("UpdateExpression") == _FENCED_ACQUIRE:
+        return lambda row: (
+            row is not None
+            and row.get("owner") == values[":o"]
+            and row.get("version") == values[":v"]
+        )
     if text == "#o = :o" and names == {"#o": "owner"} and set(values) == {":o"}:
         return lambda row: row is not None and row.get("owner") == values[":o"]
     if (
@@ -270,6 +288,9 @@ class MemoryDynamoDB:
             params.get("ExpressionAttributeNames"),
             params.get("ExpressionAttributeValues"),
         )
+        fenced = _fenced_update(params)
+        if fenced is not None:
+            return _Write(table, row_key, holds, fenced, return_old)
         if (
             params.get("UpdateExpression") != "SET #v = :new"
             or params.get("ConditionExpression") is None
@@ -291,7 +312,12 @@ class MemoryDynamoDB:
                 failed["Item"] = copy.deepcopy(row)
             raise _Answer("ConditionalCheckFailedException", _CONDITION_FAILED, failed)
         self._commit(write, row)
-        return _capacity(params, [write.table.name])
+        answer = _capacity(params, [write.table.name])
+        if params.get("ReturnValues") == "UPDATED_NEW":
+            stored = write.table.rows[write.row_key]
+            changed = ("owner", "version", "lease_ms", "protocol", "fence")
+            answer["Attributes"] = {name: copy.deepcopy(stored[name]) for name in changed}
+        return answer
 
     @staticmethod
     def _commit(write: _Write, row: Item | None) -> None:
@@ -340,6 +366,38 @@ class MemoryDynamoDB:
         for write in writes:
             self._commit(write, write.table.rows.get(write.row_key))
         return _capacity(params, sorted({write.table.name for write in writes}))
+
+
+def _fenced_update(params: dict[str, Any]) -> Callable[[Item | None], Item | None] | None:
+    """What a fenced acquire or release leaves, or None for any other update."""
+    expression = params.get("UpdateExpression")
+    names = params.get("ExpressionAttributeNames") or {}
+    values = params.get("ExpressionAttributeValues") or {}
+    if expression == _FENCED_RELEASE and names == {
+        key: _FENCED_NAMES[key] for key in ("#o", "#v", "#l")
+    }:
+        return lambda row: {
+            k: v for k, v in (row or {}).items() if k not in {"owner", "version", "lease_ms"}
+        }
+    if expression != _FENCED_ACQUIRE or not _FENCED_NAMES.items() <= names.items():
+        return None
+    if values.get(":one") != {"N": "1"} or params.get("ReturnValues") not in (None, "UPDATED_NEW"):
+        raise _unsupported("this fenced update", params)
+    key_name = next(name for name in params["Key"])
+
+    def acquired(row: Item | None) -> Item:
+        old = row or {key_name: copy.deepcopy(params["Key"][key_name])}
+        fence = int(old["fence"]["N"]) if "fence" in old else 0
+        return {
+            **old,
+            "owner": copy.deepcopy(values[":owner"]),
+            "version": copy.deepcopy(values[":version"]),
+            "lease_ms": copy.deepcopy(values[":lease"]),
+            "protocol": copy.deepcopy(values[":protocol"]),
+            "fence": {"N": str(fence + 1)},
+        }
+
+    return acquired
 
 
 class MemoryTransport:

@@ -25,14 +25,16 @@ ALLOWED: dict[str, set[str]] = {
     "constants": set(),
     "metrics": BASE,
     "keys": BASE,
+    "fencing": BASE,
     "shutdown": BASE,
+    "_calls": BASE | {"keys"},
     "_engine": BASE | {"metrics"},
     "_values": BASE,
     "_transport": BASE | {"_engine", "_values"},
-    "lock": BASE | {"_engine", "metrics", "keys", "client", "transaction", "shutdown"},
+    "lock": BASE | {"_engine", "metrics", "keys", "client", "transaction", "shutdown", "_calls"},
     "transaction": BASE | {"_engine", "_values", "client"},
     "client": BASE | {"_engine", "_transport", "_values"},
-    "semaphore": BASE | {"_engine", "keys", "client", "lock"},
+    "semaphore": BASE | {"_engine", "keys", "client", "lock", "_calls"},
     "__init__": BASE | {"client", "lock", "semaphore", "transaction", "metrics"},
     "_lambda": BASE | {"_engine", "client", "lock", "semaphore", "keys", "metrics"},
     "middleware": BASE | {"_lambda", "client", "lock", "keys", "metrics"},
@@ -41,7 +43,7 @@ ALLOWED: dict[str, set[str]] = {
     "_tooling": BASE | {"_engine", "client"},
     "demo": BASE
     | {"_engine", "_values", "_lambda", "_tooling", "client", "lock", "transaction", "keys"}
-    | {"metrics"},
+    | {"metrics", "fencing"},
     "cli": BASE
     | {
         "__init__",

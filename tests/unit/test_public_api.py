@@ -112,6 +112,7 @@ LOCK_PARAMETERS = [
     ("lease_duration", KW, 30.0),
     ("wait_timeout", KW, 35.0),
     ("on_lost", KW, None),
+    ("fencing", KW, False),  # beyond the reference: fenced (protocol-2) rows, opt-in
 ]
 
 
@@ -221,6 +222,8 @@ def test_the_exceptions_module_exports_exactly_its_errors() -> None:
         "AccessDeniedError",
         "DynaleaseError",
         "DynamoDBError",
+        "FencingMismatch",
+        "FencingUnavailable",
         "ForkedProcessError",
         "GuardReused",
         "LockError",

@@ -150,14 +150,14 @@ class Acquiring(Renewing):
                     raise self._budget_spent(single, error) from error
                 poll = self._next_poll(poll)
                 continue
-            if item is None:
+            if item is None or (self.fencing and p.is_free(item)):
                 create = True
                 continue
             stamp = self._ours(item)
             if stamp is not None:  # an earlier attempt of ours landed after all
-                self._confirm(item[p.VERSION_ATTR]["S"], stamp)
+                self._won(item[p.VERSION_ATTR]["S"], stamp, item)
                 return
-            row = p.parse_row(item, table=self.table, key=self.key)
+            row = p.parse_row(item, table=self.table, key=self.key, protocol=self._protocol)
             now = self.clock.monotonic()
             first_seen = self.observations.observe(self._resource, row.identity, now)
             eligible = first_seen + row.lease_ms / 1000
@@ -176,10 +176,7 @@ class Acquiring(Renewing):
                     continue
                 if won:
                     return
-                create = item is None
-                if item is None:
-                    continue
-                create = False
+                create = item is None or (self.fencing and p.is_free(item))
                 continue
             if single:
                 self.tally.wait_timeouts += 1  # a failed single attempt, as pydynox counts it
@@ -276,7 +273,7 @@ class Acquiring(Renewing):
 
         else:
             version = p.new_token()
-            row = p.LockRow(self.key, self.owner, version, self._lease_ms)
+            row = p.LockRow(self.key, self.owner, version, self._lease_ms, self._protocol)
             stamp = Stamp.now(self.clock)
             self._pending[version] = stamp
 
@@ -296,7 +293,7 @@ class Acquiring(Renewing):
             except (BudgetSpent, OutcomeUnknown, DynamoDBError):
                 raise unknown from None
             if self._ours(item) is not None:
-                self._confirm(version, self._pending[version])
+                self._won(version, self._pending[version], item)
                 return item, True
             self._answered = True  # the read was answered: DynamoDB is reachable
             raise unknown from None  # not applied, or not yet: the caller backs off
@@ -309,5 +306,5 @@ class Acquiring(Renewing):
                 # "no row", or a contender retries its create in a tight loop: read it.
                 item = await self._read_row(deadline)
             return item, False
-        self._confirm(version, stamp)
+        self._won(version, stamp, reply.item)
         return None, True

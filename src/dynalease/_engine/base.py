@@ -68,6 +68,7 @@ class LeaseBase:
         lease_s: float,
         wait_s: float,
         on_lost: Callable[[LockLost], object] | None = None,
+        fencing: bool = False,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -77,6 +78,11 @@ class LeaseBase:
         self.lease_s = lease_s
         self.wait_s = wait_s
         self.owner = p.new_token()
+        #: Protocol 2 (fenced rows) when true; see ``fenced.py``.
+        self.fencing = fencing
+        self._protocol = p.FENCED_PROTOCOL if fencing else p.PROTOCOL
+        #: The fencing token of the acquisition (fenced leases only), set once when it wins.
+        self.fencing_token: int | None = None
         self.state = State.NEW
         #: Why ownership was lost, or None; written only by :meth:`_lose`, with the
         #: LOSE transition. ``counters().lost`` and :meth:`raise_if_lost` read it.

@@ -20,7 +20,7 @@ from .requests import FirstWrite, interrupted_failure
 from .runtime import Runtime
 from .scheduling import deferred_renewals
 from .states import Event, State
-from .store import ConditionFailed
+from .store import ConditionFailed, create_operation, release_operation
 
 
 class CallerPath(Acquiring, Releasing):
@@ -87,15 +87,18 @@ class CallerPath(Acquiring, Releasing):
         start, deadline, single = self._begin_acquire()
         timeout = p.request_timeout(self.lease_s, deadline - self.clock.monotonic())
         if timeout <= 0:
-            return FirstWrite("PutItem", deadline, None, start=start, single=single)
+            return FirstWrite(
+                create_operation(self.fencing), deadline, None, start=start, single=single
+            )
         version = p.new_token()
         stamp = Stamp.now(self.clock)
         self._pending[version] = stamp
-        row = p.LockRow(self.key, self.owner, version, self._lease_ms)
+        row = p.LockRow(self.key, self.owner, version, self._lease_ms, self._protocol)
+        operation = create_operation(self.fencing)
         first = FirstWrite(
-            "PutItem",
+            operation,
             deadline,
-            interrupted_failure("PutItem"),
+            interrupted_failure(operation),
             version=version,
             start=start,
             single=single,
@@ -113,7 +116,8 @@ class CallerPath(Acquiring, Releasing):
             tally.wait_ms = (self.clock.monotonic() - start) * 1000
         self._interrupted = None
         tally.consumed_wcu += reply.capacity
-        self._confirm(version, stamp)
+        # A token missing from the answer raises: ``hold_from_caller`` then cleans up.
+        self._won(version, stamp, reply.item)
         self._now_held()
         return None
 
@@ -123,7 +127,8 @@ class CallerPath(Acquiring, Releasing):
         self._move(Event.CANCEL)
         self._pending.clear()
         if first is not None and first.late is not None:
-            self._watch_late(asyncio.ensure_future(self.store.finish_late("PutItem", first.late)))
+            late = self.store.finish_late(first.operation, first.late)
+            self._watch_late(asyncio.ensure_future(late))
         # The create may have landed with its answer unread: delete our row if so.
         self._background(self._cleanup_late())
 
@@ -138,13 +143,14 @@ class CallerPath(Acquiring, Releasing):
         deadline = self._begin_release()
         if deadline is None:
             return None
-        first = FirstWrite("DeleteItem", deadline, interrupted_failure("DeleteItem"))
+        operation = release_operation(self.fencing)
+        first = FirstWrite(operation, deadline, interrupted_failure(operation))
         timeout = p.request_timeout(self.lease_s, deadline - self.clock.monotonic())
         self.tally.caller_writes += 1
         self._interrupted = first  # until answered: see ``interrupted_release``
         try:
             reply = self.store.delete_blocking(
-                self.table, self.key, self.owner, timeout, first.adopt_late
+                self.table, self.key, self.owner, timeout, first.adopt_late, fencing=self.fencing
             )
         except (ConditionFailed, DynamoDBError) as error:
             self._interrupted = None

@@ -16,6 +16,7 @@ Where each part lives:
 - ``counters``: the request counts and their snapshot;
 - ``requests``: bounded requests, unknown outcomes, late answers;
 - ``acquire``, ``renew``, ``release``: the three phases;
+- ``fenced``: protocol 2's requests (``fencing=True``) and reading the token;
 - ``caller``: the sync caller's own-thread path;
 - ``scheduling``: the validity watch and deferred renewal starts.
 """

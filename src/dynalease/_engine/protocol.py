@@ -1,8 +1,11 @@
-"""Protocol version 1: the lock row, its validation and the timing rules.
+"""Protocol versions 1 and 2: the lock row, its validation and the timing rules.
 
-The row layout matches pydynox 1.8 lock rows so both libraries compete for the
-same lock. Every timing rule of the protocol is a function here, so the lease
-state machine and the tests share one definition.
+Protocol 1 rows match pydynox 1.8 lock rows so both libraries compete for the
+same lock. Protocol 2 is the fenced row (``fencing=True``): the same attributes
+plus a counter, ``fence``, that every change of owner increases; a released
+fenced row stays as a *free row* (key, protocol and counter only). Its requests
+are in ``fenced.py``. Every timing rule of the protocol is a function here, so
+the lease state machine and the tests share one definition.
 """
 
 from __future__ import annotations
@@ -12,9 +15,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ..exceptions import MalformedLockRow
+from ..exceptions import FencingMismatch, MalformedLockRow
 
 PROTOCOL = 1
+#: The fenced rows' protocol: older clients (pydynox 1.8 among them) refuse it.
+FENCED_PROTOCOL = 2
 MIN_LEASE_MS = 100
 MAX_LEASE_MS = 86_400_000
 MAX_DURATION_S = 86_400.0
@@ -33,7 +38,11 @@ OWNER_ATTR = "owner"
 VERSION_ATTR = "version"
 LEASE_ATTR = "lease_ms"
 PROTOCOL_ATTR = "protocol"
+FENCE_ATTR = "fence"
 ROW_ATTRS = frozenset({KEY_ATTR, OWNER_ATTR, VERSION_ATTR, LEASE_ATTR, PROTOCOL_ATTR})
+#: A live fenced row; a free one holds only key, protocol and fence.
+FENCED_ROW_ATTRS = ROW_ATTRS | {FENCE_ATTR}
+FREE_ROW_ATTRS = frozenset({KEY_ATTR, PROTOCOL_ATTR, FENCE_ATTR})
 
 
 def new_token() -> str:
@@ -50,6 +59,13 @@ class LockRow:
     version: str
     lease_ms: int
     protocol: int = PROTOCOL
+    #: The fencing counter of a protocol-2 row (None for protocol 1).
+    fence: int | None = None
+
+    @property
+    def fenced(self) -> bool:
+        """True for a protocol-2 (fenced) row."""
+        return self.protocol == FENCED_PROTOCOL
 
     @property
     def identity(self) -> tuple[str, str, int]:
@@ -67,25 +83,32 @@ class LockRow:
         }
 
 
-def parse_row(item: dict[str, Any], *, table: str, key: str) -> LockRow:
-    """Read a stored row, rejecting anything that is not a well-formed protocol-1 row.
+def parse_row(item: dict[str, Any], *, table: str, key: str, protocol: int = PROTOCOL) -> LockRow:
+    """Read a stored live row, rejecting anything that is not a well-formed row of ``protocol``.
 
     A malformed row is never taken over: whoever wrote it does not follow this
-    protocol, so its owner's timing cannot be trusted.
+    protocol, so its owner's timing cannot be trusted. A row of the other
+    protocol (fenced against unfenced) is refused the same way, with an error
+    that names ``fencing=True`` (:class:`~dynalease.exceptions.FencingMismatch`).
     """
 
     def fail(problem: str) -> MalformedLockRow:
         return MalformedLockRow(
-            f"lock row {key!r} in table {table!r} is not a dynalease/pydynox protocol-1 row "
-            f"({problem}); it will not be taken over. Check who writes to this table, "
-            "and delete the row only when no holder depends on it",
+            f"lock row {key!r} in table {table!r} is not a dynalease/pydynox protocol-"
+            f"{protocol} row ({problem}); it will not be taken over. Check who writes to "
+            "this table, and delete the row only when no holder depends on it",
             table=table,
             key=key,
         )
 
-    protocol = _number(item.get(PROTOCOL_ATTR))
-    if protocol != PROTOCOL:
-        raise fail(f"protocol is {_describe(item.get(PROTOCOL_ATTR))}, expected 1")
+    stored = _number(item.get(PROTOCOL_ATTR))
+    if stored != protocol:
+        if {stored, protocol} == {PROTOCOL, FENCED_PROTOCOL}:
+            raise _mismatch(table, key, fenced_row=stored == FENCED_PROTOCOL)
+        raise fail(f"protocol is {_describe(item.get(PROTOCOL_ATTR))}, expected {protocol}")
+    fence: int | None = None
+    if protocol == FENCED_PROTOCOL:
+        fence = fence_of(item, table=table, key=key)
     lease_ms = _number(item.get(LEASE_ATTR))
     if lease_ms is None or not MIN_LEASE_MS <= lease_ms <= MAX_LEASE_MS:
         raise fail(
@@ -98,7 +121,51 @@ def parse_row(item: dict[str, Any], *, table: str, key: str) -> LockRow:
         raise fail(f"owner is {_describe(item.get(OWNER_ATTR))}, expected a non-empty string")
     if not version:
         raise fail(f"version is {_describe(item.get(VERSION_ATTR))}, expected a non-empty string")
-    return LockRow(key=key, owner=owner, version=version, lease_ms=lease_ms)
+    return LockRow(key, owner, version, lease_ms, protocol, fence)
+
+
+def is_free(item: dict[str, Any] | None) -> bool:
+    """True for a free fenced row: protocol 2 with no owner (released, counter kept)."""
+    return (
+        item is not None
+        and OWNER_ATTR not in item
+        and _number(item.get(PROTOCOL_ATTR)) == FENCED_PROTOCOL
+    )
+
+
+def fence_of(item: dict[str, Any], *, table: str, key: str) -> int:
+    """The fencing counter of a fenced row (live or free): a positive integer, or raise."""
+    fence = _number(item.get(FENCE_ATTR))
+    if fence is None or fence < 1:
+        raise MalformedLockRow(
+            f"lock row {key!r} in table {table!r} is a fenced (protocol-2) row whose "
+            f"fence is {_describe(item.get(FENCE_ATTR))}, expected a positive integer; "
+            "it will not be taken over. Fenced rows are never edited by hand: check who "
+            "writes to this table",
+            table=table,
+            key=key,
+        )
+    return fence
+
+
+def _mismatch(table: str, key: str, *, fenced_row: bool) -> FencingMismatch:
+    if fenced_row:
+        problem = (
+            "it is a fenced (protocol-2) row, written by a lock with fencing=True, and this "
+            "lock has fencing off. Open this key with fencing=True too"
+        )
+    else:
+        problem = (
+            "it is an unfenced (protocol-1) row, written by pydynox or a dynalease lock "
+            "without fencing=True, and this lock has fencing=True. Open this key with "
+            "fencing=False, or switch every user of the key to fencing=True"
+        )
+    return FencingMismatch(
+        f"lock {key!r} in table {table!r}: {problem}; every user of a key must agree on "
+        "fencing (docs/fencing.md). The row will not be taken over",
+        table=table,
+        key=key,
+    )
 
 
 def _number(value: Any) -> int | None:

@@ -88,7 +88,9 @@ class Releasing(Requests):
                 else:
                     reply = await self._request(
                         "write",
-                        lambda limit: self.store.delete(self.table, self.key, self.owner, limit),
+                        lambda limit: self.store.delete(
+                            self.table, self.key, self.owner, limit, fencing=self.fencing
+                        ),
                         deadline,
                     )
             except BudgetSpent:

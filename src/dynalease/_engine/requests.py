@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..exceptions import DynamoDBError, RequestFailedError
+from . import fenced
 from . import protocol as p
 from .base import LeaseBase
 from .clock import Stamp, wait_for
@@ -207,6 +208,17 @@ class Requests(LeaseBase):
         self._version = version
         self._validity = stamp
         self._pending.clear()
+
+    def _won(self, version: str, stamp: Stamp, item: dict[str, Any] | None) -> None:
+        """An acquisition confirmed; a fenced one's token is the counter in ``item``.
+
+        ``item`` is what the winning write returned (``UPDATED_NEW``) or the row
+        a reconciling read found showing our owner and version: either way the
+        counter our write set, since only a change of owner changes it.
+        """
+        self._confirm(version, stamp)
+        if self.fencing:
+            self.fencing_token = fenced.token_of(item, table=self.table, key=self.key)
 
     def _watch_late(self, task: asyncio.Future[Reply]) -> None:
         """A write that may still commit: clean it up if it lands after we moved on."""

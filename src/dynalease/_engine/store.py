@@ -1,4 +1,4 @@
-"""The lock store: protocol-1 requests over a transport.
+"""The lock store: protocol-1 and protocol-2 (fenced) requests over a transport.
 
 A transport moves low-level DynamoDB requests (the JSON shapes of the DynamoDB
 API) and maps failures to dynalease errors; the store builds the requests the
@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
+from . import fenced
 from .protocol import KEY_ATTR, OWNER_ATTR, VERSION_ATTR, LockRow
 
 Item = dict[str, Any]
@@ -193,13 +194,20 @@ class LockStore:
         return batch_reply(table, response)
 
     async def create(self, table: str, row: LockRow, limit: Limit | None = None) -> Reply:
-        """Write the row only if no row exists."""
-        return _write_reply(await self._send("PutItem", _create_params(table, row), limit))
+        """Write the row only if no row exists (a fenced row: none, or a free one).
+
+        A fenced create's reply carries the new counter (``Reply.item``).
+        """
+        operation, params = create_request(table, row)
+        return _write_reply(await self._send(operation, params, limit))
 
     async def replace(
         self, table: str, row: LockRow, observed: LockRow, limit: Limit | None = None
     ) -> Reply:
         """Take over: write our row only if the observed owner and version are still there."""
+        if row.fenced:
+            params = fenced.acquire_params(table, row, observed)
+            return _write_reply(await self._send(fenced.OPERATION, params, limit))
         params = _put_params(
             table,
             row,
@@ -233,10 +241,18 @@ class LockStore:
         )
         return _write_reply(response)
 
-    async def delete(self, table: str, key: str, owner: str, limit: Limit | None = None) -> Reply:
-        """Delete the row only if we still own it."""
-        params = _delete_params(table, key, owner)
-        return _write_reply(await self._send("DeleteItem", params, limit))
+    async def delete(
+        self,
+        table: str,
+        key: str,
+        owner: str,
+        limit: Limit | None = None,
+        *,
+        fencing: bool = False,
+    ) -> Reply:
+        """Delete the row only if we still own it (a fenced row: leave it free)."""
+        operation, params = release_request(table, key, owner, fencing)
+        return _write_reply(await self._send(operation, params, limit))
 
     # --- from a sync caller's own thread ----------------------------------------
 
@@ -254,16 +270,23 @@ class LockStore:
         ``on_late``; :meth:`finish_late` later tells how it ended.
         """
         transport = cast(BlockingTransport, self.transport)
-        response = transport.send_blocking("PutItem", _create_params(table, row), timeout, on_late)
-        return _write_reply(response)
+        operation, params = create_request(table, row)
+        return _write_reply(transport.send_blocking(operation, params, timeout, on_late))
 
     def delete_blocking(
-        self, table: str, key: str, owner: str, timeout: float, on_late: Callable[[Any], object]
+        self,
+        table: str,
+        key: str,
+        owner: str,
+        timeout: float,
+        on_late: Callable[[Any], object],
+        *,
+        fencing: bool = False,
     ) -> Reply:
         """:meth:`delete`, sent from the calling thread (as :meth:`create_blocking`)."""
         transport = cast(BlockingTransport, self.transport)
-        params = _delete_params(table, key, owner)
-        return _write_reply(transport.send_blocking("DeleteItem", params, timeout, on_late))
+        operation, params = release_request(table, key, owner, fencing)
+        return _write_reply(transport.send_blocking(operation, params, timeout, on_late))
 
     async def finish_late(self, operation: str, late: Any) -> Reply:
         """The outcome of a late blocking write (on the runtime loop)."""
@@ -285,12 +308,39 @@ class LockStore:
 
 
 def _write_reply(response: dict[str, Any]) -> Reply:
-    return Reply(None, _capacity(response))
+    # Only fenced writes ask for attributes back (the new counter); others return none.
+    return Reply(response.get("Attributes"), _capacity(response))
 
 
 def reply_of(operation: str, response: dict[str, Any]) -> Reply:
-    """The store's reply for a response to ``operation`` (the item only for reads)."""
-    return Reply(response.get("Item") if operation == "GetItem" else None, _capacity(response))
+    """The store's reply for a response to ``operation`` (a write's returned attributes)."""
+    if operation == "GetItem":
+        return Reply(response.get("Item"), _capacity(response))
+    return _write_reply(response)
+
+
+def create_operation(fencing: bool) -> str:
+    """The operation a create (or takeover) is: PutItem, or UpdateItem for a fenced row."""
+    return fenced.OPERATION if fencing else "PutItem"
+
+
+def release_operation(fencing: bool) -> str:
+    """The operation a release is: DeleteItem, or UpdateItem leaving a free fenced row."""
+    return fenced.OPERATION if fencing else "DeleteItem"
+
+
+def create_request(table: str, row: LockRow) -> tuple[str, dict[str, Any]]:
+    """The operation and parameters of a create of ``row`` (protocol 1 or 2)."""
+    if row.fenced:
+        return fenced.OPERATION, fenced.acquire_params(table, row)
+    return "PutItem", _create_params(table, row)
+
+
+def release_request(table: str, key: str, owner: str, fencing: bool) -> tuple[str, dict[str, Any]]:
+    """The operation and parameters of a release by ``owner``."""
+    if fencing:
+        return fenced.OPERATION, fenced.release_params(table, key, owner)
+    return "DeleteItem", _delete_params(table, key, owner)
 
 
 def batch_get_params(table: str, keys: tuple[str, ...]) -> dict[str, Any]:

@@ -92,6 +92,7 @@ class LockPlan:
 
     __slots__ = (
         "_client",
+        "_fencing",
         "_lease_s",
         "_permits",
         "_reporter",
@@ -115,6 +116,7 @@ class LockPlan:
         metrics: object,
         log_key: object,
         permits: object = 1,
+        fencing: object = False,
         /,
     ) -> None:
         """Check every option; the positional order is the decorators' own."""
@@ -128,12 +130,20 @@ class LockPlan:
         lease_s, wait_s = check_durations(
             lease_duration, 0.0 if wait_timeout is None else wait_timeout
         )
+        if not isinstance(fencing, bool):
+            raise TypeError(f"fencing must be True or False, got {type(fencing).__name__}")
+        self._fencing = fencing
         check_logger(logger)
         check_metrics(metrics)
         template = KeyTemplate(key)  # type: ignore[arg-type]  # KeyTemplate checks the type
         if permits != 1 or not isinstance(permits, int) or isinstance(permits, bool):
             permit_keys("k", permits)  # the count's checks; each resolved key at call time
         self._permits: int = permits  # type: ignore[assignment]  # checked above
+        if fencing and permits != 1:
+            raise ValueError(
+                "fencing=True is for locks: a semaphore's permits carry no fencing token; "
+                "pass permits=1 with fencing=True, or leave fencing off"
+            )
         self._client: DynamoDBClient | None = client
         self._table: str | None = table  # type: ignore[assignment]  # checked above
         self._lease_s = lease_s
@@ -192,7 +202,12 @@ class Holding:
         wait, remaining = self._wait(table, key)  # measured after the build
         guard = (
             SyncDistributedLock(
-                client, table=table, key=key, lease_duration=plan._lease_s, wait_timeout=wait
+                client,
+                table=table,
+                key=key,
+                lease_duration=plan._lease_s,
+                wait_timeout=wait,
+                fencing=plan._fencing,
             )
             if plan._permits == 1
             else SyncDistributedSemaphore(

@@ -165,7 +165,8 @@ def _ttl(client: DynamoDBClient, table: str) -> Finding:
         PROBLEM,
         "TTL",
         f"{status.lower()} on attribute {attribute!r}; TTL deletes rows on its own schedule, "
-        "and a lock row must only go away by release or takeover",
+        "and a lock row must only go away by release or takeover (a fenced row's "
+        "counter must never go away at all: docs/fencing.md)",
         f"aws dynamodb update-time-to-live --table-name {table} --time-to-live-specification "
         f"Enabled=false,AttributeName={attribute} (or use a dedicated lock table)",
     )

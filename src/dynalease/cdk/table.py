@@ -20,11 +20,11 @@ __all__ = ["INSPECT_ACTIONS", "LOCK_ACTIONS", "SEMAPHORE_ACTIONS", "TABLE_ENV_VA
 #: The environment variable ``configure_function`` sets to the table name.
 TABLE_ENV_VAR = ENV_TABLE
 
-#: Every DynamoDB action protocol version 1 sends, and nothing more.
+#: Every DynamoDB action protocol versions 1 and 2 (fenced) send, and nothing more.
 LOCK_ACTIONS: tuple[str, ...] = (
     "dynamodb:GetItem",  # observe (strong read) and reconcile
     "dynamodb:PutItem",  # acquire and take over
-    "dynamodb:UpdateItem",  # renew
+    "dynamodb:UpdateItem",  # renew; with fencing=True also acquire, take over, release
     "dynamodb:DeleteItem",  # release
     "dynamodb:ConditionCheckItem",  # check_in inside TransactWriteItems
 )

@@ -63,6 +63,12 @@ def add_parser(commands: Any) -> None:
         "--plain", action="store_true", help="plain progress lines instead of the live view"
     )
     demo.add_argument(
+        "--paused-holder",
+        action="store_true",
+        help="only the paused-holder scenario: a holder stopped past its lease writes late, "
+        "without fencing (it lands) and with fencing=True (refused)",
+    )
+    demo.add_argument(
         "--keep-tables",
         action="store_true",
         help="keep the demo's tables afterwards (tables on an embedded server always go)",

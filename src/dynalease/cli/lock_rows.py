@@ -23,19 +23,21 @@ from .._engine.observations import Observations
 from ..client import DynamoDBClient
 from ..exceptions import MalformedLockRow
 
-_PROBLEM = re.compile(r"protocol-1 row \((.*)\); it will not")
+_PROBLEM = re.compile(r"protocol-\d row \((.*)\); it will not")
 HEADERS = ("key", "owner", "version", "lease", "protocol")
 WATCH_HEADERS = ("key", "owner", "version", "lease", "unchanged for", "renewals", "state")
 
 
 @dataclass(frozen=True, slots=True)
 class Row:
-    """One lock row as read: the parsed row, or why it is not a protocol-1 row."""
+    """One lock row as read: the parsed row, a free fenced row, or why it is not a lock row."""
 
     key: str
     parsed: p.LockRow | None
     problem: str = ""
     raw: dict[str, Any] = field(default_factory=dict)
+    #: The counter of a free (released) fenced row; None for any other row.
+    free_fence: int | None = None
 
 
 def read_rows(
@@ -71,7 +73,12 @@ def _row(item: dict[str, Any], table: str) -> Row:
     key_value = item.get(p.KEY_ATTR, {})
     key = key_value.get("S", repr(key_value)) if isinstance(key_value, dict) else repr(key_value)
     try:
-        return Row(key, p.parse_row(item, table=table, key=key), raw=item)
+        if p.is_free(item):
+            fence = p.fence_of(item, table=table, key=key)
+            return Row(key, None, raw=item, free_fence=fence)
+        fenced = item.get(p.PROTOCOL_ATTR) == {"N": str(p.FENCED_PROTOCOL)}
+        protocol = p.FENCED_PROTOCOL if fenced else p.PROTOCOL
+        return Row(key, p.parse_row(item, table=table, key=key, protocol=protocol), raw=item)
     except MalformedLockRow as error:
         found = _PROBLEM.search(str(error))
         return Row(key, None, found.group(1) if found else str(error), raw=item)
@@ -79,6 +86,16 @@ def _row(item: dict[str, Any], table: str) -> Row:
 
 def _lease(row: Row) -> str:
     return f"{row.parsed.lease_ms / 1000:g} s" if row.parsed else "-"
+
+
+def _protocol(row: Row) -> str:
+    if row.free_fence is not None:
+        return f"v2 free (released), fence {row.free_fence}"
+    if row.parsed is None:
+        return f"not a lock row: {row.problem}"
+    if row.parsed.fenced:
+        return f"v2 fenced, token {row.parsed.fence}"
+    return "v1 ok"
 
 
 def snapshot_rows(rows: list[Row]) -> list[tuple[str, ...]]:
@@ -89,7 +106,7 @@ def snapshot_rows(rows: list[Row]) -> list[tuple[str, ...]]:
             row.parsed.owner if row.parsed else "-",
             row.parsed.version if row.parsed else "-",
             _lease(row),
-            "v1 ok" if row.parsed else f"not a protocol-1 row: {row.problem}",
+            _protocol(row),
         )
         for row in rows
     ]
@@ -110,7 +127,11 @@ class Watcher:
         for row in rows:
             parsed = row.parsed
             if parsed is None:
-                cells.append((row.key, "-", "-", "-", "-", "-", f"malformed: {row.problem}"))
+                state = (
+                    _protocol(row) if row.free_fence is not None else f"malformed: {row.problem}"
+                )
+                cells.append((row.key, "-", "-", "-", "-", "-", state))
+                self._forget(row.key)
                 continue
             previous_owner = self._owners.get(row.key)
             first_seen = self._observations.observe((self.table, row.key), parsed.identity, now)
@@ -127,6 +148,8 @@ class Watcher:
                 state = "held, renewing"
             else:
                 state = "held"
+            if parsed.fenced:
+                state += f" (fenced, token {parsed.fence})"
             cells.append(
                 (
                     row.key,
@@ -141,10 +164,14 @@ class Watcher:
         seen = {row.key for row in rows}
         for key in list(self._owners):
             if key not in seen:  # released (or taken over after a delete): start over
-                del self._owners[key]
-                del self._renewals[key]
-                self._observations.forget((self.table, key))
+                self._forget(key)
         return cells
+
+    def _forget(self, key: str) -> None:
+        if key in self._owners:
+            del self._owners[key]
+            del self._renewals[key]
+            self._observations.forget((self.table, key))
 
 
 def count_rows(rows: list[Row]) -> str:

@@ -29,6 +29,7 @@ class DemoOptions:
     keys: int = 3
     plain: bool = False
     keep_tables: bool = False
+    paused_holder: bool = False
 
 
 @dataclass(frozen=True)

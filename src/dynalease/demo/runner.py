@@ -348,4 +348,27 @@ class Demo:
 
 def run_demo(options: DemoOptions) -> bool:
     """Run the demo; True when it found no violation. Raises :class:`DemoError`."""
+    if options.paused_holder:
+        return run_paused(Demo(options))
     return Demo(options).run()
+
+
+def run_paused(demo: Demo) -> bool:
+    """``--paused-holder``: only the paused-holder scenario (:mod:`.paused`), both ways."""
+    from .paused import run_paused_holder
+
+    client = demo.connect()
+    table = demo.plan.tables["locks"]
+    try:
+        if not client.sync_table_exists(table):
+            client.sync_create_table(table, partition_key=("key", "S"), wait=True)
+            demo.created.append(table)
+        ok = run_paused_holder(client, demo.endpoint, demo.region, table, demo.env)
+    finally:
+        try:
+            demo.drop_tables(client)
+        finally:
+            if demo.server is not None:
+                demo.server.stop()
+    print(f"result: {'OK' if ok else 'FAILED'}")
+    return ok

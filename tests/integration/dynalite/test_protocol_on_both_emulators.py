@@ -200,3 +200,27 @@ def test_a_unicode_key_of_the_full_2048_utf8_bytes_is_stored_unchanged(
         assert stored is not None and stored["key"] == {"S": key}
         assert stored["owner"] == {"S": lease.owner}
     assert emulator.row(table, key) is None
+
+
+def test_fenced_locks_count_owners_in_the_row_on_both_servers(emulator: Emulator) -> None:
+    table = emulator.new_table()
+    client = emulator.client()
+    for expected in (1, 2):
+        with SyncDistributedLock(
+            client, table=table, key="job", lease_duration=10, fencing=True
+        ) as lease:
+            assert lease.fencing_token == expected
+            stored = emulator.row(table, "job")
+            assert stored is not None and stored["fence"] == {"N": str(expected)}
+            assert stored["protocol"] == {"N": "2"}
+        assert (lease.metrics.write_requests, lease.metrics.read_requests) == (2, 0)
+        assert emulator.row(table, "job") == {
+            "key": {"S": "job"},
+            "protocol": {"N": "2"},
+            "fence": {"N": str(expected)},
+        }
+    # An abandoned fenced row is taken over (after its stored lease) with the next token.
+    abandoned = {**lock_row("job", "crashed", "v-1", 300), "protocol": {"N": "2"}}
+    emulator.raw.put_item(TableName=table, Item={**abandoned, "fence": {"N": "2"}})
+    with SyncDistributedLock(client, table=table, key="job", wait_timeout=5, fencing=True) as lease:
+        assert lease.fencing_token == 3

@@ -45,6 +45,7 @@ from hypothesis.stateful import (
 from support.memory import MemoryTransport as _MemoryTransport
 from support.memory import memory_lock_table
 
+from dynalease._engine import fenced
 from dynalease._engine import protocol as p
 from dynalease._engine.clock import ManualClock
 from dynalease._engine.lease import Lease
@@ -196,17 +197,38 @@ class ModelTransport:
         return answer
 
 
+def kind_of(operation: str, params: dict[str, Any]) -> str:
+    """What a request is in the protocol: read, acquire (create or takeover), renew, release."""
+    if operation == "GetItem":
+        return "read"
+    if operation == "PutItem":
+        return "acquire"
+    if operation == "DeleteItem":
+        return "release"
+    expression = params.get("UpdateExpression")
+    if expression == fenced.ACQUIRE_UPDATE:
+        return "acquire"
+    if expression == fenced.RELEASE_UPDATE:
+        return "release"
+    return "renew"
+
+
 def _sender(operation: str, params: dict[str, Any]) -> str | None:
     if operation == "PutItem":
         return str(params["Item"][p.OWNER_ATTR]["S"])
     if operation in ("UpdateItem", "DeleteItem"):
-        owner = params.get("ExpressionAttributeValues", {}).get(":o", {}).get("S")
+        values = params.get("ExpressionAttributeValues", {})
+        # A fenced acquire names the new owner ``:owner``; ``:o`` is the observed one.
+        owner = values.get(":owner", values.get(":o", {})).get("S")
         return None if owner is None else str(owner)
     return None
 
 
 class LeaseModel(RuleBasedStateMachine):
     """Guards of several clients on a few keys, under faults, checked at every commit."""
+
+    #: Fenced leases (protocol 2) in test_fenced_model.py; protocol 1 here.
+    FENCING = False
 
     def __init__(self) -> None:
         super().__init__()
@@ -241,7 +263,7 @@ class LeaseModel(RuleBasedStateMachine):
         return item
 
     def check_send(self, operation: str, params: dict[str, Any], sender: str | None) -> None:
-        if operation == "UpdateItem":
+        if kind_of(operation, params) == "renew":
             guard = self.by_owner.get(sender or "")
             if guard is None or not guard.valid():
                 raise self.violation(f"guard {sender} sent a renewal while not valid")
@@ -250,21 +272,23 @@ class LeaseModel(RuleBasedStateMachine):
         """Run one request on the table now; check what a committed write changed."""
         key = str(params.get("Item", params.get("Key", {}))["key"]["S"])
         before = self.row(key)
-        answer: dict[str, Any] = self.table.call(operation, params)  # raises when not applied
+        answer = self.table_call(operation, params, key, before)  # raises when not applied
         if operation not in WRITES:
             return answer
+        kind = kind_of(operation, params)
         sender = _sender(operation, params)
         after = self.row(key)
-        old_owner = None if before is None else before[p.OWNER_ATTR]["S"]
-        if operation in ("UpdateItem", "DeleteItem") and old_owner != sender:
+        old_owner = _owner(before)
+        if kind in ("renew", "release") and old_owner != sender:
             raise self.violation(f"{operation} of {sender} changed {old_owner}'s row {key!r}")
-        if operation == "UpdateItem":
+        if kind == "renew":
             assert after is not None and before is not None
             if {**after, p.VERSION_ATTR: before[p.VERSION_ATTR]} != before:
                 raise self.violation(
                     f"a renewal changed more than the version: {before} -> {after}"
                 )
-        if operation == "PutItem" and before is not None:
+        if kind == "acquire" and old_owner is not None:
+            assert before is not None
             since = self.identity_since[key]
             lease_s = int(before[p.LEASE_ATTR]["N"]) / 1000
             if sent_at + SLACK_S < since[2] + lease_s:
@@ -273,15 +297,34 @@ class LeaseModel(RuleBasedStateMachine):
                     f"after {since[:2]} was written (stored lease {lease_s} s)"
                 )
             self.seen["takeover"] += 1
-        if after is None:
+        if _owner(after) is None:
             self.identity_since.pop(key, None)
         else:
+            assert after is not None
             owner, version = after[p.OWNER_ATTR]["S"], after[p.VERSION_ATTR]["S"]
             self.identity_since[key] = (owner, version, self.clock.monotonic())
             self.version_sent.setdefault(version, sent_at)
             if owner != old_owner:
                 self.check_single_owner(key, owner)
+        self.committed(key, kind, sender, before, after)
         return answer
+
+    def table_call(
+        self, operation: str, params: dict[str, Any], key: str, before: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """The table runs the request (test_fenced_model.py breaks it on purpose)."""
+        answer: dict[str, Any] = self.table.call(operation, params)
+        return answer
+
+    def committed(
+        self,
+        key: str,
+        kind: str,
+        sender: str | None,
+        before: dict[str, Any] | None,
+        after: dict[str, Any] | None,
+    ) -> None:
+        """Called after every committed write (test_fenced_model.py checks the counter)."""
 
     def outcome(
         self, operation: str, params: dict[str, Any], sent_at: float
@@ -331,6 +374,7 @@ class LeaseModel(RuleBasedStateMachine):
             key=key,
             lease_s=lease_s,
             wait_s=wait_s,
+            fencing=self.FENCING,
         )
 
         async def start() -> asyncio.Task[None]:
@@ -449,7 +493,7 @@ class LeaseModel(RuleBasedStateMachine):
         for guard in self.live_guards():
             if guard.valid():
                 row = self.row(guard.lease.key)
-                if row is None or row[p.OWNER_ATTR]["S"] != guard.lease.owner:
+                if _owner(row) != guard.lease.owner:
                     raise self.violation(
                         f"guard {guard.lease.owner} is valid but row {guard.lease.key!r} is {row}"
                     )
@@ -464,8 +508,9 @@ class LeaseModel(RuleBasedStateMachine):
         now = self.clock.monotonic()
         for guard in self.live_guards():
             row = self.row(guard.lease.key)
-            if row is None or not guard.valid():
+            if _owner(row) is None or not guard.valid():
                 continue
+            assert row is not None
             sent = self.version_sent[row[p.VERSION_ATTR]["S"]]
             bound = sent + VALIDITY_FRACTION * guard.lease.lease_s
             promised = now + guard.lease.time_left()
@@ -481,8 +526,13 @@ class LeaseModel(RuleBasedStateMachine):
             item = self.row(key)
             if item is None:
                 continue
-            row = p.parse_row(item, table=TABLE, key=key)
-            if set(item) != p.ROW_ATTRS:
+            if self.FENCING and p.is_free(item):
+                if set(item) != p.FREE_ROW_ATTRS:
+                    raise self.violation(f"free row {key!r} has attributes {sorted(item)}")
+                continue
+            protocol = p.FENCED_PROTOCOL if self.FENCING else p.PROTOCOL
+            row = p.parse_row(item, table=TABLE, key=key, protocol=protocol)
+            if set(item) != (p.FENCED_ROW_ATTRS if self.FENCING else p.ROW_ATTRS):
                 raise self.violation(f"row {key!r} has attributes {sorted(item)}")
             guard = self.by_owner.get(row.owner)
             if guard is None or guard.lease.key != key:
@@ -539,9 +589,9 @@ TestLeaseModel = LeaseModel.TestCase
 # each fails if the engine let validity outlive a takeover or a late write land.
 
 
-def drive(*steps: Callable[[LeaseModel], object]) -> LeaseModel:
+def drive(*steps: Callable[[Any], object], model_class: type[LeaseModel] | None = None) -> Any:
     """Run rules in this order, checking every invariant after each, as Hypothesis does."""
-    model = LeaseModel()
+    model = (model_class or LeaseModel)()
     try:
         model.start()
         for step in steps:
@@ -621,6 +671,13 @@ def test_lost_answers_and_throttling_still_end_with_one_owner() -> None:
         lambda m: m.let_time_pass(1.0),
     )
     assert sum(guard.valid() for guard in model.guards) == 1
+
+
+def _owner(row: dict[str, Any] | None) -> str | None:
+    """The row's owner; None for no row or a free (released) fenced row."""
+    if row is None or p.OWNER_ATTR not in row:
+        return None
+    return str(row[p.OWNER_ATTR]["S"])
 
 
 def _only(guards: list[Guard]) -> Any:

@@ -1,0 +1,72 @@
+"""Calls under a guard: the decorator of ``distributed_lock`` and ``distributed_semaphore``.
+
+Each call of a decorated function resolves the key template over its arguments,
+holds a guard for it, and makes that guard the call's ``current_guard()``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from typing import Any, ParamSpec, TypeVar, cast
+
+from .keys import KeyTemplate
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: The guard of the decorated call running in this context (``current_guard``).
+CALL: contextvars.ContextVar[Any] = contextvars.ContextVar("dynalease_call")
+
+
+def guarded_calls(
+    name: str,
+    template: KeyTemplate,
+    async_guard: Callable[[str], AbstractAsyncContextManager[Any]],
+    sync_guard: Callable[[str], AbstractContextManager[Any]],
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """The decorator of ``distributed_lock`` and ``distributed_semaphore``.
+
+    Each call resolves ``template`` over its arguments and runs under the guard
+    that ``async_guard`` or ``sync_guard`` makes for the resolved key.
+    """
+
+    def decorate(function: Callable[P, R]) -> Callable[P, R]:
+        if not callable(function):
+            raise TypeError(f"{name} decorates functions, got {function!r}")
+        if inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function):
+            raise TypeError(
+                f"{name} cannot wrap the generator {function.__qualname__}: a lock "
+                "around a generator would be held between its steps; lock inside it instead"
+            )
+        bound = template.bind(function)
+
+        if inspect.iscoroutinefunction(function):
+            coroutine_function = cast(Callable[P, Awaitable[Any]], function)
+
+            @functools.wraps(function)
+            async def async_wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
+                async with async_guard(bound.resolve(args, kwargs)) as guard:
+                    token = CALL.set(guard)
+                    try:
+                        return await coroutine_function(*args, **kwargs)
+                    finally:
+                        CALL.reset(token)
+
+            return cast(Callable[P, R], async_wrapper)
+
+        @functools.wraps(function)
+        def sync_wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            with sync_guard(bound.resolve(args, kwargs)) as guard:
+                token = CALL.set(guard)
+                try:
+                    return function(*args, **kwargs)
+                finally:
+                    CALL.reset(token)
+
+        return sync_wrapper
+
+    return decorate
