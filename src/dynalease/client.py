@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._engine.clock import SYSTEM_CLOCK, Clock
+from ._engine.journal import process_journal
 from ._engine.lease import Lease
 from ._engine.observations import Observations
 from ._engine.runtime import Runtime, get_runtime
@@ -189,6 +190,8 @@ class DynamoDBClient:
         self._clock = clock
         self._region = region
         self._endpoint_url = endpoint_url
+        # Only where the recovery extension is installed; else None, and free.
+        self._journal = process_journal(region=region, endpoint_url=endpoint_url)
 
     # --- shared state -------------------------------------------------------
 
@@ -231,6 +234,7 @@ class DynamoDBClient:
             lease_s=lease_s,
             wait_s=wait_s,
             on_lost=on_lost,
+            journal=self._journal,
         )
 
     def _prepare_locks(self) -> None:

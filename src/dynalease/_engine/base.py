@@ -23,6 +23,7 @@ from ..metrics import LockMetrics
 from . import protocol as p
 from .clock import Clock, Stamp, SystemClock
 from .counters import Tally
+from .journal import Journal
 from .observations import Observations
 from .states import NEXT_STATE, Event, IllegalTransition, State
 from .store import LockStore, Reply
@@ -68,6 +69,7 @@ class LeaseBase:
         lease_s: float,
         wait_s: float,
         on_lost: Callable[[LockLost], object] | None = None,
+        journal: Journal | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -98,6 +100,8 @@ class LeaseBase:
         self._tasks: set[asyncio.Future[None]] = set()
         self._renewer: asyncio.Task[None] | None = None
         self._on_lost = on_lost
+        #: Where this guard notes the row it may hold (``journal``); None when off.
+        self.journal = journal
         #: The transport bounds requests itself, in the loop's (the system clock's) time.
         self._limited = store.limits and isinstance(clock, SystemClock)
 
@@ -190,6 +194,16 @@ class LeaseBase:
         text = str(error)
         name = logged_key(self.key)
         return text if name == repr(self.key) else text.replace(repr(self.key), name)
+
+    def _forget(self, *, released: bool = False) -> None:
+        """No row of ours can be left: drop the journal entry.
+
+        After a confirmed release (``released``) that is so; after giving up, only
+        once no write of this guard may still land (``_late`` is empty).
+        """
+        journal = self.journal
+        if journal is not None and (released or not self._late):
+            journal.forget(self.owner)
 
     # --- background work -------------------------------------------------------
 

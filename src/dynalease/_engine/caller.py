@@ -153,6 +153,7 @@ class CallerPath(Acquiring, Releasing):
         self._interrupted = None
         self.tally.caller_wcu += reply.capacity
         self._end_release()
+        self._forget(released=True)
         return None
 
     def interrupted_release(self) -> FirstWrite | None:

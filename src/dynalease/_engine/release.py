@@ -67,6 +67,7 @@ class Releasing(Requests):
         finally:
             if self.state is State.RELEASING:
                 self._end_release()
+        self._forget(released=True)  # the row is gone or not ours: confirmed
         self.observations.released(self._resource)
         if self.loss is not None:
             raise self._lost_error()
@@ -145,6 +146,7 @@ class Releasing(Requests):
         deadline = self.clock.monotonic() + p.cleanup_budget(self.lease_s)
         try:
             await self._delete_until_gone(deadline)
+            self._forget()
         except Exception as error:
             log.warning(
                 "dynalease: could not clean up late lock row %s: %s",
