@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.fault_proxy import FaultProxy
 from support.lambda_plane import ControlPlane, Invocation
 
 from dynalease import DynamoDBClient, SyncDistributedLock
@@ -325,3 +326,35 @@ def test_an_invocation_that_ends_normally_sends_no_extra_request(
     assert counts[True] == counts[False] == {"PutItem": 1, "DeleteItem": 1}
     assert counts["True after spindown"] == counts[True]
     assert list(journal.entries(str(tmp_path / "journal"))) == []
+
+
+@pytest.mark.parametrize("committed", [True, False], ids=["row-written", "row-never-written"])
+def test_a_timeout_during_the_acquisition_request_is_covered(
+    committed: bool,
+    plane_factory: Callable[..., ControlPlane],
+    other_client: DynamoDBClient,
+    endpoint: str,
+    lock_table: str,
+    tmp_path: Path,
+) -> None:
+    key = f"k-{uuid.uuid4().hex[:8]}"
+    with FaultProxy(endpoint) as proxy:
+        # A 30 s lease: the create's own timeout (5 s) outlasts the 2 s function timeout.
+        if committed:
+            rule = proxy.lose_response("PutItem", times=1, how="silence")
+        else:
+            rule = proxy.hold("PutItem", times=1, max_hold=20.0)
+        plane = plane_factory("plain", timeout=2.0, endpoint=proxy.url)
+        invocation = plane.invoke(_event(tmp_path, key, 30.0))
+        assert invocation.status == "timeout"
+        assert rule.fired == 1
+        assert not Path(_event(tmp_path, key, 30.0)["mark"]).exists()  # never acquired
+        deletes = proxy.seen("DeleteItem")
+        assert len(deletes) == 1  # the extension's, with the dead runtime's owner
+        assert _owner(other_client, lock_table, key) is None
+        logs = "".join(p.read_text() for p in (tmp_path / "logs-f").glob("*recovery.log"))
+        assert ("released lock" in logs) is committed
+        assert ("no longer its owner's" in logs) is not committed
+        assert list(journal.entries(str(tmp_path / "journal"))) == []
+        if not committed:
+            rule.release()  # a create that lands after the recovery: the limit docs/lambda.md names
