@@ -20,7 +20,6 @@ Run by hand: ``python -m dynalease._extension.recovery [NAME]`` with
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import http.client
 import json
@@ -33,8 +32,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+# Only what registering needs is imported up front (the request path loads in a
+# thread while the extension waits): init stays the interpreter's start.
 from .._engine import journal
-from .._engine.base import log_keys, logged_key
 from ..constants import ENV_RUNTIME_API, RECOVERY_EXTENSION
 
 __all__ = ["RECOVER_ON", "Control", "Outcome", "main", "recover"]
@@ -147,6 +147,8 @@ def recover(directory: str, deadline: float) -> Outcome:
         log.warning("dynalease-recovery: no time left before the shutdown deadline; rows stay")
         outcome.failed.extend(dead)
         return outcome
+    import asyncio
+
     from ..client import DynamoDBClient
 
     groups: dict[tuple[str | None, str | None], list[journal.Entry]] = {}
@@ -171,6 +173,9 @@ def recover(directory: str, deadline: float) -> Outcome:
 
 
 async def _release(client: Any, entry: journal.Entry, outcome: Outcome, deadline: float) -> None:
+    import asyncio
+
+    from .._engine.base import log_keys, logged_key
     from .._engine.store import ConditionFailed
 
     name = f"lock {logged_key(entry.key)} in table {entry.table!r} (pid {entry.pid})"
@@ -208,6 +213,7 @@ def _preload() -> None:
     """Import the request path while waiting, so a shutdown spends its time on requests."""
     try:
         from .. import client  # noqa: F401
+        from .._engine import base  # noqa: F401
         from .._transport import lean  # noqa: F401
     except Exception:
         log.exception("dynalease-recovery: could not load the request path")

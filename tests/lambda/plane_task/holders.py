@@ -1,9 +1,10 @@
 """Handlers the recovery tests run under the local control plane (tests/support/lambda_plane.py).
 
 Each takes the lock for ``event["key"]`` with a lease of ``event["lease"]`` seconds,
-writes ``event["mark"]`` (the guard's owner and this runtime's pid) once it holds
-it, then does ``event["then"]``: ``sleep`` (past any timeout), ``exit``
-(``os._exit``), ``kill`` (SIGKILL, as a segfault would end it) or ``return``.
+writes ``event["mark"]`` (the guard's owner, this runtime's pid and ``at``, the
+wall time it got the lock) once it holds it, then does ``event["then"]``:
+``sleep`` (past any timeout), ``exit`` (``os._exit``), ``kill`` (SIGKILL, as a
+segfault would end it) or ``return``.
 """
 
 from __future__ import annotations
@@ -44,7 +45,11 @@ def _then(event: dict[str, Any]) -> str:
 def plain(event: dict[str, Any], context: Any) -> str:
     """A plain SyncDistributedLock inside the handler."""
     with SyncDistributedLock(
-        client, table=TABLE, key=event["key"], lease_duration=event["lease"], wait_timeout=5
+        client,
+        table=TABLE,
+        key=event["key"],
+        lease_duration=event["lease"],
+        wait_timeout=event.get("wait", 5),
     ) as guard:
         _mark(event, guard.owner)
         return _then(event)
