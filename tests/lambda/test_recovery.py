@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 import uuid
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,7 @@ def plane_factory(
         timeout: float = 2.0,
         endpoint: str | None = None,
         name: str = "f",
+        layer: Path | None = None,
     ) -> ControlPlane:
         environment = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "COV_"))}
         if endpoint is not None:
@@ -66,7 +68,7 @@ def plane_factory(
         plane = ControlPlane(
             task=TASK,
             handler=f"holders.{handler}",
-            layer=make_layer(tmp_path / f"layer-{name}", extension=extension),
+            layer=layer or make_layer(tmp_path / f"layer-{name}", extension=extension),
             environment=environment,
             timeout=timeout,
             journal=tmp_path / "journal",
@@ -358,3 +360,38 @@ def test_a_timeout_during_the_acquisition_request_is_covered(
         assert list(journal.entries(str(tmp_path / "journal"))) == []
         if not committed:
             rule.release()  # a create that lands after the recovery: the limit docs/lambda.md names
+
+
+def test_the_built_layer_zip_recovers_a_timeout(
+    plane_factory: Callable[..., ControlPlane],
+    other_client: DynamoDBClient,
+    lock_table: str,
+    tmp_path: Path,
+) -> None:
+    """The layer as shipped: python/ and extensions/ from build_layer's zip, unpacked."""
+    from dynalease.cdk.build import build_layer
+
+    build = build_layer(cache_dir=tmp_path / "cache")
+    layer = tmp_path / "zip-layer"
+    with zipfile.ZipFile(build.zip_path) as archive:
+        archive.extractall(layer)
+        mode = archive.getinfo("extensions/dynalease-recovery").external_attr >> 16
+    (layer / "extensions" / "dynalease-recovery").chmod(mode & 0o777)  # as Lambda unpacks it
+    plane = plane_factory("plain", timeout=2.0, layer=layer)
+    invocation, successor = _hold_then_stop(plane, other_client, lock_table, tmp_path, lease=5.0)
+    assert invocation.status == "timeout"
+    assert successor < 3.0  # the lease is 5 s
+    logs = "".join(p.read_text() for p in (tmp_path / "logs-f").glob("*recovery.log"))
+    assert "released lock" in logs
+
+
+def test_the_timeout_example_handler_runs(
+    example: Callable[[str], Callable[..., Any]], lock_table: str
+) -> None:
+    from dynalease._lambda.invoke import CountdownContext
+
+    handler = example("timeout_handler")
+    result = handler(
+        {"customer_id": f"c-{uuid.uuid4().hex[:6]}", "work_s": 0}, CountdownContext(15)
+    )
+    assert set(result) == {"customer_id", "waited_ms"}
