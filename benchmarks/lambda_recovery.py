@@ -13,7 +13,8 @@ its published APIs); the table is on a moto server this run starts. Figures:
 - the same for a crash (``os._exit`` while holding);
 - the extension's init time (process start to its first ``event/next``) and
   its resident memory while it waits;
-- the DynamoDB requests of an invocation that ends normally, with and without.
+- the DynamoDB requests of an invocation that ends normally, with and without;
+- what a guard's journal entry costs (write and remove) in the temporary directory.
 
     python -m benchmarks.lambda_recovery            # 30 s lease: about two minutes
     python -m benchmarks.lambda_recovery --lease 5  # quicker
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from dynalease import DynamoDBClient, SyncDistributedLock
+from dynalease._engine.journal import Journal
 from dynalease._tooling.lambda_plane import ControlPlane
 from dynalease.cdk.build import build_layer
 from dynalease.demo.local_server import LocalServer
@@ -94,6 +96,18 @@ def _layer(directory: Path, *, recovery: bool) -> Path:
     if launcher.exists():
         launcher.chmod(0o755)  # zipfile does not restore modes; Lambda does
     return layer
+
+
+def _journal_us(directory: Path, guards: int = 2_000) -> float:
+    """Microseconds a guard spends on its journal entry (written, then removed)."""
+    journal = Journal(str(directory))
+    owners = [str(uuid.uuid4()) for _ in range(guards)]
+    journal.record("locks", "warm-up", "warm-up")
+    start = time.perf_counter()
+    for owner in owners:
+        journal.record("locks", "customer:c-1001", owner)
+        journal.forget(owner)
+    return (time.perf_counter() - start) / guards * 1e6
 
 
 def _rss_kib(pid: int) -> int:
@@ -214,6 +228,10 @@ def main(argv: list[str] | None = None) -> int:
             f"max {max_ms:.0f} ms over {len(init)} sandboxes"
         )
         print(f"extension resident memory while waiting: {max(rss) / 1024:.1f} MiB")
+        print(
+            f"journal entry per guard (written before the first request, removed after the "
+            f"release), in {directory}: {_journal_us(directory / 'journal-cost'):.0f} us"
+        )
         counter = Counter(server.url)
         for extension in (True, False):
             name = f"count-{extension}"

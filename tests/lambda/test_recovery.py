@@ -395,3 +395,12 @@ def test_the_timeout_example_handler_runs(
         {"customer_id": f"c-{uuid.uuid4().hex[:6]}", "work_s": 0}, CountdownContext(15)
     )
     assert set(result) == {"customer_id", "waited_ms"}
+
+
+def test_the_demos_lambda_timeout_shows_the_successor_barely_waiting(lock_table: str) -> None:
+    from dynalease.demo.lambda_timeout import LEASE_S, scenario
+
+    text = scenario(lock_table, key=f"demo-{uuid.uuid4().hex[:6]}")
+    assert "killed at its 2 s timeout; the recovery extension deleted its row" in text, text
+    waited = float(text.split("waited ")[1].split(" s")[0])
+    assert waited < LEASE_S  # the row was gone, not waited out

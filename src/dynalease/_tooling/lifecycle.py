@@ -29,7 +29,7 @@ from typing import Any
 
 from .lambda_plane import ControlPlane
 
-__all__ = ["main"]
+__all__ = ["layer_directory", "main"]
 
 _PACKAGE = Path(__file__).resolve().parents[1]  # dynalease/
 
@@ -55,7 +55,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _layer(directory: Path, *, extension: bool) -> Path:
+def layer_directory(directory: Path, *, extension: bool) -> Path:
+    """A layer-like directory: ``python/dynalease`` (this package) and the extension."""
     (directory / "python").mkdir(parents=True)
     (directory / "python" / "dynalease").symlink_to(_PACKAGE)
     if extension:
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         plane = ControlPlane(
             task=path.resolve().parent,
             handler=f"{path.stem}.{function}",
-            layer=_layer(directory / "layer", extension=arguments.extension),
+            layer=layer_directory(directory / "layer", extension=arguments.extension),
             environment=environment,
             timeout=arguments.timeout,
             journal=directory / "journal",
