@@ -15,6 +15,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
+from . import shutdown
 from ._engine.lease import Lease
 from ._engine.protocol import check_durations
 from ._engine.states import State
@@ -231,6 +232,7 @@ class DistributedLock(_Guard):
         except DynamoDBError as error:
             raise self._explain(error) from error
         self._watch_dropped()
+        shutdown.hold(self, asyncio.current_task())
         return self
 
     async def __aexit__(
@@ -243,6 +245,8 @@ class DistributedLock(_Guard):
             raise
         except Exception as cleanup_error:
             self._note_cleanup(exc, cleanup_error)
+        finally:
+            shutdown.drop(self)
 
 
 class SyncDistributedLock(_Guard):
@@ -261,6 +265,7 @@ class SyncDistributedLock(_Guard):
         except DynamoDBError as error:
             raise self._explain(error) from error
         self._watch_dropped()
+        shutdown.hold(self, None)
         return self
 
     def __exit__(self, exc_type: object, exc: BaseException | None, traceback: object) -> None:
@@ -269,6 +274,8 @@ class SyncDistributedLock(_Guard):
             self._lease.release_from_caller(self._client._runtime())
         except Exception as cleanup_error:
             self._note_cleanup(exc, cleanup_error)
+        finally:
+            shutdown.drop(self)
 
 
 def distributed_lock(

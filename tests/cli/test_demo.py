@@ -4,19 +4,72 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 
+import pytest
 from support.cli_runner import Result, spawn_cli
 
 from dynalease import DynamoDBClient
 from dynalease.demo.plan import DemoOptions
 from dynalease.demo.runner import Demo
 
+README = Path(__file__).resolve().parents[2] / "README.md"
 
-def test_a_short_demo_kills_a_holder_sees_it_taken_over_and_finds_no_violation() -> None:
+
+@pytest.fixture(scope="module")
+def quick_demo() -> Result:
     # Its own embedded moto server, worker processes and Lambda invocations: as `make demo`.
-    result = spawn_cli(
+    return spawn_cli(
         "demo", "--quick", "--duration", "10", "--workers", "2", "--plain", timeout=120
     )
+
+
+def closing_shape(output: str) -> list[str]:
+    """The demo's closing lines, from the table's header to ``result:``, as shapes.
+
+    Numbers become ``N``, worker and handler names ``NAME``, plurals singular, and
+    consecutive worker rows one ``worker row``, so two runs of different lengths (or
+    worker counts) have the same shape when they print the same kinds of lines.
+    """
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("worker "))
+    end = next(i for i, line in enumerate(lines) if line.startswith("result: "))
+    shapes: list[str] = []
+    for line in lines[start : end + 1]:
+        if re.match(r"w\d+(?: \(killed\))?  ", line):
+            shape = "worker row"
+        elif re.match(r"lambda  ", line):
+            shape = "lambda row"
+        elif line.startswith("-----"):
+            shape = "rule"
+        else:
+            shape = re.sub(r"\d+(?:\.\d+)?", "N", " ".join(line.split()))
+            shape = re.sub(r"\b(N [a-z]+?)s\b", r"\1", shape)
+            shape = re.sub(r"\bw\d+\b|[\w-]+(?= took it over)", "NAME", shape)
+            shape = re.sub(r"(?:[\w-]+ N ok, N contended, N error(?:, )?)+", "HANDLERS", shape)
+        if not shapes or shape != shapes[-1] or shape != "worker row":
+            shapes.append(shape)
+    return [shape for shape in shapes if shape]
+
+
+def test_readmes_sample_output_has_the_lines_a_real_run_prints(quick_demo: Result) -> None:
+    assert quick_demo.code == 0, quick_demo.out + quick_demo.err
+    sample = next(
+        block
+        for block in README.read_text().split("```text\n")[1:]
+        if "result: OK" in block.split("```")[0]
+    ).split("```")[0]
+    assert closing_shape(sample) == closing_shape(quick_demo.out), (
+        "README.md's sample demo output no longer matches what `dynalease demo` prints; "
+        "paste the end of a fresh `make demo` run"
+    )
+    assert "Lambda invocations: HANDLERS" in closing_shape(sample)
+
+
+def test_a_short_demo_kills_a_holder_sees_it_taken_over_and_finds_no_violation(
+    quick_demo: Result,
+) -> None:
+    result = quick_demo
     assert result.code == 0, result.out + result.err
     out = result.out
     assert "result: OK, 0 violations" in out

@@ -19,6 +19,7 @@ PUBLIC_MODULES = [
     "dynalease.exceptions",
     "dynalease.metrics",
     "dynalease.keys",
+    "dynalease.shutdown",
     "dynalease.testing",
     "dynalease.constants",
     "dynalease.middleware",

@@ -14,6 +14,12 @@ The convention the docs are written to:
   ``python -m M`` / ``python FILE`` must name a module or file that exists;
   ``export NAME=value`` applies to the document's later commands. In console
   blocks with ``$ `` prompts only the prompted lines are commands.
+- Commands must work as written from a fresh clone after ``make demo``: the
+  project's programs are ``.venv/bin/dynalease`` and ``.venv/bin/python``, or
+  bare ``dynalease`` / ``python`` once the document has run
+  ``. .venv/bin/activate``. Any other program (``aws``, ``cdk``, ...) fails the
+  document unless the line before the block says why it is not run:
+  ``<!-- not run by the docs tests: <reason> -->``.
 - ```text blocks are output; ```json and ```toml blocks must parse.
 """
 
@@ -31,7 +37,7 @@ import subprocess
 import sys
 import tomllib
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -47,6 +53,8 @@ DISPLAY = {"text"}
 PARSED = {"json", "toml"}
 _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
 _SEPARATORS = {"&&", "||", ";", "|"}
+_NOT_RUN = re.compile(r"^<!-- not run by the docs tests: (?P<reason>\S.*?) -->$")
+_ACTIVATED = "_DOCS_VENV_ACTIVATED"  # set once a document has sourced .venv/bin/activate
 
 
 @dataclass(frozen=True)
@@ -55,6 +63,7 @@ class Block:
     line: int
     language: str
     text: str
+    not_run: str | None = None  # the reason given in a comment before the fence
 
     @property
     def where(self) -> str:
@@ -72,6 +81,7 @@ def fenced_blocks(document: Path) -> list[Block]:
             index += 1
             continue
         fence, start, indent = opening["fence"], index + 1, len(opening["indent"])
+        before = _NOT_RUN.match(lines[index - 1].strip()) if index else None
         language = opening["info"].strip().split(" ")[0].lower() if opening["info"] else ""
         index += 1
         body: list[str] = []
@@ -81,7 +91,8 @@ def fenced_blocks(document: Path) -> list[Block]:
             line = lines[index]  # content loses up to the fence's own indentation
             body.append(line[min(indent, len(line) - len(line.lstrip(" "))) :])
             index += 1
-        blocks.append(Block(document, start, language, "\n".join(body) + "\n"))
+        text = "\n".join(body) + "\n"
+        blocks.append(Block(document, start, language, text, before and before["reason"]))
         index += 1
     return blocks
 
@@ -206,6 +217,14 @@ def run_shell(block: Block, env: dict[str, str]) -> None:
         if not words:
             continue
         program = Path(words[0]).name
+        if words[0] in (".", "source"):
+            assert words[1:] == [".venv/bin/activate"], (
+                f"{block.where}: `{shlex.join(words)}`: only `. .venv/bin/activate` is known"
+            )
+            env[_ACTIVATED] = "1"
+            continue
+        if program in ("dynalease", "python", "python3"):
+            check_interpreter(words[0], env, block.where)
         if program == "export":
             for assignment in words[1:]:
                 name, _, value = assignment.partition("=")
@@ -218,8 +237,26 @@ def run_shell(block: Block, env: dict[str, str]) -> None:
             assert not missing, f"{block.where}: no Makefile target {sorted(missing)}"
         elif program in ("pip", "pip3") or words[1:3] == ["-m", "pip"]:
             check_pip(words, block.where)
-        elif program.startswith("python"):
+        elif program in ("python", "python3"):
             check_python(words, block.where)
+        elif block.not_run is None:
+            pytest.fail(
+                f"{block.where}: `{shlex.join(words)}` is neither run nor checked by the docs "
+                f"tests; put `<!-- not run by the docs tests: <reason> -->` on the line "
+                f"before the block if it cannot run here"
+            )
+
+
+def check_interpreter(program: str, env: dict[str, str], where: str) -> None:
+    """The project's own programs, as a fresh clone has them after ``make demo``."""
+    name = Path(program).name
+    if program in (f".venv/bin/{name}", f"./.venv/bin/{name}"):
+        return
+    assert "/" not in program and env.get(_ACTIVATED), (
+        f"{where}: bare `{program}` is not on PATH in a fresh clone; write "
+        f"`.venv/bin/{'python' if name.startswith('python') else name}` or run "
+        f"`. .venv/bin/activate` in an earlier block"
+    )
 
 
 # --- the test ---------------------------------------------------------------------
@@ -292,9 +329,13 @@ def test_the_block_reader_finds_languages_prompts_and_continuations(tmp_path: Pa
     [
         ("sh", "make deploy-everything\n", "no Makefile target ['deploy-everything']"),
         ("console", "$ pip install 'dynalease[turbo]'\n", "no extra 'turbo'"),
-        ("bash", "python -m dynalease.no_such_module\n", "no module 'dynalease.no_such_module'"),
-        ("sh", "python examples/missing.py\n", "no file 'examples/missing.py'"),
+        ("bash", ".venv/bin/python -m dynalease.nope\n", "no module 'dynalease.nope'"),
+        ("sh", ".venv/bin/python examples/missing.py\n", "no file 'examples/missing.py'"),
         ("yaml", "a: 1\n", "fence language 'yaml' is not one the docs test knows"),
+        ("console", "$ aws s3 ls\n", "`aws s3 ls` is neither run nor checked"),
+        ("sh", "python infra/app.py\n", "bare `python` is not on PATH in a fresh clone"),
+        ("console", "$ dynalease doctor --table t\n", "bare `dynalease` is not on PATH"),
+        ("sh", "source venv/bin/activate\n", "only `. .venv/bin/activate` is known"),
     ],
 )
 def test_stale_commands_and_unknown_languages_fail_the_document(
@@ -329,3 +370,19 @@ def test_the_readme_python_runs_a_second_time_on_the_same_server(
                 run_python(block, namespace)
             except Exception:
                 pytest.fail(f"{block.where} failed on the {run} run:\n{traceback.format_exc()}")
+
+
+def test_a_block_marked_not_run_and_an_activated_venv_are_accepted(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "<!-- not run by the docs tests: needs an AWS account -->\n"
+        "```console\n$ aws s3 ls\n```\n\n```sh\n. .venv/bin/activate\npython -m benchmarks\n```\n"
+    )
+    marked, activating = (replace(b, document=ROOT / "README.md") for b in fenced_blocks(page))
+    assert marked.not_run == "needs an AWS account"
+    assert activating.not_run is None
+    env = dict(os.environ)
+    env.pop(_ACTIVATED, None)
+    check_block(marked, {}, env)
+    check_block(activating, {}, env)
+    assert env[_ACTIVATED] == "1"

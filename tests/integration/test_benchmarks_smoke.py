@@ -8,6 +8,7 @@ never asserted on).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,3 +38,15 @@ def test_the_hostile_endpoint_figures_run_quickly_and_stay_under_the_limit() -> 
     assert result.returncode == 0, result.stdout + result.stderr
     assert "all under the limit, no success reported" in result.stdout
     assert result.stdout.count("RequestFailedError (ConnectionClosedError)") == 6
+
+
+def test_the_sigterm_figures_print_both_successor_waits() -> None:
+    command = [sys.executable, "-m", "benchmarks.sigterm", "--lease", "3"]
+    result = subprocess.run(
+        command, cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    waits = re.findall(r"successor acquired +([\d.]+) s after SIGTERM \(child -15\)", result.stdout)
+    assert len(waits) == 2, result.stdout
+    # Released before the lease could run out with the opt-in; watched for all of it without.
+    assert float(waits[0]) < 3.0 <= float(waits[1]), result.stdout
