@@ -7,7 +7,11 @@ here ``recover`` is replaced to see when and with what deadline it is called.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -153,3 +157,49 @@ def test_a_live_writer_s_entry_is_left_alone(tmp_path: Path) -> None:
     outcome = recovery.recover(str(tmp_path), deadline=0.0)
     assert [e.owner for e in outcome.alive] == ["owner-2"]
     assert outcome.failed == [] and outcome.released == []
+
+
+def test_the_watchdog_stops_the_process_just_before_the_deadline() -> None:
+    stopped = threading.Event()
+    codes: list[int] = []
+
+    def stop(code: int) -> None:
+        codes.append(code)
+        stopped.set()
+
+    start = time.time()
+    timer = recovery.watch(start + 0.5, stop)
+    assert timer is not None
+    assert stopped.wait(5)
+    assert codes == [1]
+    assert time.time() < start + 0.5  # before the deadline itself
+    assert recovery.watch(start - 1, stop) is None  # past: nothing to guard
+
+
+def test_the_extension_is_a_process_that_exits_at_the_deadline_when_recovery_hangs(
+    tmp_path: Path,
+) -> None:
+    """A real process: its recovery blocks forever, the deadline still ends it."""
+    script = tmp_path / "hang.py"
+    script.write_text(
+        "import sys, time\n"
+        "from dynalease._extension import recovery\n"
+        "recovery.recover = lambda directory, deadline: time.sleep(60)\n"
+        "class Control:\n"
+        "    def __init__(self, address): pass\n"
+        "    def register(self, name): return 'id'\n"
+        "    def next_event(self):\n"
+        "        return {'eventType': 'SHUTDOWN', 'shutdownReason': 'timeout',\n"
+        "                'deadlineMs': int((time.time() + 0.6) * 1000)}\n"
+        "recovery.Control = Control\n"
+        "sys.exit(recovery.main(['x']))\n"
+    )
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        env={**os.environ, ENV_RUNTIME_API: "127.0.0.1:9"},
+        timeout=30,
+        capture_output=True,
+    )
+    assert done.returncode == 1
+    assert time.monotonic() - started < 20  # not the 60 s the recovery would take

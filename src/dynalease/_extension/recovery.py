@@ -28,7 +28,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,10 +154,17 @@ def recover(directory: str, deadline: float) -> Outcome:
     groups: dict[tuple[str | None, str | None], list[journal.Entry]] = {}
     for entry in dead:
         groups.setdefault((entry.region, entry.endpoint_url), []).append(entry)
-    clients = [
-        (DynamoDBClient(region=region, endpoint_url=endpoint, transport="lean"), entries)
-        for (region, endpoint), entries in groups.items()
-    ]
+    clients = []
+    for (region, endpoint), group in groups.items():
+        try:
+            clients.append(
+                (DynamoDBClient(region=region, endpoint_url=endpoint, transport="lean"), group)
+            )
+        except Exception as error:  # e.g. no Region: these rows wait out their lease
+            log.warning("dynalease-recovery: no client for %s / %s: %s", region, endpoint, error)
+            outcome.failed.extend(group)
+    if not clients:
+        return outcome
 
     async def release_all() -> None:
         work = [
@@ -219,6 +226,26 @@ def _preload() -> None:
         log.exception("dynalease-recovery: could not load the request path")
 
 
+def watch(deadline: float, stop: Callable[[int], object] = os._exit) -> threading.Timer | None:
+    """Make sure this process is gone before Lambda's deadline: ``stop(1)`` just before it.
+
+    A shutdown must never be held past ``deadlineMs``, whatever a request or the
+    loop does. None when the deadline has passed (then nothing is sent at all).
+    """
+    delay = deadline - time.time() - MARGIN_S / 3
+    if delay <= 0:
+        return None
+    timer = threading.Timer(delay, stop, (1,))
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def _cancel(timer: threading.Timer | None) -> None:
+    if timer is not None:
+        timer.cancel()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Register, wait for SHUTDOWN, recover; the exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -250,12 +277,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         deadline_ms = event.get("deadlineMs")
         deadline = deadline_ms / 1000 if isinstance(deadline_ms, int | float) else time.time() + 1.5
+        watchdog = watch(deadline)
         try:
             outcome = recover(journal.directory(), deadline)
         except Exception as error:
             log.exception("dynalease-recovery: recovery failed")
             control.exit_error("Extension.RecoveryFailed", f"{type(error).__name__}: {error}")
             return 1
+        finally:
+            _cancel(watchdog)
         if outcome.released or outcome.failed or outcome.not_ours:
             log.info(
                 "dynalease-recovery: %s: %d released, %d not ours any more, %d failed, "
