@@ -404,3 +404,18 @@ def test_the_demos_lambda_timeout_shows_the_successor_barely_waiting(lock_table:
     assert "killed at its 2 s timeout; the recovery extension deleted its row" in text, text
     waited = float(text.split("waited ")[1].split(" s")[0])
     assert waited < LEASE_S  # the row was gone, not waited out
+
+
+def test_the_control_plane_reports_handler_errors_and_init_errors(
+    plane_factory: Callable[..., ControlPlane],
+) -> None:
+    failing = plane_factory("raises", timeout=5.0, name="raises")
+    invocation = failing.invoke({"x": 1})
+    assert invocation.status == "error"
+    assert invocation.payload["errorType"] == "ValueError"
+    assert failing.invoke({"x": 2}).status == "error"  # same warm sandbox
+    assert failing.sandboxes_started == 1
+    missing = plane_factory("no_such_handler", timeout=5.0, name="missing")
+    broken = missing.invoke({})
+    assert broken.status == "crash"  # the runtime posted /init/error and exited
+    assert "no_such_handler" in json.dumps(broken.payload)

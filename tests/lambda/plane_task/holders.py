@@ -100,3 +100,8 @@ def batch(event: dict[str, Any], context: Any) -> str:
             owners.append(guard.owner)
         _mark(event, ",".join(owners))
         return _then(event)
+
+
+def raises(event: dict[str, Any], context: Any) -> None:
+    """A handler error: the runtime reports it on ``/invocation/{id}/error``."""
+    raise ValueError(f"bad event {event!r}")
