@@ -195,14 +195,13 @@ class LeaseBase:
         name = logged_key(self.key)
         return text if name == repr(self.key) else text.replace(repr(self.key), name)
 
-    def _forget(self, *, released: bool = False) -> None:
-        """No row of ours can be left: drop the journal entry.
+    def _forget(self) -> None:
+        """After giving up: drop the journal entry once no write of ours may still land.
 
-        After a confirmed release (``released``) that is so; after giving up, only
-        once no write of this guard may still land (``_late`` is empty).
+        (A confirmed release drops it at once, in ``release`` and ``caller``.)
         """
         journal = self.journal
-        if journal is not None and (released or not self._late):
+        if journal is not None and not self._late:
             journal.forget(self.owner)
 
     # --- background work -------------------------------------------------------

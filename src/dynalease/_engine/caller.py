@@ -153,7 +153,8 @@ class CallerPath(Acquiring, Releasing):
         self._interrupted = None
         self.tally.caller_wcu += reply.capacity
         self._end_release()
-        self._forget(released=True)
+        if self.journal is not None:
+            self.journal.forget(self.owner)
         return None
 
     def interrupted_release(self) -> FirstWrite | None:

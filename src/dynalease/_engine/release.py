@@ -67,7 +67,8 @@ class Releasing(Requests):
         finally:
             if self.state is State.RELEASING:
                 self._end_release()
-        self._forget(released=True)  # the row is gone or not ours: confirmed
+        if self.journal is not None:  # the row is gone or not ours: confirmed
+            self.journal.forget(self.owner)
         self.observations.released(self._resource)
         if self.loss is not None:
             raise self._lost_error()
