@@ -33,10 +33,12 @@ if TYPE_CHECKING:
     )
     from .lock import DistributedLock, SyncDistributedLock, distributed_lock
     from .metrics import LockMetrics
+    from .semaphore import DistributedSemaphore, SyncDistributedSemaphore, distributed_semaphore
     from .transaction import SyncTransaction, Transaction
 
 __all__ = [
     "DistributedLock",
+    "DistributedSemaphore",
     "DynaleaseError",
     "DynamoDBClient",
     "LockLost",
@@ -45,11 +47,13 @@ __all__ = [
     "LockReleaseError",
     "LockUnavailable",
     "SyncDistributedLock",
+    "SyncDistributedSemaphore",
     "SyncTransaction",
     "Transaction",
     "TransactionCanceledException",
     "__version__",
     "distributed_lock",
+    "distributed_semaphore",
 ]
 
 _HOMES = {
@@ -57,6 +61,9 @@ _HOMES = {
     "DistributedLock": "lock",
     "SyncDistributedLock": "lock",
     "distributed_lock": "lock",
+    "DistributedSemaphore": "semaphore",
+    "SyncDistributedSemaphore": "semaphore",
+    "distributed_semaphore": "semaphore",
     "LockMetrics": "metrics",
     "Transaction": "transaction",
     "SyncTransaction": "transaction",

@@ -20,6 +20,7 @@ from ._engine.clock import SYSTEM_CLOCK, Clock
 from ._engine.journal import process_journal
 from ._engine.lease import Lease
 from ._engine.observations import Observations
+from ._engine.permits import PermitLease
 from ._engine.runtime import Runtime, get_runtime
 from ._engine.store import LockStore, Transport
 from ._values import from_item, to_item
@@ -223,19 +224,23 @@ class DynamoDBClient:
         lease_s: float,
         wait_s: float,
         on_lost: Callable[[LockLost], object] | None,
+        permit_keys: tuple[str, ...] = (),
     ) -> Lease:
+        """A lease on ``key``; with ``permit_keys``, a semaphore's on one of them."""
         self._check_process()
-        return Lease(
-            store=self._lock_store,
-            clock=self._clock,
-            observations=self._observations,
-            table=table,
-            key=key,
-            lease_s=lease_s,
-            wait_s=wait_s,
-            on_lost=on_lost,
-            journal=self._journal,
-        )
+        options: dict[str, Any] = {
+            "store": self._lock_store,
+            "clock": self._clock,
+            "observations": self._observations,
+            "table": table,
+            "lease_s": lease_s,
+            "wait_s": wait_s,
+            "on_lost": on_lost,
+            "journal": self._journal,
+        }
+        if permit_keys:
+            return PermitLease(name=key, permit_keys=permit_keys, **options)
+        return Lease(key=key, **options)
 
     def _prepare_locks(self) -> None:
         """Do the lock transport's one-time setup now, blocking (for budgeted callers).

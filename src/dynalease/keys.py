@@ -17,10 +17,24 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["MAX_KEY_BYTES", "BoundKey", "KeyTemplate", "validate_key"]
+__all__ = [
+    "MAX_KEY_BYTES",
+    "MAX_PERMITS",
+    "PERMIT_PREFIX",
+    "BoundKey",
+    "KeyTemplate",
+    "permit_keys",
+    "validate_key",
+]
 
 MAX_KEY_BYTES = 2048
 """Largest resolved key, in UTF-8 bytes (DynamoDB's limit for a partition key)."""
+
+PERMIT_PREFIX = "dynalease-permit:"
+"""Reserved for semaphore permit rows (``dynalease-permit:<i>:<key>``): no lock key starts so."""
+
+MAX_PERMITS = 100
+"""Most permits a semaphore may have: one ``BatchGetItem`` reads at most 100 rows."""
 
 _DIRECT_KINDS = frozenset(
     {
@@ -72,7 +86,40 @@ def validate_key(key: object, *, parameter: str = "key") -> str:
             f"{parameter} is {size} UTF-8 bytes, over the {MAX_KEY_BYTES}-byte limit; "
             "use shorter identifiers or a hash of long ones"
         )
+    if key.startswith(PERMIT_PREFIX):
+        raise ValueError(
+            f"{parameter} {key!r} starts with {PERMIT_PREFIX!r}, which is reserved for "
+            "semaphore permit rows (docs/semaphores.md); lock the semaphore's own key with "
+            "DistributedSemaphore, or choose a key without that prefix"
+        )
     return key
+
+
+def permit_keys(key: object, permits: object) -> tuple[str, ...]:
+    """The row keys of a semaphore's permits: ``dynalease-permit:<i>:<key>``, i = 1..permits.
+
+    ``key`` is validated like a lock key (so no lock key can equal a permit
+    key) and must leave room for the prefix within the 2,048-byte limit;
+    ``permits`` is an ``int`` in 1..100::
+
+        >>> permit_keys("reindex", 2)
+        ('dynalease-permit:1:reindex', 'dynalease-permit:2:reindex')
+    """
+    if isinstance(permits, bool) or not isinstance(permits, int):
+        raise TypeError(f"permits must be an int, got {_describe(permits)}")
+    if not 1 <= permits <= MAX_PERMITS:
+        raise ValueError(
+            f"permits must be between 1 and {MAX_PERMITS} (one BatchGetItem reads every "
+            f"permit), got {permits}"
+        )
+    name = validate_key(key)
+    longest = f"{PERMIT_PREFIX}{permits}:"
+    if len(longest.encode("utf-8")) + len(name.encode("utf-8")) > MAX_KEY_BYTES:
+        raise ValueError(
+            f"key is too long for a semaphore: its permit rows add {len(longest)} bytes "
+            f"({longest!r}) and must stay within {MAX_KEY_BYTES} UTF-8 bytes; use a shorter key"
+        )
+    return tuple(f"{PERMIT_PREFIX}{index}:{name}" for index in range(1, permits + 1))
 
 
 def _placeholder_problem(name: str) -> str | None:

@@ -302,39 +302,55 @@ def distributed_lock(
             ...
     """
     lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
-    template = KeyTemplate(key)
+    options: dict[str, Any] = {
+        "table": table,
+        "lease_duration": lease_s,
+        "wait_timeout": wait_s,
+        "on_lost": on_lost,
+    }
+    return guarded_calls(
+        "distributed_lock",
+        KeyTemplate(key),
+        lambda resolved: DistributedLock(client, key=resolved, **options),
+        lambda resolved: SyncDistributedLock(client, key=resolved, **options),
+    )
+
+
+def guarded_calls(
+    name: str,
+    template: KeyTemplate,
+    async_guard: Callable[[str], DistributedLock],
+    sync_guard: Callable[[str], SyncDistributedLock],
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """The decorator of ``distributed_lock`` and ``distributed_semaphore``.
+
+    Each call resolves ``template`` over its arguments and runs under the guard
+    that ``async_guard`` or ``sync_guard`` makes for the resolved key.
+    """
 
     def decorate(function: Callable[P, R]) -> Callable[P, R]:
         if not callable(function):
-            raise TypeError(f"distributed_lock decorates functions, got {function!r}")
+            raise TypeError(f"{name} decorates functions, got {function!r}")
         if inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function):
             raise TypeError(
-                f"distributed_lock cannot wrap the generator {function.__qualname__}: a lock "
+                f"{name} cannot wrap the generator {function.__qualname__}: a lock "
                 "around a generator would be held between its steps; lock inside it instead"
             )
         bound = template.bind(function)
-        options: dict[str, Any] = {
-            "table": table,
-            "lease_duration": lease_s,
-            "wait_timeout": wait_s,
-            "on_lost": on_lost,
-        }
 
         if inspect.iscoroutinefunction(function):
             coroutine_function = cast(Callable[P, Awaitable[Any]], function)
 
             @functools.wraps(function)
             async def async_wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
-                resolved = bound.resolve(args, kwargs)
-                async with DistributedLock(client, key=resolved, **options):
+                async with async_guard(bound.resolve(args, kwargs)):
                     return await coroutine_function(*args, **kwargs)
 
             return cast(Callable[P, R], async_wrapper)
 
         @functools.wraps(function)
         def sync_wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-            resolved = bound.resolve(args, kwargs)
-            with SyncDistributedLock(client, key=resolved, **options):
+            with sync_guard(bound.resolve(args, kwargs)):
                 return function(*args, **kwargs)
 
         return sync_wrapper

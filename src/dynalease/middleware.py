@@ -99,6 +99,7 @@ def lock_handler(
     logger: Any = None,
     metrics: Any = None,
     log_key: str | None = None,
+    permits: int = 1,
 ) -> Callable[[H], H]:
     """Run each invocation of a Lambda handler under a lock resolved from the event.
 
@@ -131,6 +132,9 @@ def lock_handler(
       key itself instead of :func:`key_hash` of it, ``"hash"`` the hash; by
       default the ``DYNALEASE_LOG_KEYS`` environment variable decides, as it
       does for the engine's own log lines (hash unless it is ``key``).
+    - ``permits``: with ``N`` > 1, hold one of N permits of a semaphore
+      (:class:`~dynalease.SyncDistributedSemaphore`) instead of the lock: at most
+      N invocations run at once for a key. ``current_lock()`` returns that guard.
 
     Built with Powertools' ``lambda_handler_decorator``, so it stacks with
     ``Logger.inject_lambda_context``, ``Tracer``, ``Metrics.log_metrics`` and
@@ -148,6 +152,7 @@ def lock_handler(
         logger,
         metrics,
         log_key,
+        permits,
     )
     if on_contention is not None and not callable(on_contention):
         raise TypeError(
@@ -186,6 +191,7 @@ def lock_record(
     logger: Any = None,
     metrics: Any = None,
     log_key: str | None = None,
+    permits: int = 1,
 ) -> Callable[[H], H]:
     """Process each SQS, Kinesis or DynamoDB-stream record under its own lock.
 
@@ -194,7 +200,7 @@ def lock_record(
     ``SqsFifoPartialProcessor`` and ``process_partial_response``. ``fields``
     are evaluated on the record (e.g. ``{"customer_id":
     "powertools_json(body).customer_id"}`` for SQS). The options mean what they
-    mean for :func:`lock_handler`.
+    mean for :func:`lock_handler` (``permits=N``: at most N records of a key at once).
 
     The wait comes from the invocation's remaining time at each record, so pass
     ``context=context`` to ``process_partial_response``: the wrapped handler
@@ -215,6 +221,7 @@ def lock_record(
         logger,
         metrics,
         log_key,
+        permits,
     )
     warned: list[bool] = []
 

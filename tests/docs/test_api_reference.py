@@ -18,6 +18,7 @@ PUBLIC_MODULES = [
     "dynalease.transaction",
     "dynalease.exceptions",
     "dynalease.metrics",
+    "dynalease.semaphore",
     "dynalease.keys",
     "dynalease.shutdown",
     "dynalease.testing",

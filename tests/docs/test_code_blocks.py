@@ -14,6 +14,9 @@ The convention the docs are written to:
   ``python -m M`` / ``python FILE`` must name a module or file that exists;
   ``export NAME=value`` applies to the document's later commands. In console
   blocks with ``$ `` prompts only the prompted lines are commands.
+- ```crontab blocks: each entry's command (after its five schedule fields, or an
+  ``@daily``-style one) runs as a shell command, at once; ``NAME=value`` lines set
+  the environment of the entries below them, as cron does.
 - Commands must work as written from a fresh clone after ``make demo``: the
   project's programs are ``.venv/bin/dynalease`` and ``.venv/bin/python``, or
   bare ``dynalease`` / ``python`` once the document has run
@@ -259,6 +262,24 @@ def check_interpreter(program: str, env: dict[str, str], where: str) -> None:
     )
 
 
+def crontab_as_shell(block: Block) -> Block:
+    """A crontab block as the shell block cron would run: its entries' commands, in order."""
+    lines: list[str] = []
+    for line in block.text.splitlines():
+        entry = line.strip()
+        if not entry or entry.startswith("#"):
+            continue
+        if re.fullmatch(r"[A-Za-z_]\w*=\S*", entry):
+            lines.append(f"export {entry}")
+            continue
+        fields = entry.split(None, 1 if entry.startswith("@") else 5)
+        assert len(fields) == (2 if entry.startswith("@") else 6), (
+            f"{block.where}: {entry!r} is not a crontab entry (schedule, then command)"
+        )
+        lines.append(fields[-1])
+    return Block(block.document, block.line, "sh", "\n".join(lines) + "\n", block.not_run)
+
+
 # --- the test ---------------------------------------------------------------------
 
 
@@ -267,6 +288,8 @@ def check_block(block: Block, namespace: dict[str, object], env: dict[str, str])
         run_python(block, namespace)
     elif block.language in SHELL:
         run_shell(block, env)
+    elif block.language == "crontab":
+        run_shell(crontab_as_shell(block), env)
     elif block.language == "json":
         json.loads(block.text)
     elif block.language == "toml":
@@ -274,7 +297,7 @@ def check_block(block: Block, namespace: dict[str, object], env: dict[str, str])
     elif block.language not in DISPLAY:
         pytest.fail(
             f"{block.where}: fence language {block.language!r} is not one the docs test knows; "
-            f"use python, console/bash/sh, json, toml or text"
+            f"use python, console/bash/sh, crontab, json, toml or text"
         )
 
 
@@ -321,6 +344,20 @@ def test_the_block_reader_finds_languages_prompts_and_continuations(tmp_path: Pa
         ["dynalease", "doctor", "--table", "locks"],
         ["make", "demo"],
         ["make", "test"],
+    ]
+
+
+def test_crontab_blocks_run_each_entrys_command_with_the_lines_above_it(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "```crontab\n# m h dom mon dow command\nDYNALEASE_TABLE=locks\n"
+        "*/5 * * * *  dynalease run --key a -- true\n@daily dynalease doctor\n```\n"
+    )
+    (block,) = fenced_blocks(page)
+    assert shell_commands(crontab_as_shell(block)) == [
+        ["export", "DYNALEASE_TABLE=locks"],
+        ["dynalease", "run", "--key", "a", "--", "true"],
+        ["dynalease", "doctor"],
     ]
 
 

@@ -300,3 +300,20 @@ def test_dynalease_cdk_exports_exactly_the_two_constructs() -> None:
     assert dynalease.cdk.__all__ == ["LockLayer", "LockTable"]
     assert dynalease.cdk.LockTable is LockTable
     assert dynalease.cdk.LockLayer is LockLayer
+
+
+def test_grant_semaphore_is_the_lock_grant_plus_batch_get_item_on_the_table_arn() -> None:
+    from dynalease.cdk.table import SEMAPHORE_ACTIONS
+
+    app = cdk.App()
+    stack = cdk.Stack(app, "Semaphores")
+    table = LockTable(stack, "Locks")
+    assert table.grant_semaphore(_role(stack, "Pool")).success
+    table.grant_lock(_role(stack, "Worker"))
+    template = app.synth().get_stack_by_name("Semaphores").template
+    (pool,) = _policy_of(template, "Pool")
+    assert _actions(pool) == sorted([*LOCK, "dynamodb:BatchGetItem"]) == sorted(SEMAPHORE_ACTIONS)
+    assert pool["Resource"] == _table_arn(template)
+    assert set(pool) == {"Action", "Effect", "Resource"}
+    (worker,) = _policy_of(template, "Worker")
+    assert _actions(worker) == LOCK  # grant_lock stays exactly five

@@ -242,3 +242,22 @@ def test_the_same_key_template_resolves_to_the_same_lock_in_both(
     theirs(holding(ours(work), LockNotAcquired))(**values)
     assert len(set(seen)) == 2
     assert moto.row(table, expected) is None
+
+
+def test_a_pydynox_lock_on_a_permit_row_counts_as_a_held_permit(
+    client: DynamoDBClient, pdx: pydynox.DynamoDBClient, moto: Emulator, table: str
+) -> None:
+    from dynalease import SyncDistributedSemaphore
+    from dynalease.keys import permit_keys
+
+    first, second = permit_keys("pool", 2)
+    options = {"table": table, "key": "pool", "permits": 2, "lease_duration": LEASE_S}
+    with PydynoxLock(pdx, table=table, key=first, lease_duration=LEASE_S):
+        with SyncDistributedSemaphore(client, **options) as held:  # type: ignore[arg-type]
+            assert held.permit_key == second  # the one permit pydynox does not hold
+            assert_protocol_row(moto.row(table, second), second, 1200)
+            time.sleep(LEASE_S / 2)  # pydynox renews its permit row meanwhile
+            with pytest.raises(LockNotAcquired, match="none of its 2 permits"):
+                with SyncDistributedSemaphore(client, wait_timeout=0.3, **options):  # type: ignore[arg-type]
+                    pass
+    assert moto.row(table, first) is None and moto.row(table, second) is None

@@ -531,3 +531,39 @@ def test_importing_the_middleware_pulls_in_no_cdk_boto3_or_cli() -> None:
     ).stdout.split("\n")
     print(f"import dynalease.middleware: {out[0]} ms")  # a figure, not an assertion
     assert out[1] == "[]"
+
+
+# --- permits -----------------------------------------------------------------------
+
+
+def test_permits_let_n_invocations_hold_a_key_at_once(
+    lock_table: str, other_client: DynamoDBClient
+) -> None:
+    from dynalease import SyncDistributedSemaphore
+
+    @lock_handler(
+        key="partner:{name}",
+        permits=2,
+        wait_timeout=0,
+        on_contention=lambda e, c, error: {"statusCode": 429, "error": str(error)},
+    )
+    def handler(event: Any, context: Any) -> dict[str, Any]:
+        guard = current_lock()
+        assert isinstance(guard, SyncDistributedSemaphore)
+        return {"statusCode": 200, "permit": guard.permit_key}
+
+    name = _id()
+    options = {"table": lock_table, "key": f"partner:{name}", "permits": 2}
+    with SyncDistributedSemaphore(other_client, **options) as first:  # type: ignore[arg-type]
+        answer = handler({"name": name}, CountdownContext(29))
+        assert answer["statusCode"] == 200 and answer["permit"] != first.permit_key
+        with SyncDistributedSemaphore(other_client, **options):  # type: ignore[arg-type]
+            busy = handler({"name": name}, CountdownContext(29))
+            assert busy["statusCode"] == 429 and "none of its 2 permits" in busy["error"]
+
+
+def test_a_bad_permits_count_is_rejected_when_decorating() -> None:
+    with pytest.raises(ValueError, match="between 1 and 100"):
+        lock_handler(key="k", permits=0)
+    with pytest.raises(TypeError, match="permits must be an int"):
+        lock_handler(key="k", permits="3")  # type: ignore[arg-type]

@@ -18,8 +18,10 @@ from dynalease import DynamoDBClient
 from dynalease._engine.clock import ManualClock
 from dynalease._engine.lease import Lease
 from dynalease._engine.observations import Observations
+from dynalease._engine.permits import PermitLease
 from dynalease._engine.store import LockStore
 from dynalease.exceptions import LockLost, RequestFailedError
+from dynalease.keys import permit_keys
 from support.memory import MemoryDynamoDB
 from support.memory import MemoryTransport as _MemoryTransport
 
@@ -222,6 +224,21 @@ class Harness:
             lease_s=lease,
             wait_s=wait,
             on_lost=on_lost,
+        )
+
+    def permit_lease(
+        self, *, key: str = "k", permits: int = 3, lease: float = 30.0, wait: float = 35.0
+    ) -> PermitLease:
+        """A semaphore guard's lease on ``permits`` permits of ``key``."""
+        return PermitLease(
+            name=key,
+            permit_keys=permit_keys(key, permits),
+            store=LockStore(self.transport),
+            clock=self.clock,
+            observations=self.observations,
+            table=TABLE,
+            lease_s=lease,
+            wait_s=wait,
         )
 
     def row(self, key: str = "k") -> dict[str, Any] | None:

@@ -42,6 +42,7 @@ _PARAMS = {
     "TransactWriteItems": {"TransactItems", "ReturnConsumedCapacity"},
     "CreateTable": {"TableName", "KeySchema", "AttributeDefinitions", "BillingMode"},
     "DescribeTable": {"TableName"},
+    "BatchGetItem": {"RequestItems", "ReturnConsumedCapacity"},
 }
 _LOCK_OPERATIONS = {"GetItem", "PutItem", "UpdateItem", "DeleteItem"}
 #: Transaction entries and the single-item operation each behaves like.
@@ -154,10 +155,13 @@ class MemoryDynamoDB:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._tables: dict[str, _Table] = {}
+        #: Keys a BatchGetItem reads at most; the rest come back as UnprocessedKeys.
+        self.batch_limit: int | None = None
         self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "CreateTable": self._create_table,
             "DescribeTable": self._describe_table,
             "GetItem": self._get_item,
+            "BatchGetItem": self._batch_get_item,
             "PutItem": lambda params: self._single_write("PutItem", params),
             "DeleteItem": lambda params: self._single_write("DeleteItem", params),
             "UpdateItem": lambda params: self._single_write("UpdateItem", params),
@@ -228,6 +232,26 @@ class MemoryDynamoDB:
         answer = _capacity(params, [table.name])
         if row is not None:
             answer["Item"] = copy.deepcopy(row)
+        return answer
+
+    def _batch_get_item(self, params: dict[str, Any]) -> dict[str, Any]:
+        responses: dict[str, list[Item]] = {}
+        unprocessed: dict[str, Any] = {}
+        for name, request in params["RequestItems"].items():
+            if set(request) != {"Keys", "ConsistentRead"} or request["ConsistentRead"] is not True:
+                raise _unsupported("a BatchGetItem that is not strongly consistent", request)
+            table = self._table(name)
+            keys = request["Keys"]
+            read = keys if self.batch_limit is None else keys[: self.batch_limit]
+            rows = [table.rows.get(table.key_of(key)) for key in read]
+            responses[name] = [copy.deepcopy(row) for row in rows if row is not None]
+            if len(read) < len(keys):
+                unprocessed[name] = {"Keys": keys[len(read) :], "ConsistentRead": True}
+        answer: dict[str, Any] = {"Responses": responses, "UnprocessedKeys": unprocessed}
+        if params.get("ReturnConsumedCapacity") not in (None, "NONE"):
+            answer["ConsumedCapacity"] = [
+                {"TableName": name, "CapacityUnits": 0.0} for name in responses
+            ]
         return answer
 
     def _write(self, operation: str, params: dict[str, Any]) -> _Write:

@@ -315,6 +315,7 @@ def test_the_package_exports_exactly_its_public_names() -> None:
     assert sorted(dynalease.__all__) == sorted(
         [
             "DistributedLock",
+            "DistributedSemaphore",
             "DynaleaseError",
             "DynamoDBClient",
             "LockLost",
@@ -323,11 +324,13 @@ def test_the_package_exports_exactly_its_public_names() -> None:
             "LockReleaseError",
             "LockUnavailable",
             "SyncDistributedLock",
+            "SyncDistributedSemaphore",
             "SyncTransaction",
             "Transaction",
             "TransactionCanceledException",
             "__version__",
             "distributed_lock",
+            "distributed_semaphore",
         ]
     )
     for name in dynalease.__all__:

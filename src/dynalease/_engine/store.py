@@ -8,8 +8,8 @@ backend of :mod:`dynalease.testing`, or a leaner HTTP transport.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 from .protocol import KEY_ATTR, OWNER_ATTR, VERSION_ATTR, LockRow
@@ -117,14 +117,26 @@ class Limit:
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """A store answer: the item read or returned (if any) and the capacity it reported."""
+    """A store answer: the item read or returned (if any) and the capacity it reported.
+
+    A ``BatchGetItem`` answer carries the rows it found by key in ``items`` and
+    the keys DynamoDB left unread in ``unprocessed``.
+    """
 
     item: Item | None
     capacity: float
+    items: Mapping[str, Item] = field(default_factory=dict)
+    unprocessed: tuple[str, ...] = ()
 
 
 def _capacity(response: dict[str, Any]) -> float:
     consumed = response.get("ConsumedCapacity")
+    if isinstance(consumed, list):  # BatchGetItem: one entry per table
+        return sum(_units(entry) for entry in consumed)
+    return _units(consumed)
+
+
+def _units(consumed: object) -> float:
     if isinstance(consumed, dict):
         units = consumed.get("CapacityUnits")
         if isinstance(units, int | float):
@@ -168,6 +180,17 @@ class LockStore:
             limit,
         )
         return reply_of("GetItem", response)
+
+    async def read_many(
+        self, table: str, keys: tuple[str, ...], limit: Limit | None = None
+    ) -> Reply:
+        """Strongly consistent ``BatchGetItem`` of up to 100 lock rows (a semaphore's permits).
+
+        The reply's ``items`` maps each found key to its row; keys DynamoDB did
+        not read this time are in ``unprocessed``, for the caller to ask again.
+        """
+        response = await self._send("BatchGetItem", batch_get_params(table, keys), limit)
+        return batch_reply(table, response)
 
     async def create(self, table: str, row: LockRow, limit: Limit | None = None) -> Reply:
         """Write the row only if no row exists."""
@@ -268,6 +291,34 @@ def _write_reply(response: dict[str, Any]) -> Reply:
 def reply_of(operation: str, response: dict[str, Any]) -> Reply:
     """The store's reply for a response to ``operation`` (the item only for reads)."""
     return Reply(response.get("Item") if operation == "GetItem" else None, _capacity(response))
+
+
+def batch_get_params(table: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The strongly consistent ``BatchGetItem`` of ``keys`` (1..100 distinct keys)."""
+    return {
+        "RequestItems": {
+            table: {"Keys": [{KEY_ATTR: {"S": key}} for key in keys], "ConsistentRead": True}
+        },
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+
+
+def batch_reply(table: str, response: dict[str, Any]) -> Reply:
+    """The rows a ``BatchGetItem`` answer found, by key, and the keys it left unread."""
+    items: dict[str, Item] = {}
+    for item in (response.get("Responses") or {}).get(table) or ():
+        key = item.get(KEY_ATTR, {}).get("S") if isinstance(item, dict) else None
+        if isinstance(key, str):
+            items[key] = item
+    left = ((response.get("UnprocessedKeys") or {}).get(table) or {}).get("Keys") or ()
+    unprocessed = tuple(
+        key["S"]
+        for entry in left
+        if isinstance(entry, dict)
+        and isinstance(key := entry.get(KEY_ATTR), dict)
+        and isinstance(key.get("S"), str)
+    )
+    return Reply(None, _capacity(response), items, unprocessed)
 
 
 def _put_params(

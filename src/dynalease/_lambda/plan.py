@@ -18,8 +18,9 @@ from .._engine.protocol import check_durations
 from ..client import DynamoDBClient, check_table_name
 from ..constants import ENV_TABLE
 from ..exceptions import LockNotAcquired
-from ..keys import KeyTemplate
+from ..keys import KeyTemplate, permit_keys
 from ..lock import SyncDistributedLock
+from ..semaphore import SyncDistributedSemaphore
 from .budget import NoTimeLeft, acquisition_wait, remaining_seconds, usable_time
 from .fields import EventKey
 from .report import Reporter, check_log_key, check_logger, check_metrics
@@ -92,6 +93,7 @@ class LockPlan:
     __slots__ = (
         "_client",
         "_lease_s",
+        "_permits",
         "_reporter",
         "_reserve_s",
         "_table",
@@ -112,6 +114,7 @@ class LockPlan:
         logger: object,
         metrics: object,
         log_key: object,
+        permits: object = 1,
         /,
     ) -> None:
         """Check every option; the positional order is the decorators' own."""
@@ -128,6 +131,9 @@ class LockPlan:
         check_logger(logger)
         check_metrics(metrics)
         template = KeyTemplate(key)  # type: ignore[arg-type]  # KeyTemplate checks the type
+        if permits != 1 or not isinstance(permits, int) or isinstance(permits, bool):
+            permit_keys("k", permits)  # the count's checks; each resolved key at call time
+        self._permits: int = permits  # type: ignore[assignment]  # checked above
         self._client: DynamoDBClient | None = client
         self._table: str | None = table  # type: ignore[assignment]  # checked above
         self._lease_s = lease_s
@@ -184,8 +190,19 @@ class Holding:
         client = plan.client()
         _prepare(client)
         wait, remaining = self._wait(table, key)  # measured after the build
-        guard = SyncDistributedLock(
-            client, table=table, key=key, lease_duration=plan._lease_s, wait_timeout=wait
+        guard = (
+            SyncDistributedLock(
+                client, table=table, key=key, lease_duration=plan._lease_s, wait_timeout=wait
+            )
+            if plan._permits == 1
+            else SyncDistributedSemaphore(
+                client,
+                table=table,
+                key=key,
+                permits=plan._permits,
+                lease_duration=plan._lease_s,
+                wait_timeout=wait,
+            )
         )
         if wait == 0 and remaining is not None:
             # One immediate attempt still has a network budget (up to 5 s); never

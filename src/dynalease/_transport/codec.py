@@ -72,6 +72,10 @@ def _decode_blobs(response: dict[str, Any]) -> None:
         item = response.get(name)
         if isinstance(item, dict):
             _decode_item(item)
+    for rows in (response.get("Responses") or {}).values():  # BatchGetItem
+        for item in rows if isinstance(rows, list) else ():
+            if isinstance(item, dict):
+                _decode_item(item)
     for reason in response.get("CancellationReasons") or ():
         if isinstance(reason, dict) and isinstance(reason.get("Item"), dict):
             _decode_item(reason["Item"])

@@ -76,7 +76,13 @@ def map_error_code(
     if code in _ACCESS:
         return AccessDeniedError(
             f"{operation} was refused ({code}: {message}); check the credentials and that "
-            "the IAM policy allows this action on the table",
+            "the IAM policy allows this action on the table"
+            + (
+                " (a semaphore polls its permits with it: LockTable.grant_semaphore grants "
+                "it besides the lock's actions)"
+                if operation == "BatchGetItem"
+                else ""
+            ),
             code=code,
             operation=operation,
         )

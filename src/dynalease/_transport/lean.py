@@ -56,7 +56,7 @@ log = logging.getLogger("dynalease")
 TRANSPORTS = ("lean", "boto")
 DEFAULT_TRANSPORT = "lean"
 #: Operations that change nothing: safe to resend when a reused connection was dropped.
-_READS = frozenset({"GetItem", "DescribeTable"})
+_READS = frozenset({"GetItem", "BatchGetItem", "DescribeTable"})
 
 
 def transport_choice(explicit: str | None) -> str:

@@ -15,7 +15,7 @@ from ..constants import ENV_TABLE
 from ._checks import check_optional_name, check_removal_policy
 from .layer import LockLayer
 
-__all__ = ["INSPECT_ACTIONS", "LOCK_ACTIONS", "TABLE_ENV_VAR", "LockTable"]
+__all__ = ["INSPECT_ACTIONS", "LOCK_ACTIONS", "SEMAPHORE_ACTIONS", "TABLE_ENV_VAR", "LockTable"]
 
 #: The environment variable ``configure_function`` sets to the table name.
 TABLE_ENV_VAR = ENV_TABLE
@@ -28,6 +28,9 @@ LOCK_ACTIONS: tuple[str, ...] = (
     "dynamodb:DeleteItem",  # release
     "dynamodb:ConditionCheckItem",  # check_in inside TransactWriteItems
 )
+
+#: What a semaphore sends: the lock's actions, and one ``BatchGetItem`` of its permits per poll.
+SEMAPHORE_ACTIONS: tuple[str, ...] = (*LOCK_ACTIONS, "dynamodb:BatchGetItem")
 
 #: Read-only actions for ``dynalease inspect`` / ``dynalease doctor``: what they send.
 INSPECT_ACTIONS: tuple[str, ...] = (
@@ -146,6 +149,15 @@ class LockTable(Construct):
         ``kms:GenerateDataKey``) on that key only.
         """
         return self._grant(grantee, LOCK_ACTIONS, _KEY_LOCK_ACTIONS)
+
+    def grant_semaphore(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` hold locks and semaphore permits: exactly :data:`SEMAPHORE_ACTIONS`.
+
+        :meth:`grant_lock`'s five actions plus ``dynamodb:BatchGetItem`` (a poll
+        reads every permit at once), on this table's ARN only; the same key use
+        with a customer managed key. ``grant_lock`` stays without ``BatchGetItem``.
+        """
+        return self._grant(grantee, SEMAPHORE_ACTIONS, _KEY_LOCK_ACTIONS)
 
     def grant_inspect(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` read lock rows and the table settings (the CLI's inspect/doctor)."""

@@ -1,4 +1,4 @@
-"""The ``dynalease`` command: demo, inspect, doctor, invoke and local.
+"""The ``dynalease`` command: demo, inspect, doctor, invoke, local and run.
 
 Importing this package is cheap: argument parsing only. boto3, moto and rich are
 imported by the subcommand that needs them, so ``dynalease --help`` answers at
@@ -18,7 +18,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import demo, doctor, inspect, invoke, local
+from . import demo, doctor, inspect, invoke, local, run
 from .common import EXIT_USAGE, exit_status, run_command
 
 __all__ = ["main"]
@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"dynalease {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
-    for command in (demo, inspect, doctor, invoke, local):
+    for command in (demo, inspect, doctor, invoke, local, run):
         command.add_parser(commands)
     return parser
 
@@ -50,6 +50,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args_list[:1] == ["invoke"]:
         # `invoke` parses its own arguments, handler and event included.
         return invoke.run(args_list[1:])
+    if args_list[:1] == ["run"]:
+        # `run` splits its options from the command at `--` itself.
+        return run.main(args_list[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(args_list)

@@ -26,6 +26,9 @@ class MemoryTransport:
         """Send one request from this thread."""
         if self._lock_requests and operation in _LOCK_OPERATIONS:
             self._check_lock_table(str(params.get("TableName", "")))
+        elif self._lock_requests and operation == "BatchGetItem":  # a semaphore's permits
+            for table in params.get("RequestItems") or {}:
+                self._check_lock_table(str(table))
         try:
             return self.db.call(operation, params)
         except DynamoDBAnswer as answer:

@@ -32,12 +32,15 @@ class Peeking:
         self.inner = inner
         self.directory = directory
         self.seen: list[tuple[str, list[str]]] = []
+        #: The keys the journal named as each request was sent.
+        self.keys: list[tuple[str, list[str]]] = []
 
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         return dict(self.inner.call(operation, params))
 
     async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         self.seen.append((operation, sorted(os.listdir(self.directory))))
+        self.keys.append((operation, [e.key for e in entries(str(self.directory))]))
         return dict(await self.inner.send(operation, params))
 
 
@@ -228,3 +231,33 @@ def test_a_journal_that_cannot_write_warns_once_and_the_lock_still_works(
     with caplog.at_level("WARNING", logger="dynalease"):
         run(scenario)
     assert sum("journal entry" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_semaphore_guard_journals_the_permit_row_before_each_write_to_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dynalease._engine import permits
+    from dynalease.keys import permit_keys
+
+    monkeypatch.setattr(permits.random, "randrange", lambda n: 0)  # permit 1 first
+    keys = permit_keys("k", 3)
+
+    async def scenario(h: Harness) -> None:
+        for index, key in enumerate(keys[:2]):
+            h.write_lock(f"other-{index}", f"v-{index}", 30_000, key=key)
+        lease = h.permit_lease()
+        peeking = Peeking(h.transport, tmp_path)
+        lease.store.transport = peeking
+        lease.journal = Journal(str(tmp_path))
+        await lease.acquire()
+        assert lease.key == keys[2]
+        # Each create went out with the entry already naming its row.
+        assert peeking.keys == [
+            ("PutItem", [keys[0]]),
+            ("BatchGetItem", [keys[0]]),
+            ("PutItem", [keys[2]]),
+        ]
+        await lease.release()
+        assert os.listdir(tmp_path) == []
+
+    run(scenario)

@@ -1,0 +1,160 @@
+"""Distributed semaphores: at most N holders of one key, across processes and machines.
+
+Thin faces, as the locks are: each guard drives one permit lease of the engine
+(``_engine/permits.py``), which picks a free or abandoned permit row. Once a
+permit is held, the guard behaves exactly like a lock guard on that row.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar, cast
+
+from ._engine.permits import PermitLease
+from ._engine.states import State
+from .client import DynamoDBClient
+from .keys import KeyTemplate, permit_keys
+from .lock import (
+    DistributedLock,
+    OnLost,
+    SyncDistributedLock,
+    _check_options,
+    _Guard,
+    guarded_calls,
+)
+
+__all__ = ["DistributedSemaphore", "SyncDistributedSemaphore", "distributed_semaphore"]
+
+_UNHELD = frozenset({State.NEW, State.ACQUIRING, State.NOT_ACQUIRED, State.CANCELLED})
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class _SemaphoreGuard(_Guard):
+    """What sync and async semaphore guards share: the permits and their keys."""
+
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        *,
+        table: str,
+        key: str,
+        permits: int,
+        lease_duration: float = 30.0,
+        wait_timeout: float = 35.0,
+        on_lost: OnLost | None = None,
+    ) -> None:
+        lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
+        keys = permit_keys(key, permits)
+        self._client = client
+        self._lease = client._new_lease(table, key, lease_s, wait_s, on_lost, keys)
+        self._dropped: weakref.finalize[Any, Any] | None = None
+
+    @property
+    def _permit(self) -> PermitLease:
+        return cast(PermitLease, self._lease)
+
+    @property
+    def key(self) -> str:
+        """The semaphore's key (its permits are rows at derived keys, see ``permit_key``)."""
+        return self._permit.name
+
+    @property
+    def permits(self) -> int:
+        """How many holders the semaphore admits at once."""
+        return self._permit.permits
+
+    @property
+    def permit_key(self) -> str | None:
+        """The row key of the permit this guard holds (``dynalease-permit:<i>:<key>``), or None.
+
+        That row is an ordinary lock row: ``dynalease inspect --key`` shows it,
+        and ``check_in`` conditions a transaction on it.
+        """
+        lease = self._permit
+        return None if lease.state in _UNHELD else lease.key
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(table={self.table!r}, key={self.key!r}, "
+            f"permits={self.permits}, state={self._lease.state.value!r})"
+        )
+
+
+class DistributedSemaphore(_SemaphoreGuard, DistributedLock):
+    """An async context manager holding one of ``permits`` permits of a key, renewed.
+
+    At most ``permits`` guards hold the same key at once, in any process;
+    everything else (durations, ``LockNotAcquired`` when no permit is had within
+    ``wait_timeout``, ``LockLost``, ``check_in``, metrics) is as for
+    :class:`~dynalease.DistributedLock`. Every caller must use the same number
+    of permits (docs/semaphores.md says what happens otherwise).
+
+    Example::
+
+        async with DistributedSemaphore(client, table="locks", key="partner-api", permits=5):
+            await call_partner()
+    """
+
+    async def __aenter__(self) -> DistributedSemaphore:
+        await DistributedLock.__aenter__(self)
+        return self
+
+
+class SyncDistributedSemaphore(_SemaphoreGuard, SyncDistributedLock):
+    """The sync form of :class:`DistributedSemaphore`; waiting releases the GIL.
+
+    Example::
+
+        with SyncDistributedSemaphore(client, table="locks", key="reindex", permits=3):
+            reindex()
+    """
+
+    def __enter__(self) -> SyncDistributedSemaphore:
+        SyncDistributedLock.__enter__(self)
+        return self
+
+
+def distributed_semaphore(
+    client: DynamoDBClient,
+    *,
+    table: str,
+    key: str,
+    permits: int,
+    lease_duration: float = 30.0,
+    wait_timeout: float = 35.0,
+    on_lost: OnLost | None = None,
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Run each call of a ``def`` or ``async def`` function holding one of ``permits`` permits.
+
+    ``key`` is a template over the function's arguments, as for
+    :func:`~dynalease.distributed_lock`; errors in it, and a bad ``permits``,
+    are raised here, before any request.
+
+    Example::
+
+        @distributed_semaphore(client, table="locks", key="reindex:{index}", permits=3)
+        def reindex(index: str) -> None:
+            ...
+    """
+    lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
+    template = KeyTemplate(key)
+    if not template.placeholders:
+        permit_keys(template.resolve({}), permits)  # a fixed key: check it all now
+    else:
+        permit_keys("k", permits)  # the count now; each resolved key at call time
+    options: dict[str, Any] = {
+        "table": table,
+        "permits": permits,
+        "lease_duration": lease_s,
+        "wait_timeout": wait_s,
+        "on_lost": on_lost,
+    }
+    return guarded_calls(
+        "distributed_semaphore",
+        template,
+        lambda resolved: DistributedSemaphore(client, key=resolved, **options),
+        lambda resolved: SyncDistributedSemaphore(client, key=resolved, **options),
+    )

@@ -1,0 +1,281 @@
+"""``dynalease run -- CMD``: real processes against the moto server (and a fault proxy).
+
+Each test starts ``dynalease run`` as its own interpreter; the commands it runs
+are small shell or Python programs that write what they saw to files the test
+reads.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.cli_runner import CLI, cli_env, spawn_cli
+from support.fault_proxy import FaultProxy
+
+from dynalease import DynamoDBClient
+from dynalease.cli.run import EXIT_LEASE_LOST, EXIT_NOT_ACQUIRED
+
+#: Generous: two cores shared by several test runs.
+BOUND_S = 30.0
+
+
+def run_args(endpoint: str, table: str, *options: str) -> list[str]:
+    return ["run", "--endpoint", endpoint, "--table", table, "--key", "job", *options]
+
+
+def start(endpoint: str, table: str, *options: str, env: dict[str, str] | None = None) -> Any:
+    return subprocess.Popen(
+        [*CLI, *run_args(endpoint, table, *options)],
+        env=cli_env() if env is None else env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for_file(path: Path, timeout: float = BOUND_S) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text()
+        time.sleep(0.02)
+    pytest.fail(f"{path.name} was not written within {timeout:g} s")
+
+
+def row(client: DynamoDBClient, table: str, key: str = "job") -> dict[str, object] | None:
+    return client.sync_get_item(table, {"key": key}, consistent_read=True)
+
+
+def test_the_exit_status_is_the_commands_and_the_command_sees_the_lock(
+    endpoint: str, lock_table: str, client: DynamoDBClient, tmp_path: Path
+) -> None:
+    seen = tmp_path / "env"
+    script = f'echo "$DYNALEASE_TABLE $DYNALEASE_KEY $DYNALEASE_OWNER" > {seen}; exit 7'
+    result = spawn_cli(*run_args(endpoint, lock_table), "--", "sh", "-c", script)
+    assert result.code == 7, result.err
+    table, key, owner = seen.read_text().split()
+    assert (table, key, len(owner)) == (lock_table, "job", 36)
+    assert row(client, lock_table) is None  # released after the command exited
+
+    killed = spawn_cli(*run_args(endpoint, lock_table), "--", "sh", "-c", "kill -KILL $$")
+    assert killed.code == 128 + signal.SIGKILL
+    assert spawn_cli(*run_args(endpoint, lock_table), "--", "true").code == 0
+    missing = spawn_cli(*run_args(endpoint, lock_table), "--", "no-such-command-here")
+    assert missing.code == 127 and "command not found" in missing.err
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--table", "{table}", "--key", "k", "true"], "missing `--`"),
+        (["--table", "{table}", "--key", "k", "--lease", "soon", "--", "true"], "--lease"),
+        (["--table", "{table}", "--key", "k", "--wait", "-1", "--", "true"], "--wait"),
+        (["--table", "{table}", "--key", "k", "--permits", "0", "--", "true"], "--permits"),
+        (["--table", "no-such-table", "--key", "k", "--", "true"], "does not exist"),
+        (["--table", "{table}", "--", "true"], "--key is required"),
+        (["--table", "{table}", "--key", "k", "--fencing", "--", "true"], "--fencing"),
+        (["--table", "{table}", "--key", "dynalease-permit:1:k", "--", "true"], "reserved"),
+    ],
+)
+def test_bad_input_is_one_error_and_exit_2_before_anything_runs(
+    endpoint: str, lock_table: str, tmp_path: Path, arguments: list[str], message: str
+) -> None:
+    marker = tmp_path / "ran"
+    arguments = [a.replace("{table}", lock_table) for a in arguments]
+    if arguments[-1] == "true":
+        arguments[-1:] = ["sh", "-c", f"touch {marker}"]
+    result = spawn_cli("run", "--endpoint", endpoint, *arguments)
+    assert result.code == 2, result.err
+    assert message in result.err
+    assert len(result.err.strip().splitlines()) == 1, result.err
+    assert result.err.startswith("dynalease run: error:")
+    assert not marker.exists()
+
+
+def test_the_environment_configures_run_and_flags_win(
+    endpoint: str, lock_table: str, tmp_path: Path
+) -> None:
+    seen = tmp_path / "key"
+    env = cli_env(DYNALEASE_TABLE=lock_table, DYNALEASE_KEY="from-env", DYNALEASE_LEASE="5")
+    script = f'echo "$DYNALEASE_KEY" > {seen}'
+    plain = subprocess.run(
+        [*CLI, "run", "--endpoint", endpoint, "--", "sh", "-c", script], env=env, timeout=60
+    )
+    assert plain.returncode == 0 and seen.read_text().strip() == "from-env"
+    flagged = subprocess.run(
+        [*CLI, "run", "--endpoint", endpoint, "--key", "flag", "--", "sh", "-c", script],
+        env=env,
+        timeout=60,
+    )
+    assert flagged.returncode == 0 and seen.read_text().strip() == "flag"
+    bad = subprocess.run(
+        [*CLI, "run", "--endpoint", endpoint, "--", "true"],
+        env={**env, "DYNALEASE_WAIT": "later"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "DYNALEASE_WAIT='later'" in bad.stderr
+
+
+def test_a_second_run_gives_up_with_75_or_waits_for_the_first(
+    endpoint: str, lock_table: str, tmp_path: Path
+) -> None:
+    started, finished, second = tmp_path / "started", tmp_path / "finished", tmp_path / "second"
+    script = f"echo go > {started}; sleep 2; echo done > {finished}"
+    first = start(endpoint, lock_table, "--", "sh", "-c", script)
+    try:
+        wait_for_file(started)
+        gave_up = spawn_cli(*run_args(endpoint, lock_table), "--", "true")
+        assert gave_up.code == EXIT_NOT_ACQUIRED, gave_up.err
+        assert "was not acquired" in gave_up.err
+        check = f"test -f {finished} && echo after > {second}"  # did the first one finish?
+        waited = spawn_cli(
+            *run_args(endpoint, lock_table, "--wait", str(BOUND_S)), "--", "sh", "-c", check
+        )
+        assert waited.code == 0, waited.err
+        assert second.read_text().strip() == "after"  # it ran only once the first had ended
+        assert first.wait(BOUND_S) == 0
+    finally:
+        first.kill()
+        first.wait()
+
+
+def test_permits_let_n_runs_hold_at_once(endpoint: str, lock_table: str, tmp_path: Path) -> None:
+    holders = []
+    try:
+        for index in range(2):
+            flag = tmp_path / f"holder-{index}"
+            holders.append(
+                start(
+                    endpoint,
+                    lock_table,
+                    "--permits",
+                    "2",
+                    "--",
+                    "sh",
+                    "-c",
+                    f'echo "$DYNALEASE_PERMIT_KEY" > {flag}; sleep 30',
+                )
+            )
+            wait_for_file(flag)
+        permits = {(tmp_path / f"holder-{i}").read_text().strip() for i in range(2)}
+        assert permits == {"dynalease-permit:1:job", "dynalease-permit:2:job"}
+        third = spawn_cli(*run_args(endpoint, lock_table, "--permits", "2"), "--", "true")
+        assert third.code == EXIT_NOT_ACQUIRED
+    finally:
+        for holder in holders:
+            holder.send_signal(signal.SIGTERM)
+            holder.wait(BOUND_S)
+    assert [holder.returncode for holder in holders] == [128 + signal.SIGTERM] * 2
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_signals_to_run_are_forwarded_and_the_lock_is_released_after_the_child_exits(
+    endpoint: str, lock_table: str, client: DynamoDBClient, tmp_path: Path, signum: int
+) -> None:
+    ready, log = tmp_path / "ready", tmp_path / "log"
+    child = (  # on the signal, checks that its lock row is still held, then exits 9
+        "import os, signal, sys, time\n"
+        "from dynalease import DynamoDBClient\n"
+        f"client = DynamoDBClient(region='us-east-1', endpoint_url={endpoint!r})\n"
+        "def stop(signum, frame):\n"
+        "    time.sleep(0.5)\n"
+        f"    held = client.sync_get_item({lock_table!r}, {{'key': 'job'}}, consistent_read=True)\n"
+        "    mine = held is not None and held['owner'] == os.environ['DYNALEASE_OWNER']\n"
+        f"    open({str(log)!r}, 'w').write(f'got {{signum}}, held {{mine}}')\n"
+        "    sys.exit(9)\n"
+        "signal.signal(signal.SIGTERM, stop)\n"
+        "signal.signal(signal.SIGINT, stop)\n"
+        f"open({str(ready)!r}, 'w').write('ready')\n"
+        "time.sleep(60)\n"
+    )
+    runner = start(endpoint, lock_table, "--", sys.executable, "-c", child)
+    wait_for_file(ready)
+    assert row(client, lock_table) is not None
+    runner.send_signal(signum)
+    assert runner.wait(BOUND_S) == 9  # the child's own status
+    assert log.read_text() == f"got {int(signum)}, held True"  # still held while it stopped
+    assert row(client, lock_table) is None
+
+
+def test_a_command_outliving_a_partitioned_lease_is_terminated(
+    endpoint: str, lock_table: str, client: DynamoDBClient, tmp_path: Path
+) -> None:
+    ready, log = tmp_path / "ready", tmp_path / "log"
+    stubborn = (  # ignores SIGTERM: only the SIGKILL after --kill-after ends it
+        "import signal, time\n"
+        f"signal.signal(signal.SIGTERM, lambda s, f: open({str(log)!r}, 'a').write('TERM '))\n"
+        f"open({str(ready)!r}, 'w').write('ready')\n"
+        "time.sleep(120)\n"
+    )
+    with FaultProxy(endpoint) as proxy:
+        options = ("--lease", "1.5", "--kill-after", "1")
+        runner = start(proxy.url, lock_table, *options, "--", sys.executable, "-c", stubborn)
+        wait_for_file(ready)
+        began = time.monotonic()
+        proxy.partition()  # renewals never arrive: the lease runs out
+        status = runner.wait(BOUND_S)
+        took = time.monotonic() - began
+        assert runner.stderr is not None
+        err = runner.stderr.read()
+    assert status == EXIT_LEASE_LOST, err
+    assert "lease on 'job' was lost" in err
+    assert log.read_text().strip() == "TERM"  # SIGTERM first, then SIGKILL
+    assert took < BOUND_S
+
+
+def test_a_sigkilled_run_is_recovered_by_observation_and_its_command_dies_with_it(
+    endpoint: str, lock_table: str, client: DynamoDBClient, tmp_path: Path
+) -> None:
+    ready = tmp_path / "ready"
+    runner = start(
+        endpoint,
+        lock_table,
+        "--lease",
+        "2",
+        "--",
+        "sh",
+        "-c",
+        f"echo $$ > {ready}; exec sleep 60",
+    )
+    child_pid = int(wait_for_file(ready).strip())
+    os.kill(runner.pid, signal.SIGKILL)
+    runner.wait(BOUND_S)
+    killed_at = time.monotonic()
+    after = spawn_cli(
+        *run_args(endpoint, lock_table, "--lease", "2", "--wait", str(BOUND_S)), "--", "true"
+    )
+    assert after.code == 0, after.err
+    assert time.monotonic() - killed_at >= 2 / 3  # taken over only after observation
+    deadline = time.monotonic() + BOUND_S
+    while time.monotonic() < deadline:  # the orphaned command got SIGKILL (PR_SET_PDEATHSIG)
+        try:
+            os.kill(child_pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("the command of the killed run is still running")
+
+
+def test_an_outage_is_exit_1_not_contention(lock_table: str, endpoint: str, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    with FaultProxy(endpoint) as proxy:
+        proxy.partition(["PutItem", "GetItem", "BatchGetItem"])  # the table is still described
+        result = spawn_cli(
+            *run_args(proxy.url, lock_table, "--wait", "1", "--lease", "3"),
+            "--",
+            "sh",
+            "-c",
+            f"touch {marker}",
+        )
+    assert result.code == 1, result.err
+    assert "outage, not contention" in result.err
+    assert not marker.exists()
