@@ -38,6 +38,12 @@ def main(argv: list[str] | None = None) -> int:
         help="leave AWS Lambda Powertools out of the layer",
     )
     parser.add_argument(
+        "--no-recovery",
+        dest="include_recovery",
+        action="store_false",
+        help="leave the recovery extension (extensions/dynalease-recovery) out of the layer",
+    )
+    parser.add_argument(
         "--max-bytes",
         type=int,
         default=SIZE_BUDGET_BYTES,
@@ -47,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.max_bytes <= 0:
         parser.error(f"--max-bytes must be a positive number of bytes, got {args.max_bytes}")
     try:
-        build = build_layer(include_powertools=args.include_powertools)
+        build = build_layer(
+            include_powertools=args.include_powertools, include_recovery=args.include_recovery
+        )
     except LayerBuildError as error:
         print(f"layer build failed: {error}", file=sys.stderr)
         return 1

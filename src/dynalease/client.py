@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._engine.clock import SYSTEM_CLOCK, Clock
+from ._engine.journal import process_journal
 from ._engine.lease import Lease
 from ._engine.observations import Observations
 from ._engine.permits import PermitLease
@@ -190,6 +191,8 @@ class DynamoDBClient:
         self._clock = clock
         self._region = region
         self._endpoint_url = endpoint_url
+        # Only where the recovery extension is installed; else None, and free.
+        self._journal = process_journal(region=region, endpoint_url=endpoint_url)
 
     # --- shared state -------------------------------------------------------
 
@@ -234,6 +237,7 @@ class DynamoDBClient:
             "lease_s": lease_s,
             "wait_s": wait_s,
             "on_lost": on_lost,
+            "journal": self._journal,
         }
         if permit_keys:
             return PermitLease(name=key, permit_keys=permit_keys, **options)

@@ -5,7 +5,15 @@ An explicit argument always wins over the environment.
 
 from __future__ import annotations
 
-__all__ = ["ENV_LOG_KEYS", "ENV_TABLE", "ENV_TRANSPORT"]
+__all__ = [
+    "ENV_EXTENSIONS_DIR",
+    "ENV_JOURNAL_DIR",
+    "ENV_LOG_KEYS",
+    "ENV_RUNTIME_API",
+    "ENV_TABLE",
+    "ENV_TRANSPORT",
+    "RECOVERY_EXTENSION",
+]
 
 ENV_TABLE = "DYNALEASE_TABLE"
 """The lock table for the Lambda middleware (the CDK construct sets it)."""
@@ -19,3 +27,15 @@ ENV_LOG_KEYS = "DYNALEASE_LOG_KEYS"
 One rule for the engine's log lines and the Lambda middleware's (whose ``log_key=``
 argument wins). Any other value counts as ``hash``. Exceptions always name the key.
 """
+
+ENV_RUNTIME_API = "AWS_LAMBDA_RUNTIME_API"
+"""Set by Lambda in every sandbox: where the Runtime and Extensions APIs listen."""
+
+ENV_EXTENSIONS_DIR = "DYNALEASE_EXTENSIONS_DIR"
+"""Where external extensions are installed (default ``/opt/extensions``; for tests)."""
+
+ENV_JOURNAL_DIR = "DYNALEASE_JOURNAL_DIR"
+"""Where guards journal the rows they may hold (default ``/tmp/dynalease-journal``)."""
+
+RECOVERY_EXTENSION = "dynalease-recovery"
+"""The recovery extension's file name in the extensions directory (and its registered name)."""

@@ -56,7 +56,8 @@ def test_the_layer_holds_dynalease_powertools_and_their_pure_python_deps(
     full: LayerBuild,
 ) -> None:
     names = zipfile.ZipFile(full.zip_path).namelist()
-    assert all(name.startswith("python/") for name in names)
+    assert [n for n in names if not n.startswith("python/")] == ["extensions/dynalease-recovery"]
+    names = [n for n in names if n.startswith("python/")]
     top = _top_level(names)
     assert {"dynalease", "aws_lambda_powertools", "typing_extensions"} <= top
     assert "python/dynalease/__init__.py" in names
@@ -123,7 +124,27 @@ def test_zip_entries_have_fixed_timestamps_and_permissions(full: LayerBuild) -> 
         infos = archive.infolist()
     assert [i.filename for i in infos] == sorted(i.filename for i in infos)
     assert {i.date_time for i in infos} == {(1980, 1, 1, 0, 0, 0)}
-    assert {i.external_attr >> 16 for i in infos} == {0o100644}
+    modes = {i.filename: i.external_attr >> 16 for i in infos}
+    assert modes.pop("extensions/dynalease-recovery") == 0o100755  # Lambda runs it
+    assert set(modes.values()) == {0o100644}
+
+
+def test_the_recovery_extension_is_in_by_default_and_can_be_left_out(
+    tmp_path: Path, full: LayerBuild
+) -> None:
+    with zipfile.ZipFile(full.zip_path) as archive:
+        launcher = archive.read("extensions/dynalease-recovery").decode()
+        names = archive.namelist()
+    assert launcher.startswith("#!/bin/sh\n")
+    assert "-m dynalease._extension.recovery" in launcher
+    assert "python/dynalease/_extension/recovery.py" in names
+    assert "python/dynalease/_extension/dynalease-recovery" not in names  # once, in extensions/
+    without = build_layer(include_recovery=False, cache_dir=tmp_path)
+    left = zipfile.ZipFile(without.zip_path).namelist()
+    assert not [n for n in left if n.startswith("extensions/")]
+    assert without.file_count == full.file_count - 1
+    with pytest.raises(TypeError, match="include_recovery must be a bool"):
+        build_layer(include_recovery="yes", cache_dir=tmp_path)  # type: ignore[arg-type]
 
 
 def test_without_powertools_the_layer_holds_only_dynalease(

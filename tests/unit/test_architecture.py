@@ -40,6 +40,7 @@ ALLOWED: dict[str, set[str]] = {
     "middleware": BASE | {"_lambda", "client", "lock", "keys", "metrics"},
     "testing": BASE | {"_engine", "_transport", "_values", "client"},
     "cdk": BASE,
+    "_extension": BASE | {"_engine", "_transport", "client"},
     "_tooling": BASE | {"_engine", "client"},
     "demo": BASE
     | {"_engine", "_values", "_lambda", "_tooling", "client", "lock", "transaction", "keys"}

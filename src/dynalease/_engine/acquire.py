@@ -57,6 +57,8 @@ class Acquiring(Renewing):
                 "guards are single use, create a new one"
             )
         self._move(Event.START)
+        if self.journal is not None:  # before the first request: it may commit unanswered
+            self.journal.record(self.table, self.key, self.owner, fencing=self.fencing)
         start = self.clock.monotonic()
         single = self.wait_s == 0
         budget = p.zero_wait_budget(self.lease_s)
@@ -107,6 +109,8 @@ class Acquiring(Renewing):
         if self._validity is not None or self._late:
             # Acquired just as we were cancelled, or a write may still land.
             self._background(self._cleanup_late())
+        else:
+            self._forget()
 
     def _not_acquired(self, why: str, cause: BaseException | None = None) -> LockNotAcquired:
         error = LockNotAcquired(

@@ -23,6 +23,7 @@ from ..metrics import LockMetrics
 from . import protocol as p
 from .clock import Clock, Stamp, SystemClock
 from .counters import Tally
+from .journal import Journal
 from .observations import Observations
 from .states import NEXT_STATE, Event, IllegalTransition, State
 from .store import LockStore, Reply
@@ -69,6 +70,7 @@ class LeaseBase:
         wait_s: float,
         on_lost: Callable[[LockLost], object] | None = None,
         fencing: bool = False,
+        journal: Journal | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -104,6 +106,8 @@ class LeaseBase:
         self._tasks: set[asyncio.Future[None]] = set()
         self._renewer: asyncio.Task[None] | None = None
         self._on_lost = on_lost
+        #: Where this guard notes the row it may hold (``journal``); None when off.
+        self.journal = journal
         #: The transport bounds requests itself, in the loop's (the system clock's) time.
         self._limited = store.limits and isinstance(clock, SystemClock)
 
@@ -196,6 +200,15 @@ class LeaseBase:
         text = str(error)
         name = logged_key(self.key)
         return text if name == repr(self.key) else text.replace(repr(self.key), name)
+
+    def _forget(self) -> None:
+        """After giving up: drop the journal entry once no write of ours may still land.
+
+        (A confirmed release drops it at once, in ``release`` and ``caller``.)
+        """
+        journal = self.journal
+        if journal is not None and not self._late:
+            journal.forget(self.owner)
 
     # --- background work -------------------------------------------------------
 

@@ -159,6 +159,8 @@ class CallerPath(Acquiring, Releasing):
         self._interrupted = None
         self.tally.caller_wcu += reply.capacity
         self._end_release()
+        if self.journal is not None:
+            self.journal.forget(self.owner)
         return None
 
     def interrupted_release(self) -> FirstWrite | None:

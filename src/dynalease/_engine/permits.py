@@ -53,6 +53,9 @@ class PermitLease(Lease):
 
     def _use(self, key: str) -> None:
         """Aim the next write at permit row ``key`` (only while acquiring)."""
+        if key != self.key and self.journal is not None:
+            # The journal names the row the next write may create, before it is sent.
+            self.journal.record(self.table, key, self.owner)
         self.key = key
         self._resource = (self.table, key)
         if key not in self._tried:

@@ -67,6 +67,8 @@ class Releasing(Requests):
         finally:
             if self.state is State.RELEASING:
                 self._end_release()
+        if self.journal is not None:  # the row is gone or not ours: confirmed
+            self.journal.forget(self.owner)
         self.observations.released(self._resource)
         if self.loss is not None:
             raise self._lost_error()
@@ -147,6 +149,7 @@ class Releasing(Requests):
         deadline = self.clock.monotonic() + p.cleanup_budget(self.lease_s)
         try:
             await self._delete_until_gone(deadline)
+            self._forget()
         except Exception as error:
             log.warning(
                 "dynalease: could not clean up late lock row %s: %s",

@@ -234,6 +234,8 @@ class Requests(LeaseBase):
             if failure is not None and not (
                 isinstance(failure, RequestFailedError) and failure.may_have_committed
             ):
+                if self.state in _GAVE_UP:
+                    self._forget()  # it did not land: nothing of ours is left
                 return
             if self.state in _GAVE_UP:
                 self._background(self._cleanup_late())

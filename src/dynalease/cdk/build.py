@@ -74,6 +74,10 @@ _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 _FILE_MODE = 0o100644
 _ROOT = PurePosixPath("python")
 _LAYER_EXTRA = "lambda"
+# The recovery extension's launcher goes to ``extensions/`` (executable), not ``python/``.
+_LAUNCHER = "dynalease/_extension/dynalease-recovery"
+_EXTENSION_ENTRY = "extensions/dynalease-recovery"
+_EXEC_MODE = 0o100755
 # The layer holds the runtime library only. These parts of dynalease run on a
 # developer's machine (the command, the demo and its local server, test doubles,
 # the CDK constructs and this builder), never inside Lambda.
@@ -84,6 +88,7 @@ _NOT_RUNTIME = (
     "dynalease/_tooling/",
     "dynalease/testing/",
     "dynalease/testing.py",
+    _LAUNCHER,
 )
 _DROP_DIST_INFO = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
 _MACHINES = ("x86_64", "aarch64")
@@ -126,6 +131,7 @@ def default_cache_dir() -> Path:
 def build_layer(
     *,
     include_powertools: bool = True,
+    include_recovery: bool = True,
     python_versions: Sequence[str] = DEFAULT_PYTHON_VERSIONS,
     cache_dir: Path | None = None,
 ) -> LayerBuild:
@@ -133,15 +139,22 @@ def build_layer(
 
     ``include_powertools`` adds the ``lambda`` extra (AWS Lambda Powertools) and
     its dependencies. ``python_versions`` are the Lambda runtimes the layer
-    targets; a dependency needed by any of them goes in.
+    targets; a dependency needed by any of them goes in. ``include_recovery`` adds
+    the recovery extension's launcher as ``extensions/dynalease-recovery``.
     """
-    if not isinstance(include_powertools, bool):
-        raise TypeError(f"include_powertools must be a bool, got {include_powertools!r}")
+    for name, flag in (
+        ("include_powertools", include_powertools),
+        ("include_recovery", include_recovery),
+    ):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool, got {flag!r}")
     versions = _check_versions(python_versions)
     dists = _closure(include_powertools, versions)
     entries: dict[str, bytes] = {}
     for dist in dists:
         _add_distribution(entries, dist)
+    if include_recovery:
+        entries[_EXTENSION_ENTRY] = (Path(__file__).resolve().parents[2] / _LAUNCHER).read_bytes()
     names = tuple(sorted((_dist_name(d), d.version) for d in dists))
 
     digest = hashlib.sha256(_FORMAT.encode())
@@ -361,7 +374,8 @@ def _write_zip(entries: dict[str, bytes], zip_path: Path) -> None:
                 info = zipfile.ZipInfo(arcname, date_time=_ZIP_TIME)
                 info.compress_type = zipfile.ZIP_DEFLATED
                 info.create_system = 3
-                info.external_attr = _FILE_MODE << 16
+                mode = _EXEC_MODE if arcname == _EXTENSION_ENTRY else _FILE_MODE
+                info.external_attr = mode << 16
                 archive.writestr(info, entries[arcname], compresslevel=9)
         os.chmod(temporary, 0o644)
         # Atomic, so a concurrent synth never sees a half-written zip.

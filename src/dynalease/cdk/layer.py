@@ -58,6 +58,11 @@ class LockLayer(lambda_.LayerVersion):
         fn = lambda_.Function(..., layers=[layer])
 
     :param include_powertools: also ship AWS Lambda Powertools (the ``lambda`` extra).
+    :param include_recovery_extension: also ship the recovery extension
+        (``extensions/dynalease-recovery``, docs/lambda.md): after a timeout or crash
+        it deletes the dead runtime's lock rows at once instead of leaving them for a
+        lease. On by default: it never delays an invocation and sends nothing unless a
+        runtime died holding a lock.
     :param compatible_runtimes: Python runtimes, python3.11 or newer.
     :param compatible_architectures: x86_64 and/or arm64.
     :param removal_policy: keep (RETAIN, default) or delete old layer versions.
@@ -72,6 +77,7 @@ class LockLayer(lambda_.LayerVersion):
         id: str,
         *,
         include_powertools: bool = True,
+        include_recovery_extension: bool = True,
         compatible_runtimes: Sequence[lambda_.Runtime] = DEFAULT_RUNTIMES,
         compatible_architectures: Sequence[lambda_.Architecture] = DEFAULT_ARCHITECTURES,
         removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
@@ -90,6 +96,7 @@ class LockLayer(lambda_.LayerVersion):
         )
         build = build_layer(
             include_powertools=include_powertools,
+            include_recovery=include_recovery_extension,
             python_versions=[runtime.name.removeprefix("python") for runtime in runtimes],
         )
         super().__init__(

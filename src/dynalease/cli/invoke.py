@@ -15,19 +15,32 @@ from typing import Any
 from .common import EXIT_FAILED, exit_status
 
 _MACHINERY = "dynalease._lambda.invoke"
+_LIFECYCLE = "--lifecycle"
 
 
 def add_parser(commands: Any) -> None:
     """List ``invoke`` in ``dynalease --help``; its own parser answers ``invoke --help``."""
     commands.add_parser(
         "invoke",
-        help="run a Lambda handler with a counting-down context (see `dynalease invoke --help`)",
+        help="run a Lambda handler with a counting-down context (see `dynalease invoke --help`;"
+        " --lifecycle runs it under a local Lambda control plane, timeouts enforced)",
         add_help=False,
     )
 
 
 def run(argv: list[str]) -> int:
-    """Run ``dynalease invoke ARGV``; returns the exit status."""
+    """Run ``dynalease invoke ARGV``; returns the exit status.
+
+    With ``--lifecycle`` the handler runs under the local control plane
+    (``_tooling/lifecycle.py``) instead of in this interpreter.
+    """
+    if _LIFECYCLE in argv:
+        from .._tooling import lifecycle
+
+        try:
+            return lifecycle.main([a for a in argv if a != _LIFECYCLE])
+        except SystemExit as exit_:
+            return exit_status(exit_)
     # Imported by name: the Lambda tooling is an optional part of an installation.
     try:
         module = importlib.import_module(_MACHINERY)

@@ -22,6 +22,8 @@ from typing import Any
 #: Lambda's default timeout is 3 s; the examples need room for a 30 s lease's cleanup.
 INVOCATION_TIMEOUT_S = 30.0
 PAUSE_S = 0.5
+#: Seconds of run left for the one Lambda timeout (``lambda_timeout``, about 4 s).
+TIMEOUT_SCENARIO_ROOM_S = 10.0
 
 
 def handlers(root: Path) -> dict[str, str]:
@@ -91,6 +93,12 @@ def main(argv: list[str]) -> int:
         os.environ["AWS_PROFILE"] = config["profile"]
     events = {path: json.loads(Path(path).read_text()) for path in config["handlers"]}
     end_at = wait_for_start()["end_at"]
+    if end_at - time.time() > TIMEOUT_SCENARIO_ROOM_S:
+        from .lambda_timeout import scenario
+
+        with contextlib.redirect_stdout(sys.stderr):
+            text = scenario(config["locks"])
+        emit("note", text=text)
     while time.time() < end_at:
         for path, target in config["handlers"].items():
             if time.time() >= end_at:

@@ -170,6 +170,8 @@ class DemoState:
             self.note(f"{name}: {stats.last_error}")
         elif kind == "invoked":
             self._invoked(stats, event)
+        elif kind == "note":
+            self.note(f"{name}: {event.get('text', '')}")
         elif kind == "done":
             stats.state = "done"
 

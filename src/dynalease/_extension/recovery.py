@@ -1,0 +1,317 @@
+"""The recovery extension: on a timeout or crash, delete the rows the dead runtime held.
+
+Lambda starts ``extensions/dynalease-recovery`` (the layer's launcher) as its own
+process. It registers with the Extensions API for ``SHUTDOWN`` only, so it
+never takes part in, or delays, an invocation, and then waits in
+``event/next``. When the sandbox shuts down with reason ``timeout``,
+``failure`` or ``spindown`` (compared case-insensitively), the runtime process
+has already been stopped; for each journal entry (``_engine/journal.py``) whose
+writer process is gone, it sends the protocol's release, a ``DeleteItem``
+conditioned on the entry's owner, built by the engine's ``LockStore`` and sent
+by the lean transport with the function's own environment (Region,
+credentials, endpoint). A row someone else took over fails the condition and
+stays. Every request is bounded by the event's ``deadlineMs``; failures are
+logged with the key hashed (``DYNALEASE_LOG_KEYS=key`` shows keys) and never
+hold shutdown past the deadline.
+
+Run by hand: ``python -m dynalease._extension.recovery [NAME]`` with
+``AWS_LAMBDA_RUNTIME_API`` set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+# Only what registering and waiting need is imported up front: the request path
+# (the client, the lean transport, TLS) loads at shutdown, in about 70 ms of the
+# 2,000 ms window, so the waiting process holds half the memory.
+from .._engine import journal
+from ..constants import ENV_RUNTIME_API, RECOVERY_EXTENSION
+
+__all__ = ["RECOVER_ON", "Control", "Outcome", "main", "recover"]
+
+log = logging.getLogger("dynalease.recovery")
+
+#: The shutdown reasons after which a runtime may have died holding locks.
+RECOVER_ON = frozenset({"timeout", "failure", "spindown"})
+#: Kept back from ``deadlineMs``: the process must be out before Lambda kills it.
+MARGIN_S = 0.15
+REGISTER_TIMEOUT_S = 5.0
+_API = "/2020-01-01/extension"
+
+
+class Control:
+    """The Extensions API of one sandbox (``AWS_LAMBDA_RUNTIME_API``), over stdlib HTTP."""
+
+    def __init__(self, address: str) -> None:
+        host, _, port = address.rpartition(":")
+        self.host = host or address
+        self.port = int(port) if port.isdigit() else 80
+        self.identifier = ""
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None,
+        headers: dict[str, str],
+        timeout: float | None,
+    ) -> tuple[int, dict[str, str], bytes]:
+        # Plain HTTP/1.1 on loopback, one request per connection: a socket is enough,
+        # and http.client's imports (ssl, email) would double the waiting process's memory.
+        data = b"" if body is None else json.dumps(body).encode("utf-8")
+        lines = [f"{method} {_API}{path} HTTP/1.1", f"Host: {self.host}:{self.port}"]
+        lines += [f"{name}: {value}" for name, value in headers.items()]
+        lines += [f"Content-Length: {len(data)}", "Connection: close", "", ""]
+        with socket.create_connection((self.host, self.port), timeout=timeout) as connection:
+            connection.sendall("\r\n".join(lines).encode("latin-1") + data)
+            chunks = []
+            while chunk := connection.recv(65536):
+                chunks.append(chunk)
+        return _parse(b"".join(chunks))
+
+    def register(self, name: str) -> str:
+        """Register for SHUTDOWN only; the ``Lambda-Extension-Identifier`` Lambda returns."""
+        status, headers, text = self._request(
+            "POST",
+            "/register",
+            {"events": ["SHUTDOWN"]},
+            {"Lambda-Extension-Name": name, "Content-Type": "application/json"},
+            REGISTER_TIMEOUT_S,
+        )
+        identifier = {k.lower(): v for k, v in headers.items()}.get("lambda-extension-identifier")
+        if status != 200 or not identifier:
+            raise RuntimeError(
+                f"extension register answered {status} {text[:200]!r}; is {ENV_RUNTIME_API} "
+                "the sandbox's API address?"
+            )
+        self.identifier = identifier
+        return identifier
+
+    def next_event(self) -> dict[str, Any]:
+        """Wait (without a time limit: the sandbox is frozen meanwhile) for the next event."""
+        status, _, text = self._request(
+            "GET", "/event/next", None, {"Lambda-Extension-Identifier": self.identifier}, None
+        )
+        if status != 200:
+            raise RuntimeError(f"extension event/next answered {status} {text[:200]!r}")
+        event = json.loads(text)
+        return event if isinstance(event, dict) else {}
+
+    def exit_error(self, kind: str, message: str) -> None:
+        """Tell Lambda why this extension stops (``/extension/exit/error``); best effort."""
+        with contextlib.suppress(OSError):
+            self._request(
+                "POST",
+                "/exit/error",
+                {"errorMessage": message, "errorType": kind},
+                {
+                    "Lambda-Extension-Identifier": self.identifier,
+                    "Lambda-Extension-Function-Error-Type": kind,
+                },
+                1.0,
+            )
+
+
+def _parse(answer: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Status, headers and body of a whole HTTP/1.1 answer (``Connection: close``)."""
+    head, separator, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ", 2)
+    if not separator or len(parts) < 2 or not parts[1].isdigit():
+        raise OSError(f"not an HTTP answer: {answer[:80]!r}")
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip()] = value.strip()
+    length = {k.lower(): v for k, v in headers.items()}.get("content-length")
+    if length is not None and length.isdigit():
+        body = body[: int(length)]
+    return int(parts[1]), headers, body
+
+
+@dataclass
+class Outcome:
+    """What one recovery did, by entry."""
+
+    released: list[journal.Entry] = field(default_factory=list)
+    not_ours: list[journal.Entry] = field(default_factory=list)
+    failed: list[journal.Entry] = field(default_factory=list)
+    alive: list[journal.Entry] = field(default_factory=list)
+
+
+def recover(directory: str, deadline: float) -> Outcome:
+    """Release the rows of dead writers' entries in ``directory`` before ``deadline`` (epoch s).
+
+    Entries whose writer is alive are left alone; an entry is removed once its
+    row is confirmed deleted or found not to be its owner's any more.
+    """
+    outcome = Outcome()
+    dead: list[journal.Entry] = []
+    for entry in journal.entries(directory):
+        (dead if not journal.writer_alive(entry.pid, entry.started) else outcome.alive).append(
+            entry
+        )
+    if not dead:
+        return outcome
+    budget = deadline - time.time() - MARGIN_S
+    if budget <= 0:
+        log.warning("dynalease-recovery: no time left before the shutdown deadline; rows stay")
+        outcome.failed.extend(dead)
+        return outcome
+    import asyncio
+
+    from ..client import DynamoDBClient
+
+    groups: dict[tuple[str | None, str | None], list[journal.Entry]] = {}
+    for entry in dead:
+        groups.setdefault((entry.region, entry.endpoint_url), []).append(entry)
+    clients = []
+    for (region, endpoint), group in groups.items():
+        try:
+            clients.append(
+                (DynamoDBClient(region=region, endpoint_url=endpoint, transport="lean"), group)
+            )
+        except Exception as error:  # e.g. no Region: these rows wait out their lease
+            log.warning("dynalease-recovery: no client for %s / %s: %s", region, endpoint, error)
+            outcome.failed.extend(group)
+    if not clients:
+        return outcome
+
+    async def release_all() -> None:
+        work = [
+            _release(client, entry, outcome, deadline)
+            for client, group in clients
+            for entry in group
+        ]
+        with contextlib.suppress(TimeoutError):  # each entry's own bound has logged it
+            await asyncio.wait_for(asyncio.gather(*work), budget)
+
+    clients[0][0]._runtime().run(release_all())
+    return outcome
+
+
+async def _release(client: Any, entry: journal.Entry, outcome: Outcome, deadline: float) -> None:
+    import asyncio
+
+    from .._engine.base import log_keys, logged_key
+    from .._engine.store import ConditionFailed
+
+    name = f"lock {logged_key(entry.key)} in table {entry.table!r} (pid {entry.pid})"
+    store = client._lock_store
+    try:
+        left = deadline - time.time() - MARGIN_S
+        await asyncio.wait_for(store.prepare(), max(0.01, left))
+        left = deadline - time.time() - MARGIN_S
+        await asyncio.wait_for(
+            store.delete(entry.table, entry.key, entry.owner, fencing=entry.fencing),
+            max(0.01, left),
+        )
+    except ConditionFailed:
+        outcome.not_ours.append(entry)
+        log.info("dynalease-recovery: %s was no longer its owner's; left as it is", name)
+        _remove(entry)
+    except TimeoutError:
+        outcome.failed.append(entry)
+        log.warning("dynalease-recovery: %s: no answer before the shutdown deadline", name)
+    except Exception as error:
+        outcome.failed.append(entry)
+        text = str(error)
+        if log_keys() != "key":
+            text = text.replace(repr(entry.key), logged_key(entry.key))
+        log.warning("dynalease-recovery: could not release %s: %s", name, text)
+    else:
+        outcome.released.append(entry)
+        log.info("dynalease-recovery: released %s left by a stopped runtime", name)
+        _remove(entry)
+
+
+def _remove(entry: journal.Entry) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(entry.path)
+
+
+def watch(deadline: float, stop: Callable[[int], object] = os._exit) -> threading.Timer | None:
+    """Make sure this process is gone before Lambda's deadline: ``stop(1)`` just before it.
+
+    A shutdown must never be held past ``deadlineMs``, whatever a request or the
+    loop does. None when the deadline has passed (then nothing is sent at all).
+    """
+    delay = deadline - time.time() - MARGIN_S / 3
+    if delay <= 0:
+        return None
+    timer = threading.Timer(delay, stop, (1,))
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def _cancel(timer: threading.Timer | None) -> None:
+    if timer is not None:
+        timer.cancel()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Register, wait for SHUTDOWN, recover; the exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    name = args[0] if args else RECOVERY_EXTENSION
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(message)s")
+    address = os.environ.get(ENV_RUNTIME_API)
+    if not address:
+        print(
+            f"dynalease-recovery: {ENV_RUNTIME_API} is not set: run it in Lambda", file=sys.stderr
+        )
+        return 2
+    control = Control(address)
+    try:
+        control.register(name)
+    except (OSError, RuntimeError) as error:
+        print(f"dynalease-recovery: could not register: {error}", file=sys.stderr)
+        return 1
+    while True:
+        try:
+            event = control.next_event()
+        except (OSError, RuntimeError, ValueError) as error:
+            print(f"dynalease-recovery: event/next failed: {error}", file=sys.stderr)
+            return 1
+        if event.get("eventType") != "SHUTDOWN":
+            continue
+        reason = str(event.get("shutdownReason", "")).lower()
+        if reason not in RECOVER_ON:
+            return 0
+        deadline_ms = event.get("deadlineMs")
+        deadline = deadline_ms / 1000 if isinstance(deadline_ms, int | float) else time.time() + 1.5
+        watchdog = watch(deadline)
+        try:
+            outcome = recover(journal.directory(), deadline)
+        except Exception as error:
+            log.exception("dynalease-recovery: recovery failed")
+            control.exit_error("Extension.RecoveryFailed", f"{type(error).__name__}: {error}")
+            return 1
+        finally:
+            _cancel(watchdog)
+        if outcome.released or outcome.failed or outcome.not_ours:
+            log.info(
+                "dynalease-recovery: %s: %d released, %d not ours any more, %d failed, "
+                "%d left to live writers",
+                reason,
+                len(outcome.released),
+                len(outcome.not_ours),
+                len(outcome.failed),
+                len(outcome.alive),
+            )
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""``dynalease invoke --lifecycle``: a handler run the way Lambda runs it, timeouts and all.
+
+Where plain ``dynalease invoke`` calls the handler in this interpreter, this
+runs it under the local control plane (:mod:`.lambda_plane`): the runtime
+interface client (``awslambdaric``, dev extra) as the runtime process, the
+recovery extension as its own process from a layer-like directory, and the
+function timeout enforced by killing the runtime and sending ``SHUTDOWN``. An
+event file holding a JSON list is one invocation per element, in order, on the
+same function, so a timeout and what the next invocation finds can be watched::
+
+    dynalease invoke --lifecycle examples/lambda/timeout_handler.py:handler \\
+        events/lifecycle-timeout.json --timeout 12 --table locks
+
+Each invocation prints one line (status, seconds, result or error); a timeout
+or crash adds what happened to the sandbox; the extension's own log lines
+follow, and the runtime's output goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .lambda_plane import ControlPlane
+
+__all__ = ["layer_directory", "main"]
+
+_PACKAGE = Path(__file__).resolve().parents[1]  # dynalease/
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dynalease invoke --lifecycle",
+        description="Run a handler under a local Lambda control plane: the runtime "
+        "interface client, the recovery extension, the timeout enforced by a kill.",
+    )
+    parser.add_argument("handler", help="FILE.py:FUNCTION")
+    parser.add_argument("event", help="a JSON event file; a JSON list is one invocation each")
+    parser.add_argument("--timeout", type=float, default=30.0, help="function timeout (s)")
+    parser.add_argument("--table", help="sets DYNALEASE_TABLE")
+    parser.add_argument("--endpoint", help="sets AWS_ENDPOINT_URL_DYNAMODB")
+    parser.add_argument("--region", help="sets AWS_REGION")
+    parser.add_argument(
+        "--no-extension",
+        dest="extension",
+        action="store_false",
+        help="leave the recovery extension out, to see the difference",
+    )
+    return parser
+
+
+def layer_directory(directory: Path, *, extension: bool) -> Path:
+    """A layer-like directory: ``python/dynalease`` (this package) and the extension."""
+    (directory / "python").mkdir(parents=True)
+    (directory / "python" / "dynalease").symlink_to(_PACKAGE)
+    if extension:
+        (directory / "extensions").mkdir()
+        launcher = directory / "extensions" / "dynalease-recovery"
+        shutil.copyfile(_PACKAGE / "_extension" / "dynalease-recovery", launcher)
+        launcher.chmod(0o755)
+    return directory
+
+
+class _Logs:
+    """Prints what the sandbox processes wrote since the last look."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.read: dict[Path, int] = {}
+
+    def show(self) -> None:
+        for path in sorted(self.directory.glob("*.log")):
+            text = path.read_bytes()[self.read.get(path, 0) :].decode("utf-8", "replace")
+            self.read[path] = self.read.get(path, 0) + len(text.encode("utf-8"))
+            runtime = path.name.endswith("-runtime.log")
+            for line in text.splitlines():
+                if runtime:
+                    print(f"  [runtime] {line}", file=sys.stderr)
+                else:
+                    print(f"  [{path.stem.split('-', 1)[1]}] {line}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """0 when the last invocation returned, 1 when it failed or timed out, 2 on bad input."""
+    parser = _parser()
+    arguments = parser.parse_args(argv)
+    if not 0 < arguments.timeout <= 900:
+        parser.error(f"--timeout must be more than 0 and at most 900 s, got {arguments.timeout:g}")
+    file, _, function = arguments.handler.rpartition(":")
+    path = Path(file)
+    if not file.endswith(".py") or not function.isidentifier() or not path.is_file():
+        parser.error(f"the handler must be FILE.py:FUNCTION of an existing file, got {file!r}")
+    try:
+        loaded = json.loads(Path(arguments.event).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        parser.error(f"cannot read the event {arguments.event}: {error}")
+    events: list[Any] = loaded if isinstance(loaded, list) else [loaded]
+    environment = dict(os.environ)
+    for name, value in (
+        ("DYNALEASE_TABLE", arguments.table),
+        ("AWS_ENDPOINT_URL_DYNAMODB", arguments.endpoint),
+        ("AWS_REGION", arguments.region),
+    ):
+        if value:
+            environment[name] = value
+    last = "ok"
+    with tempfile.TemporaryDirectory(prefix="dynalease-lifecycle-") as temporary:
+        directory = Path(temporary)
+        plane = ControlPlane(
+            task=path.resolve().parent,
+            handler=f"{path.stem}.{function}",
+            layer=layer_directory(directory / "layer", extension=arguments.extension),
+            environment=environment,
+            timeout=arguments.timeout,
+            journal=directory / "journal",
+            logs=directory / "logs",
+        )
+        logs = _Logs(directory / "logs")
+        extension = "with" if arguments.extension else "without"
+        print(
+            f"function {path.name}:{function}, timeout {arguments.timeout:g} s, {extension} "
+            "the recovery extension"
+        )
+        try:
+            for number, event in enumerate(events, 1):
+                invocation = plane.invoke(event)
+                seconds = invocation.ended - invocation.started
+                last = invocation.status
+                payload = json.dumps(invocation.payload, default=str)
+                print(f"invocation {number}: {invocation.status} after {seconds:.2f} s: {payload}")
+                if invocation.stopped_at is not None and invocation.shutdown_done is not None:
+                    timed_out = last == "timeout"
+                    how = "killed at the deadline" if timed_out else "died"
+                    reason = "timeout" if timed_out else "failure"
+                    done = invocation.shutdown_done - invocation.stopped_at
+                    told = (
+                        f"SHUTDOWN ({reason}) went to the extension, done {done:.2f} s later"
+                        if arguments.extension
+                        else "no extension to tell: its rows stay for their lease"
+                    )
+                    print(
+                        f"  the runtime was {how}; {told}; the next invocation starts a "
+                        "fresh sandbox"
+                    )
+                logs.show()
+        finally:
+            plane.close()
+            logs.show()
+    return 0 if last == "ok" else 1

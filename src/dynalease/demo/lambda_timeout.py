@@ -1,0 +1,77 @@
+"""The demo's Lambda timeout: a handler killed while it holds a lock, and the next one's wait.
+
+Run once by the demo's Lambda process before its regular invocations, under the
+local control plane (``dynalease._tooling.lambda_plane``, with ``awslambdaric``
+from the dev extra) and with the recovery extension: :func:`handler` takes
+``demo:lambda-timeout`` (3 s lease) and sleeps past its 2 s timeout; the plane
+kills the runtime and sends ``SHUTDOWN``; the extension deletes the row; a
+second invocation for the same key says how long it waited for the lock.
+
+This file is also the handler module: the runtime imports it as the top-level
+module ``lambda_timeout``, so its imports are absolute.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+LEASE_S = 3.0
+TIMEOUT_S = 2.0
+KEY = "demo:lambda-timeout"
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, float]:
+    """Take the key; with ``sleep``, hold it past the function's timeout."""
+    from dynalease.client import DynamoDBClient
+    from dynalease.lock import SyncDistributedLock
+
+    started = time.monotonic()
+    with SyncDistributedLock(
+        DynamoDBClient(),
+        table=os.environ["DYNALEASE_TABLE"],
+        key=event["key"],
+        lease_duration=LEASE_S,
+        wait_timeout=LEASE_S + 5,
+    ):
+        waited = time.monotonic() - started
+        if event.get("sleep"):
+            time.sleep(600)
+    return {"waited_s": waited}
+
+
+def scenario(table: str, key: str = KEY) -> str:
+    """Run the timeout and the next invocation; one line saying what happened."""
+    import importlib.util
+
+    if importlib.util.find_spec("awslambdaric") is None:
+        return "Lambda timeout skipped: awslambdaric (dev extra) is not installed"
+    from dynalease._tooling.lambda_plane import ControlPlane
+    from dynalease._tooling.lifecycle import layer_directory
+
+    with tempfile.TemporaryDirectory(prefix="dynalease-demo-lambda-") as temporary:
+        directory = Path(temporary)
+        plane = ControlPlane(
+            task=Path(__file__).resolve().parent,
+            handler="lambda_timeout.handler",
+            layer=layer_directory(directory / "layer", extension=True),
+            environment={**os.environ, "DYNALEASE_TABLE": table},
+            timeout=TIMEOUT_S,
+            journal=directory / "journal",
+            logs=directory / "logs",
+        )
+        try:
+            first = plane.invoke({"key": key, "sleep": True})
+            second = plane.invoke({"key": key}, timeout=LEASE_S + 10)
+        finally:
+            plane.close()
+    if first.status != "timeout" or second.status != "ok" or not isinstance(second.payload, dict):
+        return f"Lambda timeout: unexpected outcomes {first.status}, {second.status}"
+    return (
+        f"a Lambda handler holding {key} was killed at its {TIMEOUT_S:g} s timeout; the "
+        f"recovery extension deleted its row; the next invocation waited "
+        f"{second.payload['waited_s']:.2f} s for the lock (without it: the {LEASE_S:g} s lease)"
+    )

@@ -1,0 +1,80 @@
+"""``dynalease invoke --lifecycle``: a handler under the local control plane, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from support.cli_runner import cli_env, spawn_cli
+
+HANDLER = """
+import time
+from dynalease.middleware import lock_handler
+
+@lock_handler(key="customer:{customer_id}", lease_duration=3, wait_timeout=0.5)
+def handler(event, context):
+    time.sleep(event["work_s"])
+    return {"customer_id": event["customer_id"]}
+"""
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[str, str]:
+    handler = tmp_path / "holder.py"
+    handler.write_text(HANDLER)
+    events = tmp_path / "events.json"
+    events.write_text(
+        json.dumps([{"customer_id": "c-1", "work_s": 30}, {"customer_id": "c-1", "work_s": 0}])
+    )
+    return f"{handler}:handler", str(events)
+
+
+def test_a_timeout_is_recovered_and_the_next_invocation_gets_the_lock(
+    files: tuple[str, str], endpoint: str, lock_table: str
+) -> None:
+    handler, events = files
+    result = spawn_cli(
+        "invoke",
+        "--lifecycle",
+        handler,
+        events,
+        "--timeout",
+        "3",
+        "--table",
+        lock_table,
+        env=cli_env(AWS_ENDPOINT_URL_DYNAMODB=endpoint),
+    )
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    assert lines[1].startswith("invocation 1: timeout after 3.0")
+    assert "killed at the deadline; SHUTDOWN (timeout) went to the extension" in result.out
+    assert "[dynalease-recovery] dynalease-recovery: released lock key_hash=" in result.out
+    assert any(line.startswith("invocation 2: ok") for line in lines)
+
+
+def test_without_the_extension_the_next_invocation_finds_the_row(
+    files: tuple[str, str], endpoint: str, lock_table: str
+) -> None:
+    handler, events = files
+    result = spawn_cli(
+        "invoke",
+        "--lifecycle",
+        handler,
+        events,
+        "--timeout",
+        "3",
+        "--table",
+        lock_table,
+        "--no-extension",
+        env=cli_env(AWS_ENDPOINT_URL_DYNAMODB=endpoint),
+    )
+    assert result.code == 1
+    assert "no extension to tell" in result.out
+    assert '"errorType": "LockNotAcquired"' in result.out
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    result = spawn_cli("invoke", "--lifecycle", str(tmp_path / "none.py:handler"), "e.json")
+    assert result.code == 2
+    assert "FILE.py:FUNCTION of an existing file" in result.err

@@ -1,0 +1,121 @@
+"""Handlers the recovery tests run under the local control plane (tests/support/lambda_plane.py).
+
+Each takes the lock for ``event["key"]`` with a lease of ``event["lease"]`` seconds,
+writes ``event["mark"]`` (the guard's owner, this runtime's pid and ``at``, the
+wall time it got the lock) once it holds it, then does ``event["then"]``:
+``sleep`` (past any timeout), ``exit`` (``os._exit``), ``kill`` (SIGKILL, as a
+segfault would end it) or ``return``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import time
+from typing import Any
+
+from dynalease import DistributedLock, DynamoDBClient, SyncDistributedLock, distributed_lock
+from dynalease.middleware import current_lock, lock_handler
+
+TABLE = os.environ["DYNALEASE_TABLE"]
+client = DynamoDBClient()  # Region, endpoint and credentials from the function's environment
+
+
+def _mark(event: dict[str, Any], owner: str) -> None:
+    path = event["mark"]
+    with open(path + ".tmp", "w", encoding="utf-8") as handle:
+        json.dump({"owner": owner, "pid": os.getpid(), "at": time.time()}, handle)
+    os.replace(path + ".tmp", path)
+
+
+def _then(event: dict[str, Any]) -> str:
+    action = event.get("then", "sleep")
+    if action == "sleep":
+        time.sleep(600)
+    elif action == "exit":
+        os._exit(3)
+    elif action == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return "done"
+
+
+def plain(event: dict[str, Any], context: Any) -> str:
+    """A plain SyncDistributedLock inside the handler."""
+    with SyncDistributedLock(
+        client,
+        table=TABLE,
+        key=event["key"],
+        lease_duration=event["lease"],
+        wait_timeout=event.get("wait", 5),
+    ) as guard:
+        _mark(event, guard.owner)
+        return _then(event)
+
+
+def fenced(event: dict[str, Any], context: Any) -> str:
+    """A fenced SyncDistributedLock (protocol-2 row) inside the handler."""
+    with SyncDistributedLock(
+        client,
+        table=TABLE,
+        key=event["key"],
+        lease_duration=event["lease"],
+        wait_timeout=event.get("wait", 5),
+        fencing=True,
+    ) as guard:
+        _mark(event, guard.owner)
+        return _then(event)
+
+
+@lock_handler(key="{key}", lease_duration=3.0, wait_timeout=5)
+def middleware(event: dict[str, Any], context: Any) -> str:
+    """The Lambda middleware (a 3 s lease)."""
+    _mark(event, current_lock().owner)
+    return _then(event)
+
+
+async def _async_hold(event: dict[str, Any]) -> str:
+    async with DistributedLock(
+        client, table=TABLE, key=event["key"], lease_duration=event["lease"], wait_timeout=5
+    ) as guard:
+        _mark(event, guard.owner)
+        if event.get("then", "sleep") == "sleep":
+            await asyncio.sleep(600)
+        return _then(event)
+
+
+def async_handler(event: dict[str, Any], context: Any) -> str:
+    """An async handler body: DistributedLock under asyncio.run."""
+    return asyncio.run(_async_hold(event))
+
+
+@distributed_lock(client, table=TABLE, key="{key}", lease_duration=3.0, wait_timeout=5)
+def _decorated(key: str, event: dict[str, Any]) -> str:
+    _mark(event, "decorated")
+    return _then(event)
+
+
+def decorated(event: dict[str, Any], context: Any) -> str:
+    """A ``distributed_lock``-decorated function called from the handler."""
+    return _decorated(event["key"], event)
+
+
+def batch(event: dict[str, Any], context: Any) -> str:
+    """An SQS batch holding one lock per record at once, then outliving the timeout."""
+    with contextlib.ExitStack() as stack:
+        owners = []
+        for record in event["Records"]:
+            body = json.loads(record["body"])
+            guard = stack.enter_context(
+                SyncDistributedLock(client, table=TABLE, key=body["key"], lease_duration=3.0)
+            )
+            owners.append(guard.owner)
+        _mark(event, ",".join(owners))
+        return _then(event)
+
+
+def raises(event: dict[str, Any], context: Any) -> None:
+    """A handler error: the runtime reports it on ``/invocation/{id}/error``."""
+    raise ValueError(f"bad event {event!r}")

@@ -1,0 +1,205 @@
+"""The recovery extension's conversation with the Extensions API, on a scripted server.
+
+The deletes themselves are tested end to end in tests/lambda/test_recovery.py;
+here ``recover`` is replaced to see when and with what deadline it is called.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dynalease._engine.journal import Journal
+from dynalease._extension import recovery
+from dynalease.constants import ENV_JOURNAL_DIR, ENV_RUNTIME_API
+
+
+class Script:
+    """An Extensions API that answers register and hands out one event."""
+
+    def __init__(self, event: dict[str, Any], *, register_status: int = 200) -> None:
+        self.event = event
+        self.register_status = register_status
+        self.requests: list[tuple[str, str, dict[str, str], Any]] = []
+        script = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _serve(self, method: str) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length)) if length else None
+                script.requests.append((method, self.path, dict(self.headers), body))
+                status, headers, payload = 200, {}, b"{}"
+                if self.path.endswith("/register"):
+                    status = script.register_status
+                    headers = {"Lambda-Extension-Identifier": "ext-1"}
+                elif self.path.endswith("/event/next"):
+                    payload = json.dumps(script.event).encode()
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_GET(self) -> None:
+                self._serve("GET")
+
+            def do_POST(self) -> None:
+                self._serve("POST")
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.address = f"127.0.0.1:{self.server.server_address[1]}"
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[list[tuple[str, float]]]:
+    seen: list[tuple[str, float]] = []
+
+    def fake(directory: str, deadline: float) -> recovery.Outcome:
+        seen.append((directory, deadline))
+        return recovery.Outcome()
+
+    monkeypatch.setattr(recovery, "recover", fake)
+    monkeypatch.setenv(ENV_JOURNAL_DIR, str(tmp_path))
+    yield seen
+
+
+def _run(script: Script, monkeypatch: pytest.MonkeyPatch) -> int:
+    monkeypatch.setenv(ENV_RUNTIME_API, script.address)
+    try:
+        return recovery.main(["dynalease-recovery"])
+    finally:
+        script.server.shutdown()
+
+
+@pytest.mark.parametrize("reason", ["TIMEOUT", "timeout", "Failure", "SPINDOWN"])
+def test_it_registers_for_shutdown_only_and_recovers_on_any_letter_case(
+    reason: str,
+    calls: list[tuple[str, float]],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    event = {"eventType": "SHUTDOWN", "shutdownReason": reason, "deadlineMs": 1_700_000_002_000}
+    script = Script(event)
+    assert _run(script, monkeypatch) == 0
+    (m1, register, headers, body), (m2, next_path, next_headers, _) = script.requests
+    assert (m1, register) == ("POST", "/2020-01-01/extension/register")
+    assert headers["Lambda-Extension-Name"] == "dynalease-recovery"
+    assert body == {"events": ["SHUTDOWN"]}
+    assert (m2, next_path) == ("GET", "/2020-01-01/extension/event/next")
+    assert next_headers["Lambda-Extension-Identifier"] == "ext-1"
+    assert calls == [(str(tmp_path), 1_700_000_002.0)]
+
+
+def test_another_shutdown_reason_recovers_nothing(
+    calls: list[tuple[str, float]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = Script({"eventType": "SHUTDOWN", "shutdownReason": "something-new"})
+    assert _run(script, monkeypatch) == 0
+    assert calls == []
+
+
+def test_a_failing_recovery_is_reported_on_exit_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(directory: str, deadline: float) -> recovery.Outcome:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(recovery, "recover", broken)
+    script = Script({"eventType": "SHUTDOWN", "shutdownReason": "timeout", "deadlineMs": 1})
+    assert _run(script, monkeypatch) == 1
+    method, path, headers, body = script.requests[-1]
+    assert (method, path) == ("POST", "/2020-01-01/extension/exit/error")
+    assert headers["Lambda-Extension-Function-Error-Type"] == "Extension.RecoveryFailed"
+    assert "boom" in body["errorMessage"]
+
+
+def test_a_refused_registration_exits_1(
+    calls: list[tuple[str, float]], monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    script = Script({}, register_status=403)
+    assert _run(script, monkeypatch) == 1
+    assert "could not register" in capsys.readouterr().err
+    assert calls == []
+
+
+def test_outside_lambda_it_says_so(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    monkeypatch.delenv(ENV_RUNTIME_API, raising=False)
+    assert recovery.main([]) == 2
+    assert "AWS_LAMBDA_RUNTIME_API is not set" in capsys.readouterr().err
+
+
+def test_past_the_deadline_nothing_is_sent_and_the_entries_stay(tmp_path: Path) -> None:
+    journal = Journal(str(tmp_path), endpoint_url="http://127.0.0.1:9")
+    journal.record("locks", "k", "owner-1")
+    body = json.loads((tmp_path / "owner-1.json").read_text())
+    body["pid"] = 2**22 + 7  # above pid_max's default: no such process
+    (tmp_path / "owner-1.json").write_text(json.dumps(body))
+    outcome = recovery.recover(str(tmp_path), deadline=0.0)
+    assert [e.owner for e in outcome.failed] == ["owner-1"]
+    assert (tmp_path / "owner-1.json").exists()
+
+
+def test_a_live_writer_s_entry_is_left_alone(tmp_path: Path) -> None:
+    Journal(str(tmp_path)).record("locks", "k", "owner-2")  # written by this live process
+    outcome = recovery.recover(str(tmp_path), deadline=0.0)
+    assert [e.owner for e in outcome.alive] == ["owner-2"]
+    assert outcome.failed == [] and outcome.released == []
+
+
+def test_the_watchdog_stops_the_process_just_before_the_deadline() -> None:
+    stopped = threading.Event()
+    codes: list[int] = []
+
+    def stop(code: int) -> None:
+        codes.append(code)
+        stopped.set()
+
+    start = time.time()
+    timer = recovery.watch(start + 0.5, stop)
+    assert timer is not None
+    assert stopped.wait(5)
+    assert codes == [1]
+    assert time.time() < start + 0.5  # before the deadline itself
+    assert recovery.watch(start - 1, stop) is None  # past: nothing to guard
+
+
+def test_the_extension_is_a_process_that_exits_at_the_deadline_when_recovery_hangs(
+    tmp_path: Path,
+) -> None:
+    """A real process: its recovery blocks forever, the deadline still ends it."""
+    script = tmp_path / "hang.py"
+    script.write_text(
+        "import sys, time\n"
+        "from dynalease._extension import recovery\n"
+        "recovery.recover = lambda directory, deadline: time.sleep(60)\n"
+        "class Control:\n"
+        "    def __init__(self, address): pass\n"
+        "    def register(self, name): return 'id'\n"
+        "    def next_event(self):\n"
+        "        return {'eventType': 'SHUTDOWN', 'shutdownReason': 'timeout',\n"
+        "                'deadlineMs': int((time.time() + 0.6) * 1000)}\n"
+        "recovery.Control = Control\n"
+        "sys.exit(recovery.main(['x']))\n"
+    )
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        env={**os.environ, ENV_RUNTIME_API: "127.0.0.1:9"},
+        timeout=30,
+        capture_output=True,
+    )
+    assert done.returncode == 1
+    assert time.monotonic() - started < 20  # not the 60 s the recovery would take
