@@ -247,6 +247,37 @@ def startup(name: str, ctx: Context) -> Figures:
     }
 
 
+def script_start(name: str, ctx: Context) -> Figures:
+    """A fresh script: import, client, ``sync_table_exists``, first lock (as the examples do)."""
+    if ctx.round == 0:
+        _compile_sources()
+    report, wall, cpu = _child(["script_start", name, ctx.endpoint, ctx.table], 120)
+    return {
+        "process_wall_s": wall,
+        "process_cpu_s": cpu,
+        "import_s": report["import_s"],
+        "client_s": report["client_s"],
+        "table_exists_s": report["table_exists_s"],
+        "first_lock_s": report["first_lock_s"],
+        "botocore_client_loaded": report["botocore_client_loaded"],
+    }
+
+
+def lambda_cold(name: str, ctx: Context) -> Figures:
+    """Lambda's Init plus first invocation: a handler module with Powertools' Logger, one lock."""
+    if ctx.round == 0:
+        _compile_sources()
+    report, wall, cpu = _child(["lambda_cold", name, ctx.endpoint, ctx.table], 120)
+    return {
+        "process_wall_s": wall,
+        "process_cpu_s": cpu,
+        "library_import_s": report["library_import_s"],
+        "init_s": report["init_s"],
+        "invoke_s": report["invoke_s"],
+        "peak_rss_mb": report["peak_rss_mb"],
+    }
+
+
 def scale(name: str, ctx: Context) -> Figures:
     """1,000 async guards on distinct keys held across renewals, in a process of their own."""
     hold = ctx.scale_hold_s
@@ -272,5 +303,7 @@ WORKLOADS: dict[str, Callable[[str, Context], Figures]] = {
     "recovery": recovery,
     "long_hold": long_hold,
     "startup": startup,
+    "script_start": script_start,
+    "lambda_cold": lambda_cold,
     "scale": scale,
 }

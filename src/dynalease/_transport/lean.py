@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -105,6 +106,7 @@ class LeanTransport:
         self._route: Route | None = None
         self._prepared = False
         self._making: asyncio.Future[BaseClient] | None = None
+        self._building = threading.Lock()
         self.fallback_reason: str | None = None
 
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -129,16 +131,8 @@ class LeanTransport:
         # loop, and once for all the requests that arrive before it is made.
         if self._prepared:
             return
-        if self._direct is not None:
-            # Everything is known without botocore: no client to build.
-            try:
-                self._route = Route.direct(self._direct)
-            except Unsupported as why:
-                self._direct = None
-                log.debug("dynalease: the environment's endpoint needs botocore: %s", why)
-            else:
-                self._prepared = True
-                return
+        if self.direct_route() is not None:
+            return  # everything is known without botocore: no client to build
         making = self._making
         if making is None or (making.done() and making.exception() is not None):
             making = self._making = asyncio.get_running_loop().run_in_executor(
@@ -159,6 +153,24 @@ class LeanTransport:
             self.fallback_reason = f"unrecognised botocore client ({error})"
             log.debug("dynalease: lock requests go through botocore: %s", error)
         self._prepared = True
+
+    def direct_route(self) -> Route | None:
+        """The route read from the settings alone (built once, from any thread), else None.
+
+        The caller's own requests (:mod:`.items`) share it, and so its connections.
+        """
+        if self._direct is None:
+            return None
+        with self._building:
+            if self._route is None and self._direct is not None:
+                try:
+                    self._route = Route.direct(self._direct)
+                except Unsupported as why:
+                    self._direct = None
+                    log.debug("dynalease: the environment's endpoint needs botocore: %s", why)
+                    return None
+                self._prepared = True
+        return self._route
 
     async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one request from the runtime loop."""
