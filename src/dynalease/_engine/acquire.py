@@ -202,7 +202,8 @@ class Acquiring(Renewing):
             # A holder in this process wakes us when it releases: poll it only slowly.
             if self.observations.held_here(self._resource, row.owner):
                 pace, spread = p.poll_cap(self.lease_s), random.uniform(0.8, 1.2)
-            pause = min(pace * spread, eligible - now)
+            # A short wait still reads: no pause is over half the wait left (>= 50 ms).
+            pause = min(pace * spread, eligible - now, max((deadline - now) / 2, 0.05))
             try:
                 woke = await self._pause(pause, deadline, waiter, jitter=False)
             except BaseException:

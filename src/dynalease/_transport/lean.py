@@ -32,8 +32,6 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-import botocore.exceptions
-
 if TYPE_CHECKING:
     from botocore.client import BaseClient
 
@@ -43,7 +41,7 @@ from .boto import BotoTransport
 from .botocore_internals import BotocoreChanged
 from .codec import ENCODER, read_answer
 from .config import DirectConfig
-from .errors import map_lean_failure, map_transport_error
+from .errors import map_lean_failure, map_transport_error, transport_failures
 from .http.aio import ConnectionPool
 from .http.blocking import Late
 from .http.failures import Cut, NotSent, Unanswered
@@ -193,7 +191,7 @@ class LeanTransport:
         if not self._prepared:
             try:
                 await self._prepare()
-            except (botocore.exceptions.BotoCoreError, OSError) as error:
+            except transport_failures() as error:
                 raise map_transport_error(error, operation) from error
         route = self._route
         if route is None:
@@ -243,8 +241,8 @@ class LeanTransport:
             # A due refresh runs here, in the caller's thread, as botocore's would.
             frozen = route.credentials.get_frozen_credentials()
             if frozen.access_key is None or frozen.secret_key is None:
-                raise botocore.exceptions.NoCredentialsError()
-        except (botocore.exceptions.BotoCoreError, OSError) as error:
+                raise _no_credentials()
+        except transport_failures() as error:
             raise map_transport_error(error, operation) from error
         request = route.request_bytes(operation, body, frozen)
         try:
@@ -313,7 +311,14 @@ async def _frozen(credentials: Any, operation: str) -> Any:
         else:
             frozen = credentials.get_frozen_credentials()
         if frozen.access_key is None or frozen.secret_key is None:
-            raise botocore.exceptions.NoCredentialsError()
-    except (botocore.exceptions.BotoCoreError, OSError) as error:
+            raise _no_credentials()
+    except transport_failures() as error:
         raise map_transport_error(error, operation) from error
     return frozen
+
+
+def _no_credentials() -> Exception:
+    """botocore's error for credentials without a key (botocore made them, so it is loaded)."""
+    from botocore.exceptions import NoCredentialsError
+
+    return NoCredentialsError()

@@ -17,6 +17,7 @@ from support.lease_harness import Harness, run
 
 from dynalease._engine import protocol as p
 from dynalease._engine.states import State
+from dynalease.exceptions import LockNotAcquired
 
 #: The manual clock moves in 20 ms steps below: a read can come that much late.
 STEP_S = 0.02
@@ -92,5 +93,20 @@ def test_a_waiter_on_a_holder_holding_on_reads_at_the_slow_cadence() -> None:
         await h.clock.advance(1.0)
         await task
         await lease.release()
+
+    run(scenario)
+
+
+def test_a_short_wait_on_a_long_lease_still_reads_the_row_before_giving_up() -> None:
+    async def scenario(h: Harness) -> None:
+        h.write_lock("other", "v", 30_000)
+        lease = h.lease(lease=30.0, wait=0.5)  # poll_cap is 1 s: longer than the whole wait
+        task = asyncio.ensure_future(lease.acquire())
+        await h.clock.advance(0.6)
+        with pytest.raises(LockNotAcquired):
+            await task
+        reads = _reads(h)
+        assert reads, "the waiter gave up without looking again"
+        assert all(b - a >= 0.05 - 1e-9 for a, b in itertools.pairwise(reads))
 
     run(scenario)
