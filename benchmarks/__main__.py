@@ -48,11 +48,17 @@ class Goal:
 
 
 GOALS = [
-    Goal("uncontended", "cpu_ms_per_cycle", 0.8, True, "CPU per cycle <= 0.8x"),
+    Goal("uncontended", "cpu_ms_per_cycle", 0.6, True, "CPU per cycle <= 0.6x"),
+    Goal("uncontended", "cpu_over_floor", 1.5, False, "CPU <= 1.5x the bare client's"),
     Goal("one_key", "elapsed_s", 0.5, True, "elapsed <= 0.5x"),
     Goal("one_key", "requests_per_completion", 1.0, True, "requests/completion <= 1.0x"),
     Goal("independent", "elapsed_s", 1.0, True, "elapsed <= 1.0x"),
     Goal("startup", "process_to_first_lock_s", 1.0, True, "fresh process to first lock <= 1.0x"),
+    Goal("processes", "elapsed_s", 0.5, True, "elapsed <= 0.5x"),
+    Goal("processes", "requests_per_completion", 1.0, True, "requests/completion <= 1.0x"),
+    Goal("script_start", "process_wall_s", 1.0, True, "script start <= 1.0x"),
+    Goal("lambda_cold", "process_wall_s", 1.0, True, "cold wall <= 1.0x"),
+    Goal("lambda_cold", "process_cpu_s", 1.0, True, "cold CPU <= 1.0x"),
     Goal("recovery", "recovery_s", 3.25, False, "recovery <= lease + 0.25 s"),
     Goal("scale", "hold_cpu_pct_of_core", 5.0, False, "renewing 1,000 leases <= 5% of a core"),
     Goal("scale", "threads_held", 64.0, False, "no thread per lease (< 64 threads)"),

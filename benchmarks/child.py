@@ -28,6 +28,15 @@ def _threads() -> int:
     return -1
 
 
+def _peak_rss_mb() -> float:
+    """This process's peak RSS (VmHWM: unlike ru_maxrss, not inherited from the parent)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
@@ -54,6 +63,95 @@ def startup(lib_name: str, endpoint: str, table: str) -> dict[str, float]:
         "first_acquire_s": locked - made,
         "first_lock_s": released - start,
         "cpu_s": _cpu(),
+    }
+
+
+def script_start(lib_name: str, endpoint: str, table: str) -> dict[str, float]:
+    """A script's start as the reference examples write it: import, client, table check, lock."""
+    start = time.perf_counter()
+    if lib_name == "dynalease":
+        from dynalease import DynamoDBClient, SyncDistributedLock
+    else:
+        from pydynox import DynamoDBClient  # type: ignore[no-redef]
+        from pydynox.lock import SyncDistributedLock  # type: ignore[assignment]
+    imported = time.perf_counter()
+    client = DynamoDBClient(endpoint_url=endpoint)
+    made = time.perf_counter()
+    if not client.sync_table_exists(table):
+        raise RuntimeError(f"the benchmark's table {table!r} is missing")
+    checked = time.perf_counter()
+    with SyncDistributedLock(client, table=table, key="script:start"):
+        pass
+    done = time.perf_counter()
+    return {
+        "import_s": imported - start,
+        "client_s": made - imported,
+        "table_exists_s": checked - made,
+        "first_lock_s": done - checked,
+        # botocore's client machinery (not only its exception classes) was loaded
+        "botocore_client_loaded": float("botocore.client" in sys.modules),
+    }
+
+
+class _Context:
+    """What Lambda hands a handler: a name, an ARN, a request id and the time left."""
+
+    function_name = "bench-cold"
+    function_version = "$LATEST"
+    memory_limit_in_mb = 512
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:bench-cold"
+    log_group_name = "/aws/lambda/bench-cold"
+    log_stream_name = "2026/12/04/[$LATEST]bench"
+
+    def __init__(self, timeout_s: float) -> None:
+        import uuid
+
+        self.aws_request_id = str(uuid.uuid4())
+        self._deadline = time.monotonic() + timeout_s
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+def lambda_cold(lib_name: str, endpoint: str, table: str) -> dict[str, float]:
+    """Lambda's Init and first invocation: import the handler module, build the context, invoke."""
+    import io
+    import logging
+
+    os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = endpoint
+    os.environ["DYNALEASE_TABLE"] = table
+    os.environ["AWS_LAMBDA_FUNCTION_NAME"] = "bench-cold"
+    start = time.perf_counter()
+    # Powertools first (both handlers import it first), so the next import times the lock library.
+    from aws_lambda_powertools import Logger  # noqa: F401
+
+    powertools = time.perf_counter()
+    if lib_name == "dynalease":
+        import dynalease.middleware  # noqa: F401
+
+        library = time.perf_counter()
+        from benchmarks.handlers import dynalease_handler as module
+    else:
+        import pydynox.lock  # noqa: F401
+
+        library = time.perf_counter()
+        from benchmarks.handlers import pydynox_handler as module  # type: ignore[no-redef]
+    imported = time.perf_counter()
+    # Powertools' log lines go to a buffer: the benchmark's stdout carries one JSON line.
+    for handler in logging.getLogger("bench-cold").handlers:
+        if isinstance(handler, logging.StreamHandler):
+            handler.setStream(io.StringIO())
+    context = _Context(30.0)
+    result = module.handler({"customer_id": "c-cold"}, context)
+    invoked = time.perf_counter()
+    if result.get("lock_key") != "customer:c-cold":
+        raise RuntimeError(f"the handler answered {result!r}")
+    return {
+        "powertools_import_s": powertools - start,
+        "library_import_s": library - powertools,
+        "init_s": imported - start,
+        "invoke_s": invoked - imported,
+        "peak_rss_mb": _peak_rss_mb(),
     }
 
 
@@ -139,7 +237,7 @@ def scale(lib_name: str, endpoint: str, table: str, guards: int, lease: float, h
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("workload", choices=["startup", "scale"])
+    parser.add_argument("workload", choices=["startup", "script_start", "lambda_cold", "scale"])
     parser.add_argument("lib")
     parser.add_argument("endpoint")
     parser.add_argument("table")
@@ -152,6 +250,10 @@ def main() -> None:
     use_test_credentials()
     if args.workload == "startup":
         result = startup(args.lib, args.endpoint, args.table)
+    elif args.workload == "script_start":
+        result = script_start(args.lib, args.endpoint, args.table)
+    elif args.workload == "lambda_cold":
+        result = lambda_cold(args.lib, args.endpoint, args.table)
     else:
         result = scale(args.lib, args.endpoint, args.table, args.guards, args.lease, args.hold)
     json.dump(result, sys.stdout)

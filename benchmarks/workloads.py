@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .fenced import fenced
-from .floor import floor_elapsed
+from .floor import floor_cycles, floor_elapsed
 from .libs import Cost, Lib, make, put_abandoned_row
 
 Figures = dict[str, float]
@@ -73,8 +73,13 @@ def uncontended(name: str, ctx: Context) -> Figures:
             pass
         cost.add(guard)
     wall, cpu = time.perf_counter() - wall, _cpu() - cpu
+    # The floor right after, on the same server: a bare client sending the same two
+    # signed requests per cycle (benchmarks/floor.py), with no lock logic.
+    floor = floor_cycles(ctx.endpoint, ctx.table, ctx.key("floor-cycle"), cycles)
     return {
         "cpu_ms_per_cycle": cpu / cycles * 1000,
+        "floor_cpu_ms_per_cycle": floor,
+        "cpu_over_floor": cpu / cycles * 1000 / floor,
         "wall_ms_per_cycle": wall / cycles * 1000,
         "requests_per_cycle": cost.requests / cycles,
         "capacity_per_cycle": cost.capacity / cycles,
@@ -248,6 +253,63 @@ def startup(name: str, ctx: Context) -> Figures:
     }
 
 
+def script_start(name: str, ctx: Context) -> Figures:
+    """A fresh script: import, client, ``sync_table_exists``, first lock (as the examples do)."""
+    if ctx.round == 0:
+        _compile_sources()
+    report, wall, cpu = _child(["script_start", name, ctx.endpoint, ctx.table], 120)
+    return {
+        "process_wall_s": wall,
+        "process_cpu_s": cpu,
+        "import_s": report["import_s"],
+        "client_s": report["client_s"],
+        "table_exists_s": report["table_exists_s"],
+        "first_lock_s": report["first_lock_s"],
+        "botocore_client_loaded": report["botocore_client_loaded"],
+    }
+
+
+def lambda_cold(name: str, ctx: Context) -> Figures:
+    """Lambda's Init plus first invocation: a handler module with Powertools' Logger, one lock."""
+    if ctx.round == 0:
+        _compile_sources()
+    report, wall, cpu = _child(["lambda_cold", name, ctx.endpoint, ctx.table], 120)
+    return {
+        "process_wall_s": wall,
+        "process_cpu_s": cpu,
+        "library_import_s": report["library_import_s"],
+        "init_s": report["init_s"],
+        "invoke_s": report["invoke_s"],
+        "peak_rss_mb": report["peak_rss_mb"],
+    }
+
+
+def processes(name: str, ctx: Context) -> Figures:
+    """8 processes x 5 acquisitions of one key (hold 20 ms, lease 5 s) from a common start.
+
+    Capacity is what the guards report (successful requests); ``cost_rru`` prices
+    every request as on-demand bills a small item, failed conditional writes
+    included: a write request unit at about five read request units.
+    """
+    from .processes import run
+
+    report = run(name, ctx.endpoint, ctx.table, ctx.key("processes"))
+    if report["overlaps"]:
+        raise RuntimeError(f"{name}: two processes held the key at once")
+    done = report["completions"]
+    writes = report["requests"] - report["reads"]
+    return {
+        "elapsed_s": report["elapsed_s"],
+        "requests_per_completion": report["requests"] / done,
+        "reads_per_completion": report["reads"] / done,
+        "writes_per_completion": writes / done,
+        "capacity_per_completion": report["capacity"] / done,
+        "cost_rru_per_completion": (5 * writes + report["reads"]) / done,
+        "idle_at_switches_s": report["gap_switch_s"],
+        "switches": report["switches"],
+    }
+
+
 def scale(name: str, ctx: Context) -> Figures:
     """1,000 async guards on distinct keys held across renewals, in a process of their own."""
     hold = ctx.scale_hold_s
@@ -272,7 +334,10 @@ WORKLOADS: dict[str, Callable[[str, Context], Figures]] = {
     "active": active,
     "recovery": recovery,
     "long_hold": long_hold,
+    "processes": processes,
     "startup": startup,
+    "script_start": script_start,
+    "lambda_cold": lambda_cold,
     "scale": scale,
     "fenced": fenced,
 }

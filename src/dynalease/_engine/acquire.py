@@ -126,6 +126,9 @@ class Acquiring(Renewing):
         create = True
         poll = min(FIRST_POLL_S, p.poll_cap(self.lease_s))
         backoff = poll  # after failed or unconfirmed writes; grows like the poll
+        seen: tuple[str, str, int] | None = None  # the row our last contention read saw
+        pace: float | None = None  # the last contention pause (p.contention_poll)
+        began = self.clock.monotonic()
         last_error: BaseException | None = None
         while True:
             try:
@@ -192,11 +195,16 @@ class Acquiring(Renewing):
             # thread clears the holder first and then looks for waiters, so it either
             # sees this waiter or we see that the key is no longer held here.
             waiter = self.observations.waiter(self._resource)
+            # Jitter spreads the polls; a first wait starts at a random phase, so waiters
+            # that arrived together do not read together. Never past the row's eligibility.
+            spread = random.uniform(0.8, 1.2) if pace else random.uniform(0.1, 1.0)
+            pace = p.contention_poll(self.lease_s, pace, row.identity == seen, now - began)
+            seen = row.identity
             # A holder in this process wakes us when it releases: poll it only slowly.
             if self.observations.held_here(self._resource, row.owner):
-                poll = p.poll_cap(self.lease_s)
-            # Jitter spreads the polls, but never past the moment the row becomes eligible.
-            pause = min(poll * random.uniform(0.8, 1.2), eligible - now)
+                pace, spread = p.poll_cap(self.lease_s), random.uniform(0.8, 1.2)
+            # A short wait still reads: no pause is over half the wait left (>= 50 ms).
+            pause = min(pace * spread, eligible - now, max((deadline - now) / 2, 0.05))
             try:
                 woke = await self._pause(pause, deadline, waiter, jitter=False)
             except BaseException:
@@ -213,7 +221,6 @@ class Acquiring(Renewing):
                 )
             if waiter.done():
                 create = True
-            poll = self._next_poll(poll)
 
     def _budget_spent(self, single: bool, cause: BaseException | None) -> LockNotAcquired:
         tally = self.tally

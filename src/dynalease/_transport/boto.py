@@ -11,8 +11,6 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import botocore.exceptions
-
 from .botocore_internals import api_call
 from .errors import map_client_error, map_error_code, map_transport_error
 
@@ -89,6 +87,8 @@ class BotoTransport:
 
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one request from this thread."""
+        import botocore.exceptions  # loaded by the time a client exists; imported lazily
+
         try:
             client: Any = self.client
             response: dict[str, Any] = api_call(client)(operation, params)

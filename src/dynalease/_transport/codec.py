@@ -13,8 +13,6 @@ import json
 import zlib
 from typing import Any
 
-import botocore.exceptions
-
 from .errors import map_error_code, map_transport_error
 
 __all__ = ["ENCODER", "read_answer"]
@@ -52,6 +50,8 @@ def read_answer(
             garbled = status == 200
     if garbled:
         # A damaged answer tells nothing about whether the request was applied.
+        import botocore.exceptions  # a failure path: the message is botocore's
+
         error = botocore.exceptions.ConnectionClosedError(endpoint_url=url)
         raise map_transport_error(error, operation)
     _decode_blobs(response)

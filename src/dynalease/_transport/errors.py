@@ -7,9 +7,8 @@ sees the same error for the same failure whichever path carried the request.
 
 from __future__ import annotations
 
-from typing import Any
-
-import botocore.exceptions
+import sys
+from typing import TYPE_CHECKING, Any
 
 from .._engine.store import ConditionFailed
 from ..exceptions import (
@@ -23,7 +22,36 @@ from ..exceptions import (
 )
 from .http.failures import NotSent, Unanswered
 
-__all__ = ["map_client_error", "map_error_code", "map_lean_failure", "map_transport_error"]
+if TYPE_CHECKING:
+    import botocore.exceptions
+
+__all__ = [
+    "map_client_error",
+    "map_error_code",
+    "map_lean_failure",
+    "map_transport_error",
+    "transport_failures",
+]
+
+
+def _botocore_exceptions() -> Any:
+    """``botocore.exceptions`` once something imported it, else None.
+
+    The lean path does not import botocore (about 4 ms of a cold start): until
+    something does, no botocore exception can have been raised, so every check
+    against its classes is false without importing it.
+    """
+    return sys.modules.get("botocore.exceptions")
+
+
+def transport_failures() -> tuple[type[Exception], ...]:
+    """What a request may raise for a transport failure: ``OSError``, and botocore's errors.
+
+    For ``except transport_failures():``, evaluated only when something was raised.
+    """
+    exceptions = _botocore_exceptions()
+    return (OSError,) if exceptions is None else (exceptions.BotoCoreError, OSError)
+
 
 _THROTTLING = {
     "ProvisionedThroughputExceededException",
@@ -110,8 +138,9 @@ def map_error_code(
 
 def map_transport_error(error: Exception, operation: str) -> Exception:
     """Translate a botocore transport failure."""
-    if isinstance(
-        error, botocore.exceptions.NoCredentialsError | botocore.exceptions.PartialCredentialsError
+    exceptions = _botocore_exceptions()
+    if exceptions is not None and isinstance(
+        error, exceptions.NoCredentialsError | exceptions.PartialCredentialsError
     ):
         return AccessDeniedError(
             f"{operation}: no usable AWS credentials ({error}); configure credentials "
@@ -119,9 +148,8 @@ def map_transport_error(error: Exception, operation: str) -> Exception:
             code="NoCredentials",
             operation=operation,
         )
-    never_sent = isinstance(
-        error,
-        botocore.exceptions.EndpointConnectionError | botocore.exceptions.ConnectTimeoutError,
+    never_sent = exceptions is not None and isinstance(
+        error, exceptions.EndpointConnectionError | exceptions.ConnectTimeoutError
     )
     return RequestFailedError(
         f"{operation} did not complete: {error}"
@@ -134,6 +162,8 @@ def map_transport_error(error: Exception, operation: str) -> Exception:
 
 def map_lean_failure(failure: NotSent | Unanswered, url: str, operation: str) -> Exception:
     """A lean connection failure as the botocore error botocore would have raised, mapped."""
+    import botocore.exceptions  # a failure path: the messages are botocore's
+
     error: Exception
     if isinstance(failure, NotSent):
         error = (

@@ -99,7 +99,7 @@ def from_settings(settings: Settings) -> Transports:
         )
     if direct is None:
         return _over_session(make_session(), settings.endpoint_url, make_config(), choice)
-    return _direct(make_session, make_config, settings.endpoint_url, direct)
+    return _direct(make_session, make_config, settings, direct)
 
 
 def from_session(
@@ -165,10 +165,12 @@ def _over_session(session: Any, endpoint_url: str | None, config: Any, choice: s
 def _direct(
     make_session: Callable[[], Any],
     make_config: Callable[[], Any],
-    endpoint_url: str | None,
+    settings: Settings,
     direct: DirectConfig,
 ) -> Transports:
-    """Lean lock requests from ``direct``; botocore only when something needs it."""
+    """Lean lock and item requests from ``direct``; botocore only when something needs it."""
+    from .items import ItemTransport, lean_items_allowed
+
     made: list[tuple[Any, Any]] = []
 
     def session_and_config() -> tuple[Any, Any]:
@@ -176,12 +178,24 @@ def _direct(
             made.append((make_session(), make_config()))
         return made[0]
 
-    return _botocore_clients(
+    transports = _botocore_clients(
         session_and_config,
         direct.region,
-        endpoint_url,
+        settings.endpoint_url,
         lambda locks: LeanTransport(locks, direct),
     )
+    locks, items = transports.locks, transports.items
+    if not (isinstance(locks, LeanTransport) and isinstance(items, BotoTransport)):
+        return transports
+    if lean_items_allowed():
+        items = ItemTransport(
+            items,
+            locks,
+            max_retries=settings.max_retries,
+            connect_timeout=settings.connect_timeout,
+            read_timeout=settings.read_timeout,
+        )
+    return Transports(items, locks, region=direct.region, endpoint_url=settings.endpoint_url)
 
 
 def _botocore_clients(

@@ -28,10 +28,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
-
-import botocore.exceptions
 
 if TYPE_CHECKING:
     from botocore.client import BaseClient
@@ -42,7 +41,7 @@ from .boto import BotoTransport
 from .botocore_internals import BotocoreChanged
 from .codec import ENCODER, read_answer
 from .config import DirectConfig
-from .errors import map_lean_failure, map_transport_error
+from .errors import map_lean_failure, map_transport_error, transport_failures
 from .http.aio import ConnectionPool
 from .http.blocking import Late
 from .http.failures import Cut, NotSent, Unanswered
@@ -105,6 +104,7 @@ class LeanTransport:
         self._route: Route | None = None
         self._prepared = False
         self._making: asyncio.Future[BaseClient] | None = None
+        self._building = threading.Lock()
         self.fallback_reason: str | None = None
 
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -129,16 +129,8 @@ class LeanTransport:
         # loop, and once for all the requests that arrive before it is made.
         if self._prepared:
             return
-        if self._direct is not None:
-            # Everything is known without botocore: no client to build.
-            try:
-                self._route = Route.direct(self._direct)
-            except Unsupported as why:
-                self._direct = None
-                log.debug("dynalease: the environment's endpoint needs botocore: %s", why)
-            else:
-                self._prepared = True
-                return
+        if self.direct_route() is not None:
+            return  # everything is known without botocore: no client to build
         making = self._making
         if making is None or (making.done() and making.exception() is not None):
             making = self._making = asyncio.get_running_loop().run_in_executor(
@@ -159,6 +151,24 @@ class LeanTransport:
             self.fallback_reason = f"unrecognised botocore client ({error})"
             log.debug("dynalease: lock requests go through botocore: %s", error)
         self._prepared = True
+
+    def direct_route(self) -> Route | None:
+        """The route read from the settings alone (built once, from any thread), else None.
+
+        The caller's own requests (:mod:`.items`) share it, and so its connections.
+        """
+        if self._direct is None:
+            return None
+        with self._building:
+            if self._route is None and self._direct is not None:
+                try:
+                    self._route = Route.direct(self._direct)
+                except Unsupported as why:
+                    self._direct = None
+                    log.debug("dynalease: the environment's endpoint needs botocore: %s", why)
+                    return None
+                self._prepared = True
+        return self._route
 
     async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one request from the runtime loop."""
@@ -181,7 +191,7 @@ class LeanTransport:
         if not self._prepared:
             try:
                 await self._prepare()
-            except (botocore.exceptions.BotoCoreError, OSError) as error:
+            except transport_failures() as error:
                 raise map_transport_error(error, operation) from error
         route = self._route
         if route is None:
@@ -231,8 +241,8 @@ class LeanTransport:
             # A due refresh runs here, in the caller's thread, as botocore's would.
             frozen = route.credentials.get_frozen_credentials()
             if frozen.access_key is None or frozen.secret_key is None:
-                raise botocore.exceptions.NoCredentialsError()
-        except (botocore.exceptions.BotoCoreError, OSError) as error:
+                raise _no_credentials()
+        except transport_failures() as error:
             raise map_transport_error(error, operation) from error
         request = route.request_bytes(operation, body, frozen)
         try:
@@ -301,7 +311,14 @@ async def _frozen(credentials: Any, operation: str) -> Any:
         else:
             frozen = credentials.get_frozen_credentials()
         if frozen.access_key is None or frozen.secret_key is None:
-            raise botocore.exceptions.NoCredentialsError()
-    except (botocore.exceptions.BotoCoreError, OSError) as error:
+            raise _no_credentials()
+    except transport_failures() as error:
         raise map_transport_error(error, operation) from error
     return frozen
+
+
+def _no_credentials() -> Exception:
+    """botocore's error for credentials without a key (botocore made them, so it is loaded)."""
+    from botocore.exceptions import NoCredentialsError
+
+    return NoCredentialsError()

@@ -1,0 +1,1 @@
+"""The Lambda handlers ``lambda_cold`` imports in a fresh process: the same work, each library."""
