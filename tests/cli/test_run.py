@@ -70,6 +70,21 @@ def test_the_exit_status_is_the_commands_and_the_command_sees_the_lock(
     assert missing.code == 127 and "command not found" in missing.err
 
 
+def test_fencing_hands_the_command_a_token_that_grows_with_each_owner(
+    endpoint: str, lock_table: str, client: DynamoDBClient, tmp_path: Path
+) -> None:
+    tokens = []
+    for attempt in range(2):
+        seen = tmp_path / f"token-{attempt}"
+        script = f'echo "$DYNALEASE_FENCING_TOKEN" > {seen}'
+        result = spawn_cli(*run_args(endpoint, lock_table, "--fencing"), "--", "sh", "-c", script)
+        assert result.code == 0, result.err
+        tokens.append(int(seen.read_text()))
+    assert tokens[1] > tokens[0] >= 1
+    # Released as a fenced lock: a free row that keeps its counter.
+    assert row(client, lock_table) == {"key": "job", "protocol": 2, "fence": tokens[1]}
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
@@ -79,7 +94,10 @@ def test_the_exit_status_is_the_commands_and_the_command_sees_the_lock(
         (["--table", "{table}", "--key", "k", "--permits", "0", "--", "true"], "--permits"),
         (["--table", "no-such-table", "--key", "k", "--", "true"], "does not exist"),
         (["--table", "{table}", "--", "true"], "--key is required"),
-        (["--table", "{table}", "--key", "k", "--fencing", "--", "true"], "--fencing"),
+        (
+            ["--table", "{table}", "--key", "k", "--fencing", "--permits", "2", "--", "true"],
+            "--fencing is for locks",
+        ),
         (["--table", "{table}", "--key", "dynalease-permit:1:k", "--", "true"], "reserved"),
     ],
 )

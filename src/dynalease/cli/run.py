@@ -48,7 +48,8 @@ exit status: the command's own; 128+N when a signal N ended it; 75 when the lock
 acquired within --wait (the command did not run); 76 when the lease was lost while it ran
 (it was sent SIGTERM, then SIGKILL after --kill-after); 2 for bad input; 1 when DynamoDB
 could not be used. The command sees DYNALEASE_TABLE, DYNALEASE_KEY and DYNALEASE_OWNER
-(and DYNALEASE_PERMIT_KEY, the permit's row, with --permits).
+(and DYNALEASE_PERMIT_KEY, the permit's row, with --permits; DYNALEASE_FENCING_TOKEN, the
+lock's fencing token, with --fencing).
 
 Every option also reads the environment: DYNALEASE_TABLE, DYNALEASE_KEY, DYNALEASE_LEASE,
 DYNALEASE_WAIT, DYNALEASE_PERMITS, DYNALEASE_KILL_AFTER (an explicit flag wins).
@@ -102,7 +103,9 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         help="after a lost lease, SIGKILL the command S seconds after SIGTERM (default 10)",
     )
     parser.add_argument(
-        "--fencing", action="store_true", help="not available yet: refused with an error"
+        "--fencing",
+        action="store_true",
+        help="take a fenced lock; the command gets its token as DYNALEASE_FENCING_TOKEN",
     )
     return parser
 
@@ -189,10 +192,10 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     from .common import make_client
 
     _from_environment(args)
-    if args.fencing:
+    if args.fencing and args.permits > 1:
         raise CommandError(
-            "--fencing is not available in this version (fencing tokens are issue 12); "
-            "run without it",
+            "--fencing is for locks: a semaphore's permits carry no fencing token; "
+            "drop --fencing or --permits",
             EXIT_USAGE,
         )
     if args.table is None:
@@ -221,7 +224,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     guard: SyncDistributedLock = (
         SyncDistributedSemaphore(client, permits=args.permits, **options)
         if args.permits > 1
-        else SyncDistributedLock(client, **options)
+        else SyncDistributedLock(client, fencing=args.fencing, **options)
     )
     try:
         guard.__enter__()
@@ -250,6 +253,8 @@ def _supervise(guard: Any, command: list[str], kill_after: float) -> int:
     permit = getattr(guard, "permit_key", None)
     if permit is not None:
         env["DYNALEASE_PERMIT_KEY"] = permit
+    if getattr(guard, "fencing", False):
+        env["DYNALEASE_FENCING_TOKEN"] = str(guard.fencing_token)
     try:
         child = subprocess.Popen(command, env=env, process_group=0, preexec_fn=_die_with_parent())
     except FileNotFoundError:
