@@ -63,6 +63,9 @@ GOALS = [
     Goal("scale", "hold_cpu_pct_of_core", 5.0, False, "renewing 1,000 leases <= 5% of a core"),
     Goal("scale", "threads_held", 64.0, False, "no thread per lease (< 64 threads)"),
     Goal("fenced", "fenced_requests_per_cycle", 2.0, False, "fenced cycle <= 2 requests"),
+    Goal(
+        "semaphore", "semaphore_requests_per_cycle", 2.0, False, "free permit: 2 requests a cycle"
+    ),
 ]
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from .fenced import fenced
 from .floor import floor_cycles, floor_elapsed
 from .libs import Cost, Lib, make, put_abandoned_row
+from .permits import semaphore
 
 Figures = dict[str, float]
 
@@ -340,6 +341,7 @@ WORKLOADS: dict[str, Callable[[str, Context], Figures]] = {
     "lambda_cold": lambda_cold,
     "scale": scale,
     "fenced": fenced,
+    "semaphore": semaphore,
 }
 #: Workloads that only dynalease can run (pydynox has no fencing tokens).
-ONLY = {"fenced": ("dynalease",)}
+ONLY = {"fenced": ("dynalease",), "semaphore": ("dynalease",)}

@@ -42,7 +42,9 @@ def test_the_hostile_endpoint_figures_run_quickly_and_stay_under_the_limit() -> 
 
 
 def test_the_fenced_workload_prints_its_requests_and_cpu_beside_the_unfenced_cycle() -> None:
-    command = [sys.executable, "-m", "benchmarks", "--quick", "--rounds", "1", "fenced"]
+    command = [
+        *(sys.executable, "-m", "benchmarks", "--quick", "--rounds", "1", "fenced", "semaphore")
+    ]
     result = subprocess.run(
         command, cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=180
     )
@@ -55,6 +57,9 @@ def test_the_fenced_workload_prints_its_requests_and_cpu_beside_the_unfenced_cyc
     ):
         assert f"| {figure}" in out, f"{figure} missing from:\n{out}"
     assert "fenced cycle <= 2 requests: met" in out  # the count is exact, not a timing
+    for figure in ("semaphore_cpu_ms_per_cycle", "lock_cpu_ms_per_cycle", "full_reads_per_s"):
+        assert f"| {figure}" in out, f"{figure} missing from:\n{out}"
+    assert "free permit: 2 requests a cycle: met" in out
 
 
 def test_the_sigterm_figures_print_both_successor_waits() -> None:
