@@ -45,8 +45,9 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # The default run takes the lean request path; the protocol tests run again over botocore.
+# Two workers, each test file on one of them (its servers and processes stay together).
 test: $(STAMP) system-deps lint typecheck
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadfile
 	DYNALEASE_TRANSPORT=boto $(BIN)/pytest -q -p no:cacheprovider \
 	  tests/integration/test_locks.py tests/integration/test_lock_examples.py
 

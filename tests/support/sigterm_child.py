@@ -48,8 +48,8 @@ def main() -> None:
         with SyncDistributedLock(
             client, key=keys[0], table=table, lease_duration=LEASE_S, wait_timeout=WAIT_S
         ):
-            say("held")
-            try:
+            try:  # SIGTERM may come as soon as "held" is written
+                say("held")
                 threading.Event().wait(LIMIT_S)
             finally:
                 say(f"unwound {keys[0]}")
@@ -59,8 +59,8 @@ def main() -> None:
             client, key="{key}", table=table, lease_duration=LEASE_S, wait_timeout=WAIT_S
         )
         def work(key: str) -> None:
-            say("held")
-            try:
+            try:  # SIGTERM may come as soon as "held" is written
+                say("held")
                 threading.Event().wait(LIMIT_S)
             finally:
                 say(f"unwound {key}")
@@ -99,9 +99,9 @@ async def hold_async(client: DynamoDBClient, table: str, keys: list[str], *, tas
             client, key=key, table=table, lease_duration=LEASE_S, wait_timeout=WAIT_S
         ):
             held += 1
-            if held == len(keys):
-                say("held")
             try:
+                if held == len(keys):
+                    say("held")
                 await asyncio.sleep(LIMIT_S)
             finally:
                 say(f"unwound {key}")

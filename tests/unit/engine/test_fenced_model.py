@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
+from hypothesis.errors import FlakyFailure
 from hypothesis.stateful import precondition, rule, run_state_machine_as_test
 from test_model import TABLE, Guard, LeaseModel, Violation, drive
 
@@ -263,7 +264,9 @@ def _broken_or_not(how: str | None) -> type[FencedModel]:
 def test_the_random_search_finds_each_broken_engine(how: str) -> None:
     broken = _broken(how)
     before = SEEN_FENCED["examples"]
-    with pytest.raises(Violation) as found:
+    # Hypothesis replays the failing example once; when the replay takes another path
+    # (the owners are fresh UUIDs) it reports FlakyFailure around the same Violation.
+    with pytest.raises((Violation, FlakyFailure)) as found:
         run_state_machine_as_test(
             broken,
             settings=settings(
@@ -275,5 +278,10 @@ def test_the_random_search_finds_each_broken_engine(how: str) -> None:
                 suppress_health_check=list(HealthCheck),
             ),
         )
+    violation = found.value
+    if isinstance(violation, FlakyFailure):
+        caught = [error for error in violation.exceptions if isinstance(error, Violation)]
+        assert caught, f"the search failed on something other than a Violation: {violation!r}"
+        violation = caught[0]
     examples = SEEN_FENCED["examples"] - before
-    print(f"\nbroken engine {how!r} caught after {examples} examples: {found.value}")
+    print(f"\nbroken engine {how!r} caught after {examples} examples: {violation}")
