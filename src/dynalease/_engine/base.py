@@ -29,6 +29,8 @@ from .states import NEXT_STATE, Event, IllegalTransition, State
 from .store import LockStore, Reply
 
 log = logging.getLogger("dynalease")
+#: Guards the lazily made ``lost_signal`` of every lease (taken rarely: when asked, when lost).
+_SIGNALS = threading.Lock()
 
 
 def key_hash(key: str) -> str:
@@ -93,7 +95,7 @@ class LeaseBase:
         #: middleware from the invocation's remaining time).
         self.single_attempt_cap: float | None = None
         self.tally = Tally()
-        self.lost_signal: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._lost_signal: concurrent.futures.Future[None] | None = None  # made when asked
         self._resource = (table, key)
         self._lease_ms = p.lease_ms(lease_s)
         self._span = p.validity_span(lease_s)
@@ -110,6 +112,17 @@ class LeaseBase:
         self.journal = journal
         #: The transport bounds requests itself, in the loop's (the system clock's) time.
         self._limited = store.limits and isinstance(clock, SystemClock)
+
+    @property
+    def lost_signal(self) -> concurrent.futures.Future[None]:
+        """A future done once the lease is lost; made on first use (most guards never ask)."""
+        with _SIGNALS:
+            signal = self._lost_signal
+            if signal is None:
+                signal = self._lost_signal = concurrent.futures.Future()
+                if self.loss is not None:  # lost before anyone asked
+                    signal.set_result(None)
+        return signal
 
     # --- the state machine ------------------------------------------------------
 
@@ -135,8 +148,10 @@ class LeaseBase:
             "dynalease: lock %s in table %r lost: %s", logged_key(self.key), self.table, reason
         )
         error = self._lost_error()
-        if not self.lost_signal.done():
-            self.lost_signal.set_result(None)
+        with _SIGNALS:
+            signal = self._lost_signal
+        if signal is not None and not signal.done():
+            signal.set_result(None)
         callback = self._on_lost
         if callback is not None:
             # A user callback must never stall the runtime that renews every lease.

@@ -11,7 +11,7 @@ the lease state machine and the tests share one definition.
 from __future__ import annotations
 
 import math
-import uuid
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,8 +46,16 @@ FREE_ROW_ATTRS = frozenset({KEY_ATTR, PROTOCOL_ATTR, FENCE_ATTR})
 
 
 def new_token() -> str:
-    """A fresh owner or version token (UUID4 text, as pydynox writes them)."""
-    return str(uuid.uuid4())
+    """A fresh owner or version token (UUID4 text, as pydynox writes them).
+
+    ``str(uuid.uuid4())`` built here without the ``UUID`` object, its integer
+    and its checks: the same 16 random bytes, version 4, RFC 4122 variant.
+    """
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40
+    raw[8] = raw[8] & 0x3F | 0x80
+    text = raw.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,10 @@ def _encode_blob(value: object) -> str:
 
 #: Made once: ``json.dumps`` with options builds a new encoder on every call.
 ENCODER = json.JSONEncoder(separators=(",", ":"), default=_encode_blob)
+#: botocore reads answers as UTF-8 text (``json.loads`` on bytes would guess an encoding first).
+_DECODER = json.JSONDecoder()
+#: The answer members that may hold items, whose binary attributes are decoded.
+_WITH_ITEMS = frozenset({"Item", "Attributes", "Responses", "CancellationReasons"})
 
 
 def read_answer(
@@ -40,8 +44,8 @@ def read_answer(
     response: dict[str, Any] = {}
     if payload and not garbled:
         try:
-            parsed = json.loads(payload)
-        except ValueError:
+            parsed = _DECODER.decode(payload.decode("utf-8"))
+        except ValueError:  # UnicodeDecodeError too
             parsed = None
         if isinstance(parsed, dict):
             response = parsed
@@ -68,6 +72,8 @@ def read_answer(
 
 def _decode_blobs(response: dict[str, Any]) -> None:
     """Binary attributes arrive base64-encoded; botocore hands them over as bytes."""
+    if response.keys().isdisjoint(_WITH_ITEMS):
+        return  # most lock answers: only ConsumedCapacity
     for name in ("Item", "Attributes"):
         item = response.get(name)
         if isinstance(item, dict):

@@ -5,10 +5,17 @@ runtime thread and back, which costs more CPU than the request itself.
 Connecting, parsing, keep-alive and failures are the shared core's
 (:mod:`.endpoint`, :mod:`.wire`, :mod:`.failures`); this module only moves
 bytes and waits.
+
+A plain-TCP connection is non-blocking once connected and waits on its own
+``poll`` object: one ``poll`` per wait, where a socket timeout would cost an
+``ioctl`` on every ``settimeout`` and a ``poll`` before every call, the send's
+included. TLS connections keep socket timeouts (the TLS layer may hold bytes
+that ``poll`` cannot see).
 """
 
 from __future__ import annotations
 
+import select
 import socket
 import time
 from collections.abc import Callable
@@ -18,20 +25,36 @@ from .failures import Stale, Unanswered, closed_early
 from .sockets import open_and_quiet, wait_writable
 from .wire import READ_SIZE, Answered, ResponseReader
 
+_HAS_POLL = hasattr(select, "poll")
+
 __all__ = ["BlockingPool", "Late"]
 
 
 class _Connection:
-    """A blocking socket and the reader of its answers."""
+    """A socket, the reader of its answers and, for plain TCP, the poll it waits on."""
 
-    __slots__ = ("reader", "sock")
+    __slots__ = ("poll", "reader", "sock")
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, *, plain: bool) -> None:
         self.sock = sock
         self.reader = ResponseReader()
+        #: Plain TCP: the socket is non-blocking and waits here for its answers.
+        self.poll: select.poll | None = None
+        if plain and _HAS_POLL:
+            sock.setblocking(False)
+            self.poll = select.poll()
+            self.poll.register(sock, select.POLLIN)
 
     def quiet(self) -> bool:
-        return self.reader.quiet and open_and_quiet(self.sock)
+        if not self.reader.quiet:
+            return False
+        if self.poll is None:
+            return open_and_quiet(self.sock)
+        try:
+            # Readable while idle: closed by the server, or bytes nobody asked for.
+            return not self.poll.poll(0)
+        except (OSError, ValueError):
+            return False
 
     def reusable(self) -> bool:
         return self.reader.keep
@@ -125,7 +148,7 @@ class BlockingPool(Endpoint[_Connection]):
         except OSError as error:
             raise self.connect_failed(error) from None
         self.connected()
-        return _Connection(sock)
+        return _Connection(sock, plain=self.ssl_context is None)
 
     def _exchange(
         self,
@@ -136,8 +159,11 @@ class BlockingPool(Endpoint[_Connection]):
     ) -> Answered:
         connection.reader.start()
         try:
-            connection.sock.settimeout(_left(deadline))
-            connection.sock.sendall(data)
+            if connection.poll is None:
+                connection.sock.settimeout(_left(deadline))
+                connection.sock.sendall(data)
+            else:
+                _send_all(connection.sock, data, deadline)
         except OSError as error:
             connection.close()
             raise connection.reader.send_failed(error) from None
@@ -165,14 +191,19 @@ class BlockingPool(Endpoint[_Connection]):
 
     def _read(self, connection: _Connection, deadline: float) -> Answered:
         """Receive until the answer is complete; TimeoutError once ``deadline`` passes."""
-        sock, reader = connection.sock, connection.reader
+        sock, reader, poll = connection.sock, connection.reader, connection.poll
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError("read timed out")
-            sock.settimeout(left)
             try:
+                if poll is None:
+                    sock.settimeout(left)
+                elif not poll.poll(left * 1000):
+                    continue  # the deadline is checked above
                 chunk = sock.recv(READ_SIZE)
+            except BlockingIOError:
+                continue  # woken with nothing to read after all
             except TimeoutError:
                 raise
             except OSError as error:
@@ -182,6 +213,24 @@ class BlockingPool(Endpoint[_Connection]):
             answer = reader.feed(chunk)
             if answer is not None:
                 return answer
+
+
+def _send_all(sock: socket.socket, data: bytes, deadline: float) -> None:
+    """Send all of ``data`` on a non-blocking socket; TimeoutError once ``deadline`` passes.
+
+    A request is a few hundred bytes: the first ``send`` nearly always takes it all.
+    """
+    view = memoryview(data)
+    while True:
+        try:
+            sent = sock.send(view)
+        except BlockingIOError:
+            sent = 0
+        if sent == len(view):
+            return
+        view = view[sent:]
+        if not wait_writable(sock, deadline - time.monotonic()):
+            raise TimeoutError("send timed out")
 
 
 def _left(deadline: float) -> float:
