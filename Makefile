@@ -45,9 +45,11 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # The default run takes the lean request path; the protocol tests run again over botocore.
-# Two workers, each test file on one of them (its servers and processes stay together).
+# Unit, docs and CDK tests on two workers; the suites about timing, processes and
+# Lambda alone, so their generous bounds stay generous.
 test: $(STAMP) system-deps lint typecheck
-	$(BIN)/pytest -n 2 --dist loadfile
+	$(BIN)/pytest -n 2 --dist loadfile tests/unit tests/docs tests/infra
+	$(BIN)/pytest tests/integration tests/lambda tests/cli
 	DYNALEASE_TRANSPORT=boto $(BIN)/pytest -q -p no:cacheprovider \
 	  tests/integration/test_locks.py tests/integration/test_lock_examples.py
 

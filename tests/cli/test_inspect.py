@@ -99,7 +99,8 @@ def test_watch_shows_renewals_and_rows_a_contender_may_take_over_without_writing
     done = threading.Event()
 
     def hold() -> None:
-        with SyncDistributedLock(client, table=lock_table, key="busy", lease_duration=0.6):
+        # 1.5 s: renewals every 0.5 s stay confirmed on a loaded machine
+        with SyncDistributedLock(client, table=lock_table, key="busy", lease_duration=1.5):
             holding.set()
             done.wait(10)
 
@@ -113,7 +114,7 @@ def test_watch_shows_renewals_and_rows_a_contender_may_take_over_without_writing
             lock_table,
             "--watch",
             "--for",
-            "1.8",
+            "3.5",
             "--interval",
             "0.3",
             "--plain",
@@ -128,7 +129,7 @@ def test_watch_shows_renewals_and_rows_a_contender_may_take_over_without_writing
     busy = next(line for line in last.splitlines() if line.startswith("busy"))
     assert "held, renewing" in busy
     renewals = re.search(r" s\s+(\d+)\s+held, renewing", busy)
-    assert renewals is not None and int(renewals.group(1)) >= 2, busy  # one every 0.2 s
+    assert renewals is not None and int(renewals.group(1)) >= 2, busy  # one every 0.5 s
     abandoned = next(line for line in last.splitlines() if line.startswith("abandoned"))
     assert "a contender may take it over" in abandoned
     operations = {entry.operation for entry in proxy.seen()}

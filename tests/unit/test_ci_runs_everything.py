@@ -51,3 +51,19 @@ def test_outside_ci_a_skip_is_only_a_skip(tmp_path: Path) -> None:
     completed = _run(tmp_path, None)
     assert completed.returncode == 0, completed.stdout
     assert "2 skipped" in completed.stdout.splitlines()[-1]
+
+
+def test_make_test_runs_every_test_directory() -> None:
+    """`make test` splits the suite over two pytest runs: together they cover every folder."""
+    makefile = (TESTS.parent / "Makefile").read_text()
+    recipe = makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    named: set[str] = set()
+    for line in recipe.splitlines():
+        if "$(BIN)/pytest " in line and "DYNALEASE_TRANSPORT" not in line:
+            named |= {word for word in line.split() if word.startswith("tests/")}
+    folders = {
+        f"tests/{path.name}"
+        for path in TESTS.iterdir()
+        if path.is_dir() and any(path.rglob("test_*.py")) and path.name != "support"
+    }
+    assert folders <= named, f"`make test` never runs {sorted(folders - named)}"
