@@ -18,14 +18,16 @@ from .botocore_internals import read_client
 from .config import DirectConfig
 from .http.aio import ConnectionPool
 from .http.blocking import BlockingPool
-from .http.wire import frame_request
+from .http.wire import frame_request, header_line
 from .sign import SigV4Signer, amz_date, host_header
 
 __all__ = ["Route", "Unsupported"]
 
 _TARGET = "DynamoDB_20120810."
-#: Sent after the signed headers and the length, unsigned.
-_TRAILING = (("User-Agent", "dynalease-lean/1"), ("Accept-Encoding", "identity"))
+#: Sent after the signed headers, unsigned.
+_TRAILING = header_line("User-Agent", "dynalease-lean/1") + header_line(
+    "Accept-Encoding", "identity"
+)
 
 
 class Unsupported(Exception):
@@ -68,7 +70,7 @@ class Route:
 
     def request_bytes(self, operation: str, body: bytes, frozen: Any) -> bytes:
         """The whole signed request carrying ``body``."""
-        headers = self.signer.sign(
+        fields = self.signer.fields(
             _TARGET + operation,
             body,
             frozen.access_key,
@@ -76,8 +78,7 @@ class Route:
             frozen.token,
             amz_date(),
         )
-        headers.extend(_TRAILING)
-        return frame_request(headers, body)
+        return frame_request(fields + _TRAILING, body)
 
     @classmethod
     def of_client(cls, client: Any) -> Route:

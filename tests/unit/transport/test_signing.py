@@ -55,7 +55,15 @@ def _ours(url: str, region: str, target: str, body: bytes, creds: Credentials, d
     parts = urlsplit(url)
     assert parts.hostname is not None
     signer = SigV4Signer(host_header(parts.scheme, parts.hostname, parts.port), region)
-    return dict(signer.sign(target, body, creds.access_key, creds.secret_key, creds.token, date))
+    return _headers(
+        signer.fields(target, body, creds.access_key, creds.secret_key, creds.token, date)
+    )
+
+
+def _headers(fields: str) -> dict[str, str]:
+    """The header lines the signer made, by name; each ends with CRLF."""
+    assert fields.endswith("\r\n")
+    return dict(line.split(": ", 1) for line in fields[:-2].split("\r\n"))
 
 
 @pytest.mark.parametrize(
@@ -118,7 +126,7 @@ def test_a_rotated_secret_signs_with_the_new_key_not_a_cached_one() -> None:
     for secret in ("first-secret", "second-secret", "first-secret"):
         creds = Credentials("AKID", secret, "token")
         theirs = _botocore_signed(url, "us-east-1", target, body, creds)
-        ours = dict(signer.sign(target, body, "AKID", secret, "token", theirs["X-Amz-Date"]))
+        ours = _headers(signer.fields(target, body, "AKID", secret, "token", theirs["X-Amz-Date"]))
         assert ours["Authorization"] == theirs["Authorization"]
 
 
@@ -298,17 +306,27 @@ def test_the_signers_hmac_from_copied_pad_states_is_hmac_sha256(key: bytes, mess
 
 def test_a_token_signature_reads_the_same_with_the_cached_pads_as_with_fresh_ones() -> None:
     signer = SigV4Signer("127.0.0.1:8000", "us-east-1")
-    first = signer.sign(
-        "DynamoDB_20120810.GetItem", b"{}", "AKID", "s3cret", "tok", "20260101T120000Z"
-    )
-    again = signer.sign(
-        "DynamoDB_20120810.GetItem", b"{}", "AKID", "s3cret", "tok", "20260101T120000Z"
-    )
+    request = ("DynamoDB_20120810.GetItem", b"{}", "AKID", "s3cret", "tok", "20260101T120000Z")
+    first = signer.fields(*request)
+    again = signer.fields(*request)
     fresh = SigV4Signer("127.0.0.1:8000", "us-east-1")
-    assert (
-        first
-        == again
-        == fresh.sign(
-            "DynamoDB_20120810.GetItem", b"{}", "AKID", "s3cret", "tok", "20260101T120000Z"
-        )
-    )
+    assert first == again == fresh.fields(*request)
+
+
+@pytest.mark.parametrize(
+    ("host", "region"), [("h\r\nX-Evil: 1", "us-east-1"), ("127.0.0.1:8000", "us-east-1\n")]
+)
+def test_a_signer_refuses_a_host_or_region_with_a_line_break(host: str, region: str) -> None:
+    with pytest.raises(ValueError, match="line break"):
+        SigV4Signer(host, region)
+
+
+@pytest.mark.parametrize(
+    ("access_key", "token"), [("AKID\r\nX-Evil: 1", None), ("AKID", "tok\nX-Evil: 1")]
+)
+def test_a_key_or_token_with_a_line_break_is_never_signed_into_a_head(
+    access_key: str, token: str | None
+) -> None:
+    signer = SigV4Signer("127.0.0.1:8000", "us-east-1")
+    with pytest.raises(ValueError, match="line break"):
+        signer.fields("DynamoDB_20120810.GetItem", b"{}", access_key, "s", token, amz_date())

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from dynalease._transport.http.failures import Stale, Unanswered
-from dynalease._transport.http.wire import MAX_BODY, MAX_HEAD, ResponseReader, frame_request
+from dynalease._transport.http.wire import (
+    MAX_BODY,
+    MAX_HEAD,
+    ResponseReader,
+    frame_request,
+    header_line,
+)
 
 BODY = b'{"ConsumedCapacity":{"CapacityUnits":1.0,"TableName":"locks"}}'
 KEEP_ALIVE = (
@@ -34,7 +40,8 @@ def _every_split(data: bytes) -> list[tuple[bytes, bytes]]:
 
 
 def test_a_request_is_one_post_with_its_headers_then_its_length_then_the_body() -> None:
-    framed = frame_request([("Host", "h"), ("X-Amz-Target", "DynamoDB_20120810.GetItem")], b"{}")
+    fields = header_line("Host", "h") + header_line("X-Amz-Target", "DynamoDB_20120810.GetItem")
+    framed = frame_request(fields, b"{}")
     assert framed == (
         b"POST / HTTP/1.1\r\nHost: h\r\nX-Amz-Target: DynamoDB_20120810.GetItem\r\n"
         b"Content-Length: 2\r\n\r\n{}"
@@ -159,6 +166,45 @@ def test_a_malformed_answer_is_unanswered(head: bytes) -> None:
     assert isinstance(raised.value.cause, ValueError)
 
 
+_GRAMMAR_BREAKS = {
+    "bare-lf-in-value": b"X: a\nb\r\n",
+    "bare-cr-in-value": b"X: a\rb\r\n",
+    "nul-in-value": b"X: a\x00b\r\n",
+    "vt-in-value": b"X: a\x0bb\r\n",
+    "ff-in-value": b"X: a\x0cb\r\n",
+    "no-colon": b"X a\r\n",
+    "space-before-colon": b"X : a\r\n",
+    "folded": b"X: a\r\n b\r\n",
+    "empty-name": b": a\r\n",
+}
+
+
+@pytest.mark.parametrize("field", _GRAMMAR_BREAKS.values(), ids=_GRAMMAR_BREAKS.keys())
+@pytest.mark.parametrize("where", ["first", "last", "only"])
+def test_a_head_breaking_the_field_grammar_anywhere_is_refused(field: bytes, where: str) -> None:
+    fields = {
+        "first": field + b"Content-Length: 2\r\n",
+        "last": b"Content-Length: 2\r\n" + field,
+        "only": field,
+    }[where]
+    with pytest.raises(Unanswered, match=r"not an HTTP/1\.1 answer head"):
+        _read(b"HTTP/1.1 200 OK\r\n" + fields + b"\r\n{}")
+
+
+@pytest.mark.parametrize(
+    "status_line",
+    [b"HTTP/1.1 200 O\x00K", b"HTTP/1.1 200 O\rK", b"HTTP/1.1 200 O\x0bK", b"HTTP/1.1 200OK"],
+)
+def test_a_status_line_breaking_the_grammar_is_refused(status_line: bytes) -> None:
+    with pytest.raises(Unanswered, match=r"not an HTTP/1\.1 answer head"):
+        _read(status_line + b"\r\nContent-Length: 2\r\n\r\n{}")
+
+
+def test_a_head_of_only_a_status_line_is_read() -> None:
+    _, answer = _read(b"HTTP/1.0 200 OK\r\n\r\n{}")
+    assert answer is None  # HTTP/1.0 without a length: the body runs to the close
+
+
 def test_a_head_without_end_is_refused_past_its_cap() -> None:
     reader, answer = _read(b"HTTP/1.1 200 OK\r\n", b"X: " + b"a" * (MAX_HEAD - 100))
     assert answer is None
@@ -219,6 +265,6 @@ def test_bytes_nobody_asked_for_are_dropped_and_spoil_the_connection() -> None:
     ("name", "value"),
     [("X-Amz-Date", "20260101T000000Z\r\nX-Evil: 1"), ("Auth\n", "x"), ("X", "us-east-1\n")],
 )
-def test_a_request_header_with_a_line_break_is_never_framed(name: str, value: str) -> None:
+def test_a_header_with_a_line_break_is_never_made_into_a_line(name: str, value: str) -> None:
     with pytest.raises(ValueError, match="line break"):
-        frame_request([("Host", "h"), (name, value)], b"{}")
+        header_line(name, value)

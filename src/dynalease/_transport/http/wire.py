@@ -25,13 +25,12 @@ uncontended CPU per lock cycle past 0.8x pydynox's; so the core is our own.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from typing import NamedTuple
 
 from .failures import Stale, Unanswered, closed_early, unanswered
 
 __all__ = ["MAX_BODY", "MAX_HEAD", "READ_SIZE", "Answered", "Malformed", "ResponseReader"]
-__all__ += ["frame_request"]
+__all__ += ["frame_request", "header_line"]
 
 #: A response head longer than this is refused rather than buffered without end
 #: (interim answers before it count too; so does a chunk-size line or the trailers).
@@ -68,20 +67,29 @@ class Malformed(ValueError):
     """The bytes received are not an HTTP/1.1 answer this core reads."""
 
 
-def frame_request(headers: Iterable[tuple[str, str]], body: bytes) -> bytes:
-    """The bytes of a ``POST /`` carrying ``body``, with ``headers`` then its length.
+def header_line(name: str, value: str) -> str:
+    """One request header's line: ``name: value`` and its CRLF.
+
+    A name or value holding a line break (a Region or a token read from a
+    damaged setting) is refused: it would end the head early and smuggle in
+    headers of its own. Request heads are made only of such lines and of
+    values the lean path writes itself (dates, digests, lengths).
+    """
+    line = f"{name}: {value}\r\n"
+    if line.count("\n") != 1 or line.count("\r") != 1:
+        raise ValueError("a request header holds a line break")
+    return line
+
+
+def frame_request(fields: str, body: bytes) -> bytes:
+    """The bytes of a ``POST /`` carrying ``body``: the header lines ``fields``, then its length.
 
     Lock requests are always one JSON POST to ``/``; the length goes last so the
-    signed headers come first, in the order they were signed. A name or value
-    holding a line break (a Region or a token read from a damaged setting) is
-    refused: it would end the head early and smuggle in headers of its own.
+    signed headers come first, in the order they were signed. ``fields`` are
+    lines made by :func:`header_line`.
     """
-    lines = [f"{name}: {value}\r\n" for name, value in headers]
-    head = "".join(lines)
-    if head.count("\n") != len(lines) or head.count("\r") != len(lines):
-        raise ValueError("a request header holds a line break")
-    framed = f"POST / HTTP/1.1\r\n{head}Content-Length: {len(body)}\r\n\r\n"
-    return framed.encode("latin-1") + body
+    head = f"POST / HTTP/1.1\r\n{fields}Content-Length: {len(body)}\r\n\r\n"
+    return head.encode("latin-1") + body
 
 
 class _Head(NamedTuple):
@@ -183,6 +191,22 @@ class ResponseReader:
             self.spoiled = True
             self.keep = False
             return None
+        if not self.buffer and self._head is None and self._failure is None:
+            # The first bytes of an answer, which most often hold all of it: read
+            # from ``data`` itself, with no copy into the buffer and back.
+            end = data.find(b"\r\n\r\n")
+            if end >= 0:
+                try:
+                    head = _parse_head(data, 0, end + 4)
+                except Malformed as error:
+                    raise self._fail(Unanswered(error, timeout=False)) from None
+                if head.status >= 200:
+                    self._begin_body(head, end + 4)
+                    if head.length is not None and len(data) == end + 4 + head.length:
+                        self.keep = head.keep
+                        self.awaiting = False
+                        self._served += 1
+                        return head.status, data[end + 4 :], head.crc
         self.buffer += data
         return self.complete()
 
@@ -209,13 +233,17 @@ class ResponseReader:
                     self._at = self._scan = end + 4
                     head = None
                     continue
-                self._head, self._body_at = head, end + 4
-                if head.chunked:
-                    self._chunk = bytearray()
-                    self._phase, self._left, self._taken = _SIZE, 0, 0
+                self._begin_body(head, end + 4)
             return self._body(head)
         except Malformed as error:
             raise self._fail(Unanswered(error, timeout=False)) from None
+
+    def _begin_body(self, head: _Head, at: int) -> None:
+        """The head of the real answer ended at ``at``: its body comes next."""
+        self._head, self._body_at = head, at
+        if head.chunked:
+            self._chunk = bytearray()
+            self._phase, self._left, self._taken = _SIZE, 0, 0
 
     def _body(self, head: _Head) -> Answered | None:
         buffer = self.buffer
@@ -335,26 +363,30 @@ class ResponseReader:
         return failure
 
 
-def _parse_head(buffer: bytearray, start: int, end: int) -> _Head:
+def _parse_head(buffer: bytes | bytearray, start: int, end: int) -> _Head:
     """What the head in ``buffer[start:end]`` says; it ends with the blank line.
 
-    The whole head is checked against its grammar first, then only the headers
-    that matter are looked up (case-insensitively), not every header split and
-    decoded.
+    The whole head is checked against its grammar first; then one search of the
+    lower-cased head finds the headers that matter, not every header split and
+    decoded. Every answer passes here, so the common case makes no further call.
     """
-    if _HEAD.fullmatch(buffer, start, end) is None:
-        line = bytes(buffer[start : buffer.find(b"\r\n", start)])
-        raise Malformed(f"not an HTTP/1.1 answer head: {line[:80]!r}")
     head = bytes(buffer[start:end])
+    if _HEAD.fullmatch(head) is None:
+        line = head[: head.find(b"\r\n")]
+        raise Malformed(f"not an HTTP/1.1 answer head: {line[:80]!r}")
     status = int(head[9:12])
     if status < 100:
         raise Malformed(f"bad status {status}")
-    lower = head.lower()
-    encoding = _header(lower, head, b"transfer-encoding", single=True)
-    length = _number(_header(lower, head, b"content-length", single=True), "Content-Length")
+    found = _WANTED.findall(head.lower())
+    fields = dict(found)
+    if len(fields) < len(found):
+        fields = _repeated(found)
+    length_text = fields.get(b"content-length")
+    length = None if length_text is None else _number(length_text, "Content-Length")
     chunked = False
+    encoding = fields.get(b"transfer-encoding")
     if encoding is not None:
-        if encoding.lower() != "chunked":
+        if encoding.strip(b" \t") != b"chunked":
             raise Malformed(f"unsupported Transfer-Encoding: {encoding[:40]!r}")
         if length is not None:
             # RFC 9112 6.3: both at once may be an attempt to smuggle an answer in.
@@ -365,49 +397,43 @@ def _parse_head(buffer: bytearray, start: int, end: int) -> _Head:
     if status in (204, 304):
         length, chunked = 0, False  # never a body, whatever the headers say
     keep = head[5:8] == b"1.1"
-    connection = _header(lower, lower, b"connection")
+    connection = fields.get(b"connection")
     if connection is not None:
-        if lower.count(b"\r\nconnection:") > 1:
-            connection = ",".join(_connection_values(lower))
-        tokens = {token.strip(" \t") for token in connection.split(",")}
-        keep = "close" not in tokens and (keep or "keep-alive" in tokens)
-    crc = _number(_header(lower, head, b"x-amz-crc32"), "x-amz-crc32")
+        tokens = {token.strip(b" \t") for token in connection.split(b",")}
+        keep = b"close" not in tokens and (keep or b"keep-alive" in tokens)
+    crc_text = fields.get(b"x-amz-crc32")
+    crc = None if crc_text is None else _number(crc_text, "x-amz-crc32")
     return _Head(status, length, chunked, keep, crc)
 
 
-def _number(text: str | None, name: str) -> int | None:
-    """A header's whole-number value, ASCII digits only; None when absent."""
-    if text is None:
-        return None
+#: The headers an answer is read by, with their values, in a lower-cased head whose
+#: grammar was checked (so a value runs to its line's CR).
+_WANTED = re.compile(rb"\r\n(content-length|transfer-encoding|connection|x-amz-crc32):([^\r]*+)")
+
+
+def _repeated(found: list[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
+    """The headers of :data:`_WANTED` when one came more than once.
+
+    Two lengths or codings are refused: they would leave the body's end to
+    whichever reader one trusts. ``Connection`` headers are one list; the
+    first ``x-amz-crc32`` counts.
+    """
+    fields: dict[bytes, bytes] = {}
+    for name, value in found:
+        if name not in fields:
+            fields[name] = value
+        elif name == b"connection":
+            fields[name] += b"," + value
+        elif name != b"x-amz-crc32":
+            raise Malformed(f"{name.decode()} sent twice")
+    return fields
+
+
+def _number(text: bytes, name: str) -> int:
+    """A header's whole-number value, ASCII digits only (spaces and tabs around it dropped)."""
+    text = text.strip(b" \t")
     # int() would take "+5", "-1" or "5_0" (a negative length would read nothing),
     # and raise its own error past 4,300 digits.
-    if not (text.isascii() and text.isdigit()) or len(text) > 20:
-        raise Malformed(f"bad {name}: {text[:40]!r}")
+    if not text.isdigit() or len(text) > 20:
+        raise Malformed(f"bad {name}: {text[:40].decode('latin-1')!r}")
     return int(text)
-
-
-def _header(lower: bytes, head: bytes, name: bytes, *, single: bool = False) -> str | None:
-    """The value of header ``name`` (lower case) in ``head``, or None when absent.
-
-    With ``single``, a header sent twice is refused: two lengths or codings
-    would leave the body's end to whichever reader one trusts.
-    """
-    needle = b"\r\n" + name + b":"
-    at = lower.find(needle)
-    if at < 0:
-        return None
-    if single and lower.find(needle, at + 2) >= 0:
-        raise Malformed(f"{name.decode()} sent twice")
-    start = at + len(needle)
-    return head[start : head.find(b"\r\n", start)].strip(b" \t").decode("latin-1")
-
-
-def _connection_values(lower: bytes) -> list[str]:
-    """The values of every ``Connection`` header in a lower-cased head."""
-    values = []
-    at = lower.find(b"\r\nconnection:")
-    while at >= 0:
-        start = at + len(b"\r\nconnection:")
-        values.append(lower[start : lower.find(b"\r\n", start)].decode("latin-1"))
-        at = lower.find(b"\r\nconnection:", start)
-    return values
