@@ -38,12 +38,13 @@ class _Connection:
     def __init__(self, sock: socket.socket, *, plain: bool) -> None:
         self.sock = sock
         self.reader = ResponseReader()
-        #: Plain TCP: the socket is non-blocking and waits here for its answers.
+        #: Plain TCP: the socket stays non-blocking (as connected) and waits here.
         self.poll: select.poll | None = None
         if plain and _HAS_POLL:
-            sock.setblocking(False)
             self.poll = select.poll()
             self.poll.register(sock, select.POLLIN)
+        elif plain:
+            sock.settimeout(None)  # no poll here: socket timeouts, as for TLS
 
     def quiet(self) -> bool:
         if not self.reader.quiet:
@@ -133,8 +134,7 @@ class BlockingPool(Endpoint[_Connection]):
                     self.host, self.port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
                 )
                 addresses = self.learn(infos, time.monotonic())
-            # Each connect waits in the socket call itself, until the limit.
-            with ConnectWalk(self, addresses, until=limit) as walk:
+            with ConnectWalk(self, addresses) as walk:
                 while (sock := walk.pending()) is not None:
                     walk.settle(wait_writable(sock, limit - time.monotonic()))
             sock = walk.result()
@@ -220,7 +220,7 @@ def _send_all(sock: socket.socket, data: bytes, deadline: float) -> None:
 
     A request is a few hundred bytes: the first ``send`` nearly always takes it all.
     """
-    view = memoryview(data)
+    view: bytes | memoryview = data
     while True:
         try:
             sent = sock.send(view)
@@ -228,7 +228,7 @@ def _send_all(sock: socket.socket, data: bytes, deadline: float) -> None:
             sent = 0
         if sent == len(view):
             return
-        view = view[sent:]
+        view = memoryview(view)[sent:]
         if not wait_writable(sock, deadline - time.monotonic()):
             raise TimeoutError("send timed out")
 

@@ -196,18 +196,11 @@ class ConnectWalk:
 
     A timeout ends the walk: no other address would have any time left. Leaving
     the ``with`` block early (a cancellation) closes the socket under way.
-
-    With ``until`` (a :func:`time.monotonic` limit) each connect waits inside the
-    socket call itself, up to that time: a blocking caller then spends one call
-    per address, and :meth:`pending` only returns a socket whose time ran out.
     """
 
-    def __init__(
-        self, endpoint: Endpoint[Any], addresses: list[Address], until: float | None = None
-    ) -> None:
+    def __init__(self, endpoint: Endpoint[Any], addresses: list[Address]) -> None:
         self._endpoint = endpoint
         self._addresses = addresses
-        self._until = until
         self._index = -1
         self._waiting: socket.socket | None = None
         self._connected: socket.socket | None = None
@@ -226,8 +219,7 @@ class ConnectWalk:
         while self._connected is None and self._index + 1 < len(self._addresses):
             self._index += 1
             family, address = self._addresses[self._index]
-            until = self._until
-            sock = open_socket(family, None if until is None else until - time.monotonic())
+            sock = open_socket(family)
             try:
                 error = start_connect(sock, address)
             except BaseException:

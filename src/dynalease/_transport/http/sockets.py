@@ -30,17 +30,12 @@ CONNECTING = frozenset({errno.EINPROGRESS, errno.EALREADY, errno.EWOULDBLOCK, er
 _HAS_POLL = hasattr(select, "poll")
 
 
-def open_socket(family: int, timeout: float | None = None) -> socket.socket:
-    """A TCP socket with the options every lean connection has.
-
-    Non-blocking, or with ``timeout`` its calls wait up to that long themselves.
-    """
-    sock = socket.socket(family, socket.SOCK_STREAM)
+def open_socket(family: int) -> socket.socket:
+    """A non-blocking TCP socket with the options every lean connection has."""
+    sock = socket.socket(family, _NON_BLOCKING_STREAM)
     try:
-        if timeout is None:
+        if _NON_BLOCKING_STREAM == socket.SOCK_STREAM:
             sock.setblocking(False)
-        else:
-            sock.settimeout(max(timeout, 1e-3))
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
     except BaseException:
@@ -49,16 +44,18 @@ def open_socket(family: int, timeout: float | None = None) -> socket.socket:
     return sock
 
 
+#: Where the platform has it, a socket is made non-blocking by ``socket()`` itself.
+_NON_BLOCKING_STREAM = socket.SOCK_STREAM | getattr(socket, "SOCK_NONBLOCK", 0)
+
+
 def start_connect(sock: socket.socket, address: tuple[Any, ...]) -> int:
     """Start connecting: 0 when connected, an errno, or one of :data:`CONNECTING`.
 
     On loopback the handshake is often over before ``connect`` returns; asking
-    at once saves the driver a wait (two turns of an event loop). A socket with
-    a timeout waits here until it is over, or answers EWOULDBLOCK once its time
-    ran out.
+    at once saves the driver a wait (two turns of an event loop).
     """
     error = sock.connect_ex(address)
-    if error in CONNECTING and sock.gettimeout() == 0.0 and _ready(sock, writable=True, timeout=0):
+    if error in CONNECTING and _ready(sock, writable=True, timeout=0):
         return connect_error(sock)
     return error
 
