@@ -19,8 +19,9 @@ from .release import Releasing
 from .requests import FirstWrite, interrupted_failure
 from .runtime import Runtime
 from .scheduling import deferred_renewals
+from .shapes import create_operation, release_operation
 from .states import Event, State
-from .store import ConditionFailed, create_operation, release_operation
+from .store import ConditionFailed
 
 
 class CallerPath(Acquiring, Releasing):

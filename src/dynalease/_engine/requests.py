@@ -20,8 +20,9 @@ from . import fenced
 from . import protocol as p
 from .base import LeaseBase
 from .clock import Stamp, wait_for
+from .shapes import reply_of
 from .states import State
-from .store import ConditionFailed, Limit, Reply, TimedOut, reply_of
+from .store import ConditionFailed, Limit, Reply, TimedOut
 
 #: Validity below this cannot be renewed in time; a replayed request (already
 #: sent) gets at least this timeout to report how it ended.

@@ -1,25 +1,33 @@
 """The lock store: protocol-1 and protocol-2 (fenced) requests over a transport.
 
 A transport moves low-level DynamoDB requests (the JSON shapes of the DynamoDB
-API) and maps failures to dynalease errors; the store builds the requests the
-protocol needs. The same store therefore runs against botocore, the in-memory
-backend of :mod:`dynalease.testing`, or a leaner HTTP transport.
+API) and maps failures to dynalease errors; the store sends the requests the
+protocol needs, as :mod:`.shapes` builds them. The same store therefore runs
+against botocore, the in-memory backend of :mod:`dynalease.testing`, or a
+leaner HTTP transport.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
-from . import fenced
-from .protocol import KEY_ATTR, OWNER_ATTR, VERSION_ATTR, LockRow
+from . import shapes
+from .protocol import LockRow
+from .shapes import Item, Reply, reply_of, write_reply
 
-Item = dict[str, Any]
-
-_NAMES_KEY = {"#k": KEY_ATTR}
-_NAMES_OWNER = {"#o": OWNER_ATTR}
-_NAMES_OWNER_VERSION = {"#o": OWNER_ATTR, "#v": VERSION_ATTR}
+__all__ = [
+    "BlockingTransport",
+    "BodyTemplate",
+    "ConditionFailed",
+    "Limit",
+    "LimitingTransport",
+    "LockStore",
+    "Reply",
+    "TimedOut",
+    "Transport",
+]
 
 
 class ConditionFailed(Exception):
@@ -72,7 +80,11 @@ class LimitingTransport(Transport, Protocol):
 
 
 class BlockingTransport(Transport, Protocol):
-    """A transport that can also send from a sync caller's own thread."""
+    """A transport that can also send from a sync caller's own thread.
+
+    One that also has ``body_template(params, markers)`` (see :class:`BodyTemplate`)
+    is sent the blocking create's and delete's bodies ready made, as bytes.
+    """
 
     def blocking_ready(self) -> bool:
         """True when :meth:`send_blocking` may be used now."""
@@ -81,19 +93,28 @@ class BlockingTransport(Transport, Protocol):
     def send_blocking(
         self,
         operation: str,
-        params: dict[str, Any],
+        params: dict[str, Any] | bytes,
         timeout: float,
         on_late: Callable[[Any], object],
     ) -> dict[str, Any]:
         """Send from the calling thread, waiting at most ``timeout`` seconds.
 
-        Raises like :meth:`Transport.send`; a request sent but not answered in
-        time (or interrupted) is first handed to ``on_late``.
+        ``params`` is bytes (the JSON body) only when the transport makes body
+        templates. Raises like :meth:`Transport.send`; a request sent but not
+        answered in time (or interrupted) is first handed to ``on_late``.
         """
         ...
 
     async def finish_late(self, operation: str, late: Any) -> dict[str, Any]:
         """The answer to a request handed to ``on_late`` (on the runtime loop)."""
+        ...
+
+
+class BodyTemplate(Protocol):
+    """A request's JSON body made once, with markers where its strings vary."""
+
+    def fill(self, *values: str) -> bytes:
+        """The body with ``values`` where the markers were (in the markers' order)."""
         ...
 
 
@@ -116,35 +137,6 @@ class Limit:
     on_late: Callable[[Awaitable[dict[str, Any]]], object]
 
 
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """A store answer: the item read or returned (if any) and the capacity it reported.
-
-    A ``BatchGetItem`` answer carries the rows it found by key in ``items`` and
-    the keys DynamoDB left unread in ``unprocessed``.
-    """
-
-    item: Item | None
-    capacity: float
-    items: Mapping[str, Item] = field(default_factory=dict)
-    unprocessed: tuple[str, ...] = ()
-
-
-def _capacity(response: dict[str, Any]) -> float:
-    consumed = response.get("ConsumedCapacity")
-    if isinstance(consumed, list):  # BatchGetItem: one entry per table
-        return sum(_units(entry) for entry in consumed)
-    return _units(consumed)
-
-
-def _units(consumed: object) -> float:
-    if isinstance(consumed, dict):
-        units = consumed.get("CapacityUnits")
-        if isinstance(units, int | float):
-            return float(units)
-    return 0.0
-
-
 class LockStore:
     """The protocol's requests on one transport."""
 
@@ -152,6 +144,13 @@ class LockStore:
         self.transport = transport
         #: True when the transport bounds a request itself (``send_within``).
         self.limits = callable(getattr(transport, "send_within", None))
+        #: ``body_template(params, markers)``, when the transport makes them: a sync
+        #: caller's create and delete then cost a template's fill instead of building
+        #: and encoding their parameters per request.
+        self._template: Callable[[dict[str, Any], tuple[str, ...]], BodyTemplate] | None = getattr(
+            transport, "body_template", None
+        )
+        self._bodies: dict[tuple[Any, ...], BodyTemplate] = {}
 
     async def _send(
         self, operation: str, params: dict[str, Any], limit: Limit | None
@@ -170,17 +169,9 @@ class LockStore:
 
     async def read(self, table: str, key: str, limit: Limit | None = None) -> Reply:
         """Strongly consistent read of the lock row."""
-        response = await self._send(
-            "GetItem",
-            {
-                "TableName": table,
-                "Key": {KEY_ATTR: {"S": key}},
-                "ConsistentRead": True,
-                "ReturnConsumedCapacity": "TOTAL",
-            },
-            limit,
+        return reply_of(
+            "GetItem", await self._send("GetItem", shapes.read_params(table, key), limit)
         )
-        return reply_of("GetItem", response)
 
     async def read_many(
         self, table: str, keys: tuple[str, ...], limit: Limit | None = None
@@ -190,56 +181,30 @@ class LockStore:
         The reply's ``items`` maps each found key to its row; keys DynamoDB did
         not read this time are in ``unprocessed``, for the caller to ask again.
         """
-        response = await self._send("BatchGetItem", batch_get_params(table, keys), limit)
-        return batch_reply(table, response)
+        response = await self._send("BatchGetItem", shapes.batch_get_params(table, keys), limit)
+        return shapes.batch_reply(table, response)
 
     async def create(self, table: str, row: LockRow, limit: Limit | None = None) -> Reply:
         """Write the row only if no row exists (a fenced row: none, or a free one).
 
         A fenced create's reply carries the new counter (``Reply.item``).
         """
-        operation, params = create_request(table, row)
-        return _write_reply(await self._send(operation, params, limit))
+        operation, params = shapes.create_request(table, row)
+        return write_reply(await self._send(operation, params, limit))
 
     async def replace(
         self, table: str, row: LockRow, observed: LockRow, limit: Limit | None = None
     ) -> Reply:
         """Take over: write our row only if the observed owner and version are still there."""
-        if row.fenced:
-            params = fenced.acquire_params(table, row, observed)
-            return _write_reply(await self._send(fenced.OPERATION, params, limit))
-        params = _put_params(
-            table,
-            row,
-            "#o = :o AND #v = :v",
-            dict(_NAMES_OWNER_VERSION),
-            {":o": {"S": observed.owner}, ":v": {"S": observed.version}},
-        )
-        return _write_reply(await self._send("PutItem", params, limit))
+        operation, params = shapes.takeover_request(table, row, observed)
+        return write_reply(await self._send(operation, params, limit))
 
     async def renew(
         self, table: str, key: str, owner: str, current: str, new: str, limit: Limit | None = None
     ) -> Reply:
         """Replace our version with a new one, only if owner and version are still ours."""
-        response = await self._send(
-            "UpdateItem",
-            {
-                "TableName": table,
-                "Key": {KEY_ATTR: {"S": key}},
-                "UpdateExpression": "SET #v = :new",
-                "ConditionExpression": "#o = :o AND #v = :v",
-                "ExpressionAttributeNames": dict(_NAMES_OWNER_VERSION),
-                "ExpressionAttributeValues": {
-                    ":o": {"S": owner},
-                    ":v": {"S": current},
-                    ":new": {"S": new},
-                },
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                "ReturnConsumedCapacity": "TOTAL",
-            },
-            limit,
-        )
-        return _write_reply(response)
+        params = shapes.renew_params(table, key, owner, current, new)
+        return write_reply(await self._send("UpdateItem", params, limit))
 
     async def delete(
         self,
@@ -251,8 +216,8 @@ class LockStore:
         fencing: bool = False,
     ) -> Reply:
         """Delete the row only if we still own it (a fenced row: leave it free)."""
-        operation, params = release_request(table, key, owner, fencing)
-        return _write_reply(await self._send(operation, params, limit))
+        operation, params = shapes.release_request(table, key, owner, fencing)
+        return write_reply(await self._send(operation, params, limit))
 
     # --- from a sync caller's own thread ----------------------------------------
 
@@ -270,8 +235,18 @@ class LockStore:
         ``on_late``; :meth:`finish_late` later tells how it ended.
         """
         transport = cast(BlockingTransport, self.transport)
-        operation, params = create_request(table, row)
-        return _write_reply(transport.send_blocking(operation, params, timeout, on_late))
+        params: dict[str, Any] | bytes
+        if self._template is None:
+            operation, params = shapes.create_request(table, row)
+        else:
+            operation = shapes.create_operation(row.fenced)
+            shape = ("create", table, row.lease_ms, row.protocol)
+            template = self._bodies.get(shape)
+            if template is None:
+                built = shapes.create_request(table, shapes.slotted_row(row))[1]
+                template = self._compile(shape, built, shapes.ROW_SLOTS)
+            params = template.fill(row.key, row.owner, row.version)
+        return write_reply(transport.send_blocking(operation, params, timeout, on_late))
 
     def delete_blocking(
         self,
@@ -285,123 +260,35 @@ class LockStore:
     ) -> Reply:
         """:meth:`delete`, sent from the calling thread (as :meth:`create_blocking`)."""
         transport = cast(BlockingTransport, self.transport)
-        operation, params = release_request(table, key, owner, fencing)
-        return _write_reply(transport.send_blocking(operation, params, timeout, on_late))
+        params: dict[str, Any] | bytes
+        if self._template is None:
+            operation, params = shapes.release_request(table, key, owner, fencing)
+        else:
+            operation = shapes.release_operation(fencing)
+            shape = ("release", table, fencing)
+            template = self._bodies.get(shape)
+            if template is None:
+                built = shapes.release_request(table, *shapes.RELEASE_SLOTS, fencing)[1]
+                template = self._compile(shape, built, shapes.RELEASE_SLOTS)
+            params = template.fill(key, owner)
+        return write_reply(transport.send_blocking(operation, params, timeout, on_late))
+
+    def _compile(
+        self, shape: tuple[Any, ...], params: dict[str, Any], slots: tuple[str, ...]
+    ) -> BodyTemplate:
+        """The template of ``shape``'s body, made from ``params`` that hold ``slots``."""
+        assert self._template is not None
+        if len(self._bodies) >= 64:  # many tables or lease durations: start again
+            self._bodies.clear()
+        template = self._bodies[shape] = self._template(params, slots)
+        return template
 
     async def finish_late(self, operation: str, late: Any) -> Reply:
         """The outcome of a late blocking write (on the runtime loop)."""
         transport = cast(BlockingTransport, self.transport)
-        return _write_reply(await transport.finish_late(operation, late))
+        return write_reply(await transport.finish_late(operation, late))
 
     @staticmethod
     def condition_item(table: str, key: str, owner: str) -> dict[str, Any]:
         """The TransactWriteItems entry that holds only while ``owner`` owns the row."""
-        return {
-            "ConditionCheck": {
-                "TableName": table,
-                "Key": {KEY_ATTR: {"S": key}},
-                "ConditionExpression": "#o = :o",
-                "ExpressionAttributeNames": dict(_NAMES_OWNER),
-                "ExpressionAttributeValues": {":o": {"S": owner}},
-            }
-        }
-
-
-def _write_reply(response: dict[str, Any]) -> Reply:
-    # Only fenced writes ask for attributes back (the new counter); others return none.
-    return Reply(response.get("Attributes"), _capacity(response))
-
-
-def reply_of(operation: str, response: dict[str, Any]) -> Reply:
-    """The store's reply for a response to ``operation`` (a write's returned attributes)."""
-    if operation == "GetItem":
-        return Reply(response.get("Item"), _capacity(response))
-    return _write_reply(response)
-
-
-def create_operation(fencing: bool) -> str:
-    """The operation a create (or takeover) is: PutItem, or UpdateItem for a fenced row."""
-    return fenced.OPERATION if fencing else "PutItem"
-
-
-def release_operation(fencing: bool) -> str:
-    """The operation a release is: DeleteItem, or UpdateItem leaving a free fenced row."""
-    return fenced.OPERATION if fencing else "DeleteItem"
-
-
-def create_request(table: str, row: LockRow) -> tuple[str, dict[str, Any]]:
-    """The operation and parameters of a create of ``row`` (protocol 1 or 2)."""
-    if row.fenced:
-        return fenced.OPERATION, fenced.acquire_params(table, row)
-    return "PutItem", _create_params(table, row)
-
-
-def release_request(table: str, key: str, owner: str, fencing: bool) -> tuple[str, dict[str, Any]]:
-    """The operation and parameters of a release by ``owner``."""
-    if fencing:
-        return fenced.OPERATION, fenced.release_params(table, key, owner)
-    return "DeleteItem", _delete_params(table, key, owner)
-
-
-def batch_get_params(table: str, keys: tuple[str, ...]) -> dict[str, Any]:
-    """The strongly consistent ``BatchGetItem`` of ``keys`` (1..100 distinct keys)."""
-    return {
-        "RequestItems": {
-            table: {"Keys": [{KEY_ATTR: {"S": key}} for key in keys], "ConsistentRead": True}
-        },
-        "ReturnConsumedCapacity": "TOTAL",
-    }
-
-
-def batch_reply(table: str, response: dict[str, Any]) -> Reply:
-    """The rows a ``BatchGetItem`` answer found, by key, and the keys it left unread."""
-    items: dict[str, Item] = {}
-    for item in (response.get("Responses") or {}).get(table) or ():
-        key = item.get(KEY_ATTR, {}).get("S") if isinstance(item, dict) else None
-        if isinstance(key, str):
-            items[key] = item
-    left = ((response.get("UnprocessedKeys") or {}).get(table) or {}).get("Keys") or ()
-    unprocessed = tuple(
-        key["S"]
-        for entry in left
-        if isinstance(entry, dict)
-        and isinstance(key := entry.get(KEY_ATTR), dict)
-        and isinstance(key.get("S"), str)
-    )
-    return Reply(None, _capacity(response), items, unprocessed)
-
-
-def _put_params(
-    table: str,
-    row: LockRow,
-    condition: str,
-    names: dict[str, str],
-    values: dict[str, Any] | None,
-) -> dict[str, Any]:
-    params: dict[str, Any] = {
-        "TableName": table,
-        "Item": row.to_item(),
-        "ConditionExpression": condition,
-        "ExpressionAttributeNames": names,
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        "ReturnConsumedCapacity": "TOTAL",
-    }
-    if values:
-        params["ExpressionAttributeValues"] = values
-    return params
-
-
-def _create_params(table: str, row: LockRow) -> dict[str, Any]:
-    return _put_params(table, row, "attribute_not_exists(#k)", dict(_NAMES_KEY), None)
-
-
-def _delete_params(table: str, key: str, owner: str) -> dict[str, Any]:
-    return {
-        "TableName": table,
-        "Key": {KEY_ATTR: {"S": key}},
-        "ConditionExpression": "#o = :o",
-        "ExpressionAttributeNames": dict(_NAMES_OWNER),
-        "ExpressionAttributeValues": {":o": {"S": owner}},
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        "ReturnConsumedCapacity": "TOTAL",
-    }
+        return shapes.condition_item(table, key, owner)

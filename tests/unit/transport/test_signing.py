@@ -198,6 +198,49 @@ def test_request_bodies_match_botocore_serializer_including_binary(
     assert _ours_body(params) == _botocore_body(operation, params)
 
 
+_TEXT = st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    key=st.one_of(_TEXT, st.sampled_from(['a"b', "a\\b", "100%", "%s", "\ue000key\ue001", "\x00"])),
+    owner=_TEXT,
+    version=_TEXT,
+    lease_ms=st.integers(100, 86_400_000),
+    fenced=st.booleans(),
+)
+def test_a_blocking_body_from_its_template_is_the_encoded_parameters_byte_for_byte(
+    key: str, owner: str, version: str, lease_ms: int, fenced: bool
+) -> None:
+    # The lean path sends a sync caller's create and delete from templates; the
+    # store builds the same requests as parameters for every other transport.
+    from dynalease._engine import shapes
+    from dynalease._engine.protocol import FENCED_PROTOCOL, PROTOCOL, LockRow
+    from dynalease._transport.codec import BodyTemplate
+
+    protocol = FENCED_PROTOCOL if fenced else PROTOCOL
+    row = LockRow(key, owner, version, lease_ms, protocol)
+    slotted = shapes.create_request("locks", shapes.slotted_row(row))[1]
+    create = BodyTemplate(slotted, shapes.ROW_SLOTS)
+    expected = ENCODER.encode(shapes.create_request("locks", row)[1]).encode()
+    assert create.fill(key, owner, version) == expected
+    slotted = shapes.release_request("locks", *shapes.RELEASE_SLOTS, fenced)[1]
+    release = BodyTemplate(slotted, shapes.RELEASE_SLOTS)
+    expected = ENCODER.encode(shapes.release_request("locks", key, owner, fenced)[1]).encode()
+    assert release.fill(key, owner) == expected
+
+
+def test_a_template_refuses_a_marker_missing_repeated_or_out_of_order() -> None:
+    from dynalease._transport.codec import BodyTemplate
+
+    with pytest.raises(ValueError, match="once"):
+        BodyTemplate({"a": {"S": "x"}}, ("x", "y"))
+    with pytest.raises(ValueError, match="once"):
+        BodyTemplate({"a": {"S": "x"}, "b": {"S": "x"}}, ("x",))
+    with pytest.raises(ValueError, match="order"):
+        BodyTemplate({"a": {"S": "y"}, "b": {"S": "x"}}, ("x", "y"))
+
+
 def _botocore_parse(operation: str, status: int, body: dict[str, Any]) -> dict[str, Any]:
     raw = json.dumps(body).encode()
     return create_parser("json").parse(

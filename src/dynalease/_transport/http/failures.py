@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "Cut",
+    "Malformed",
     "NotSent",
     "Stale",
     "Unanswered",
@@ -35,6 +36,10 @@ class Unanswered(Exception):
         super().__init__(str(cause) if cause else "read timed out")
         self.cause = cause
         self.timeout = timeout
+
+
+class Malformed(ValueError):
+    """The bytes received are not an HTTP/1.1 answer the core reads (raised as Unanswered)."""
 
 
 class Cut(Exception):

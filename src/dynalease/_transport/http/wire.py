@@ -12,9 +12,9 @@ connection may carry the next request, and the ``x-amz-crc32`` header. Each
 rule has one home, so hardening one is a change in one place: the head's
 grammar (:data:`_HEAD`) and size cap (:data:`MAX_HEAD`), the ``Content-Length``
 syntax (:func:`_number`), interim answers (:meth:`ResponseReader.complete`),
-the chunked coding (:meth:`ResponseReader._chunked`), the body size cap
+the chunked coding (:mod:`.chunked`), the body size cap
 (:data:`MAX_BODY`) and bytes nobody asked for (:meth:`ResponseReader.feed`).
-Whatever breaks a rule is :class:`Malformed`, raised as :class:`.Unanswered`:
+Whatever breaks a rule is :class:`.failures.Malformed`, raised as :class:`.Unanswered`:
 the request may have been applied, so a write is reconciled, never assumed.
 
 h11 (the sans-I/O state machine under httpcore) was measured as this core: about
@@ -27,7 +27,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from .failures import Stale, Unanswered, closed_early, unanswered
+from .chunked import ChunkedBody
+from .failures import Malformed, Stale, Unanswered, closed_early, unanswered
 
 __all__ = ["MAX_BODY", "MAX_HEAD", "READ_SIZE", "Answered", "Malformed", "ResponseReader"]
 __all__ += ["frame_request", "header_line"]
@@ -55,16 +56,8 @@ Answered = tuple[int, bytes, int | None]
 _TEXT = rb"[^\x00\n\r\x0b\x0c]*+"
 _FIELD = rb"[-!#$%&'*+.^_`|~0-9A-Za-z]++:" + _TEXT + rb"\r\n"
 _HEAD = re.compile(rb"HTTP/1\.[01] [0-9]{3}(?: " + _TEXT + rb")?+\r\n(?:" + _FIELD + rb")*+\r\n")
+#: The trailers after a chunked body's last chunk: fields, then the blank line.
 _TRAILERS = re.compile(rb"(?:" + _FIELD + rb")*+\r\n")
-#: A chunk-size line: hex digits, any extensions, CRLF.
-_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;[^\r\n]*+)?+[ \t]*+\r\n")
-
-# Where a chunked body stands.
-_SIZE, _DATA, _DATA_END, _TRAILER = range(4)
-
-
-class Malformed(ValueError):
-    """The bytes received are not an HTTP/1.1 answer this core reads."""
 
 
 def header_line(name: str, value: str) -> str:
@@ -117,14 +110,11 @@ class ResponseReader:
     __slots__ = (
         "_at",
         "_body_at",
-        "_chunk",
+        "_chunked",
         "_failure",
         "_head",
-        "_left",
-        "_phase",
         "_scan",
         "_served",
-        "_taken",
         "awaiting",
         "buffer",
         "keep",
@@ -148,10 +138,7 @@ class ResponseReader:
         self._at = 0  # where the current head starts (after interim answers)
         self._scan = 0  # where the search for the head's end goes on from
         self._body_at = 0
-        self._chunk = bytearray()  # a chunked body decoded so far
-        self._phase = _SIZE
-        self._left = 0  # bytes of the current chunk still to come
-        self._taken = 0  # bytes of a chunked body read and dropped from the buffer
+        self._chunked: ChunkedBody | None = None  # a chunked body being decoded
 
     @property
     def quiet(self) -> bool:
@@ -241,19 +228,18 @@ class ResponseReader:
     def _begin_body(self, head: _Head, at: int) -> None:
         """The head of the real answer ended at ``at``: its body comes next."""
         self._head, self._body_at = head, at
-        if head.chunked:
-            self._chunk = bytearray()
-            self._phase, self._left, self._taken = _SIZE, 0, 0
+        self._chunked = ChunkedBody(MAX_BODY, MAX_HEAD, _TRAILERS) if head.chunked else None
 
     def _body(self, head: _Head) -> Answered | None:
         buffer = self.buffer
         start = self._body_at
-        if head.chunked:
-            end = self._chunked(buffer, start)
+        chunked = self._chunked
+        if chunked is not None:
+            end = chunked.decode(buffer, start)
             if end < 0:
+                self._body_at = 0  # what was read left the buffer
                 return None
-            body = bytes(self._chunk)
-            self._chunk = bytearray()
+            body, self._chunked = chunked.body(), None
         elif head.length is not None:
             end = start + head.length
             if len(buffer) < end:
@@ -269,68 +255,6 @@ class ResponseReader:
         self._served += 1
         buffer.clear()
         return head.status, body, head.crc
-
-    def _chunked(self, buffer: bytearray, at: int) -> int:
-        """Decode what arrived of a chunked body from ``at``: its end once whole, else -1.
-
-        Incremental: each byte is looked at once. Decoded bytes move to the body
-        so far and read ones leave the buffer, so a body sent in many small
-        reads costs time in proportion to its size, not its square.
-        """
-        chunk, phase, left = self._chunk, self._phase, self._left
-        size = len(buffer)
-        while True:
-            if phase == _SIZE:
-                line_end = buffer.find(b"\r\n", at)
-                if line_end < 0:
-                    if size - at > MAX_HEAD:
-                        raise Malformed("chunk-size line too long")
-                    break
-                match = _CHUNK_SIZE.fullmatch(buffer, at, line_end + 2)
-                if match is None:
-                    raise Malformed(f"bad chunk size: {bytes(buffer[at:line_end])[:40]!r}")
-                left = int(match[1], 16)
-                at = line_end + 2
-                # Refused at once, framing included: nothing of a chunk too large is read.
-                if self._taken + at - self._body_at + left > MAX_BODY:
-                    raise Malformed("answer body too large")
-                phase = _DATA if left else _TRAILER
-            elif phase == _DATA:
-                take = min(left, size - at)
-                if take <= 0:
-                    break
-                chunk += buffer[at : at + take]
-                at += take
-                left -= take
-                if not left:
-                    phase = _DATA_END
-            elif phase == _DATA_END:
-                tail = buffer[at : at + 2]
-                if tail != b"\r\n"[: len(tail)]:
-                    raise Malformed("a chunk is not followed by CRLF")
-                if len(tail) < 2:
-                    break
-                at += 2
-                phase = _SIZE
-            else:  # the trailers, up to the blank line
-                if buffer.startswith(b"\r\n", at):
-                    return at + 2
-                # ``left`` is how far past ``at`` the search for the blank line got.
-                end = buffer.find(b"\r\n\r\n", at + left)
-                if end < 0:
-                    if size - at > MAX_HEAD:
-                        raise Malformed("trailers too large")
-                    left = max(0, size - at - 3)
-                    break
-                if _TRAILERS.fullmatch(buffer, at, end + 4) is None:
-                    raise Malformed("malformed trailers")
-                return end + 4
-        # Not whole yet: keep only the bytes not read.
-        self._phase, self._left = phase, left
-        self._taken += at - self._body_at
-        del buffer[:at]
-        self._body_at = 0
-        return -1
 
     def end(self, error: BaseException | None) -> Answered:
         """The answer when the connection ends now (``error`` if it broke).

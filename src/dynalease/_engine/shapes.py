@@ -1,0 +1,212 @@
+"""The protocol's requests as DynamoDB parameters, and what their answers say.
+
+Every request a lease sends is built here, for every transport (the lean path
+encodes the blocking create and delete from templates made of these same
+builders: :data:`ROW_SLOTS`); protocol 2's own writes are in :mod:`.fenced`.
+The conditions are DESIGN.md's table (section 3): create if absent, take over if
+the observed owner and version are still there, renew and release if ours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import fenced
+from .protocol import KEY_ATTR, OWNER_ATTR, VERSION_ATTR, LockRow
+
+Item = dict[str, Any]
+
+_NAMES_KEY = {"#k": KEY_ATTR}
+_NAMES_OWNER = {"#o": OWNER_ATTR}
+_NAMES_OWNER_VERSION = {"#o": OWNER_ATTR, "#v": VERSION_ATTR}
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A store answer: the item read or returned (if any) and the capacity it reported.
+
+    A ``BatchGetItem`` answer carries the rows it found by key in ``items`` and
+    the keys DynamoDB left unread in ``unprocessed``.
+    """
+
+    item: Item | None
+    capacity: float
+    items: Mapping[str, Item] = field(default_factory=dict)
+    unprocessed: tuple[str, ...] = ()
+
+
+def _capacity(response: dict[str, Any]) -> float:
+    consumed = response.get("ConsumedCapacity")
+    if isinstance(consumed, list):  # BatchGetItem: one entry per table
+        return sum(_units(entry) for entry in consumed)
+    return _units(consumed)
+
+
+def _units(consumed: object) -> float:
+    if isinstance(consumed, dict):
+        units = consumed.get("CapacityUnits")
+        if isinstance(units, int | float):
+            return float(units)
+    return 0.0
+
+
+# Where the strings that vary stand in the parameters a body template is made from.
+# Only those parameters hold them (the values filled in later may hold anything), and
+# nothing else there can: table names are letters, digits and ``_-.``.
+_KEY, _OWNER, _VERSION = "\ue000key\ue001", "\ue000owner\ue001", "\ue000version\ue001"
+#: The markers of a create's body template (key, owner, version), and of a release's.
+ROW_SLOTS = (_KEY, _OWNER, _VERSION)
+RELEASE_SLOTS = (_KEY, _OWNER)
+
+
+def slotted_row(row: LockRow) -> LockRow:
+    """``row`` with :data:`ROW_SLOTS` for its strings: what a create's template is made from."""
+    return LockRow(_KEY, _OWNER, _VERSION, row.lease_ms, row.protocol)
+
+
+def write_reply(response: dict[str, Any]) -> Reply:
+    # Only fenced writes ask for attributes back (the new counter); others return none.
+    return Reply(response.get("Attributes"), _capacity(response))
+
+
+def reply_of(operation: str, response: dict[str, Any]) -> Reply:
+    """The store's reply for a response to ``operation`` (a write's returned attributes)."""
+    if operation == "GetItem":
+        return Reply(response.get("Item"), _capacity(response))
+    return write_reply(response)
+
+
+def create_operation(fencing: bool) -> str:
+    """The operation a create (or takeover) is: PutItem, or UpdateItem for a fenced row."""
+    return fenced.OPERATION if fencing else "PutItem"
+
+
+def release_operation(fencing: bool) -> str:
+    """The operation a release is: DeleteItem, or UpdateItem leaving a free fenced row."""
+    return fenced.OPERATION if fencing else "DeleteItem"
+
+
+def create_request(table: str, row: LockRow) -> tuple[str, dict[str, Any]]:
+    """The operation and parameters of a create of ``row`` (protocol 1 or 2)."""
+    if row.fenced:
+        return fenced.OPERATION, fenced.acquire_params(table, row)
+    return "PutItem", _create_params(table, row)
+
+
+def release_request(table: str, key: str, owner: str, fencing: bool) -> tuple[str, dict[str, Any]]:
+    """The operation and parameters of a release by ``owner``."""
+    if fencing:
+        return fenced.OPERATION, fenced.release_params(table, key, owner)
+    return "DeleteItem", _delete_params(table, key, owner)
+
+
+def read_params(table: str, key: str) -> dict[str, Any]:
+    """The strongly consistent ``GetItem`` of the lock row."""
+    return {
+        "TableName": table,
+        "Key": {KEY_ATTR: {"S": key}},
+        "ConsistentRead": True,
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+
+
+def takeover_request(table: str, row: LockRow, observed: LockRow) -> tuple[str, dict[str, Any]]:
+    """The operation and parameters of writing ``row`` over the observed live row."""
+    if row.fenced:
+        return fenced.OPERATION, fenced.acquire_params(table, row, observed)
+    values = {":o": {"S": observed.owner}, ":v": {"S": observed.version}}
+    condition = "#o = :o AND #v = :v"
+    return "PutItem", _put_params(table, row, condition, dict(_NAMES_OWNER_VERSION), values)
+
+
+def renew_params(table: str, key: str, owner: str, current: str, new: str) -> dict[str, Any]:
+    """The ``UpdateItem`` that replaces our version with ``new`` if owner and version are ours."""
+    return {
+        "TableName": table,
+        "Key": {KEY_ATTR: {"S": key}},
+        "UpdateExpression": "SET #v = :new",
+        "ConditionExpression": "#o = :o AND #v = :v",
+        "ExpressionAttributeNames": dict(_NAMES_OWNER_VERSION),
+        "ExpressionAttributeValues": {":o": {"S": owner}, ":v": {"S": current}, ":new": {"S": new}},
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+
+
+def condition_item(table: str, key: str, owner: str) -> dict[str, Any]:
+    """The TransactWriteItems entry that holds only while ``owner`` owns the row."""
+    return {
+        "ConditionCheck": {
+            "TableName": table,
+            "Key": {KEY_ATTR: {"S": key}},
+            "ConditionExpression": "#o = :o",
+            "ExpressionAttributeNames": dict(_NAMES_OWNER),
+            "ExpressionAttributeValues": {":o": {"S": owner}},
+        }
+    }
+
+
+def batch_get_params(table: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The strongly consistent ``BatchGetItem`` of ``keys`` (1..100 distinct keys)."""
+    return {
+        "RequestItems": {
+            table: {"Keys": [{KEY_ATTR: {"S": key}} for key in keys], "ConsistentRead": True}
+        },
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+
+
+def batch_reply(table: str, response: dict[str, Any]) -> Reply:
+    """The rows a ``BatchGetItem`` answer found, by key, and the keys it left unread."""
+    items: dict[str, Item] = {}
+    for item in (response.get("Responses") or {}).get(table) or ():
+        key = item.get(KEY_ATTR, {}).get("S") if isinstance(item, dict) else None
+        if isinstance(key, str):
+            items[key] = item
+    left = ((response.get("UnprocessedKeys") or {}).get(table) or {}).get("Keys") or ()
+    unprocessed = tuple(
+        key["S"]
+        for entry in left
+        if isinstance(entry, dict)
+        and isinstance(key := entry.get(KEY_ATTR), dict)
+        and isinstance(key.get("S"), str)
+    )
+    return Reply(None, _capacity(response), items, unprocessed)
+
+
+def _put_params(
+    table: str,
+    row: LockRow,
+    condition: str,
+    names: dict[str, str],
+    values: dict[str, Any] | None,
+) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "TableName": table,
+        "Item": row.to_item(),
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": names,
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+    if values:
+        params["ExpressionAttributeValues"] = values
+    return params
+
+
+def _create_params(table: str, row: LockRow) -> dict[str, Any]:
+    return _put_params(table, row, "attribute_not_exists(#k)", dict(_NAMES_KEY), None)
+
+
+def _delete_params(table: str, key: str, owner: str) -> dict[str, Any]:
+    return {
+        "TableName": table,
+        "Key": {KEY_ATTR: {"S": key}},
+        "ConditionExpression": "#o = :o",
+        "ExpressionAttributeNames": dict(_NAMES_OWNER),
+        "ExpressionAttributeValues": {":o": {"S": owner}},
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        "ReturnConsumedCapacity": "TOTAL",
+    }
