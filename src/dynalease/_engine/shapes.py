@@ -10,8 +10,8 @@ the observed owner and version are still there, renew and release if ours.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from . import fenced
 from .protocol import KEY_ATTR, OWNER_ATTR, VERSION_ATTR, LockRow
@@ -23,17 +23,17 @@ _NAMES_OWNER = {"#o": OWNER_ATTR}
 _NAMES_OWNER_VERSION = {"#o": OWNER_ATTR, "#v": VERSION_ATTR}
 
 
-@dataclass(frozen=True, slots=True)
-class Reply:
+class Reply(NamedTuple):
     """A store answer: the item read or returned (if any) and the capacity it reported.
 
     A ``BatchGetItem`` answer carries the rows it found by key in ``items`` and
-    the keys DynamoDB left unread in ``unprocessed``.
+    the keys DynamoDB left unread in ``unprocessed``. (A named tuple: one is made
+    per request, and a tuple is the cheapest immutable record to make.)
     """
 
     item: Item | None
     capacity: float
-    items: Mapping[str, Item] = field(default_factory=dict)
+    items: Mapping[str, Item] = MappingProxyType({})
     unprocessed: tuple[str, ...] = ()
 
 
@@ -47,7 +47,7 @@ def _capacity(response: dict[str, Any]) -> float:
 def _units(consumed: object) -> float:
     if isinstance(consumed, dict):
         units = consumed.get("CapacityUnits")
-        if isinstance(units, int | float):
+        if isinstance(units, (int, float)):
             return float(units)
     return 0.0
 
