@@ -24,15 +24,12 @@ from __future__ import annotations
 
 import argparse
 import collections
-import http.client
-import http.server
 import json
 import os
 import statistics
 import tempfile
 import threading
 import time
-import urllib.parse
 import uuid
 import zipfile
 from pathlib import Path
@@ -40,6 +37,7 @@ from typing import Any
 
 from dynalease import DynamoDBClient, SyncDistributedLock
 from dynalease._engine.journal import Journal
+from dynalease._tooling.counting_proxy import CountingProxy
 from dynalease._tooling.lambda_plane import ControlPlane
 from dynalease.cdk.build import build_layer
 from dynalease.demo.local_server import LocalServer
@@ -50,41 +48,6 @@ ROOT = Path(__file__).resolve().parents[1]
 #: The handlers the recovery tests use (``holders.plain``).
 TASK = ROOT / "tests" / "lambda" / "plane_task"
 WALL = time.time() - time.monotonic()  # monotonic -> wall, for the handlers' wall stamps
-
-
-class Counter:
-    """A forwarding proxy that counts DynamoDB operations (the ``X-Amz-Target``)."""
-
-    def __init__(self, upstream: str) -> None:
-        target = urllib.parse.urlsplit(upstream)
-        self.counts: collections.Counter[str] = collections.Counter()
-        counter = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                counter.counts[self.headers.get("X-Amz-Target", "").rpartition(".")[2]] += 1
-                upstream = http.client.HTTPConnection(target.hostname, target.port, timeout=10)
-                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
-                upstream.request("POST", self.path, body=body, headers=headers)
-                answer = upstream.getresponse()
-                payload = answer.read()
-                upstream.close()
-                self.send_response(answer.status)
-                for name, value in answer.getheaders():
-                    if name.lower() not in ("content-length", "connection", "transfer-encoding"):
-                        self.send_header(name, value)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
 def _layer(directory: Path, *, recovery: bool) -> Path:
@@ -232,17 +195,16 @@ def main(argv: list[str] | None = None) -> int:
             f"journal entry per guard (written before the first request, removed after the "
             f"release), in {directory}: {_journal_us(directory / 'journal-cost'):.0f} us"
         )
-        counter = Counter(server.url)
-        for extension in (True, False):
-            name = f"count-{extension}"
-            with run.plane(layers[extension], name, endpoint=counter.url) as plane:
-                plane.invoke(run.event(f"warm-{uuid.uuid4().hex[:6]}", "return"))
-                counter.counts.clear()
-                plane.invoke(run.event(f"count-{uuid.uuid4().hex[:6]}", "return"))
-                counts = dict(counter.counts)
-            label = "with extension" if extension else "without"
-            print(f"requests of a normal warm invocation, {label}: {counts}")
-        counter.server.shutdown()
+        with CountingProxy(server.url) as counter:
+            for extension in (True, False):
+                name = f"count-{extension}"
+                with run.plane(layers[extension], name, endpoint=counter.url) as plane:
+                    plane.invoke(run.event(f"warm-{uuid.uuid4().hex[:6]}", "return"))
+                    counter.reset()
+                    plane.invoke(run.event(f"count-{uuid.uuid4().hex[:6]}", "return"))
+                    counts = dict(counter.counts)
+                label = "with extension" if extension else "without"
+                print(f"requests of a normal warm invocation, {label}: {counts}")
     return 0
 
 

@@ -3,13 +3,8 @@ a request-counting proxy, and the example handlers loaded as Lambda loads them."
 
 from __future__ import annotations
 
-import collections
-import http.client
-import http.server
 import json
 import pathlib
-import threading
-import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -18,6 +13,7 @@ import pytest
 
 from dynalease import DynamoDBClient
 from dynalease._lambda.invoke import load_handler
+from dynalease._tooling.counting_proxy import CountingProxy
 from dynalease.constants import ENV_TABLE
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -25,67 +21,11 @@ EVENTS = ROOT / "events"
 EXAMPLES = ROOT / "examples" / "lambda"
 
 
-class CountingProxy:
-    """An HTTP proxy in front of the moto server that counts DynamoDB operations.
-
-    Requests are forwarded unchanged; ``counts`` maps operation names
-    (``PutItem``, ``GetItem``...) to how many passed through, so a test can
-    prove that a code path made no request at all.
-    """
-
-    def __init__(self, upstream: str) -> None:
-        parsed = urllib.parse.urlsplit(upstream)
-        self.counts: collections.Counter[str] = collections.Counter()
-        self._guard = threading.Lock()
-        proxy = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                target = self.headers.get("X-Amz-Target", "")
-                with proxy._guard:
-                    proxy.counts[target.rpartition(".")[2]] += 1
-                upstream_conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=10)
-                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
-                upstream_conn.request("POST", self.path, body=body, headers=headers)
-                answer = upstream_conn.getresponse()
-                payload = answer.read()
-                upstream_conn.close()
-                self.send_response(answer.status)
-                for name, value in answer.getheaders():
-                    if name.lower() not in ("content-length", "connection", "transfer-encoding"):
-                        self.send_header(name, value)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-
-    def total(self) -> int:
-        with self._guard:
-            return sum(self.counts.values())
-
-    def reset(self) -> None:
-        with self._guard:
-            self.counts.clear()
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-
 @pytest.fixture(scope="session")
 def counting_proxy(endpoint: str) -> Iterator[CountingProxy]:
-    proxy = CountingProxy(endpoint)
-    yield proxy
-    proxy.close()
+    """A proxy in front of the moto server that counts DynamoDB operations."""
+    with CountingProxy(endpoint) as proxy:
+        yield proxy
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
-"""Tooling shared by the ``dynalease`` command and the demo: console tables and the
-table diagnosis.
+"""Tooling for a developer's machine: console tables, the table diagnosis and its
+timings, the local Lambda control plane and a request-counting proxy.
 
 It sits below both :mod:`dynalease.cli` and :mod:`dynalease.demo`, so neither has
-to import the other for them; it imports only the library faces. Like the
-command and the demo it runs on a developer's machine and never goes in the
-Lambda layer.
+to import the other for them; it imports only the library faces. The tests and the
+benchmarks use it too; the library itself never imports it. Like the command and
+the demo it never goes in the Lambda layer.
 """

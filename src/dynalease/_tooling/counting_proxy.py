@@ -1,0 +1,93 @@
+"""An HTTP proxy on loopback that counts the DynamoDB operations passing through it.
+
+For the Lambda tests (a path that must make no request at all, or exactly a
+create and a delete) and the recovery benchmark (the requests of a normal
+invocation, with and without the extension); never imported by the library.
+"""
+
+from __future__ import annotations
+
+import collections
+import http.client
+import http.server
+import threading
+import urllib.parse
+from typing import Any
+
+__all__ = ["CountingProxy"]
+
+#: Answer headers the proxy sets itself: it sends the whole body with its length.
+_FRAMING = ("content-length", "connection", "transfer-encoding")
+
+
+class CountingProxy:
+    """Forwards each POST unchanged to ``upstream`` and counts it by its ``X-Amz-Target``.
+
+    ``counts`` maps operation names (``PutItem``, ``GetItem``...) to how many
+    passed through, so a caller can prove that a code path made no request at all::
+
+        with CountingProxy("http://127.0.0.1:5000") as proxy:
+            client = DynamoDBClient(region="us-east-1", endpoint_url=proxy.url)
+            ...
+            assert proxy.counts["PutItem"] == 1
+    """
+
+    def __init__(self, upstream: str) -> None:
+        parsed = urllib.parse.urlsplit(upstream)
+        if parsed.hostname is None:
+            raise ValueError(f"upstream must be an http://host:port URL, not {upstream!r}")
+        host: str = parsed.hostname
+        port = parsed.port
+        self.counts: collections.Counter[str] = collections.Counter()
+        self._guard = threading.Lock()  # the server answers each request on its own thread
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                target = self.headers.get("X-Amz-Target", "")
+                with proxy._guard:
+                    proxy.counts[target.rpartition(".")[2]] += 1
+                onward = http.client.HTTPConnection(host, port, timeout=10)
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                onward.request("POST", self.path, body=body, headers=headers)
+                answer = onward.getresponse()
+                payload = answer.read()
+                onward.close()
+                self.send_response(answer.status)
+                for name, value in answer.getheaders():
+                    if name.lower() not in _FRAMING:
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def total(self) -> int:
+        """How many requests passed through since the last :meth:`reset`."""
+        with self._guard:
+            return sum(self.counts.values())
+
+    def reset(self) -> None:
+        """Start counting from zero."""
+        with self._guard:
+            self.counts.clear()
+
+    def close(self) -> None:
+        """Stop serving and free the port."""
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> CountingProxy:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
