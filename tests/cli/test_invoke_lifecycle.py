@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support.cli_runner import cli_env, spawn_cli
+from support.cli_runner import Result, cli_env, spawn_cli
 
 HANDLER = """
 import time
@@ -20,31 +21,37 @@ def handler(event, context):
 
 
 @pytest.fixture
-def files(tmp_path: Path) -> tuple[str, str]:
+def invoke_twice(tmp_path: Path, endpoint: str, lock_table: str) -> Callable[..., Result]:
+    """``invoke --lifecycle`` on two events for one customer, the first outliving the 3 s
+    timeout; the options given are added to the common ones."""
     handler = tmp_path / "holder.py"
     handler.write_text(HANDLER)
     events = tmp_path / "events.json"
     events.write_text(
         json.dumps([{"customer_id": "c-1", "work_s": 30}, {"customer_id": "c-1", "work_s": 0}])
     )
-    return f"{handler}:handler", str(events)
+
+    def invoke(*options: str) -> Result:
+        return spawn_cli(
+            "invoke",
+            "--lifecycle",
+            f"{handler}:handler",
+            str(events),
+            "--timeout",
+            "3",
+            "--table",
+            lock_table,
+            *options,
+            env=cli_env(AWS_ENDPOINT_URL_DYNAMODB=endpoint),
+        )
+
+    return invoke
 
 
 def test_a_timeout_is_recovered_and_the_next_invocation_gets_the_lock(
-    files: tuple[str, str], endpoint: str, lock_table: str
+    invoke_twice: Callable[..., Result],
 ) -> None:
-    handler, events = files
-    result = spawn_cli(
-        "invoke",
-        "--lifecycle",
-        handler,
-        events,
-        "--timeout",
-        "3",
-        "--table",
-        lock_table,
-        env=cli_env(AWS_ENDPOINT_URL_DYNAMODB=endpoint),
-    )
+    result = invoke_twice()
     assert result.code == 0, result.err
     lines = result.out.splitlines()
     assert lines[1].startswith("invocation 1: timeout after 3.0")
@@ -54,21 +61,9 @@ def test_a_timeout_is_recovered_and_the_next_invocation_gets_the_lock(
 
 
 def test_without_the_extension_the_next_invocation_finds_the_row(
-    files: tuple[str, str], endpoint: str, lock_table: str
+    invoke_twice: Callable[..., Result],
 ) -> None:
-    handler, events = files
-    result = spawn_cli(
-        "invoke",
-        "--lifecycle",
-        handler,
-        events,
-        "--timeout",
-        "3",
-        "--table",
-        lock_table,
-        "--no-extension",
-        env=cli_env(AWS_ENDPOINT_URL_DYNAMODB=endpoint),
-    )
+    result = invoke_twice("--no-extension")
     assert result.code == 1
     assert "no extension to tell" in result.out
     assert '"errorType": "LockNotAcquired"' in result.out
