@@ -14,7 +14,7 @@ import os
 import queue
 import signal
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -61,6 +61,10 @@ def expect(events: Any, name: str) -> tuple[Any, ...]:
     return message
 
 
+#: What one run came to: A's outcome, the final row, A's token, B's token.
+Scenario = tuple[dict[str, Any], tuple[Any, ...], int | None, int | None]
+
+
 def paused_holder_scenario(
     client: DynamoDBClient,
     target: Target,
@@ -68,7 +72,7 @@ def paused_holder_scenario(
     dsn: str,
     pg_table: tuple[str, Any],
     processes: list[Any],
-) -> tuple[dict[str, Any], tuple[Any, ...], int | None, int | None]:
+) -> Scenario:
     """Run the scenario; (A's outcome, the final row, A's token, B's token)."""
     table, connection = pg_table
     events, resume = spawn.Queue(), spawn.Event()
@@ -103,33 +107,36 @@ def paused_holder_scenario(
     return outcome, row, a_token, b_token
 
 
-def test_unfenced_the_paused_holders_late_write_lands_over_the_new_owners(
+@pytest.fixture
+def paused_holder(
     client: DynamoDBClient,
     endpoint: str,
     postgres: Cluster,
-    pg_table: Any,
+    pg_table: tuple[str, Any],
     processes: list[Any],
+) -> Callable[..., Scenario]:
+    """The scenario on a fresh lock table, run with ``fencing=True`` or ``False``."""
+
+    def run(*, fencing: bool) -> Scenario:
+        target = new_target(client, endpoint, lease=LEASE_S)
+        return paused_holder_scenario(client, target, fencing, postgres.dsn, pg_table, processes)
+
+    return run
+
+
+def test_unfenced_the_paused_holders_late_write_lands_over_the_new_owners(
+    paused_holder: Callable[..., Scenario],
 ) -> None:
-    target = new_target(client, endpoint, lease=LEASE_S)
-    outcome, row, _, _ = paused_holder_scenario(
-        client, target, False, postgres.dsn, pg_table, processes
-    )
+    outcome, row, _, _ = paused_holder(fencing=False)
     # The failure: A's write is accepted and B's is gone. The lease alone cannot stop it.
     assert outcome == {"accepted": True, "release": "LockLost"}
     assert row == ("late write by A", None)
 
 
 def test_fenced_postgresql_refuses_the_paused_holders_late_write(
-    client: DynamoDBClient,
-    endpoint: str,
-    postgres: Cluster,
-    pg_table: Any,
-    processes: list[Any],
+    paused_holder: Callable[..., Scenario],
 ) -> None:
-    target = new_target(client, endpoint, lease=LEASE_S)
-    outcome, row, a_token, b_token = paused_holder_scenario(
-        client, target, True, postgres.dsn, pg_table, processes
-    )
+    outcome, row, a_token, b_token = paused_holder(fencing=True)
     assert a_token is not None and b_token is not None and b_token > a_token
     assert outcome == {"accepted": False, "release": "LockLost"}
     assert row == ("write by B", b_token)  # nothing of A's landed
