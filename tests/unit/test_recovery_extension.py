@@ -13,7 +13,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -21,48 +20,35 @@ import pytest
 
 from dynalease._engine.journal import Journal
 from dynalease._extension import recovery
+from dynalease._tooling.lambda_api import (
+    Answer,
+    ApiServer,
+    read_json,
+    registered,
+    unknown_extension,
+)
 from dynalease.constants import ENV_JOURNAL_DIR, ENV_RUNTIME_API
 
 
 class Script:
     """An Extensions API that answers register and hands out one event."""
 
-    def __init__(self, event: dict[str, Any], *, register_status: int = 200) -> None:
+    def __init__(self, event: dict[str, Any], *, registers: bool = True) -> None:
         self.event = event
-        self.register_status = register_status
+        self.registers = registers
         self.requests: list[tuple[str, str, dict[str, str], Any]] = []
-        script = self
+        self.server = ApiServer(self._answer)
+        self.address = self.server.address
 
-        class Handler(BaseHTTPRequestHandler):
-            def _serve(self, method: str) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length)) if length else None
-                script.requests.append((method, self.path, dict(self.headers), body))
-                status, headers, payload = 200, {}, b"{}"
-                if self.path.endswith("/register"):
-                    status = script.register_status
-                    headers = {"Lambda-Extension-Identifier": "ext-1"}
-                elif self.path.endswith("/event/next"):
-                    payload = json.dumps(script.event).encode()
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def do_GET(self) -> None:
-                self._serve("GET")
-
-            def do_POST(self) -> None:
-                self._serve("POST")
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.address = f"127.0.0.1:{self.server.server_address[1]}"
+    def _answer(self, method: str, path: str, headers: Any, body: bytes) -> Answer:
+        self.requests.append((method, path, dict(headers), read_json(body)))
+        if path.endswith("/register") and self.registers:
+            return registered("ext-1", handler="app.handler")
+        if path.endswith("/register"):
+            return unknown_extension(headers.get("Lambda-Extension-Name", ""))
+        if path.endswith("/event/next"):
+            return 200, {}, self.event
+        return 200, {}, {}
 
 
 @pytest.fixture
@@ -83,7 +69,7 @@ def _run(script: Script, monkeypatch: pytest.MonkeyPatch) -> int:
     try:
         return recovery.main(["dynalease-recovery"])
     finally:
-        script.server.shutdown()
+        script.server.close()
 
 
 @pytest.mark.parametrize("reason", ["TIMEOUT", "timeout", "Failure", "SPINDOWN"])
@@ -129,7 +115,7 @@ def test_a_failing_recovery_is_reported_on_exit_error(monkeypatch: pytest.Monkey
 def test_a_refused_registration_exits_1(
     calls: list[tuple[str, float]], monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
-    script = Script({}, register_status=403)
+    script = Script({}, registers=False)
     assert _run(script, monkeypatch) == 1
     assert "could not register" in capsys.readouterr().err
     assert calls == []

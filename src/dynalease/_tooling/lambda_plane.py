@@ -21,7 +21,8 @@ what these tests need the way Lambda documents it:
   the journal directory the plane passes on) survives, as it may in Lambda.
 
 Times are monotonic seconds of this process, so a test can compare them with
-its own readings.
+its own readings. The HTTP server and the register answers are in :mod:`.lambda_api`,
+which tests scripting an Extensions API of their own use too.
 """
 
 from __future__ import annotations
@@ -36,9 +37,18 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from .lambda_api import (
+    FUNCTION_NAME,
+    FUNCTION_VERSION,
+    Answer,
+    ApiServer,
+    read_json,
+    registered,
+    unknown_extension,
+)
 
 __all__ = ["SHUTDOWN_WINDOW_MS", "ControlPlane", "Extension", "Invocation"]
 
@@ -118,11 +128,8 @@ class ControlPlane:
         self.extension_pids: list[int] = []
         self._sandbox: _Sandbox | None = None
         self._closing = False
-        self._server = _Server(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
-        self.address = f"127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        self._server = ApiServer(self._answer)
+        self.address = self._server.address
         python_path = os.pathsep.join([str(task), str(layer / "python")])
         self.environment = {
             **environment,
@@ -130,8 +137,8 @@ class ControlPlane:
             "DYNALEASE_EXTENSIONS_DIR": str(layer / "extensions"),
             "DYNALEASE_JOURNAL_DIR": str(journal),
             "DYNALEASE_EXTENSION_PYTHON": sys.executable,
-            "AWS_LAMBDA_FUNCTION_NAME": "dynalease-plane",
-            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "AWS_LAMBDA_FUNCTION_NAME": FUNCTION_NAME,
+            "AWS_LAMBDA_FUNCTION_VERSION": FUNCTION_VERSION,
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128",
             "AWS_LAMBDA_FUNCTION_TIMEOUT": str(int(timeout)),
             "LAMBDA_TASK_ROOT": str(task),
@@ -265,8 +272,7 @@ class ControlPlane:
                 sandbox.runtime.wait()
             self._shutdown(sandbox, "spindown")
         self._closing = True
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.close()
 
     def __enter__(self) -> ControlPlane:
         return self
@@ -276,9 +282,7 @@ class ControlPlane:
 
     # --- what the HTTP handler calls --------------------------------------------
 
-    def _answer(
-        self, method: str, path: str, headers: Any, body: bytes
-    ) -> tuple[int, dict[str, str], Any]:
+    def _answer(self, method: str, path: str, headers: Any, body: bytes) -> Answer:
         sandbox = self._sandbox
         if sandbox is None:
             return 403, {}, {"errorType": "SandboxGone", "errorMessage": "no sandbox"}
@@ -305,7 +309,7 @@ class ControlPlane:
                     "Lambda-Runtime-Aws-Request-Id": request_id,
                     "Lambda-Runtime-Deadline-Ms": str(int(deadline * 1000)),
                     "Lambda-Runtime-Invoked-Function-Arn": (
-                        "arn:aws:lambda:us-east-1:123456789012:function:dynalease-plane"
+                        f"arn:aws:lambda:us-east-1:123456789012:function:{FUNCTION_NAME}"
                     ),
                     "Lambda-Runtime-Trace-Id": "Root=1-00000000-000000000000000000000000",
                 },
@@ -313,38 +317,28 @@ class ControlPlane:
             )
         if path == "/2018-06-01/runtime/init/error" and method == "POST":
             with sandbox.result_ready:
-                sandbox.init_error = _json(body)
+                sandbox.init_error = read_json(body)
                 sandbox.result_ready.notify_all()
             return 202, {}, {"status": "OK"}
         if path.startswith("/2018-06-01/runtime/invocation/") and method == "POST":
             _, _, _, _, request_id, outcome = path.split("/")
             with sandbox.result_ready:
                 status = "ok" if outcome == "response" else "error"
-                sandbox.results[request_id] = (status, _json(body))
+                sandbox.results[request_id] = (status, read_json(body))
                 sandbox.result_ready.notify_all()
             return 202, {}, {"status": "OK"}
         return 404, {}, {"errorType": "NotFound", "errorMessage": path}
 
-    def _register(
-        self, sandbox: _Sandbox, headers: Any, body: bytes
-    ) -> tuple[int, dict[str, str], Any]:
+    def _register(self, sandbox: _Sandbox, headers: Any, body: bytes) -> Answer:
         name = headers.get("Lambda-Extension-Name", "")
         match = [e for e in sandbox.by_pid.values() if e.path.name == name and e.identifier is None]
         if not match:
-            return 403, {}, {"errorType": "Extension.InvalidName", "errorMessage": name}
+            return unknown_extension(name)
         extension = match[0]
         extension.identifier = str(uuid.uuid4())
-        extension.events = list(_json(body).get("events", []))
+        extension.events = list(read_json(body).get("events", []))
         sandbox.extensions[extension.identifier] = extension
-        return (
-            200,
-            {"Lambda-Extension-Identifier": extension.identifier},
-            {
-                "functionName": "dynalease-plane",
-                "functionVersion": "$LATEST",
-                "handler": self.handler,
-            },
-        )
+        return registered(extension.identifier, handler=self.handler)
 
     def _wait(self, inbox: queue.Queue[Any]) -> Any:
         while not self._closing:
@@ -353,49 +347,3 @@ class ControlPlane:
             except queue.Empty:
                 continue
         raise ConnectionAbortedError("the plane is closing")
-
-
-class _Server(ThreadingHTTPServer):
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if not isinstance(sys.exc_info()[1], ConnectionError):  # a killed process's socket
-            super().handle_error(request, client_address)
-
-
-def _json(body: bytes) -> Any:
-    try:
-        return json.loads(body) if body else None
-    except ValueError:
-        return body.decode("utf-8", "replace")
-
-
-def _handler_for(plane: ControlPlane) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def _serve(self, method: str) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
-            try:
-                status, headers, payload = plane._answer(method, self.path, self.headers, body)
-            except ConnectionAbortedError:
-                self.close_connection = True
-                return
-            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self) -> None:
-            self._serve("GET")
-
-        def do_POST(self) -> None:
-            self._serve("POST")
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    return Handler
