@@ -21,9 +21,9 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import botocore.session
 import pytest
 from botocore.config import Config
+from support.lean_paths import HOW, botocore_client, connections_opened, sender_for
 
 from dynalease._transport.boto import lock_config
 from dynalease._transport.http.wire import MAX_BODY
@@ -115,50 +115,9 @@ def server() -> Iterator[Callable[[Serve], RawServer]]:
         each.close()
 
 
-#: Each test runs over both ways the lean path sends: from the runtime loop (async
-#: guards, renewals) and from a sync caller's own thread.
-HOW = pytest.mark.parametrize("how", ["loop", "thread"])
-
-_SESSION = botocore.session.get_session()
-
-
 def transport(url: str) -> LeanTransport:
     config = lock_config(None).merge(Config(connect_timeout=2, read_timeout=READ_TIMEOUT_S))
-    return LeanTransport(
-        lambda: _SESSION.create_client(
-            "dynamodb",
-            region_name="us-east-1",
-            endpoint_url=url,
-            config=config,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-        )
-    )
-
-
-def _sender(lean: LeanTransport, how: str, *, timeout: float) -> Any:
-    if how == "loop":
-        return lean.send
-
-    async def send(operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        await lean.prepare()
-        assert lean.blocking_ready()
-        late: list[Any] = []
-        try:
-            return await asyncio.to_thread(
-                lean.send_blocking, operation, params, timeout, late.append
-            )
-        finally:
-            for request in late:
-                request.close()
-
-    return send
-
-
-def _opened(lean: LeanTransport, how: str) -> int:
-    route = lean._route
-    assert route is not None
-    return route.pool.opened if how == "loop" else route.blocking.opened
+    return LeanTransport(lambda: botocore_client(url, config))
 
 
 def _get() -> dict[str, Any]:
@@ -167,7 +126,7 @@ def _get() -> dict[str, Any]:
 
 def send(lean: LeanTransport, how: str, operation: str, params: dict[str, Any]) -> Any:
     async def scenario() -> Any:
-        return await _sender(lean, how, timeout=READ_TIMEOUT_S)(operation, params)
+        return await sender_for(lean, how, timeout=READ_TIMEOUT_S)(operation, params)
 
     return asyncio.run(scenario())
 
@@ -255,7 +214,7 @@ def test_junk_on_an_idle_connection_is_dropped_and_the_connection_not_reused(
     lean = transport(hostile.url)
 
     async def scenario() -> None:
-        sender = _sender(lean, how, timeout=READ_TIMEOUT_S)
+        sender = sender_for(lean, how, timeout=READ_TIMEOUT_S)
         await sender("PutItem", PUT)
         # The loop path sees the junk as it arrives; the thread path when it takes the
         # connection. Wait until the server stopped sending either way.
@@ -266,7 +225,7 @@ def test_junk_on_an_idle_connection_is_dropped_and_the_connection_not_reused(
             # Closed at the first byte, out of the idle list, nothing kept.
             assert route.pool.idle.peek() == []
         await sender("PutItem", PUT)
-        assert _opened(lean, how) == 2
+        assert connections_opened(lean, how) == 2
 
     asyncio.run(scenario())
     assert hostile.connections == 2

@@ -19,16 +19,16 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
-import botocore.session
 import pytest
 import trustme
 from botocore.config import Config
 from botocore.credentials import RefreshableCredentials
+from support.lean_paths import HOW, botocore_client, connections_opened, sender_for
 
 from dynalease import DynamoDBClient
 from dynalease._engine.protocol import LockRow, new_token
 from dynalease._engine.store import ConditionFailed, LockStore, TimedOut
-from dynalease._transport.boto import BotoTransport, lock_config
+from dynalease._transport.boto import BotoTransport
 from dynalease._transport.lean import LeanTransport
 from dynalease.constants import ENV_TRANSPORT
 from dynalease.exceptions import (
@@ -42,23 +42,8 @@ from dynalease.lock import SyncDistributedLock
 pytestmark = pytest.mark.timeout(60)
 
 
-_SESSION = botocore.session.get_session()  # one session: its service model loads once
-
-
-def _botocore_client(url: str, config: Config | None = None, verify: str | None = None) -> Any:
-    return _SESSION.create_client(
-        "dynamodb",
-        region_name="us-east-1",
-        endpoint_url=url,
-        config=config or lock_config(None),
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        verify=verify,
-    )
-
-
 def _lean(url: str, config: Config | None = None, verify: str | None = None) -> LeanTransport:
-    return LeanTransport(lambda: _botocore_client(url, config, verify))
+    return LeanTransport(lambda: botocore_client(url, config, verify))
 
 
 @pytest.fixture
@@ -134,7 +119,7 @@ def test_lean_and_botocore_paths_report_the_same_failed_condition(
 
     async def scenario() -> None:
         lean_item, lean_row = await failed_item(_lean(endpoint), "a")
-        boto = BotoTransport(lambda: _botocore_client(endpoint))
+        boto = BotoTransport(lambda: botocore_client(endpoint))
         boto_item, boto_row = await failed_item(boto, "b")
         assert lean_item == lean_row
         assert boto_item == boto_row
@@ -214,51 +199,18 @@ def _get(key: str = "k") -> dict[str, Any]:
     return {"TableName": "locks", "Key": {"key": {"S": key}}}
 
 
-#: Each small-server test runs over both ways the lean path sends: from the runtime
-#: loop (async guards, renewals) and from a sync caller's own thread.
-HOW = pytest.mark.parametrize("how", ["loop", "thread"])
-
-Send = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
-
-
-def _sender(transport: LeanTransport, how: str, *, timeout: float = 5.0) -> Send:
-    if how == "loop":
-        return transport.send
-
-    async def send(operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        await transport.prepare()
-        assert transport.blocking_ready()
-        late: list[Any] = []
-        try:
-            # In a thread: the test's server answers on this loop meanwhile.
-            return await asyncio.to_thread(
-                transport.send_blocking, operation, params, timeout, late.append
-            )
-        finally:
-            for request in late:
-                request.close()
-
-    return send
-
-
-def _opened(transport: LeanTransport, how: str) -> int:
-    route = transport._route
-    assert route is not None
-    return route.pool.opened if how == "loop" else route.blocking.opened
-
-
 @HOW
 def test_keep_alive_connections_are_reused_for_sequential_requests(how: str) -> None:
     async def scenario() -> None:
         async with _Server(_keep_alive_ok) as server:
             transport = _lean(server.url)
-            send = _sender(transport, how)
+            send = sender_for(transport, how)
             for index in range(5):
                 assert await send("GetItem", _get(str(index))) == {
                     "ResponseMetadata": {"HTTPStatusCode": 200}
                 }
             assert server.connections == 1
-            assert _opened(transport, how) == 1
+            assert connections_opened(transport, how) == 1
 
     asyncio.run(scenario())
 
@@ -275,11 +227,11 @@ def test_an_answer_saying_connection_close_is_followed_by_a_new_connection(how: 
     async def scenario() -> None:
         async with _Server(close_each) as server:
             transport = _lean(server.url)
-            send = _sender(transport, how)
+            send = sender_for(transport, how)
             for _ in range(3):  # writes: a reused, closing connection would fail one
                 await send("PutItem", {"TableName": "locks", "Item": {}})
             assert server.connections == 3
-            assert _opened(transport, how) == 3
+            assert connections_opened(transport, how) == 3
 
     asyncio.run(scenario())
 
@@ -293,7 +245,7 @@ def test_a_request_that_gets_no_answer_times_out_as_may_have_committed(how: str)
     async def scenario() -> None:
         async with _Server(stall) as server:
             transport = _lean(server.url, Config(connect_timeout=1, read_timeout=0.3))
-            send = _sender(transport, how, timeout=0.3)
+            send = sender_for(transport, how, timeout=0.3)
             with pytest.raises(RequestFailedError) as raised:
                 await send("PutItem", {"TableName": "locks", "Item": {}})
             assert raised.value.may_have_committed
@@ -310,7 +262,7 @@ def test_a_connection_reset_after_the_request_may_have_committed(how: str) -> No
 
     async def scenario() -> None:
         async with _Server(reset) as server:
-            send = _sender(_lean(server.url), how)
+            send = sender_for(_lean(server.url), how)
             with pytest.raises(RequestFailedError) as raised:
                 await send("DeleteItem", {"TableName": "locks", "Key": {}})
             assert raised.value.may_have_committed
@@ -323,7 +275,7 @@ def test_a_refused_connection_was_never_applied(how: str) -> None:
     async def scenario() -> None:
         async with _Server(_keep_alive_ok) as server:
             url = server.url
-        send = _sender(_lean(url), how)  # the server is gone: nothing listens on the port
+        send = sender_for(_lean(url), how)  # the server is gone: nothing listens on the port
         with pytest.raises(RequestFailedError) as raised:
             await send("PutItem", {"TableName": "locks", "Item": {}})
         assert not raised.value.may_have_committed
@@ -350,7 +302,7 @@ def test_a_connect_that_never_completes_times_out_and_was_never_applied(how: str
         transport = _lean(f"http://127.0.0.1:{port}", Config(connect_timeout=0.3, read_timeout=1))
         started = asyncio.get_running_loop().time()
         with pytest.raises(RequestFailedError) as raised:
-            await _sender(transport, how)("PutItem", {"TableName": "locks", "Item": {}})
+            await sender_for(transport, how)("PutItem", {"TableName": "locks", "Item": {}})
         assert not raised.value.may_have_committed
         assert raised.value.code == "ConnectTimeoutError"
         assert asyncio.get_running_loop().time() - started < 3  # not the OS's minutes
@@ -377,7 +329,7 @@ def test_a_connect_that_completes_later_carries_the_request(how: str) -> None:
 
     async def scenario(port: int) -> None:
         transport = _lean(f"http://127.0.0.1:{port}", Config(connect_timeout=10))
-        assert await _sender(transport, how)("GetItem", _get()) == {
+        assert await sender_for(transport, how)("GetItem", _get()) == {
             "ResponseMetadata": {"HTTPStatusCode": 200}
         }
 
@@ -406,7 +358,7 @@ def test_each_looked_up_address_is_tried_and_the_one_that_answers_goes_first(how
                 pool = route.pool if how == "loop" else route.blocking
                 served = (socket.AF_INET, ("127.0.0.1", port))
                 pool._addresses, pool._resolved_at = [refused, served], time.monotonic()
-                send = _sender(transport, how)
+                send = sender_for(transport, how)
                 await send("GetItem", _get())
                 assert pool._addresses == [served, refused]  # no refused connect next time
                 await send("GetItem", _get())
@@ -431,7 +383,7 @@ def test_every_connection_has_keep_alive_and_no_delay(how: str, scheme: str, tmp
     async def scenario() -> None:
         async with _Server(_keep_alive_ok, tls=tls) as server:
             transport = _lean(server.url, verify=verify)
-            await _sender(transport, how)("GetItem", _get())
+            await sender_for(transport, how)("GetItem", _get())
             assert transport._route is not None
             if how == "loop":
                 [idle] = transport._route.pool.idle.peek()
@@ -452,7 +404,7 @@ def test_a_request_larger_than_the_socket_buffers_is_sent_whole(how: str) -> Non
 
     async def scenario() -> None:
         async with _Server(_keep_alive_ok) as server:
-            send = _sender(_lean(server.url), how)
+            send = sender_for(_lean(server.url), how)
             item = {"TableName": "locks", "Item": {"key": {"S": "k"}, "blob": {"S": blob}}}
             await send("PutItem", item)
             await send("GetItem", _get())  # the same connection, still in step
@@ -475,7 +427,7 @@ def test_requests_over_tls_are_verified_against_the_configured_ca_bundle(
     async def scenario() -> None:
         async with _Server(_keep_alive_ok, tls=tls) as server:
             transport = _lean(server.url, verify=str(bundle))
-            send = _sender(transport, how)
+            send = sender_for(transport, how)
             for index in range(3):
                 assert await send("GetItem", _get(str(index))) == {
                     "ResponseMetadata": {"HTTPStatusCode": 200}
@@ -483,7 +435,7 @@ def test_requests_over_tls_are_verified_against_the_configured_ca_bundle(
             assert server.connections == 1  # kept alive under TLS too
             # Without the bundle, the test authority is unknown: refused before sending.
             with pytest.raises(RequestFailedError) as raised:
-                await _sender(_lean(server.url), how)("PutItem", {"TableName": "locks"})
+                await sender_for(_lean(server.url), how)("PutItem", {"TableName": "locks"})
             assert not raised.value.may_have_committed
             assert len(server.heads) == 3
 
@@ -500,7 +452,7 @@ def test_a_500_answer_may_have_committed(how: str) -> None:
     async def scenario() -> None:
         async with _Server(fail) as server:
             with pytest.raises(RequestFailedError) as raised:
-                await _sender(_lean(server.url), how)("UpdateItem", {"TableName": "locks"})
+                await sender_for(_lean(server.url), how)("UpdateItem", {"TableName": "locks"})
             assert raised.value.may_have_committed
             assert raised.value.code == "InternalServerError"
 
@@ -516,7 +468,7 @@ def test_a_connection_the_server_closed_while_idle_is_not_reused(how: str) -> No
 
     async def scenario() -> None:
         async with _Server(answer_then_drop) as server:
-            send = _sender(_lean(server.url), how)
+            send = sender_for(_lean(server.url), how)
             await send("GetItem", _get())
             await asyncio.sleep(0.05)
             await send("PutItem", {"TableName": "locks", "Item": {}})
@@ -541,7 +493,7 @@ def test_a_reused_connection_dropped_unanswered_retries_reads_but_not_writes(how
 
     async def scenario() -> None:
         async with _Server(drop_second) as server:
-            send = _sender(_lean(server.url), how)
+            send = sender_for(_lean(server.url), how)
             await send("GetItem", _get())
             await send("GetItem", _get())  # dropped, then resent on a new connection
             assert server.connections == 2
@@ -564,7 +516,7 @@ def test_chunked_answers_are_read_whole(how: str) -> None:
 
     async def scenario() -> None:
         async with _Server(chunked) as server:
-            send = _sender(_lean(server.url), how)
+            send = sender_for(_lean(server.url), how)
             assert (await send("GetItem", _get()))["Item"] is None
             assert (await send("GetItem", _get()))["Item"] is None
             assert server.connections == 1
@@ -580,7 +532,7 @@ def test_an_answer_without_length_runs_to_the_end_of_the_connection(how: str) ->
 
     async def scenario() -> None:
         async with _Server(until_close) as server:
-            send = _sender(_lean(server.url), how)
+            send = sender_for(_lean(server.url), how)
             assert (await send("GetItem", _get()))["Item"] is None
             assert (await send("GetItem", _get()))["Item"] is None
             assert server.connections == 2
@@ -704,7 +656,7 @@ def test_refreshed_credentials_sign_the_next_request_without_blocking_the_loop()
 
     async def scenario() -> None:
         async with _Server(_keep_alive_ok) as server:
-            client = _botocore_client(server.url)
+            client = botocore_client(server.url)
             client._request_signer._credentials = RefreshableCredentials.create_from_metadata(
                 refresh(), refresh, "test"
             )
@@ -721,7 +673,7 @@ def test_refreshed_credentials_sign_the_next_request_without_blocking_the_loop()
 
 def test_missing_credentials_are_reported_as_access_denied(endpoint: str) -> None:
     async def scenario() -> None:
-        client = _botocore_client(endpoint)
+        client = botocore_client(endpoint)
         client._request_signer._credentials.secret_key = None
         with pytest.raises(AccessDeniedError, match="credentials"):
             await LeanTransport(lambda: client).send("GetItem", _get())
