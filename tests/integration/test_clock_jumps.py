@@ -19,13 +19,14 @@ import multiprocessing
 import os
 import queue
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.servers import in_ci
-from support.workers import Target, contend, new_target, reaped
+from support.worker_messages import MESSAGE_TIMEOUT_S
+from support.workers import Target, contend, new_target
 
 from dynalease import DynamoDBClient
 from dynalease._engine.protocol import renew_interval, validity_span
@@ -33,7 +34,6 @@ from dynalease.demo.history import check_history
 
 LEASE_S = 4.0
 JUMP_S = 300
-MESSAGE_TIMEOUT_S = 60.0
 LIBRARY_PATTERNS = (
     "/usr/lib/*/faketime/libfaketimeMT.so.1",
     "/usr/lib/faketime/libfaketimeMT.so.1",
@@ -90,12 +90,6 @@ def set_offset(rc: Path, offset: str) -> None:
     staging = rc.with_suffix(".new")
     staging.write_text(offset + "\n")
     os.replace(staging, rc)
-
-
-@pytest.fixture
-def processes() -> Iterator[list[Any]]:
-    with reaped([]) as started:
-        yield started
 
 
 def start_under_faketime(

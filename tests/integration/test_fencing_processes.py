@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import queue
 import signal
 import uuid
 from collections.abc import Callable, Iterator
@@ -20,22 +19,16 @@ from typing import Any
 import pytest
 from support.fenced_workers import hold_pause_then_write, write_row
 from support.postgres import Cluster
-from support.workers import Target, new_target, reaped
+from support.worker_messages import expect
+from support.workers import Target, new_target
 
 from dynalease import DynamoDBClient
 from dynalease.lock import SyncDistributedLock
 
 LEASE_S = 2.0
 SLACK_S = 3.0  # room for a loaded machine on top of protocol timing
-MESSAGE_TIMEOUT_S = 60.0
 
 spawn = multiprocessing.get_context("spawn")
-
-
-@pytest.fixture
-def processes() -> Iterator[list[Any]]:
-    with reaped([]) as started:
-        yield started
 
 
 @pytest.fixture
@@ -50,15 +43,6 @@ def pg_table(postgres: Cluster) -> Iterator[tuple[str, Any]]:
         connection.execute(f"INSERT INTO {name} (id, state) VALUES (1, 'new')")
         connection.commit()
         yield name, connection
-
-
-def expect(events: Any, name: str) -> tuple[Any, ...]:
-    try:
-        message: tuple[Any, ...] = events.get(timeout=MESSAGE_TIMEOUT_S)
-    except queue.Empty:
-        pytest.fail(f"no {name!r} message from the holder within {MESSAGE_TIMEOUT_S:g} s")
-    assert message[0] == name, f"expected {name!r}, got {message!r}"
-    return message
 
 
 #: What one run came to: A's outcome, the final row, A's token, B's token.

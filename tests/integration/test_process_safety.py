@@ -9,22 +9,20 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import queue
 import signal
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 import pytest
+from support.worker_messages import MESSAGE_TIMEOUT_S, expect
 from support.workers import (
     Target,
     hold_until_killed,
     new_target,
     pause_before_commit,
     race_for_row,
-    reaped,
 )
 
 from dynalease import DynamoDBClient
@@ -35,7 +33,6 @@ from dynalease.lock import SyncDistributedLock
 LEASE_S = 2.0
 #: Room for a loaded machine (eight test runs on two cores) on top of protocol timing.
 SLACK_S = 3.0
-MESSAGE_TIMEOUT_S = 60.0
 
 spawn = multiprocessing.get_context("spawn")
 
@@ -43,21 +40,6 @@ spawn = multiprocessing.get_context("spawn")
 @pytest.fixture
 def target(client: DynamoDBClient, endpoint: str) -> Target:
     return new_target(client, endpoint, lease=LEASE_S)
-
-
-@pytest.fixture
-def processes() -> Iterator[list[Any]]:
-    with reaped([]) as started:
-        yield started
-
-
-def expect(events: Any, name: str) -> tuple[Any, ...]:
-    try:
-        message: tuple[Any, ...] = events.get(timeout=MESSAGE_TIMEOUT_S)
-    except queue.Empty:
-        pytest.fail(f"no {name!r} message from a worker within {MESSAGE_TIMEOUT_S:g} s")
-    assert message[0] == name, f"expected {name!r} from a worker, got {message!r}"
-    return message
 
 
 def lock_row(client: DynamoDBClient, target: Target) -> dict[str, Any] | None:
