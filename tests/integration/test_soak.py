@@ -12,40 +12,39 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_a_short_soak_with_killed_and_paused_holders_has_no_violations(endpoint: str) -> None:
+def short_soak(endpoint: str, *options: str) -> tuple[dict[str, Any], str]:
+    """Run the soak for 15 s (four processes, two keys, chaos every 3 s); its figures and
+    its output. It must exit 0."""
     command = [
         sys.executable, "-m", "benchmarks.soak",
         "--processes", "4", "--seconds", "15", "--keys", "2",
-        "--lease", "1.5", "--chaos-every", "3",
+        "--lease", "1.5", "--chaos-every", "3", *options,
         "--endpoint", endpoint, "--json",
     ]  # fmt: skip
     env = {**os.environ, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=100)
     assert result.returncode == 0, result.stdout + result.stderr
     figures = json.loads(next(line for line in result.stdout.splitlines() if line[:1] == "{"))
+    return figures, result.stdout
+
+
+def test_a_short_soak_with_killed_and_paused_holders_has_no_violations(endpoint: str) -> None:
+    figures, output = short_soak(endpoint)
     assert figures["violations"] == 0
     assert figures["overlaps"] == 0 and figures["stale_commits"] == 0
     assert figures["acquisitions"] > 0 and figures["commits"] > 0
     # The run exercised failures: at least one holder was killed or paused.
     assert figures["kills"] + figures["pauses"] >= 1
-    assert "soak: ok, 0 violations" in result.stdout
+    assert "soak: ok, 0 violations" in output
 
 
 def test_a_short_fenced_soak_keeps_its_tokens_in_order_along_the_history(endpoint: str) -> None:
-    command = [
-        sys.executable, "-m", "benchmarks.soak",
-        "--processes", "4", "--seconds", "15", "--keys", "2",
-        "--lease", "1.5", "--chaos-every", "3", "--fencing",
-        "--endpoint", endpoint, "--json",
-    ]  # fmt: skip
-    env = {**os.environ, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=100)
-    assert result.returncode == 0, result.stdout + result.stderr
-    figures = json.loads(next(line for line in result.stdout.splitlines() if line[:1] == "{"))
+    figures, _ = short_soak(endpoint, "--fencing")
     assert figures["violations"] == 0 and figures["bad_tokens"] == 0
     assert figures["acquisitions"] > 0 and figures["fenced_writes"] > 0
     assert figures["kills"] + figures["pauses"] >= 1
