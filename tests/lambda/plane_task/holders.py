@@ -42,31 +42,27 @@ def _then(event: dict[str, Any]) -> str:
     return "done"
 
 
-def plain(event: dict[str, Any], context: Any) -> str:
-    """A plain SyncDistributedLock inside the handler."""
+def _hold(event: dict[str, Any], *, fencing: bool) -> str:
     with SyncDistributedLock(
         client,
         table=TABLE,
         key=event["key"],
         lease_duration=event["lease"],
         wait_timeout=event.get("wait", 5),
+        fencing=fencing,
     ) as guard:
         _mark(event, guard.owner)
         return _then(event)
+
+
+def plain(event: dict[str, Any], context: Any) -> str:
+    """A plain SyncDistributedLock inside the handler."""
+    return _hold(event, fencing=False)
 
 
 def fenced(event: dict[str, Any], context: Any) -> str:
     """A fenced SyncDistributedLock (protocol-2 row) inside the handler."""
-    with SyncDistributedLock(
-        client,
-        table=TABLE,
-        key=event["key"],
-        lease_duration=event["lease"],
-        wait_timeout=event.get("wait", 5),
-        fencing=True,
-    ) as guard:
-        _mark(event, guard.owner)
-        return _then(event)
+    return _hold(event, fencing=True)
 
 
 @lock_handler(key="{key}", lease_duration=3.0, wait_timeout=5)
