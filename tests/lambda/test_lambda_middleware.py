@@ -255,7 +255,8 @@ def test_current_lock_outside_a_wrapped_handler_says_where_it_works() -> None:
 class _Observed:
     """A Powertools Logger writing to a buffer, and Metrics (EMF goes to stdout)."""
 
-    def __init__(self) -> None:
+    def __init__(self, capsys: pytest.CaptureFixture[str]) -> None:
+        self.capsys = capsys
         self.stream = io.StringIO()
         # A service name of its own: Powertools Loggers of one service share handlers.
         self.logger = Logger(service=f"lock-tests-{uuid.uuid4().hex}", stream=self.stream)
@@ -265,11 +266,16 @@ class _Observed:
     def logs(self) -> list[dict[str, Any]]:
         return _json_lines(self.stream.getvalue())
 
+    def emf(self) -> dict[str, Any]:
+        """The one EMF metrics line printed to stdout since the output was last read."""
+        [emf] = [line for line in _json_lines(self.capsys.readouterr().out) if "_aws" in line]
+        return emf
+
 
 @pytest.fixture
 def observed(capsys: pytest.CaptureFixture[str]) -> _Observed:
     capsys.readouterr()
-    return _Observed()
+    return _Observed(capsys)
 
 
 def _json_lines(text: str) -> list[dict[str, Any]]:
@@ -277,9 +283,7 @@ def _json_lines(text: str) -> list[dict[str, Any]]:
 
 
 def test_it_stacks_under_logger_and_metrics_with_one_log_line_and_emf_metrics_per_lock(
-    lock_table: str,
-    capsys: pytest.CaptureFixture[str],
-    observed: _Observed,
+    lock_table: str, observed: _Observed
 ) -> None:
     logger, metrics = observed.logger, observed.metrics
     customer = _id()
@@ -294,7 +298,7 @@ def test_it_stacks_under_logger_and_metrics_with_one_log_line_and_emf_metrics_pe
     context = CountdownContext(60, function_name="stacked")
     assert handler({"customer_id": customer}, context) == f"customer:{customer}"
 
-    [emf] = [line for line in _json_lines(capsys.readouterr().out) if "_aws" in line]
+    emf = observed.emf()
     names = {m["Name"]: m["Unit"] for m in emf["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
     assert names == {"LockAcquired": "Count", "LockWaitMs": "Milliseconds", "LockRenewals": "Count"}
     assert emf["LockAcquired"] == [1.0] and emf["LockRenewals"] == [0.0]
@@ -331,7 +335,7 @@ def test_contention_is_logged_and_counted_even_though_the_handler_raises(
     with SyncDistributedLock(other_client, table=lock_table, key=f"customer:{customer}"):
         with pytest.raises(LockNotAcquired):
             handler({"customer_id": customer}, CountdownContext(60))
-    [emf] = [line for line in _json_lines(capsys.readouterr().out) if "_aws" in line]
+    emf = observed.emf()
     assert emf["LockContention"] == [1.0] and "LockAcquired" not in emf
     [line] = observed.logs()
     assert line["level"] == "INFO" and line["message"] == "dynalease lock contention"
@@ -395,7 +399,7 @@ def test_an_outage_is_logged_and_counted_as_unavailable_not_as_contention(
     capsys.readouterr()
     with pytest.raises(LockUnavailable):
         handler({"customer_id": customer}, CountdownContext(60))
-    [emf] = [line for line in _json_lines(capsys.readouterr().out) if "_aws" in line]
+    emf = observed.emf()
     assert emf["LockUnavailable"] == [1.0]
     assert "LockContention" not in emf and "LockAcquired" not in emf
     [line] = observed.logs()
@@ -463,7 +467,7 @@ def test_a_lock_lost_during_the_invocation_fails_it_and_is_logged_and_counted_as
     capsys.readouterr()
     with pytest.raises(LockLost, match="deleted by someone else"):
         handler({"id": _id()}, CountdownContext(60))
-    [emf] = [line for line in _json_lines(capsys.readouterr().out) if "_aws" in line]
+    emf = observed.emf()
     assert emf["LockLost"] == [1.0] and emf["LockAcquired"] == [1.0]
     [line] = observed.logs()
     assert line["level"] == "WARNING" and line["outcome"] == "lost"
