@@ -5,10 +5,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 
-import boto3
 import pytest
 from support.cli_runner import Result
 from support.fault_proxy import FaultProxy
+from support.servers import raw_dynamodb
 
 from dynalease._tooling.diagnose import OK, PROBLEM, _replicas
 
@@ -47,13 +47,7 @@ def test_a_wrong_schema_and_ttl_are_problems_each_with_a_fix(
     dynalease: Callable[..., Result], endpoint: str
 ) -> None:
     name = f"cli-bad-{uuid.uuid4().hex[:8]}"
-    raw = boto3.client(
-        "dynamodb",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
+    raw = raw_dynamodb(endpoint)
     raw.create_table(
         TableName=name,
         KeySchema=[
@@ -123,13 +117,7 @@ def test_measure_times_each_lock_request_and_leaves_no_row_behind(
     assert "lease_duration: at least" in result.out
     seen = [entry.operation for entry in proxy.seen()]
     assert seen.count("PutItem") == seen.count("DeleteItem") == 3
-    rows = boto3.client(
-        "dynamodb",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    ).scan(TableName=lock_table)["Items"]
+    rows = raw_dynamodb(endpoint).scan(TableName=lock_table)["Items"]
     assert rows == []
 
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from infra_helpers import EXAMPLE_STACK, ROOT, Assembly
+from support.servers import raw_dynamodb
 
 RUNNER = Path(__file__).with_name("lambda_runner.py")
 # What the Lambda Python runtime provides besides the standard library.
@@ -68,13 +68,7 @@ def paths(assembly: Assembly, tmp_path_factory: pytest.TempPathFactory) -> Lambd
 
 @pytest.fixture(scope="module")
 def dynamodb(endpoint: str) -> Any:
-    return boto3.client(
-        "dynamodb",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
+    return raw_dynamodb(endpoint)
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from support.postgres import Cluster
+from support.servers import raw_dynamodb
 
 from dynalease import DynamoDBClient
 from dynalease.fencing import fence_dynamodb_write, fenced_update
@@ -89,13 +90,7 @@ def test_sql_tokens_from_real_fenced_locks(database: Any, client: DynamoDBClient
 
 @pytest.fixture
 def dynamodb(endpoint: str) -> Any:
-    return boto3.client(
-        "dynamodb",
-        region_name="us-east-1",
-        endpoint_url=endpoint,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
+    return raw_dynamodb(endpoint)
 
 
 @pytest.fixture

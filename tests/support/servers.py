@@ -37,6 +37,20 @@ REGION = "us-east-1"
 START_ATTEMPTS = 3
 
 
+def raw_dynamodb(endpoint: str) -> Any:
+    """A plain boto3 DynamoDB client on ``endpoint`` with the test credentials, to create
+    tables and read and write rows exactly as stored."""
+    import boto3
+
+    return boto3.client(
+        "dynamodb",
+        region_name=REGION,
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+
+
 def free_port() -> int:
     """A loopback port that was free a moment ago."""
     with socket.socket() as sock:
@@ -153,15 +167,7 @@ class Emulator:
     @cached_property
     def raw(self) -> Any:
         """A plain botocore DynamoDB client, to read and write rows exactly as stored."""
-        import boto3
-
-        return boto3.client(
-            "dynamodb",
-            region_name=REGION,
-            endpoint_url=self.endpoint,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-        )
+        return raw_dynamodb(self.endpoint)
 
     def new_table(self) -> str:
         """Create a lock table with a unique name and return the name."""
