@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from typing import Any
 
 import pytest
+from support.tables import fresh_lock_table
 
 from dynalease import DynamoDBClient
 from dynalease._engine import protocol as p
@@ -25,9 +25,7 @@ LEASE_S = 0.6
 
 @pytest.fixture
 def table(client: DynamoDBClient) -> str:
-    name = f"fence_{uuid.uuid4().hex[:12]}"
-    client.sync_create_table(name, partition_key=("key", "S"), wait=True)
-    return name
+    return fresh_lock_table(client, "fence")
 
 
 def row(client: DynamoDBClient, table: str, key: str) -> dict[str, Any] | None:

@@ -17,6 +17,7 @@ import pytest
 from botocore.exceptions import ClientError
 from support.postgres import Cluster
 from support.servers import raw_dynamodb
+from support.tables import fresh_lock_table
 
 from dynalease import DynamoDBClient
 from dynalease.fencing import fence_dynamodb_write, fenced_update
@@ -75,8 +76,7 @@ def test_sql_destinations_accept_increasing_tokens_and_refuse_stale_ones(databas
 
 def test_sql_tokens_from_real_fenced_locks(database: Any, client: DynamoDBClient) -> None:
     connection, table = database
-    name = f"fence_{uuid.uuid4().hex[:12]}"
-    client.sync_create_table(name, partition_key=("key", "S"), wait=True)
+    name = fresh_lock_table(client, "fence")
     with SyncDistributedLock(client, table=name, key="job:1", fencing=True) as first:
         assert write(connection, table, "first", first.fencing_token)
     with SyncDistributedLock(client, table=name, key="job:1", fencing=True) as second:

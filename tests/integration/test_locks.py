@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
+from support.tables import fresh_lock_table
 
 from dynalease import DynamoDBClient
 from dynalease.exceptions import (
@@ -31,9 +31,7 @@ from dynalease.lock import DistributedLock, SyncDistributedLock, distributed_loc
 
 @pytest.fixture
 def table(client: DynamoDBClient) -> str:
-    name = f"locks-{uuid.uuid4().hex[:12]}"
-    client.sync_create_table(name, partition_key=("key", "S"), wait=True)
-    return name
+    return fresh_lock_table(client, "locks")
 
 
 def fresh(client: DynamoDBClient) -> DynamoDBClient:
@@ -231,8 +229,7 @@ def test_an_async_holder_can_await_the_loss(client: DynamoDBClient, table: str) 
 @pytest.fixture
 def dropped_table(client: DynamoDBClient) -> Iterator[tuple[str, Any]]:
     """A lock table and a way to delete it mid-hold, so release cannot succeed."""
-    name = f"gone-{uuid.uuid4().hex[:12]}"
-    client.sync_create_table(name, partition_key=("key", "S"), wait=True)
+    name = fresh_lock_table(client, "gone")
     raw = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=client.endpoint_url)
     yield name, lambda: raw.delete_table(TableName=name)
 

@@ -23,6 +23,7 @@ from pydynox.exceptions import LockNotAcquired as PydynoxNotAcquired
 from pydynox.lock import SyncDistributedLock as PydynoxLock
 from pydynox.lock import distributed_lock as pydynox_lock
 from support.servers import Emulator
+from support.tables import fresh_lock_table
 
 from dynalease import DynamoDBClient
 from dynalease._engine import protocol as p
@@ -38,9 +39,7 @@ LEASE_S = 1.2
 
 @pytest.fixture
 def table(client: DynamoDBClient) -> str:
-    name = f"interop_{uuid.uuid4().hex[:12]}"
-    client.sync_create_table(name, partition_key=("key", "S"), wait=True)
-    return name
+    return fresh_lock_table(client, "interop")
 
 
 @pytest.fixture

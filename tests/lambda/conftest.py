@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import pathlib
-import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from support.tables import fresh_lock_table
 
 from dynalease import DynamoDBClient
 from dynalease._lambda.invoke import load_handler
@@ -60,8 +60,7 @@ def other_client(endpoint: str) -> DynamoDBClient:
 @pytest.fixture
 def lock_table(aws_env: str, other_client: DynamoDBClient, monkeypatch: pytest.MonkeyPatch) -> str:
     """A fresh lock table, also set as DYNALEASE_TABLE."""
-    name = f"lambda-locks-{uuid.uuid4().hex[:12]}"
-    other_client.sync_create_table(name, partition_key=("key", "S"), wait=True)
+    name = fresh_lock_table(other_client, "lambda-locks")
     monkeypatch.setenv(ENV_TABLE, name)
     return name
 

@@ -17,7 +17,6 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from typing import IO, Any
 import pytest
 
 from dynalease import DynamoDBClient
+from support.tables import fresh_lock_table
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 DYNALITE_CLI = NODE_DIR / "node_modules" / "dynalite" / "cli.js"
@@ -171,9 +171,7 @@ class Emulator:
 
     def new_table(self) -> str:
         """Create a lock table with a unique name and return the name."""
-        name = f"locks_{uuid.uuid4().hex[:12]}"
-        self.client().sync_create_table(name, partition_key=("key", "S"), wait=True)
-        return name
+        return fresh_lock_table(self.client(), "locks")
 
     def row(self, table: str, key: str) -> dict[str, Any] | None:
         """The stored row in AttributeValue form (strongly consistent), or None."""
