@@ -306,6 +306,8 @@ class ConnectionPool(Endpoint[_Connection]):
 
 async def _writable(loop: asyncio.AbstractEventLoop, sock: socket.socket, limit: float) -> bool:
     """Wait until a connect under way finished (True) or the loop's time ``limit`` passed."""
+    if wait_writable(sock, 0):
+        return True
     fd = sock.fileno()
     ready: asyncio.Future[bool] = loop.create_future()
     try:

@@ -35,16 +35,12 @@ class _Connection:
 
     __slots__ = ("poll", "reader", "sock")
 
-    def __init__(self, sock: socket.socket, *, plain: bool) -> None:
+    def __init__(self, sock: socket.socket, poll: select.poll | None) -> None:
         self.sock = sock
         self.reader = ResponseReader()
-        #: Plain TCP: the socket stays non-blocking (as connected) and waits here.
-        self.poll: select.poll | None = None
-        if plain and _HAS_POLL:
-            self.poll = select.poll()
-            self.poll.register(sock, select.POLLIN)
-        elif plain:
-            sock.settimeout(None)  # no poll here: socket timeouts, as for TLS
+        #: Plain TCP: the socket stays non-blocking (as connected) and waits here,
+        #: on the poll its connect waited on. TLS: socket timeouts.
+        self.poll = poll
 
     def quiet(self) -> bool:
         if not self.reader.quiet:
@@ -134,10 +130,19 @@ class BlockingPool(Endpoint[_Connection]):
                     self.host, self.port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
                 )
                 addresses = self.learn(infos, time.monotonic())
+            # The poll a connect waited on serves its answers next (one object, not two).
+            waited: tuple[socket.socket, select.poll] | None = None
             with ConnectWalk(self, addresses) as walk:
                 while (sock := walk.pending()) is not None:
-                    walk.settle(wait_writable(sock, limit - time.monotonic()))
+                    if _HAS_POLL:
+                        waited = (sock, select.poll())
+                        waited[1].register(sock, select.POLLOUT)
+                        wait_ms = max(limit - time.monotonic(), 0.0) * 1000
+                        walk.settle(bool(waited[1].poll(wait_ms)))
+                    else:
+                        walk.settle(wait_writable(sock, limit - time.monotonic()))
             sock = walk.result()
+            poll = None
             if self.ssl_context is not None:
                 try:
                     sock.settimeout(_left(limit))
@@ -145,10 +150,15 @@ class BlockingPool(Endpoint[_Connection]):
                 except BaseException:
                     sock.close()
                     raise
+            elif _HAS_POLL:
+                poll = waited[1] if waited is not None and waited[0] is sock else select.poll()
+                poll.register(sock, select.POLLIN)  # again, if it waited: now for answers
+            else:
+                sock.settimeout(None)  # no poll: socket timeouts, as for TLS
         except OSError as error:
             raise self.connect_failed(error) from None
         self.connected()
-        return _Connection(sock, plain=self.ssl_context is None)
+        return _Connection(sock, poll)
 
     def _exchange(
         self,

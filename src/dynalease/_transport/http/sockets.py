@@ -49,15 +49,8 @@ _NON_BLOCKING_STREAM = socket.SOCK_STREAM | getattr(socket, "SOCK_NONBLOCK", 0)
 
 
 def start_connect(sock: socket.socket, address: tuple[Any, ...]) -> int:
-    """Start connecting: 0 when connected, an errno, or one of :data:`CONNECTING`.
-
-    On loopback the handshake is often over before ``connect`` returns; asking
-    at once saves the driver a wait (two turns of an event loop).
-    """
-    error = sock.connect_ex(address)
-    if error in CONNECTING and _ready(sock, writable=True, timeout=0):
-        return connect_error(sock)
-    return error
+    """Start connecting: 0 when connected, an errno, or one of :data:`CONNECTING`."""
+    return sock.connect_ex(address)
 
 
 def connect_error(sock: socket.socket) -> int:
@@ -71,8 +64,12 @@ def connect_failed(error: int) -> OSError:
 
 
 def wait_writable(sock: socket.socket, timeout: float) -> bool:
-    """Block until ``sock`` is writable (a connect finished): False after ``timeout``."""
-    return timeout > 0 and _ready(sock, writable=True, timeout=timeout)
+    """Block until ``sock`` is writable (a connect finished): False after ``timeout``.
+
+    A ``timeout`` of 0 only asks: on loopback the handshake is often over before
+    ``connect`` returns, and knowing it spares an event loop two turns.
+    """
+    return timeout >= 0 and _ready(sock, writable=True, timeout=timeout)
 
 
 def open_and_quiet(sock: socket.socket) -> bool:
