@@ -95,14 +95,7 @@ class CallerPath(Acquiring, Releasing):
         self._pending[version] = stamp
         row = p.LockRow(self.key, self.owner, version, self._lease_ms, self._protocol)
         operation = create_operation(self.fencing)
-        first = FirstWrite(
-            operation,
-            deadline,
-            interrupted_failure(operation),
-            version=version,
-            start=start,
-            single=single,
-        )
+        first = FirstWrite(operation, deadline, None, version=version, start=start, single=single)
         tally = self.tally
         tally.write_requests += 1
         self._interrupted = first  # until answered: ``abandon_first`` cleans up after an interrupt
@@ -144,7 +137,7 @@ class CallerPath(Acquiring, Releasing):
         if deadline is None:
             return None
         operation = release_operation(self.fencing)
-        first = FirstWrite(operation, deadline, interrupted_failure(operation))
+        first = FirstWrite(operation, deadline, None)
         timeout = p.request_timeout(self.lease_s, deadline - self.clock.monotonic())
         self.tally.caller_writes += 1
         self._interrupted = first  # until answered: see ``interrupted_release``
@@ -164,8 +157,13 @@ class CallerPath(Acquiring, Releasing):
         return None
 
     def interrupted_release(self) -> FirstWrite | None:
-        """What an interrupted :meth:`release_blocking` leaves for ``release``."""
+        """What an interrupted :meth:`release_blocking` leaves for ``release``.
+
+        Its error is made here, not with every request: interrupts are rare.
+        """
         first, self._interrupted = self._interrupted, None
+        if first is not None:
+            first.error = interrupted_failure(first.operation)
         return first
 
     def after_blocking_release(self) -> bool:
