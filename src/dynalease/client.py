@@ -10,12 +10,12 @@ timeouts; the protocol retries on its own schedule).
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ._engine import runtime as _process
 from ._engine.clock import SYSTEM_CLOCK, Clock
 from ._engine.journal import process_journal
 from ._engine.lease import Lease
@@ -184,7 +184,7 @@ class DynamoDBClient:
         endpoint_url: str | None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        self._pid = os.getpid()
+        self._generation = _process.generation  # see ``_check_process``
         self._items = items
         self._lock_store = LockStore(locks)
         self._observations = Observations()
@@ -207,7 +207,8 @@ class DynamoDBClient:
         return self._endpoint_url
 
     def _check_process(self) -> None:
-        if os.getpid() != self._pid:
+        # The runtime's fork hook bumps the generation in a child: no getpid() per call.
+        if _process.generation != self._generation:
             raise ForkedProcessError(
                 "this DynamoDBClient was created before fork(); create a new DynamoDBClient "
                 "inside the child process (or use the multiprocessing 'spawn' start method)"
