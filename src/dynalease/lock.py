@@ -7,9 +7,9 @@ runtime; they differ only in how they wait for it.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import copy
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
@@ -24,6 +24,7 @@ from .keys import KeyTemplate, validate_key
 from .metrics import LockMetrics
 
 if TYPE_CHECKING:
+    from ._engine.runtime import Runtime
     from .transaction import SyncTransaction, Transaction
 
 __all__ = [
@@ -42,6 +43,20 @@ _SCHEMA_HINT = (
     "lock tables need a partition key named 'key' of type S and no sort key; "
     "check the table with `dynalease doctor --table {table}`"
 )
+
+
+#: Set when the interpreter starts to exit: a held guard dropped from then on is
+#: not released in the background (``_Guard.__del__``), as a ``weakref.finalize``
+#: with ``atexit=False`` would not run then either.
+_exiting = False
+
+
+def _stop_releasing_dropped_guards() -> None:
+    global _exiting
+    _exiting = True
+
+
+atexit.register(_stop_releasing_dropped_guards)
 
 
 def _check_options(
@@ -71,6 +86,10 @@ def _check_options(
 class _Guard:
     """What sync and async guards share: construction, checks and metrics."""
 
+    #: While this guard holds its lock (entered, not yet exited): the runtime to
+    #: release on if it is garbage-collected unexited (see ``__del__``).
+    _dropped: Runtime | None = None
+
     def __init__(
         self,
         client: DynamoDBClient,
@@ -89,7 +108,6 @@ class _Guard:
         self._lease: Lease = client._new_lease(
             table, validate_key(key), lease_s, wait_s, on_lost, fencing=fencing
         )
-        self._dropped: weakref.finalize[Any, Any] | None = None
 
     @property
     def table(self) -> str:
@@ -221,19 +239,23 @@ class _Guard:
         """Cap the network budget of a ``wait_timeout=0`` attempt (the Lambda budget)."""
         self._lease.single_attempt_cap = seconds
 
-    def _watch_dropped(self) -> None:
+    def _watch_dropped(self, runtime: Runtime) -> None:
         """Release in the background if this held guard is garbage-collected unexited.
 
         A guard entered by hand (``__enter__`` without ``__exit__``) and then
         dropped would otherwise renew until the process ends, blocking everyone.
+        ``__del__`` does it: a ``weakref.finalize`` per guard cost more to
+        register and detach than the rest of the guard's own work.
         """
-        runtime, lease = self._client._runtime(), self._lease
-        self._dropped = weakref.finalize(self, runtime.call_soon, lease.abandon)
-        self._dropped.atexit = False
+        self._dropped = runtime
 
     def _stop_watching(self) -> None:
-        if self._dropped is not None:
-            self._dropped.detach()
+        self._dropped = None
+
+    def __del__(self) -> None:
+        runtime = self._dropped
+        if runtime is not None and not _exiting:
+            runtime.call_soon(self._lease.abandon)
 
     @staticmethod
     def _note_cleanup(exc: BaseException | None, cleanup_error: BaseException) -> None:
@@ -275,7 +297,7 @@ class DistributedLock(_Guard):
             raise
         except DynamoDBError as error:
             raise self._explain(error) from error
-        self._watch_dropped()
+        self._watch_dropped(runtime)
         shutdown.hold(self, asyncio.current_task())
         return self
 
@@ -304,11 +326,12 @@ class SyncDistributedLock(_Guard):
 
     def __enter__(self) -> SyncDistributedLock:
         self._prepare()
+        runtime = self._client._runtime()
         try:
-            self._lease.hold_from_caller(self._client._runtime())
+            self._lease.hold_from_caller(runtime)
         except DynamoDBError as error:
             raise self._explain(error) from error
-        self._watch_dropped()
+        self._watch_dropped(runtime)
         shutdown.hold(self, None)
         return self
 
