@@ -230,19 +230,32 @@ class DynamoDBClient:
     ) -> Lease:
         """A lease on ``key``; with ``permit_keys``, a semaphore's on one of them."""
         self._check_process()
-        options: dict[str, Any] = {
-            "store": self._lock_store,
-            "clock": self._clock,
-            "observations": self._observations,
-            "table": table,
-            "lease_s": lease_s,
-            "wait_s": wait_s,
-            "on_lost": on_lost,
-            "journal": self._journal,
-        }
         if permit_keys:
-            return PermitLease(name=key, permit_keys=permit_keys, **options)
-        return Lease(key=key, fencing=fencing, **options)
+            return PermitLease(
+                name=key,
+                permit_keys=permit_keys,
+                store=self._lock_store,
+                clock=self._clock,
+                observations=self._observations,
+                table=table,
+                lease_s=lease_s,
+                wait_s=wait_s,
+                on_lost=on_lost,
+                journal=self._journal,
+            )
+        # The keywords spelled out: a dict of them, unpacked, costs a lock cycle more.
+        return Lease(
+            store=self._lock_store,
+            clock=self._clock,
+            observations=self._observations,
+            table=table,
+            key=key,
+            lease_s=lease_s,
+            wait_s=wait_s,
+            on_lost=on_lost,
+            fencing=fencing,
+            journal=self._journal,
+        )
 
     def _prepare_locks(self) -> None:
         """Do the lock transport's one-time setup now, blocking (for budgeted callers).
