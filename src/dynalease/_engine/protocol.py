@@ -205,6 +205,16 @@ def _describe(value: Any) -> str:
 
 def check_durations(lease_duration: object, wait_timeout: object) -> tuple[float, float]:
     """Validate the two durations a lock takes; raise before any request is made."""
+    if (
+        type(lease_duration) in _PLAIN_NUMBERS
+        and type(wait_timeout) in _PLAIN_NUMBERS
+        and MIN_LEASE_S <= lease_duration <= MAX_DURATION_S  # type: ignore[operator]
+        and 0 <= wait_timeout <= MAX_DURATION_S  # type: ignore[operator]
+    ):
+        # Every guard passes here: two numbers in range need none of the checks
+        # below, which then only say what is wrong (NaN and infinities fail these
+        # comparisons and go on to them too).
+        return float(lease_duration), float(wait_timeout)  # type: ignore[arg-type]
     lease = _duration("lease_duration", lease_duration)
     wait = _duration("wait_timeout", wait_timeout)
     if lease < MIN_LEASE_S:
@@ -215,6 +225,10 @@ def check_durations(lease_duration: object, wait_timeout: object) -> tuple[float
     if wait < 0:
         raise ValueError(f"wait_timeout must be 0 or more seconds, got {wait!r}")
     return lease, wait
+
+
+#: Exactly these types take the fast path of :func:`check_durations` (not bool, not subclasses).
+_PLAIN_NUMBERS = (int, float)
 
 
 def _duration(name: str, value: object) -> float:
