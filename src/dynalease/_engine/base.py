@@ -78,7 +78,6 @@ class LeaseBase:
 
     def __init__(
         self,
-        *,
         store: LockStore,
         clock: Clock,
         observations: Observations,
