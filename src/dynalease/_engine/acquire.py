@@ -60,11 +60,12 @@ class Acquiring(Renewing):
         if self.journal is not None:  # before the first request: it may commit unanswered
             self.journal.record(self.table, self.key, self.owner, fencing=self.fencing)
         start = self.clock.monotonic()
-        single = self.wait_s == 0
+        if self.wait_s != 0:
+            return start, start + self.wait_s, False
         budget = p.zero_wait_budget(self.lease_s)
         if self.single_attempt_cap is not None:
             budget = min(budget, self.single_attempt_cap)
-        return start, start + (budget if single else self.wait_s), single
+        return start, start + budget, True
 
     async def acquire(self, first: FirstWrite | None = None) -> None:
         """Acquire within the wait budget or raise LockNotAcquired.

@@ -19,7 +19,6 @@ from .clock import SYSTEM_CLOCK, Stamp
 from .release import Releasing
 from .requests import FirstWrite, interrupted_failure
 from .runtime import Runtime
-from .scheduling import deferred_renewals
 from .states import Event, State
 from .store import ConditionFailed, create_operation, release_operation
 
@@ -46,7 +45,7 @@ class CallerPath(Acquiring, Releasing):
         if first is not None:
             runtime.run(self.acquire(first))
         elif self.clock is SYSTEM_CLOCK:
-            deferred_renewals(runtime.loop).add(self)
+            runtime.deferred.add(self)
         else:
             runtime.call_soon(self.start_renewing)
 
