@@ -215,7 +215,8 @@ class DynamoDBClient:
             )
 
     def _runtime(self) -> Runtime:
-        self._check_process()
+        if _process.generation != self._generation:  # as _check_process, without a call
+            self._check_process()
         return get_runtime()
 
     def _new_lease(

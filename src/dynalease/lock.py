@@ -239,20 +239,15 @@ class _Guard:
         """Cap the network budget of a ``wait_timeout=0`` attempt (the Lambda budget)."""
         self._lease.single_attempt_cap = seconds
 
-    def _watch_dropped(self, runtime: Runtime) -> None:
+    def __del__(self) -> None:
         """Release in the background if this held guard is garbage-collected unexited.
 
         A guard entered by hand (``__enter__`` without ``__exit__``) and then
         dropped would otherwise renew until the process ends, blocking everyone.
-        ``__del__`` does it: a ``weakref.finalize`` per guard cost more to
-        register and detach than the rest of the guard's own work.
+        Entering sets ``_dropped`` to the runtime, exiting clears it: cheaper than
+        a ``weakref.finalize`` per guard, whose registration and detach cost more
+        than the rest of the guard's own work.
         """
-        self._dropped = runtime
-
-    def _stop_watching(self) -> None:
-        self._dropped = None
-
-    def __del__(self) -> None:
         runtime = self._dropped
         if runtime is not None and not _exiting:
             runtime.call_soon(self._lease.abandon)
@@ -297,14 +292,14 @@ class DistributedLock(_Guard):
             raise
         except DynamoDBError as error:
             raise self._explain(error) from error
-        self._watch_dropped(runtime)
+        self._dropped = runtime  # held: see __del__
         shutdown.hold(self, asyncio.current_task())
         return self
 
     async def __aexit__(
         self, exc_type: object, exc: BaseException | None, traceback: object
     ) -> None:
-        self._stop_watching()
+        self._dropped = None
         try:
             await self._client._runtime().run_async(self._lease.release(), shield=True)
         except asyncio.CancelledError:
@@ -331,12 +326,12 @@ class SyncDistributedLock(_Guard):
             self._lease.hold_from_caller(runtime)
         except DynamoDBError as error:
             raise self._explain(error) from error
-        self._watch_dropped(runtime)
+        self._dropped = runtime  # held: see __del__
         shutdown.hold(self, None)
         return self
 
     def __exit__(self, exc_type: object, exc: BaseException | None, traceback: object) -> None:
-        self._stop_watching()
+        self._dropped = None
         try:
             self._lease.release_from_caller(self._client._runtime())
         except Exception as cleanup_error:

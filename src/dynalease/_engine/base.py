@@ -178,7 +178,8 @@ class LeaseBase:
         validity = self._validity
         if self.state is not State.HELD or validity is None:
             return 0.0
-        return validity.remaining(self.clock, self._span)
+        clock = self.clock
+        return validity.remaining_at(clock.monotonic(), clock.wall(), self._span)
 
     def raise_if_lost(self) -> None:
         """Raise LockLost unless the guard holds a valid lease right now."""
