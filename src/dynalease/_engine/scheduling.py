@@ -118,7 +118,8 @@ class DeferredRenewals:
     def add(self, lease: Scheduled) -> None:
         """Take a lease just acquired in a caller's thread (any thread)."""
         due = lease.renewal_due()
-        when = min(due, time.monotonic() + WATCH_INTERVAL_S)
+        sweep = time.monotonic() + WATCH_INTERVAL_S
+        when = sweep if sweep < due else due  # min(due, sweep), without min()'s call
         with self._lock:
             heapq.heappush(self._heap, (due, next(self._order), weakref.ref(lease)))
             if when >= self._wake_at:
