@@ -19,7 +19,7 @@ from .clock import SYSTEM_CLOCK, Stamp
 from .release import Releasing
 from .requests import FirstWrite, interrupted_failure
 from .runtime import Runtime
-from .states import Event, State
+from .states import LOST, Event
 from .store import ConditionFailed, create_operation, release_operation
 
 
@@ -70,7 +70,7 @@ class CallerPath(Acquiring, Releasing):
             return
         if self.after_blocking_release():
             runtime.call_soon(self.released_elsewhere)
-        if self.state is State.LOST:
+        if self.state is LOST:
             raise self.lost_error()
 
     #: The open request a blocking write handed over (the transport's ``on_late``:
