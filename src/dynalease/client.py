@@ -10,12 +10,12 @@ timeouts; the protocol retries on its own schedule).
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ._engine import runtime as _process
 from ._engine.clock import SYSTEM_CLOCK, Clock
 from ._engine.journal import process_journal
 from ._engine.lease import Lease
@@ -184,7 +184,7 @@ class DynamoDBClient:
         endpoint_url: str | None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        self._pid = os.getpid()
+        self._generation = _process.generation  # see ``_check_process``
         self._items = items
         self._lock_store = LockStore(locks)
         self._observations = Observations()
@@ -207,14 +207,16 @@ class DynamoDBClient:
         return self._endpoint_url
 
     def _check_process(self) -> None:
-        if os.getpid() != self._pid:
+        # The runtime's fork hook bumps the generation in a child: no getpid() per call.
+        if _process.generation != self._generation:
             raise ForkedProcessError(
                 "this DynamoDBClient was created before fork(); create a new DynamoDBClient "
                 "inside the child process (or use the multiprocessing 'spawn' start method)"
             )
 
     def _runtime(self) -> Runtime:
-        self._check_process()
+        if _process.generation != self._generation:  # as _check_process, without a call
+            self._check_process()
         return get_runtime()
 
     def _new_lease(
@@ -229,19 +231,33 @@ class DynamoDBClient:
     ) -> Lease:
         """A lease on ``key``; with ``permit_keys``, a semaphore's on one of them."""
         self._check_process()
-        options: dict[str, Any] = {
-            "store": self._lock_store,
-            "clock": self._clock,
-            "observations": self._observations,
-            "table": table,
-            "lease_s": lease_s,
-            "wait_s": wait_s,
-            "on_lost": on_lost,
-            "journal": self._journal,
-        }
         if permit_keys:
-            return PermitLease(name=key, permit_keys=permit_keys, **options)
-        return Lease(key=key, fencing=fencing, **options)
+            return PermitLease(
+                name=key,
+                permit_keys=permit_keys,
+                store=self._lock_store,
+                clock=self._clock,
+                observations=self._observations,
+                table=table,
+                lease_s=lease_s,
+                wait_s=wait_s,
+                on_lost=on_lost,
+                journal=self._journal,
+            )
+        # Positional: calling a class with keywords builds a dict of them and unpacks
+        # it again, which a guard per lock cycle pays for.
+        return Lease(
+            self._lock_store,
+            self._clock,
+            self._observations,
+            table,
+            key,
+            lease_s,
+            wait_s,
+            on_lost,
+            fencing,
+            self._journal,
+        )
 
     def _prepare_locks(self) -> None:
         """Do the lock transport's one-time setup now, blocking (for budgeted callers).

@@ -72,13 +72,8 @@ def validate_key(key: object, *, parameter: str = "key") -> str:
     """
     if not isinstance(key, str):
         raise TypeError(f"{parameter} must be a str, got {_describe(key)}; {_convert_hint(key)}")
-    try:
-        size = len(key.encode("utf-8"))
-    except UnicodeEncodeError as error:
-        raise ValueError(
-            f"{parameter} is not valid UTF-8 text: lone surrogate {key[error.start]!r} at "
-            f"index {error.start}; decode external bytes with errors='replace' first"
-        ) from None
+    # An ASCII key is one UTF-8 byte per character: no need to encode it to count.
+    size = len(key) if key.isascii() else _utf8_size(key, parameter)
     if size == 0:
         raise ValueError(f"{parameter} is empty (0 UTF-8 bytes); a key needs at least 1 byte")
     if size > MAX_KEY_BYTES:
@@ -93,6 +88,16 @@ def validate_key(key: object, *, parameter: str = "key") -> str:
             "DistributedSemaphore, or choose a key without that prefix"
         )
     return key
+
+
+def _utf8_size(key: str, parameter: str) -> int:
+    try:
+        return len(key.encode("utf-8"))
+    except UnicodeEncodeError as error:
+        raise ValueError(
+            f"{parameter} is not valid UTF-8 text: lone surrogate {key[error.start]!r} at "
+            f"index {error.start}; decode external bytes with errors='replace' first"
+        ) from None
 
 
 def permit_keys(key: object, permits: object) -> tuple[str, ...]:

@@ -7,9 +7,9 @@ runtime; they differ only in how they wait for it.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import copy
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
@@ -17,13 +17,14 @@ from . import shutdown
 from ._calls import CALL, guarded_calls
 from ._engine.lease import Lease
 from ._engine.protocol import check_durations
-from ._engine.states import State
+from ._engine.states import NEW, State
 from .client import DynamoDBClient, check_table_name
 from .exceptions import DynamoDBError, FencingUnavailable, GuardReused, LockLost, ValidationError
 from .keys import KeyTemplate, validate_key
 from .metrics import LockMetrics
 
 if TYPE_CHECKING:
+    from ._engine.runtime import Runtime
     from .transaction import SyncTransaction, Transaction
 
 __all__ = [
@@ -42,6 +43,20 @@ _SCHEMA_HINT = (
     "lock tables need a partition key named 'key' of type S and no sort key; "
     "check the table with `dynalease doctor --table {table}`"
 )
+
+
+#: Set when the interpreter starts to exit: a held guard dropped from then on is
+#: not released in the background (``_Guard.__del__``), as a ``weakref.finalize``
+#: with ``atexit=False`` would not run then either.
+_exiting = False
+
+
+def _stop_releasing_dropped_guards() -> None:
+    global _exiting
+    _exiting = True
+
+
+atexit.register(_stop_releasing_dropped_guards)
 
 
 def _check_options(
@@ -71,6 +86,10 @@ def _check_options(
 class _Guard:
     """What sync and async guards share: construction, checks and metrics."""
 
+    #: While this guard holds its lock (entered, not yet exited): the runtime to
+    #: release on if it is garbage-collected unexited (see ``__del__``).
+    _dropped: Runtime | None = None
+
     def __init__(
         self,
         client: DynamoDBClient,
@@ -89,7 +108,6 @@ class _Guard:
         self._lease: Lease = client._new_lease(
             table, validate_key(key), lease_s, wait_s, on_lost, fencing=fencing
         )
-        self._dropped: weakref.finalize[Any, Any] | None = None
 
     @property
     def table(self) -> str:
@@ -200,7 +218,7 @@ class _Guard:
         return self._lease.counters()
 
     def _prepare(self) -> None:
-        if self._lease.state is not State.NEW:
+        if self._lease.state is not NEW:
             raise GuardReused(
                 f"this guard for {self.key!r} was already used; guards are single use "
                 "and locks are not reentrant: create a new guard"
@@ -221,19 +239,18 @@ class _Guard:
         """Cap the network budget of a ``wait_timeout=0`` attempt (the Lambda budget)."""
         self._lease.single_attempt_cap = seconds
 
-    def _watch_dropped(self) -> None:
+    def __del__(self) -> None:
         """Release in the background if this held guard is garbage-collected unexited.
 
         A guard entered by hand (``__enter__`` without ``__exit__``) and then
         dropped would otherwise renew until the process ends, blocking everyone.
+        Entering sets ``_dropped`` to the runtime, exiting clears it: cheaper than
+        a ``weakref.finalize`` per guard, whose registration and detach cost more
+        than the rest of the guard's own work.
         """
-        runtime, lease = self._client._runtime(), self._lease
-        self._dropped = weakref.finalize(self, runtime.call_soon, lease.abandon)
-        self._dropped.atexit = False
-
-    def _stop_watching(self) -> None:
-        if self._dropped is not None:
-            self._dropped.detach()
+        runtime = self._dropped
+        if runtime is not None and not _exiting:
+            runtime.call_soon(self._lease.abandon)
 
     @staticmethod
     def _note_cleanup(exc: BaseException | None, cleanup_error: BaseException) -> None:
@@ -275,14 +292,14 @@ class DistributedLock(_Guard):
             raise
         except DynamoDBError as error:
             raise self._explain(error) from error
-        self._watch_dropped()
+        self._dropped = runtime  # held: see __del__
         shutdown.hold(self, asyncio.current_task())
         return self
 
     async def __aexit__(
         self, exc_type: object, exc: BaseException | None, traceback: object
     ) -> None:
-        self._stop_watching()
+        self._dropped = None
         try:
             await self._client._runtime().run_async(self._lease.release(), shield=True)
         except asyncio.CancelledError:
@@ -304,16 +321,17 @@ class SyncDistributedLock(_Guard):
 
     def __enter__(self) -> SyncDistributedLock:
         self._prepare()
+        runtime = self._client._runtime()
         try:
-            self._lease.hold_from_caller(self._client._runtime())
+            self._lease.hold_from_caller(runtime)
         except DynamoDBError as error:
             raise self._explain(error) from error
-        self._watch_dropped()
+        self._dropped = runtime  # held: see __del__
         shutdown.hold(self, None)
         return self
 
     def __exit__(self, exc_type: object, exc: BaseException | None, traceback: object) -> None:
-        self._stop_watching()
+        self._dropped = None
         try:
             self._lease.release_from_caller(self._client._runtime())
         except Exception as cleanup_error:

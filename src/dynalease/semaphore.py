@@ -7,7 +7,6 @@ permit is held, the guard behaves exactly like a lock guard on that row.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar, cast
 
@@ -50,7 +49,6 @@ class _SemaphoreGuard(_Guard):
         keys = permit_keys(key, permits)
         self._client = client
         self._lease = client._new_lease(table, key, lease_s, wait_s, on_lost, keys)
-        self._dropped: weakref.finalize[Any, Any] | None = None
 
     @property
     def _permit(self) -> PermitLease:

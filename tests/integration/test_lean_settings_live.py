@@ -104,6 +104,18 @@ class _Loop:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(5)
 
+    def close_server(self, server: asyncio.Server) -> None:
+        """Close ``server`` on its own loop: asyncio servers are not thread-safe.
+
+        Closed from this thread, its close could race a connection ending on the
+        loop (both wake the server's waiters, and the second finds none).
+        """
+
+        async def close() -> None:
+            server.close()
+
+        self.run(close())
+
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
@@ -193,13 +205,14 @@ class CountingProxy:
                 writer.close()
 
     def close(self) -> None:
-        self._server.close()
+        self._loop.close_server(self._server)
 
 
 class TlsRelay:
     """TLS on loopback in front of the moto server, with a certificate from ``authority``."""
 
     def __init__(self, loop: _Loop, upstream: str, authority: trustme.CA) -> None:
+        self._loop = loop
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         authority.issue_cert("127.0.0.1", "localhost").configure_cert(context)
         parts = urlsplit(upstream)
@@ -215,7 +228,7 @@ class TlsRelay:
         await _both_ways((reader, writer), upstream)
 
     def close(self) -> None:
-        self._server.close()
+        self._loop.close_server(self._server)
 
 
 @pytest.fixture

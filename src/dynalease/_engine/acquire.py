@@ -35,7 +35,7 @@ from .clock import Stamp, SystemClock, sleep_or_wake
 from .renew import Renewing
 from .requests import BudgetSpent, FirstWrite, OutcomeUnknown
 from .scheduling import deferred_renewals
-from .states import Event, State
+from .states import NEW, START, WON, Event
 from .store import Limit, Reply
 
 FIRST_POLL_S = 0.025
@@ -51,20 +51,21 @@ class Acquiring(Renewing):
 
     def _begin_acquire(self) -> tuple[float, float, bool]:
         """Leave NEW; (start, deadline, single attempt) of this acquisition."""
-        if self.state is not State.NEW:
+        if self.state is not NEW:
             raise GuardReused(
                 f"this guard for {self.key!r} was already used ({self.state.value}); "
                 "guards are single use, create a new one"
             )
-        self._move(Event.START)
+        self._move(START)
         if self.journal is not None:  # before the first request: it may commit unanswered
             self.journal.record(self.table, self.key, self.owner, fencing=self.fencing)
         start = self.clock.monotonic()
-        single = self.wait_s == 0
+        if self.wait_s != 0:
+            return start, start + self.wait_s, False
         budget = p.zero_wait_budget(self.lease_s)
         if self.single_attempt_cap is not None:
             budget = min(budget, self.single_attempt_cap)
-        return start, start + (budget if single else self.wait_s), single
+        return start, start + budget, True
 
     async def acquire(self, first: FirstWrite | None = None) -> None:
         """Acquire within the wait budget or raise LockNotAcquired.
@@ -99,7 +100,7 @@ class Acquiring(Renewing):
             self.start_renewing()
 
     def _now_held(self) -> None:
-        self._move(Event.WON)
+        self._move(WON)
         self.observations.forget(self._resource)
         self.observations.held(self._resource, self.owner)
 

@@ -10,6 +10,7 @@ and retries. Requires ``store.blocking_ready()``.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from ..exceptions import DynamoDBError
 from . import protocol as p
@@ -18,9 +19,8 @@ from .clock import SYSTEM_CLOCK, Stamp
 from .release import Releasing
 from .requests import FirstWrite, interrupted_failure
 from .runtime import Runtime
-from .scheduling import deferred_renewals
 from .shapes import create_operation, release_operation
-from .states import Event, State
+from .states import LOST, Event
 from .store import ConditionFailed
 
 
@@ -46,7 +46,7 @@ class CallerPath(Acquiring, Releasing):
         if first is not None:
             runtime.run(self.acquire(first))
         elif self.clock is SYSTEM_CLOCK:
-            deferred_renewals(runtime.loop).add(self)
+            runtime.deferred.add(self)
         else:
             runtime.call_soon(self.start_renewing)
 
@@ -71,19 +71,32 @@ class CallerPath(Acquiring, Releasing):
             return
         if self.after_blocking_release():
             runtime.call_soon(self.released_elsewhere)
-        if self.state is State.LOST:
+        if self.state is LOST:
             raise self.lost_error()
 
-    #: The write in flight from the caller's thread, until answered: what an
-    #: interrupt (Ctrl-C) leaves for the runtime loop to finish.
+    #: The open request a blocking write handed over (the transport's ``on_late``:
+    #: sent, not answered in time or interrupted), until a :class:`FirstWrite` or
+    #: :meth:`abandon_first` takes it. A clean answer never sets it.
+    _late_write: Any = None
+    #: What an interrupt (Ctrl-C) during :meth:`release_blocking` leaves for the
+    #: runtime loop to finish (:meth:`interrupted_release`).
     _interrupted: FirstWrite | None = None
+
+    def _adopt_late(self, late: Any) -> None:
+        """Keep the still-open request of a blocking write (its ``on_late``)."""
+        self._late_write = late
+
+    def _take_late(self) -> Any:
+        late, self._late_write = self._late_write, None
+        return late
 
     def acquire_blocking(self) -> FirstWrite | None:
         """Try the first create from the calling thread; None when the lock is now held.
 
         Anything but a clean answer is returned for ``acquire`` to go on from on
         the runtime loop. The caller then calls ``start_renewing`` on the
-        runtime loop.
+        runtime loop. (A :class:`FirstWrite` is made only then: most creates
+        simply succeed.)
         """
         start, deadline, single = self._begin_acquire()
         timeout = p.request_timeout(self.lease_s, deadline - self.clock.monotonic())
@@ -95,27 +108,17 @@ class CallerPath(Acquiring, Releasing):
         stamp = Stamp.now(self.clock)
         self._pending[version] = stamp
         row = p.LockRow(self.key, self.owner, version, self._lease_ms, self._protocol)
-        operation = create_operation(self.fencing)
-        first = FirstWrite(
-            operation,
-            deadline,
-            interrupted_failure(operation),
-            version=version,
-            start=start,
-            single=single,
-        )
         tally = self.tally
         tally.write_requests += 1
-        self._interrupted = first  # until answered: ``abandon_first`` cleans up after an interrupt
         try:
-            reply = self.store.create_blocking(self.table, row, timeout, first.adopt_late)
+            # Interrupted here, the open request waits in ``_late_write`` for
+            # ``abandon_first``, which cleans up on the runtime loop.
+            reply = self.store.create_blocking(self.table, row, timeout, self._adopt_late)
         except (ConditionFailed, DynamoDBError) as error:
-            self._interrupted = None
-            first.error = error
-            return first
+            operation = create_operation(self.fencing)
+            return FirstWrite(operation, deadline, error, self._take_late(), version, start, single)
         finally:
             tally.wait_ms = (self.clock.monotonic() - start) * 1000
-        self._interrupted = None
         tally.consumed_wcu += reply.capacity
         # A token missing from the answer raises: ``hold_from_caller`` then cleans up.
         self._won(version, stamp, reply.item)
@@ -124,12 +127,12 @@ class CallerPath(Acquiring, Releasing):
 
     def abandon_first(self) -> None:
         """On the runtime loop, after an interrupt cut :meth:`acquire_blocking` short."""
-        first, self._interrupted = self._interrupted, None
+        late = self._take_late()
         self._move(Event.CANCEL)
         self._pending.clear()
-        if first is not None and first.late is not None:
-            late = self.store.finish_late(first.operation, first.late)
-            self._watch_late(asyncio.ensure_future(late))
+        if late is not None:
+            finished = self.store.finish_late(create_operation(self.fencing), late)
+            self._watch_late(asyncio.ensure_future(finished))
         # The create may have landed with its answer unread: delete our row if so.
         self._background(self._cleanup_late())
 
@@ -144,20 +147,21 @@ class CallerPath(Acquiring, Releasing):
         deadline = self._begin_release()
         if deadline is None:
             return None
-        operation = release_operation(self.fencing)
-        first = FirstWrite(operation, deadline, interrupted_failure(operation))
         timeout = p.request_timeout(self.lease_s, deadline - self.clock.monotonic())
         self.tally.caller_writes += 1
-        self._interrupted = first  # until answered: see ``interrupted_release``
         try:
             reply = self.store.delete_blocking(
-                self.table, self.key, self.owner, timeout, first.adopt_late, fencing=self.fencing
+                self.table, self.key, self.owner, timeout, self._adopt_late, fencing=self.fencing
             )
         except (ConditionFailed, DynamoDBError) as error:
-            self._interrupted = None
-            first.error = error
-            return first
-        self._interrupted = None
+            return FirstWrite(release_operation(self.fencing), deadline, error, self._take_late())
+        except BaseException:
+            # Interrupted (Ctrl-C) with the delete sent: it counts as sent with an
+            # unknown outcome, for ``interrupted_release`` to hand to ``release``.
+            operation = release_operation(self.fencing)
+            failure = interrupted_failure(operation)
+            self._interrupted = FirstWrite(operation, deadline, failure, self._take_late())
+            raise
         self.tally.caller_wcu += reply.capacity
         self._end_release()
         if self.journal is not None:

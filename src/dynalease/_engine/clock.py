@@ -13,8 +13,7 @@ import itertools
 import math
 import time
 from collections.abc import Awaitable
-from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -80,9 +79,13 @@ async def sleep_or_wake(clock: Clock, delay: float, wake: asyncio.Future[None] |
         sleeper.cancel()
 
 
-@dataclass(frozen=True, slots=True)
-class Stamp:
-    """When a write was sent, on both clocks; validity is measured from here."""
+class Stamp(NamedTuple):
+    """When a write was sent, on both clocks; validity is measured from here.
+
+    A named tuple: as immutable as a frozen dataclass, and made in one step
+    where a frozen dataclass sets each field through ``object.__setattr__``
+    (every acquisition and renewal takes one).
+    """
 
     monotonic: float
     wall: float
@@ -90,7 +93,8 @@ class Stamp:
     @classmethod
     def now(cls, clock: Clock) -> Stamp:
         """Read both clocks."""
-        return cls(clock.monotonic(), clock.wall())
+        # What the named tuple's own __new__ does, without its extra Python frame.
+        return tuple.__new__(cls, (clock.monotonic(), clock.wall()))
 
     def remaining(self, clock: Clock, span: float) -> float:
         """Seconds of validity left, or 0 once either clock says the span is over.

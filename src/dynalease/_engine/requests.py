@@ -48,10 +48,6 @@ class FirstWrite:
     start: float = 0.0
     single: bool = False
 
-    def adopt_late(self, late: Any) -> None:
-        """Keep the still-open request (the transport's ``on_late``)."""
-        self.late = late
-
 
 class OutcomeUnknown(Exception):
     """A request whose outcome is unknown: timed out, reset, or a 5xx answer."""

@@ -5,7 +5,9 @@ await it from whatever event loop they run. Renewal therefore continues while
 user code, or the user's event loop, is stuck.
 
 After ``fork()`` the child has no runtime thread; anything created before the
-fork refuses to work there rather than hang.
+fork refuses to work there rather than hang. It finds out from :data:`generation`,
+which a fork hook bumps in the child: comparing it costs no system call, where
+``os.getpid()`` costs one, and every lock cycle asks several times.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from ..exceptions import ForkedProcessError
+from .scheduling import DeferredRenewals, deferred_renewals
 
 T = TypeVar("T")
 
@@ -26,17 +29,24 @@ T = TypeVar("T")
 #: bounds concurrency, not the number of leases (no thread is held per lease).
 BLOCKING_WORKERS = 32
 
+#: This process's generation: a forked child's is its parent's plus one
+#: (``os.register_at_fork``). Whatever belongs to one process (the runtime, a
+#: client) keeps the generation it was made in and refuses use in another.
+generation = 0
+
 
 class Runtime:
     """An event loop on a daemon thread, plus a pool for blocking transports."""
 
     def __init__(self) -> None:
-        self.pid = os.getpid()
+        self.generation = generation
         self.loop = asyncio.new_event_loop()
         self.executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=BLOCKING_WORKERS, thread_name_prefix="dynalease-io"
         )
         self.loop.set_default_executor(self.executor)
+        #: The loop's deferred renewal starts, found once (sync callers add to it).
+        self.deferred: DeferredRenewals = deferred_renewals(self.loop)
         ready = threading.Event()
         self.thread = threading.Thread(
             target=self._run, args=(ready,), name="dynalease-runtime", daemon=True
@@ -51,7 +61,7 @@ class Runtime:
 
     def check(self) -> None:
         """Refuse use from a forked child or from inside the runtime thread itself."""
-        if os.getpid() != self.pid:
+        if self.generation != generation:
             raise ForkedProcessError(
                 "this dynalease client or guard was created in a parent process before fork(); "
                 "create a new DynamoDBClient inside the child process (or use the "
@@ -155,19 +165,20 @@ def get_runtime() -> Runtime:
     """The process's runtime, started on first use."""
     global _runtime
     runtime = _runtime
-    if runtime is not None and runtime.pid == os.getpid():
+    if runtime is not None and runtime.generation == generation:
         return runtime
     with _lock:
-        if _runtime is None or _runtime.pid != os.getpid():
+        if _runtime is None or _runtime.generation != generation:
             _runtime = Runtime()
         return _runtime
 
 
 def _after_fork_in_child() -> None:
     # The parent's thread does not exist here; a fresh runtime starts on demand,
-    # while objects bound to the old one fail their pid check.
-    global _lock
+    # while objects bound to the old one fail their generation check.
+    global _lock, generation
     _lock = threading.Lock()
+    generation += 1
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

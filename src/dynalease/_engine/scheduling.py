@@ -98,12 +98,18 @@ class DeferredRenewals:
     :data:`WATCH_INTERVAL_S` (as the validity watch does for running ones). A
     lease released before its first renewal never gets a task. Only for leases
     on the system clock, whose times are the loop's times.
+
+    Leases are held weakly: a released guard's lease is freed with its guard,
+    not kept (with all it refers to, through the garbage collector's passes)
+    until the next sweep. A lease that is still held is always referred to
+    elsewhere: by its guard, or, once that is dropped unexited, by the release
+    the guard's ``__del__`` schedules.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self._lock = threading.Lock()
-        self._heap: list[tuple[float, int, Scheduled]] = []
+        self._heap: list[tuple[float, int, weakref.ref[Scheduled]]] = []
         self._order = itertools.count()
         self._wake_at = math.inf  # when the loop looks next; guarded by _lock
         self._next_sweep = 0.0  # when waiting leases are next checked; guarded by _lock
@@ -112,9 +118,10 @@ class DeferredRenewals:
     def add(self, lease: Scheduled) -> None:
         """Take a lease just acquired in a caller's thread (any thread)."""
         due = lease.renewal_due()
-        when = min(due, time.monotonic() + WATCH_INTERVAL_S)
+        sweep = time.monotonic() + WATCH_INTERVAL_S
+        when = sweep if sweep < due else due  # min(due, sweep), without min()'s call
         with self._lock:
-            heapq.heappush(self._heap, (due, next(self._order), lease))
+            heapq.heappush(self._heap, (due, next(self._order), weakref.ref(lease)))
             if when >= self._wake_at:
                 return  # the loop looks before this lease needs it
             self._wake_at = when
@@ -140,15 +147,22 @@ class DeferredRenewals:
         with self._lock:
             heap = self._heap
             while heap and heap[0][0] <= now:
-                due.append(heapq.heappop(heap)[2])
+                lease = heapq.heappop(heap)[2]()
+                if lease is not None:
+                    due.append(lease)
             if now >= self._next_sweep:
                 # Once per interval, not on every tick: with many leases due one
                 # after another, a sweep per start would cost n^2.
                 self._next_sweep = now + WATCH_INTERVAL_S
-                # Released (or lost) leases are dropped here, unseen by the loop.
-                self._heap = heap = [entry for entry in heap if entry[2].state is State.HELD]
-                heapq.heapify(heap)
-                waiting = [entry[2] for entry in heap]
+                # Released (or lost, or freed) leases are dropped here, unseen by the loop.
+                kept = []
+                for entry in heap:
+                    lease = entry[2]()
+                    if lease is not None and lease.state is State.HELD:
+                        kept.append(entry)
+                        waiting.append(lease)
+                heapq.heapify(kept)
+                self._heap = heap = kept
             self._wake_at = min(heap[0][0], self._next_sweep) if heap else math.inf
         for lease in due:
             if lease.state is State.HELD:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+import weakref
 from typing import Any
 
 import pytest
@@ -269,6 +270,20 @@ def test_deferred_leases_are_checked_for_validity_every_watch_interval() -> None
         assert waiting.checks == 1 and waiting.started == 0.0
         waiting.state = State.LOST
         await asyncio.sleep(1.0)
+        assert len(deferred) == 0
+
+    asyncio.run(scenario())
+
+
+def test_deferred_renewals_do_not_keep_a_released_guards_lease_alive() -> None:
+    async def scenario() -> None:
+        deferred = DeferredRenewals(asyncio.get_running_loop())
+        lease = _FakeLease(math.inf)
+        deferred.add(lease)  # type: ignore[arg-type]
+        freed = weakref.ref(lease)
+        del lease  # the guard and its lease are dropped
+        assert freed() is None
+        await asyncio.sleep(1.1)  # the next sweep forgets the entry
         assert len(deferred) == 0
 
     asyncio.run(scenario())

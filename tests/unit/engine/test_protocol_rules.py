@@ -336,3 +336,23 @@ def test_the_stored_lease_is_whole_milliseconds() -> None:
         30_000,
         86_400_000,
     ]
+
+
+_SECONDS = [0.0, -0.0, 1e-9, 0.05, 0.0995, 0.1, 0.1005, 1, 2.5, 3, 15, 15.0, 16.7, 30.0]
+_SECONDS += [86_400, 86_400.0005, 1e9, -1, -5.0, float("inf"), float("-inf"), float("nan")]
+
+
+def _same(a: float, b: float) -> bool:
+    return repr(a) == repr(b) and type(a) is type(b)  # NaN, -0.0 and int/float told apart
+
+
+@pytest.mark.parametrize("lease_s", _SECONDS)
+def test_the_timing_rules_are_the_min_max_formulas_of_the_design(lease_s: float) -> None:
+    assert _same(p.cleanup_budget(lease_s), min(0.6 * lease_s, p.MAX_CLEANUP_BUDGET_S))
+    assert _same(p.zero_wait_budget(lease_s), min(0.6 * lease_s, p.MAX_ZERO_WAIT_BUDGET_S))
+    for time_left in _SECONDS:
+        expected = max(0.0, min(time_left, lease_s / 3, p.MAX_REQUEST_TIMEOUT_S))
+        assert _same(p.request_timeout(lease_s, time_left), expected)
+    if lease_s == lease_s and abs(lease_s) != float("inf"):  # round() takes finite numbers
+        expected_ms = max(p.MIN_LEASE_MS, min(p.MAX_LEASE_MS, round(lease_s * 1000)))
+        assert _same(p.lease_ms(lease_s), expected_ms)
