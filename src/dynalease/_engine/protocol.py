@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..exceptions import FencingMismatch, MalformedLockRow
 
@@ -51,16 +50,19 @@ def new_token() -> str:
     ``str(uuid.uuid4())`` built here without the ``UUID`` object, its integer
     and its checks: the same 16 random bytes, version 4, RFC 4122 variant.
     """
-    raw = bytearray(os.urandom(16))
-    raw[6] = raw[6] & 0x0F | 0x40
-    raw[8] = raw[8] & 0x3F | 0x80
-    text = raw.hex()
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+    text = os.urandom(16).hex()
+    # The version nibble is 4; the variant's two high bits are 10 (8, 9, a or b).
+    return (
+        f"{text[:8]}-{text[8:12]}-4{text[13:16]}-{_VARIANT[text[16]]}{text[17:20]}-{text[20:]}"
+    )
 
 
-@dataclass(frozen=True, slots=True)
-class LockRow:
-    """One lock row as stored in DynamoDB."""
+#: A random hex digit with its two high bits set to RFC 4122's variant, 10.
+_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
+
+
+class LockRow(NamedTuple):
+    """One lock row as stored in DynamoDB (a named tuple: one is made per write)."""
 
     key: str
     owner: str

@@ -356,3 +356,20 @@ def test_the_timing_rules_are_the_min_max_formulas_of_the_design(lease_s: float)
     if lease_s == lease_s and abs(lease_s) != float("inf"):  # round() takes finite numbers
         expected_ms = max(p.MIN_LEASE_MS, min(p.MAX_LEASE_MS, round(lease_s * 1000)))
         assert _same(p.lease_ms(lease_s), expected_ms)
+
+
+def test_owner_and_version_tokens_are_uuid4_text_as_pydynox_writes_them() -> None:
+    import uuid
+
+    tokens = [p.new_token() for _ in range(4000)]
+    assert len(set(tokens)) == len(tokens)
+    for token in tokens:
+        parsed = uuid.UUID(token)
+        assert str(parsed) == token
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+    # Every bit that is not the version's or the variant's is random: each of the 30
+    # random hex digits takes all 16 values over this many tokens, and the variant
+    # digit all four of 8, 9, a, b.
+    digits = [{token.replace("-", "")[at] for token in tokens} for at in range(32)]
+    assert digits[12] == {"4"} and digits[16] == set("89ab")
+    assert all(len(seen) == 16 for at, seen in enumerate(digits) if at not in (12, 16))
