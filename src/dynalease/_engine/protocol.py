@@ -52,9 +52,7 @@ def new_token() -> str:
     """
     text = os.urandom(16).hex()
     # The version nibble is 4; the variant's two high bits are 10 (8, 9, a or b).
-    return (
-        f"{text[:8]}-{text[8:12]}-4{text[13:16]}-{_VARIANT[text[16]]}{text[17:20]}-{text[20:]}"
-    )
+    return f"{text[:8]}-{text[8:12]}-4{text[13:16]}-{_VARIANT[text[16]]}{text[17:20]}-{text[20:]}"
 
 
 #: A random hex digit with its two high bits set to RFC 4122's variant, 10.

@@ -15,14 +15,22 @@ that ``poll`` cannot see).
 
 from __future__ import annotations
 
+import contextlib
 import select
 import socket
 import time
 from collections.abc import Callable
 
-from .endpoint import ConnectWalk, Endpoint
+from .endpoint import Address, ConnectWalk, Endpoint
 from .failures import Stale, Unanswered, closed_early
-from .sockets import open_and_quiet, wait_writable
+from .sockets import (
+    CONNECTING,
+    connect_error,
+    connect_failed,
+    open_and_quiet,
+    open_socket,
+    wait_writable,
+)
 from .wire import READ_SIZE, Answered, ResponseReader
 
 _HAS_POLL = hasattr(select, "poll")
@@ -104,7 +112,9 @@ class BlockingPool(Endpoint[_Connection]):
         :class:`Unanswered` (or the interrupt) is raised.
         """
         deadline = time.monotonic() + timeout
-        connection = self.idle.take() or self._connect(deadline)
+        connection = self.idle.take()
+        if connection is None:
+            connection = self._connect(deadline)
         try:
             return self._exchange(connection, data, deadline, on_late)
         except Stale:
@@ -121,8 +131,15 @@ class BlockingPool(Endpoint[_Connection]):
         finally:
             late.close()
 
+    # Every request runs this code with the caches cold (the server ran meanwhile),
+    # where each Python call costs a microsecond or more: the common case (a plain
+    # connection to the first address, an answer in one or two reads) is written
+    # out in few functions, and only the rest takes the general ones.
+
     def _connect(self, deadline: float) -> _Connection:
-        limit = self.connect_limit(time.monotonic(), deadline)
+        limit = time.monotonic() + self.connect_timeout
+        if deadline < limit:
+            limit = deadline
         try:
             addresses = self.known()
             if addresses is None:
@@ -130,28 +147,25 @@ class BlockingPool(Endpoint[_Connection]):
                     self.host, self.port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
                 )
                 addresses = self.learn(infos, time.monotonic())
-            # The poll a connect waited on serves its answers next (one object, not two).
-            waited: tuple[socket.socket, select.poll] | None = None
-            with ConnectWalk(self, addresses) as walk:
-                while (sock := walk.pending()) is not None:
-                    if _HAS_POLL:
-                        waited = (sock, select.poll())
-                        waited[1].register(sock, select.POLLOUT)
-                        wait_ms = max(limit - time.monotonic(), 0.0) * 1000
-                        walk.settle(bool(waited[1].poll(wait_ms)))
-                    else:
-                        walk.settle(wait_writable(sock, limit - time.monotonic()))
-            sock = walk.result()
-            poll = None
+            start = 0
+            if self.ssl_context is None and _HAS_POLL:
+                connection = self._connect_plain(addresses[0], limit)
+                if isinstance(connection, _Connection):
+                    self.opened += 1
+                    return connection
+                if len(addresses) == 1:
+                    raise connection
+                start = 1  # refused: the walk tries the other addresses
+            sock, poll = self._walk(addresses, limit, start)
             if self.ssl_context is not None:
+                poll = None  # TLS may hold bytes that a poll cannot see: socket timeouts
                 try:
                     sock.settimeout(_left(limit))
                     sock = self.ssl_context.wrap_socket(sock, server_hostname=self.host)
                 except BaseException:
                     sock.close()
                     raise
-            elif _HAS_POLL:
-                poll = waited[1] if waited is not None and waited[0] is sock else select.poll()
+            elif poll is not None:
                 poll.register(sock, select.POLLIN)  # again, if it waited: now for answers
             else:
                 sock.settimeout(None)  # no poll: socket timeouts, as for TLS
@@ -160,6 +174,49 @@ class BlockingPool(Endpoint[_Connection]):
         self.connected()
         return _Connection(sock, poll)
 
+    @staticmethod
+    def _connect_plain(address: Address, limit: float) -> _Connection | OSError:
+        """A plain connection to ``address``, or why it was refused.
+
+        Raises TimeoutError at ``limit``: no other address would have time left.
+        """
+        sock = open_socket(address[0])
+        try:
+            error = sock.connect_ex(address[1])
+            poll = select.poll()
+            if error in CONNECTING:
+                poll.register(sock, select.POLLOUT)
+                if not poll.poll(max(limit - time.monotonic(), 0.0) * 1000):
+                    raise TimeoutError("connect timed out")
+                error = connect_error(sock)
+            if error:
+                sock.close()
+                return connect_failed(error)
+            poll.register(sock, select.POLLIN)
+        except BaseException:
+            sock.close()
+            raise
+        return _Connection(sock, poll)
+
+    def _walk(
+        self, addresses: list[Address], limit: float, start: int
+    ) -> tuple[socket.socket, select.poll | None]:
+        """Connect to the first address from ``start`` that accepts, with the poll it waited on."""
+        waited: tuple[socket.socket, select.poll] | None = None
+        with ConnectWalk(self, addresses, start) as walk:
+            while (sock := walk.pending()) is not None:
+                if _HAS_POLL:
+                    waited = (sock, select.poll())
+                    waited[1].register(sock, select.POLLOUT)
+                    wait_ms = max(limit - time.monotonic(), 0.0) * 1000
+                    walk.settle(bool(waited[1].poll(wait_ms)))
+                else:
+                    walk.settle(wait_writable(sock, limit - time.monotonic()))
+        sock = walk.result()
+        if waited is not None and waited[0] is sock:
+            return sock, waited[1]
+        return sock, select.poll() if _HAS_POLL else None
+
     def _exchange(
         self,
         connection: _Connection,
@@ -167,36 +224,59 @@ class BlockingPool(Endpoint[_Connection]):
         deadline: float,
         on_late: Callable[[Late], object] | None,
     ) -> Answered:
-        connection.reader.start()
+        sock, reader, poll = connection.sock, connection.reader, connection.poll
+        reader.start()
         try:
-            if connection.poll is None:
-                connection.sock.settimeout(_left(deadline))
-                connection.sock.sendall(data)
+            if poll is None:
+                sock.settimeout(_left(deadline))
+                sock.sendall(data)
             else:
-                _send_all(connection.sock, data, deadline)
+                try:
+                    sent = sock.send(data)
+                except BlockingIOError:
+                    sent = 0
+                if sent != len(data):
+                    _send_rest(sock, data, sent, deadline)
         except OSError as error:
-            connection.close()
-            raise connection.reader.send_failed(error) from None
+            sock.close()
+            raise reader.send_failed(error) from None
         except BaseException:
-            connection.close()
+            sock.close()
             raise
         expires = time.monotonic() + self.read_timeout
         try:
-            answer = self._read(connection, deadline)
+            answer = None
+            if poll is not None:
+                # The first wait and read here; :meth:`_read` goes on if the answer is not whole.
+                left = deadline - time.monotonic()
+                if left > 0 and poll.poll(left * 1000):
+                    try:
+                        chunk = sock.recv(READ_SIZE)
+                    except BlockingIOError:
+                        chunk = None
+                    except OSError as error:
+                        answer = reader.end(error)
+                    else:
+                        answer = reader.feed(chunk) if chunk else reader.end(None)
+            if answer is None:
+                answer = self._read(connection, deadline)
         except (Stale, Unanswered):
-            connection.close()
+            sock.close()
             raise
         except BaseException as error:
             # A timeout, or interrupted while waiting: the answer may still say
             # whether the request was applied.
             if on_late is None:
-                connection.close()
+                sock.close()
             else:
                 on_late(Late(self, connection, expires))
             if isinstance(error, TimeoutError):
                 raise Unanswered(None, timeout=True) from None
             raise
-        self.idle.give_back(connection)
+        if reader.keep:
+            self.idle.give_back(connection)
+        else:
+            sock.close()
         return answer
 
     def _read(self, connection: _Connection, deadline: float) -> Answered:
@@ -225,22 +305,18 @@ class BlockingPool(Endpoint[_Connection]):
                 return answer
 
 
-def _send_all(sock: socket.socket, data: bytes, deadline: float) -> None:
-    """Send all of ``data`` on a non-blocking socket; TimeoutError once ``deadline`` passes.
+def _send_rest(sock: socket.socket, data: bytes, sent: int, deadline: float) -> None:
+    """Send the rest of ``data`` (``sent`` bytes went) on a non-blocking socket.
 
-    A request is a few hundred bytes: the first ``send`` nearly always takes it all.
+    TimeoutError once ``deadline`` passes. A request is a few hundred bytes: the
+    first ``send`` nearly always takes it all, and this is not called.
     """
-    view: bytes | memoryview = data
-    while True:
-        try:
-            sent = sock.send(view)
-        except BlockingIOError:
-            sent = 0
-        if sent == len(view):
-            return
-        view = memoryview(view)[sent:]
+    view = memoryview(data)[sent:]
+    while view:
         if not wait_writable(sock, deadline - time.monotonic()):
             raise TimeoutError("send timed out")
+        with contextlib.suppress(BlockingIOError):  # woken, and full again after all
+            view = view[sock.send(view) :]
 
 
 def _left(deadline: float) -> float:

@@ -64,6 +64,8 @@ class IdleConnections(Generic[C]):
 
     def take(self) -> C | None:
         """An idle connection fit to carry a request, or None."""
+        if not self._idle:
+            return None  # seen without the lock: at worst a connection is made anew
         while True:
             with self._lock:
                 if not self._idle:
@@ -198,10 +200,10 @@ class ConnectWalk:
     the ``with`` block early (a cancellation) closes the socket under way.
     """
 
-    def __init__(self, endpoint: Endpoint[Any], addresses: list[Address]) -> None:
+    def __init__(self, endpoint: Endpoint[Any], addresses: list[Address], start: int = 0) -> None:
         self._endpoint = endpoint
         self._addresses = addresses
-        self._index = -1
+        self._index = start - 1  # ``start``: the addresses before it were tried already
         self._waiting: socket.socket | None = None
         self._connected: socket.socket | None = None
         self._failure: OSError | None = None

@@ -292,9 +292,15 @@ def _parse_head(buffer: bytes | bytearray, start: int, end: int) -> _Head:
 
     The whole head is checked against its grammar first; then one search of the
     lower-cased head finds the headers that matter, not every header split and
-    decoded. Every answer passes here, so the common case makes no further call.
+    decoded. Every answer passes here, and it runs with the caches cold (the
+    server ran meanwhile), where each distinct operation costs: the common
+    case (one length, digits only, no coding, ``close`` or nothing) takes the
+    fewest, the rest goes through :func:`_repeated`, :func:`_number` and
+    :func:`_keeps`.
     """
-    head = bytes(buffer[start:end])
+    head = buffer[start:end]
+    if type(head) is not bytes:
+        head = bytes(head)
     if _HEAD.fullmatch(head) is None:
         line = head[: head.find(b"\r\n")]
         raise Malformed(f"not an HTTP/1.1 answer head: {line[:80]!r}")
@@ -305,12 +311,14 @@ def _parse_head(buffer: bytes | bytearray, start: int, end: int) -> _Head:
     fields = dict(found)
     if len(fields) < len(found):
         fields = _repeated(found)
-    length_text = fields.get(b"content-length")
-    length = None if length_text is None else _number(length_text, "Content-Length")
+    length = None
+    text = fields.get(b"content-length")
+    if text is not None:
+        length = int(text) if text.isdigit() and len(text) <= 20 else _number(text)
     chunked = False
     encoding = fields.get(b"transfer-encoding")
     if encoding is not None:
-        if encoding.strip(b" \t") != b"chunked":
+        if encoding.rstrip(b" \t") != b"chunked":
             raise Malformed(f"unsupported Transfer-Encoding: {encoding[:40]!r}")
         if length is not None:
             # RFC 9112 6.3: both at once may be an attempt to smuggle an answer in.
@@ -318,21 +326,26 @@ def _parse_head(buffer: bytes | bytearray, start: int, end: int) -> _Head:
         chunked = True
     if length is not None and length > MAX_BODY:
         raise Malformed(f"answer body too large (Content-Length {length})")
-    if status in (204, 304):
+    if status == 204 or status == 304:
         length, chunked = 0, False  # never a body, whatever the headers say
     keep = head[5:8] == b"1.1"
     connection = fields.get(b"connection")
-    if connection is not None:
-        tokens = {token.strip(b" \t") for token in connection.split(b",")}
-        keep = b"close" not in tokens and (keep or b"keep-alive" in tokens)
-    crc_text = fields.get(b"x-amz-crc32")
-    crc = None if crc_text is None else _number(crc_text, "x-amz-crc32")
+    if connection == b"close":
+        keep = False
+    elif connection is not None:
+        keep = _keeps(connection, keep)
+    crc = None
+    text = fields.get(b"x-amz-crc32")
+    if text is not None:
+        crc = int(text) if text.isdigit() and len(text) <= 20 else _number(text, "x-amz-crc32")
     return _Head(status, length, chunked, keep, crc)
 
 
 #: The headers an answer is read by, with their values, in a lower-cased head whose
 #: grammar was checked (so a value runs to its line's CR).
-_WANTED = re.compile(rb"\r\n(content-length|transfer-encoding|connection|x-amz-crc32):([^\r]*+)")
+_WANTED = re.compile(
+    rb"\r\n(content-length|transfer-encoding|connection|x-amz-crc32):[ \t]*+([^\r]*+)"
+)
 
 
 def _repeated(found: list[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
@@ -353,7 +366,7 @@ def _repeated(found: list[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
     return fields
 
 
-def _number(text: bytes, name: str) -> int:
+def _number(text: bytes, name: str = "Content-Length") -> int:
     """A header's whole-number value, ASCII digits only (spaces and tabs around it dropped)."""
     text = text.strip(b" \t")
     # int() would take "+5", "-1" or "5_0" (a negative length would read nothing),
@@ -361,3 +374,12 @@ def _number(text: bytes, name: str) -> int:
     if not text.isdigit() or len(text) > 20:
         raise Malformed(f"bad {name}: {text[:40].decode('latin-1')!r}")
     return int(text)
+
+
+def _keeps(connection: bytes, keep: bool) -> bool:
+    """Whether the ``Connection`` header's tokens let the connection carry on.
+
+    ``keep`` is the version's default: HTTP/1.1 keeps, HTTP/1.0 closes.
+    """
+    tokens = {token.strip(b" \t") for token in connection.split(b",")}
+    return b"close" not in tokens and (keep or b"keep-alive" in tokens)
