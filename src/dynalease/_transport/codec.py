@@ -72,11 +72,19 @@ def read_answer(
 ) -> dict[str, Any]:
     """The parsed answer, or the mapped error; as botocore would parse it."""
     if status == 200 and payload[:1] == b"{" and (crc is None or zlib.crc32(payload) == crc):
-        whole = _object(payload)
-        if whole is not None:  # nearly every answer
-            _decode_blobs(whole)
-            whole["ResponseMetadata"] = {"HTTPStatusCode": 200}
-            return whole
+        # Nearly every answer: exactly one JSON object, read by the decoder's own
+        # scanner (``decode`` would match whitespace around it first, in Python).
+        try:
+            text = payload.decode("utf-8")
+            parsed, end = _SCAN(text, 0)
+        except (ValueError, StopIteration):  # UnicodeDecodeError too
+            pass
+        else:
+            if end == len(text) and isinstance(parsed, dict):
+                if not parsed.keys().isdisjoint(_WITH_ITEMS):
+                    _decode_blobs(parsed)
+                parsed["ResponseMetadata"] = {"HTTPStatusCode": 200}
+                return parsed
     garbled = crc is not None and zlib.crc32(payload) != crc
     if 200 <= status < 300 and (status != 200 or not payload):
         # DynamoDB's success is a 200 with a JSON object: another 2xx, or a 200 with
@@ -99,7 +107,8 @@ def read_answer(
 
         error = botocore.exceptions.ConnectionClosedError(endpoint_url=url)
         raise map_transport_error(error, operation)
-    _decode_blobs(response)
+    if not response.keys().isdisjoint(_WITH_ITEMS):  # most lock answers: only ConsumedCapacity
+        _decode_blobs(response)
     if status == 200:
         response["ResponseMetadata"] = {"HTTPStatusCode": status}
         return response
@@ -111,24 +120,8 @@ def read_answer(
     raise map_error_code(code, message, operation, status, response)
 
 
-def _object(payload: bytes) -> dict[str, Any] | None:
-    """``payload`` as a JSON object when it is exactly one (no space around it), else None.
-
-    The decoder's scanner, called directly: ``decode`` would first match
-    whitespace on both sides, in Python, for answers that never have any.
-    """
-    try:
-        text = payload.decode("utf-8")
-        parsed, end = _SCAN(text, 0)
-    except (ValueError, StopIteration):  # UnicodeDecodeError too
-        return None
-    return parsed if end == len(text) and isinstance(parsed, dict) else None
-
-
 def _decode_blobs(response: dict[str, Any]) -> None:
     """Binary attributes arrive base64-encoded; botocore hands them over as bytes."""
-    if response.keys().isdisjoint(_WITH_ITEMS):
-        return  # most lock answers: only ConsumedCapacity
     for name in ("Item", "Attributes"):
         item = response.get(name)
         if isinstance(item, dict):

@@ -40,7 +40,7 @@ from ..constants import ENV_TRANSPORT
 from .boto import BotoTransport
 from .botocore_internals import BotocoreChanged
 from .codec import ENCODER, BodyTemplate, read_answer
-from .config import DirectConfig
+from .config import DirectConfig, StaticCredentials
 from .errors import map_lean_failure, map_transport_error, transport_failures
 from .http.aio import ConnectionPool
 from .http.blocking import Late
@@ -243,13 +243,15 @@ class LeanTransport:
         route = self._route
         assert route is not None, "send_blocking before the lean path was chosen"
         body = params if isinstance(params, bytes) else ENCODER.encode(params).encode()
-        try:
-            # A due refresh runs here, in the caller's thread, as botocore's would.
-            frozen = route.credentials.get_frozen_credentials()
-            if frozen.access_key is None or frozen.secret_key is None:
-                raise _no_credentials()
-        except transport_failures() as error:
-            raise map_transport_error(error, operation) from error
+        frozen = route.credentials
+        if type(frozen) is not StaticCredentials:  # static keys are their own frozen form
+            try:
+                # A due refresh runs here, in the caller's thread, as botocore's would.
+                frozen = frozen.get_frozen_credentials()
+                if frozen.access_key is None or frozen.secret_key is None:
+                    raise _no_credentials()
+            except transport_failures() as error:
+                raise map_transport_error(error, operation) from error
         request = route.request_bytes(operation, body, frozen)
         try:
             status, payload, crc = route.blocking.request(

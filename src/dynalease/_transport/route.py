@@ -19,7 +19,7 @@ from .config import DirectConfig
 from .http.aio import ConnectionPool
 from .http.blocking import BlockingPool
 from .http.wire import frame_request, header_line
-from .sign import SigV4Signer, amz_date, host_header
+from .sign import SigV4Signer, host_header
 
 __all__ = ["Route", "Unsupported"]
 
@@ -71,12 +71,7 @@ class Route:
     def request_bytes(self, operation: str, body: bytes, frozen: Any) -> bytes:
         """The whole signed request carrying ``body``."""
         fields = self.signer.fields(
-            _TARGET + operation,
-            body,
-            frozen.access_key,
-            frozen.secret_key,
-            frozen.token,
-            amz_date(),
+            _TARGET + operation, body, frozen.access_key, frozen.secret_key, frozen.token
         )
         return frame_request(fields + _TRAILING, body)
 

@@ -100,21 +100,37 @@ class SigV4Signer:
         access_key: str,
         secret_key: str,
         token: str | None,
-        date: str,
+        date: str | None = None,
     ) -> str:
         """The signed header lines to send (Host first, ``Authorization`` last).
 
         ``target`` is the ``X-Amz-Target`` value and ``date`` the ``X-Amz-Date``
-        value; the caller adds the unsigned ones (Content-Length, User-Agent).
+        value (now when None); the caller adds the unsigned ones (Content-Length,
+        User-Agent).
         """
-        parts = self._parts_of(access_key, token or None, target)
+        if date is None:
+            second = int(time.time())
+            last = _last_date[0]  # amz_date's cache, looked up here: every request asks
+            date = last[1] if last[0] == second else amz_date(second)
+        # The caches are looked up here, not through their methods: every request
+        # signs, with the caches cold, where each call costs.
+        parts = self._parts.get((access_key, token or None, target))
+        if parts is None:
+            parts = self._parts_of(access_key, token or None, target)
         day = date[:8]
+        pads = self._keys.get((secret_key, day))
+        if pads is None:
+            pads = self._signing_key(secret_key, day)
         scope = day + self._scope_end
         canonical = (
             f"{self._canonical_start}{date}{parts.canonical_rest}{hashlib.sha256(body).hexdigest()}"
         )
         to_sign = f"{_ALGORITHM}\n{date}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
-        signature = self._signing_key(secret_key, day).hexdigest(to_sign.encode())
+        inner = pads.inner.copy()
+        inner.update(to_sign.encode())
+        outer = pads.outer.copy()
+        outer.update(inner.digest())
+        signature = outer.hexdigest()
         return (
             f"{self._host_line}{parts.target_line}X-Amz-Date: {date}\r\n{parts.token_line}"
             f"{parts.credential}{scope}, {parts.signed}{signature}\r\n"
@@ -150,18 +166,20 @@ class _Pads:
     ``tests/unit/transport/test_signing.py`` checks it against ``hmac``.
     """
 
-    __slots__ = ("_inner", "_outer")
+    __slots__ = ("inner", "outer")
 
     def __init__(self, key: bytes) -> None:
         block = key.ljust(64, b"\0")  # a SHA-256 signing key is 32 bytes: never hashed down
-        self._inner = hashlib.sha256(bytes(byte ^ 0x36 for byte in block))
-        self._outer = hashlib.sha256(bytes(byte ^ 0x5C for byte in block))
+        #: The hash states after the inner and the outer padded key block.
+        self.inner = hashlib.sha256(bytes(byte ^ 0x36 for byte in block))
+        self.outer = hashlib.sha256(bytes(byte ^ 0x5C for byte in block))
 
     def hexdigest(self, message: bytes) -> str:
-        """``hmac.digest(key, message, "sha256").hex()``."""
-        inner = self._inner.copy()
+        """``hmac.digest(key, message, "sha256").hex()`` (``SigV4Signer.fields`` does the same
+        in line)."""
+        inner = self.inner.copy()
         inner.update(message)
-        outer = self._outer.copy()
+        outer = self.outer.copy()
         outer.update(inner.digest())
         return outer.hexdigest()
 
