@@ -87,7 +87,7 @@ class BlockingTransport(Transport, Protocol):
     """
 
     def blocking_ready(self) -> bool:
-        """True when :meth:`send_blocking` may be used now."""
+        """True when :meth:`send_blocking` may be used now (and, once True, always)."""
         ...
 
     def send_blocking(
@@ -151,6 +151,9 @@ class LockStore:
             transport, "body_template", None
         )
         self._bodies: dict[tuple[Any, ...], BodyTemplate] = {}
+        self._blocking_ready = False
+        #: The transport as sent to from a caller's thread (only once ``blocking_ready``).
+        self._blocking = cast(BlockingTransport, transport)
 
     async def _send(
         self, operation: str, params: dict[str, Any], limit: Limit | None
@@ -223,8 +226,11 @@ class LockStore:
 
     def blocking_ready(self) -> bool:
         """True when the transport can send from the calling thread (see ``create_blocking``)."""
+        if self._blocking_ready:
+            return True  # a transport that could, always can: asked once per guard otherwise
         ready = getattr(self.transport, "blocking_ready", None)
-        return bool(ready is not None and ready())
+        self._blocking_ready = bool(ready is not None and ready())
+        return self._blocking_ready
 
     def create_blocking(
         self, table: str, row: LockRow, timeout: float, on_late: Callable[[Any], object]
@@ -234,7 +240,7 @@ class LockStore:
         A request sent but not answered in time (or interrupted) is handed to
         ``on_late``; :meth:`finish_late` later tells how it ended.
         """
-        transport = cast(BlockingTransport, self.transport)
+        transport = self._blocking
         params: dict[str, Any] | bytes
         if self._template is None:
             operation, params = shapes.create_request(table, row)
@@ -259,7 +265,7 @@ class LockStore:
         fencing: bool = False,
     ) -> Reply:
         """:meth:`delete`, sent from the calling thread (as :meth:`create_blocking`)."""
-        transport = cast(BlockingTransport, self.transport)
+        transport = self._blocking
         params: dict[str, Any] | bytes
         if self._template is None:
             operation, params = shapes.release_request(table, key, owner, fencing)
@@ -285,8 +291,7 @@ class LockStore:
 
     async def finish_late(self, operation: str, late: Any) -> Reply:
         """The outcome of a late blocking write (on the runtime loop)."""
-        transport = cast(BlockingTransport, self.transport)
-        return write_reply(await transport.finish_late(operation, late))
+        return write_reply(await self._blocking.finish_late(operation, late))
 
     @staticmethod
     def condition_item(table: str, key: str, owner: str) -> dict[str, Any]:
