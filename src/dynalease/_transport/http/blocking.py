@@ -25,7 +25,6 @@ from .endpoint import Address, ConnectWalk, Endpoint
 from .failures import Stale, Unanswered, closed_early
 from .sockets import (
     CONNECTING,
-    connect_error,
     connect_failed,
     open_and_quiet,
     open_socket,
@@ -188,7 +187,7 @@ class BlockingPool(Endpoint[_Connection]):
                 poll.register(sock, select.POLLOUT)
                 if not poll.poll(max(limit - time.monotonic(), 0.0) * 1000):
                     raise TimeoutError("connect timed out")
-                error = connect_error(sock)
+                error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)  # its outcome
             if error:
                 sock.close()
                 return connect_failed(error)
