@@ -142,6 +142,15 @@ class LockStore:
 
     def __init__(self, transport: Transport) -> None:
         self.transport = transport
+
+    @property
+    def transport(self) -> Transport:
+        """The transport requests go over (replaceable: ``doctor --measure`` wraps it)."""
+        return self._transport
+
+    @transport.setter
+    def transport(self, transport: Transport) -> None:
+        self._transport = transport
         #: True when the transport bounds a request itself (``send_within``).
         self.limits = callable(getattr(transport, "send_within", None))
         #: ``body_template(params, markers)``, when the transport makes them: a sync
