@@ -89,6 +89,10 @@ class Late:
         self.connection.close()
 
 
+#: What a poll reports for a connect that failed (its errno is then read from the socket).
+_FAILED = select.POLLERR | select.POLLHUP if _HAS_POLL else 0
+
+
 class BlockingPool(Endpoint[_Connection]):
     """Keep-alive connections to one host for callers that block in their own thread.
 
@@ -185,9 +189,12 @@ class BlockingPool(Endpoint[_Connection]):
             poll = select.poll()
             if error in CONNECTING:
                 poll.register(sock, select.POLLOUT)
-                if not poll.poll(max(limit - time.monotonic(), 0.0) * 1000):
+                events = poll.poll(max(limit - time.monotonic(), 0.0) * 1000)
+                if not events:
                     raise TimeoutError("connect timed out")
-                error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)  # its outcome
+                error = 0  # writable alone: connected, nothing to ask the socket
+                if events[0][1] & _FAILED:
+                    error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
             if error:
                 sock.close()
                 return connect_failed(error)
@@ -242,12 +249,13 @@ class BlockingPool(Endpoint[_Connection]):
         except BaseException:
             sock.close()
             raise
-        expires = time.monotonic() + self.read_timeout
+        sent_at = time.monotonic()
+        expires = sent_at + self.read_timeout
         try:
             answer = None
             if poll is not None:
                 # The first wait and read here; :meth:`_read` goes on if the answer is not whole.
-                left = deadline - time.monotonic()
+                left = deadline - sent_at
                 if left > 0 and poll.poll(left * 1000):
                     try:
                         chunk = sock.recv(READ_SIZE)
