@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..metrics import LockMetrics
 
 
-@dataclass(slots=True)
 class Tally:
     """The counts one lease keeps while it runs; only the runtime loop writes most of them.
+
+    Every count starts as the class's zero and becomes the tally's own at its first
+    change: a new tally (one per guard) sets nothing, and defining the class costs
+    nothing at import (a dataclass is generated code, about a millisecond).
 
     The release's delete sent from a sync caller's thread may overlap a renewal
     counting on the runtime thread; ``+=`` on one attribute from both could lose

@@ -25,7 +25,7 @@ import json
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..constants import ENV_EXTENSIONS_DIR, ENV_JOURNAL_DIR, ENV_RUNTIME_API, RECOVERY_EXTENSION
 
@@ -121,8 +121,7 @@ def _is_zombie(pid: int) -> bool:
     return text[text.rfind(")") + 2 :][:1] in ("Z", "X")
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(NamedTuple):
     """One journal file: a row its writer may hold."""
 
     path: str

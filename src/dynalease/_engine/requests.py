@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from ..exceptions import DynamoDBError, RequestFailedError
@@ -31,7 +30,6 @@ EPSILON_S = 1e-6
 _GAVE_UP = (State.NOT_ACQUIRED, State.CANCELLED)
 
 
-@dataclass(slots=True)
 class FirstWrite:
     """How a write sent from a sync caller's own thread ended, for the engine to go on from.
 
@@ -40,13 +38,25 @@ class FirstWrite:
     when its answer had not arrived (see ``LockStore.finish_late``).
     """
 
-    operation: str
-    deadline: float
-    error: BaseException | None
-    late: Any = None
-    version: str = ""
-    start: float = 0.0
-    single: bool = False
+    __slots__ = ("deadline", "error", "late", "operation", "single", "start", "version")
+
+    def __init__(
+        self,
+        operation: str,
+        deadline: float,
+        error: BaseException | None,
+        late: Any = None,
+        version: str = "",
+        start: float = 0.0,
+        single: bool = False,
+    ) -> None:
+        self.operation = operation
+        self.deadline = deadline
+        self.error = error
+        self.late = late
+        self.version = version
+        self.start = start
+        self.single = single
 
 
 class OutcomeUnknown(Exception):

@@ -10,8 +10,7 @@ leaner HTTP transport.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 from . import shapes
 from .protocol import LockRow
@@ -122,8 +121,7 @@ class TimedOut(Exception):
     """No answer within the caller's :class:`Limit`; the rest went to its ``on_late``."""
 
 
-@dataclass(frozen=True, slots=True)
-class Limit:
+class Limit(NamedTuple):
     """How long a request may take before the engine stops waiting for it.
 
     A transport with ``send_within`` honours it itself: after ``timeout``

@@ -17,8 +17,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "BotocoreChanged",
@@ -36,8 +35,7 @@ class BotocoreChanged(RuntimeError):
     """A private botocore attribute dynalease relies on is missing or has another type."""
 
 
-@dataclass(frozen=True, slots=True)
-class ClientInternals:
+class ClientInternals(NamedTuple):
     """What a botocore client's private attributes say about where and how it sends."""
 
     #: ``client._request_signer._credentials``: None when the client signs nothing.

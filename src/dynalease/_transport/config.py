@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .proxies import proxy_for
 
@@ -48,9 +48,8 @@ def masked(access_key: str | None) -> str:
     return "None" if access_key is None else f"'…{access_key[-4:]}'"
 
 
-@dataclass(frozen=True, slots=True, repr=False)
-class StaticCredentials:
-    """Keys that never change; shaped like botocore's frozen credentials."""
+class StaticCredentials(NamedTuple):
+    """Keys that never change; shaped like botocore's frozen credentials (a named tuple too)."""
 
     access_key: str
     secret_key: str
@@ -68,8 +67,7 @@ class StaticCredentials:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class DirectConfig:
+class DirectConfig(NamedTuple):
     """Everything the lean path needs, read from arguments and the environment."""
 
     endpoint_url: str

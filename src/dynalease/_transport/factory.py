@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .boto import LOCK_CONNECT_TIMEOUT_S, BotoTransport, lock_config
 from .botocore_internals import endpoint_verify, share_credentials
@@ -27,8 +26,12 @@ if TYPE_CHECKING:
     from .config import DirectConfig
 
 
-@dataclass(frozen=True, slots=True)
-class Transports:
+# Named tuples, not dataclasses: these are made once per client, and each frozen
+# dataclass costs about a millisecond to define when the module loads, on a
+# script's or a Lambda function's first lock.
+
+
+class Transports(NamedTuple):
     """What a client sends through, and where it sends."""
 
     items: Transport
@@ -37,21 +40,31 @@ class Transports:
     endpoint_url: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
+class Settings(NamedTuple):
     """A client's explicit arguments (already validated); None means "from AWS's chain"."""
 
     region: str | None = None
     endpoint_url: str | None = None
-    #: Kept out of repr (and so out of any log line or error showing the settings).
-    access_key: str | None = field(default=None, repr=False)
-    secret_key: str | None = field(default=None, repr=False)
-    session_token: str | None = field(default=None, repr=False)
+    access_key: str | None = None
+    secret_key: str | None = None
+    session_token: str | None = None
     profile: str | None = None
     connect_timeout: float | None = None
     read_timeout: float | None = None
     max_retries: int | None = None
     transport: str | None = None
+
+    def __repr__(self) -> str:
+        """The settings without the keys and token (so no log line or error shows them)."""
+        shown = ", ".join(
+            f"{name}={value!r}"
+            for name, value in zip(self._fields, self, strict=True)
+            if name not in _SECRET
+        )
+        return f"Settings({shown})"
+
+
+_SECRET = frozenset({"access_key", "secret_key", "session_token"})
 
 
 def from_settings(settings: Settings) -> Transports:

@@ -10,8 +10,8 @@ from dynalease.metrics import LockMetrics
 
 def test_a_snapshot_carries_every_count_of_the_tally() -> None:
     tally = Tally()
-    for number, field in enumerate(dataclasses.fields(Tally), start=1):
-        setattr(tally, field.name, number * 10)
+    for number, name in enumerate(Tally.__annotations__, start=1):
+        setattr(tally, name, number * 10)
     metrics = tally.snapshot(lost=True)
     expected = {
         name: getattr(tally, name)
@@ -25,6 +25,14 @@ def test_a_snapshot_carries_every_count_of_the_tally() -> None:
     assert set(expected) | {"write_requests", "consumed_wcu", "lost"} == {
         field.name for field in dataclasses.fields(LockMetrics)
     }
+
+
+def test_tallies_count_apart() -> None:
+    first, second = Tally(), Tally()
+    first.renewals += 1
+    first.wait_ms += 2.5
+    assert (first.renewals, first.wait_ms) == (1, 2.5)
+    assert second.snapshot(lost=False) == LockMetrics()
 
 
 def test_every_snapshot_is_a_new_frozen_lock_metrics() -> None:
