@@ -215,8 +215,7 @@ class DynamoDBClient:
             )
 
     def _runtime(self) -> Runtime:
-        if _process.generation != self._generation:  # as _check_process, without a call
-            self._check_process()
+        self._check_process()
         return get_runtime()
 
     def _new_lease(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..exceptions import DynamoDBError, RequestFailedError
 from . import fenced
@@ -30,7 +30,7 @@ EPSILON_S = 1e-6
 _GAVE_UP = (State.NOT_ACQUIRED, State.CANCELLED)
 
 
-class FirstWrite:
+class FirstWrite(NamedTuple):
     """How a write sent from a sync caller's own thread ended, for the engine to go on from.
 
     ``error`` is what the request raised (a failed condition, an error, or a
@@ -38,25 +38,13 @@ class FirstWrite:
     when its answer had not arrived (see ``LockStore.finish_late``).
     """
 
-    __slots__ = ("deadline", "error", "late", "operation", "single", "start", "version")
-
-    def __init__(
-        self,
-        operation: str,
-        deadline: float,
-        error: BaseException | None,
-        late: Any = None,
-        version: str = "",
-        start: float = 0.0,
-        single: bool = False,
-    ) -> None:
-        self.operation = operation
-        self.deadline = deadline
-        self.error = error
-        self.late = late
-        self.version = version
-        self.start = start
-        self.single = single
+    operation: str
+    deadline: float
+    error: BaseException | None
+    late: Any = None
+    version: str = ""
+    start: float = 0.0
+    single: bool = False
 
 
 class OutcomeUnknown(Exception):

@@ -68,13 +68,8 @@ def slotted_row(row: LockRow) -> LockRow:
 
 def write_reply(response: dict[str, Any]) -> Reply:
     # Only fenced writes ask for attributes back (the new counter); others return none.
-    consumed = response.get("ConsumedCapacity")
-    if isinstance(consumed, dict):  # every write's answer: read here, not in two calls
-        units = consumed.get("CapacityUnits")
-        capacity = float(units) if isinstance(units, (int, float)) else 0.0
-    else:
-        capacity = _capacity(response)
-    return Reply(response.get("Attributes"), capacity)
+    # A write's capacity is one entry, never BatchGetItem's list: read at once.
+    return Reply(response.get("Attributes"), _units(response.get("ConsumedCapacity")))
 
 
 def reply_of(operation: str, response: dict[str, Any]) -> Reply:

@@ -254,10 +254,9 @@ class LockStore:
         else:
             operation = shapes.create_operation(row.fenced)
             shape = ("create", table, row.lease_ms, row.protocol)
-            template = self._bodies.get(shape)
-            if template is None:
-                built = shapes.create_request(table, shapes.slotted_row(row))[1]
-                template = self._compile(shape, built, shapes.ROW_SLOTS)
+            template = self._bodies.get(shape) or self._compile(
+                shape, shapes.create_request(table, shapes.slotted_row(row))[1], shapes.ROW_SLOTS
+            )
             params = template.fill(row.key, row.owner, row.version)
         return write_reply(transport.send_blocking(operation, params, timeout, on_late))
 
@@ -279,10 +278,11 @@ class LockStore:
         else:
             operation = shapes.release_operation(fencing)
             shape = ("release", table, fencing)
-            template = self._bodies.get(shape)
-            if template is None:
-                built = shapes.release_request(table, *shapes.RELEASE_SLOTS, fencing)[1]
-                template = self._compile(shape, built, shapes.RELEASE_SLOTS)
+            template = self._bodies.get(shape) or self._compile(
+                shape,
+                shapes.release_request(table, *shapes.RELEASE_SLOTS, fencing)[1],
+                shapes.RELEASE_SLOTS,
+            )
             params = template.fill(key, owner)
         return write_reply(transport.send_blocking(operation, params, timeout, on_late))
 

@@ -71,7 +71,8 @@ def read_answer(
     operation: str, status: int, payload: bytes, crc: int | None, url: str
 ) -> dict[str, Any]:
     """The parsed answer, or the mapped error; as botocore would parse it."""
-    if status == 200 and payload[:1] == b"{" and (crc is None or zlib.crc32(payload) == crc):
+    garbled = crc is not None and zlib.crc32(payload) != crc
+    if status == 200 and not garbled and payload[:1] == b"{":
         # Nearly every answer: exactly one JSON object, read by the decoder's own
         # scanner (``decode`` would match whitespace around it first, in Python).
         try:
@@ -81,11 +82,9 @@ def read_answer(
             pass
         else:
             if end == len(text) and isinstance(parsed, dict):
-                if not parsed.keys().isdisjoint(_WITH_ITEMS):
-                    _decode_blobs(parsed)
+                _decode_blobs(parsed)
                 parsed["ResponseMetadata"] = {"HTTPStatusCode": 200}
                 return parsed
-    garbled = crc is not None and zlib.crc32(payload) != crc
     if 200 <= status < 300 and (status != 200 or not payload):
         # DynamoDB's success is a 200 with a JSON object: another 2xx, or a 200 with
         # no body, says the request arrived but not what became of it.
@@ -107,8 +106,7 @@ def read_answer(
 
         error = botocore.exceptions.ConnectionClosedError(endpoint_url=url)
         raise map_transport_error(error, operation)
-    if not response.keys().isdisjoint(_WITH_ITEMS):  # most lock answers: only ConsumedCapacity
-        _decode_blobs(response)
+    _decode_blobs(response)
     if status == 200:
         response["ResponseMetadata"] = {"HTTPStatusCode": status}
         return response
@@ -122,6 +120,8 @@ def read_answer(
 
 def _decode_blobs(response: dict[str, Any]) -> None:
     """Binary attributes arrive base64-encoded; botocore hands them over as bytes."""
+    if response.keys().isdisjoint(_WITH_ITEMS):
+        return  # most lock answers: only ConsumedCapacity
     for name in ("Item", "Attributes"):
         item = response.get(name)
         if isinstance(item, dict):

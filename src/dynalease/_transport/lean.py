@@ -245,13 +245,8 @@ class LeanTransport:
         body = params if isinstance(params, bytes) else ENCODER.encode(params).encode()
         frozen = route.credentials
         if type(frozen) is not StaticCredentials:  # static keys are their own frozen form
-            try:
-                # A due refresh runs here, in the caller's thread, as botocore's would.
-                frozen = frozen.get_frozen_credentials()
-                if frozen.access_key is None or frozen.secret_key is None:
-                    raise _no_credentials()
-            except transport_failures() as error:
-                raise map_transport_error(error, operation) from error
+            # A due refresh runs here, in the caller's thread, as botocore's would.
+            frozen = _frozen_now(frozen, operation)
         request = route.request_bytes(operation, body, frozen)
         try:
             status, payload, crc = route.blocking.request(
@@ -309,15 +304,23 @@ async def _bounded(
 async def _frozen(credentials: Any, operation: str) -> Any:
     """The current key, secret and token; a due refresh runs off the loop."""
     try:
-        if getattr(credentials, "refresh_needed", None) is not None and (
+        refresh = getattr(credentials, "refresh_needed", None) is not None and (
             credentials.refresh_needed()
-        ):
-            # A refresh may call STS or a metadata service: never on the loop.
-            frozen = await asyncio.get_running_loop().run_in_executor(
-                None, credentials.get_frozen_credentials
-            )
-        else:
-            frozen = credentials.get_frozen_credentials()
+        )
+    except transport_failures() as error:
+        raise map_transport_error(error, operation) from error
+    if refresh:
+        # A refresh may call STS or a metadata service: never on the loop.
+        return await asyncio.get_running_loop().run_in_executor(
+            None, _frozen_now, credentials, operation
+        )
+    return _frozen_now(credentials, operation)
+
+
+def _frozen_now(credentials: Any, operation: str) -> Any:
+    """The current key, secret and token, refreshed in this thread if due."""
+    try:
+        frozen = credentials.get_frozen_credentials()
         if frozen.access_key is None or frozen.secret_key is None:
             raise _no_credentials()
     except transport_failures() as error:

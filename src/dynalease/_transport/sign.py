@@ -74,23 +74,21 @@ class SigV4Signer:
         #: (access key, token, target) -> the parts of one identity and operation.
         self._parts: dict[tuple[str, str | None, str], _Parts] = {}
 
-    def _signing_key(self, secret: str, day: str) -> _Pads:
-        pads = self._keys.get((secret, day))
-        if pads is None:
-            key = _hmac(("AWS4" + secret).encode(), day)
-            for part in (self.region, self.service, "aws4_request"):
-                key = _hmac(key, part)
-            if len(self._keys) > 8:  # old days and rotated secrets
-                self._keys.clear()
-            pads = self._keys[(secret, day)] = _Pads(key)
+    def _new_signing_key(self, secret: str, day: str) -> _Pads:
+        """Derive the day's signing key for ``secret`` and keep it (a cache miss)."""
+        key = _hmac(("AWS4" + secret).encode(), day)
+        for part in (self.region, self.service, "aws4_request"):
+            key = _hmac(key, part)
+        if len(self._keys) > 8:  # old days and rotated secrets
+            self._keys.clear()
+        pads = self._keys[(secret, day)] = _Pads(key)
         return pads
 
-    def _parts_of(self, access_key: str, token: str | None, target: str) -> _Parts:
-        parts = self._parts.get((access_key, token, target))
-        if parts is None:
-            if len(self._parts) > 64:  # rotated keys and tokens
-                self._parts.clear()
-            parts = self._parts[(access_key, token, target)] = _Parts(access_key, token, target)
+    def _new_parts(self, access_key: str, token: str | None, target: str) -> _Parts:
+        """Make and keep the parts of one identity and operation (a cache miss)."""
+        if len(self._parts) > 64:  # rotated keys and tokens
+            self._parts.clear()
+        parts = self._parts[(access_key, token, target)] = _Parts(access_key, token, target)
         return parts
 
     def fields(
@@ -112,25 +110,21 @@ class SigV4Signer:
             second = int(time.time())
             last = _last_date[0]  # amz_date's cache, looked up here: every request asks
             date = last[1] if last[0] == second else amz_date(second)
-        # The caches are looked up here, not through their methods: every request
-        # signs, with the caches cold, where each call costs.
+        # The caches are looked up here, not through methods: every request signs,
+        # with the caches cold, where each call costs.
         parts = self._parts.get((access_key, token or None, target))
         if parts is None:
-            parts = self._parts_of(access_key, token or None, target)
+            parts = self._new_parts(access_key, token or None, target)
         day = date[:8]
         pads = self._keys.get((secret_key, day))
         if pads is None:
-            pads = self._signing_key(secret_key, day)
+            pads = self._new_signing_key(secret_key, day)
         scope = day + self._scope_end
         canonical = (
             f"{self._canonical_start}{date}{parts.canonical_rest}{hashlib.sha256(body).hexdigest()}"
         )
         to_sign = f"{_ALGORITHM}\n{date}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
-        inner = pads.inner.copy()
-        inner.update(to_sign.encode())
-        outer = pads.outer.copy()
-        outer.update(inner.digest())
-        signature = outer.hexdigest()
+        signature = pads.hexdigest(to_sign.encode())
         return (
             f"{self._host_line}{parts.target_line}X-Amz-Date: {date}\r\n{parts.token_line}"
             f"{parts.credential}{scope}, {parts.signed}{signature}\r\n"
@@ -175,8 +169,7 @@ class _Pads:
         self.outer = hashlib.sha256(bytes(byte ^ 0x5C for byte in block))
 
     def hexdigest(self, message: bytes) -> str:
-        """``hmac.digest(key, message, "sha256").hex()`` (``SigV4Signer.fields`` does the same
-        in line)."""
+        """``hmac.digest(key, message, "sha256").hex()``, from the hashed pads."""
         inner = self.inner.copy()
         inner.update(message)
         outer = self.outer.copy()

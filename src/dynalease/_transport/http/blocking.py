@@ -25,6 +25,7 @@ from .endpoint import Address, ConnectWalk, Endpoint
 from .failures import Stale, Unanswered, closed_early
 from .sockets import (
     CONNECTING,
+    connect_error,
     connect_failed,
     open_and_quiet,
     open_socket,
@@ -194,7 +195,7 @@ class BlockingPool(Endpoint[_Connection]):
                     raise TimeoutError("connect timed out")
                 error = 0  # writable alone: connected, nothing to ask the socket
                 if events[0][1] & _FAILED:
-                    error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                    error = connect_error(sock)
             if error:
                 sock.close()
                 return connect_failed(error)

@@ -16,7 +16,7 @@ import time
 from typing import Any, Generic, Protocol, TypeVar
 
 from .failures import NotSent, connect_failure
-from .sockets import CONNECTING, connect_error, connect_failed, open_socket, start_connect
+from .sockets import CONNECTING, connect_error, connect_failed, open_socket
 
 __all__ = ["IDLE_REUSE_S", "RESOLVE_TTL_S", "Address", "ConnectWalk", "Endpoint", "IdleConnections"]
 
@@ -223,7 +223,7 @@ class ConnectWalk:
             family, address = self._addresses[self._index]
             sock = open_socket(family)
             try:
-                error = start_connect(sock, address)
+                error = sock.connect_ex(address)  # 0, an errno, or one of CONNECTING
             except BaseException:
                 sock.close()
                 raise

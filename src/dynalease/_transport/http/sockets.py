@@ -13,7 +13,6 @@ import errno
 import os
 import select
 import socket
-from typing import Any
 
 __all__ = [
     "CONNECTING",
@@ -21,7 +20,6 @@ __all__ = [
     "connect_failed",
     "open_and_quiet",
     "open_socket",
-    "start_connect",
     "wait_writable",
 ]
 
@@ -46,11 +44,6 @@ def open_socket(family: int) -> socket.socket:
 
 #: Where the platform has it, a socket is made non-blocking by ``socket()`` itself.
 _NON_BLOCKING_STREAM = socket.SOCK_STREAM | getattr(socket, "SOCK_NONBLOCK", 0)
-
-
-def start_connect(sock: socket.socket, address: tuple[Any, ...]) -> int:
-    """Start connecting: 0 when connected, an errno, or one of :data:`CONNECTING`."""
-    return sock.connect_ex(address)
 
 
 def connect_error(sock: socket.socket) -> int:
