@@ -57,7 +57,8 @@ def test_keys_outside_1_to_2048_utf8_bytes_are_rejected(client: DynamoDBClient, 
 
 
 def test_a_key_of_2048_utf8_bytes_is_accepted(client: DynamoDBClient) -> None:
-    SyncDistributedLock(client, table="locks", key="é" * 1024)
+    lock = SyncDistributedLock(client, table="locks", key="é" * 1024)
+    assert lock.key == "é" * 1024
 
 
 @pytest.mark.parametrize("table", ["", "ab", "bad name", 3])

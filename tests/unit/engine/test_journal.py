@@ -21,7 +21,7 @@ from dynalease import DynamoDBClient
 from dynalease._engine import journal
 from dynalease._engine.journal import Journal, entries, writer_alive
 from dynalease.constants import ENV_EXTENSIONS_DIR, ENV_JOURNAL_DIR, ENV_RUNTIME_API
-from dynalease.exceptions import LockNotAcquired, LockReleaseError
+from dynalease.exceptions import LockLost, LockNotAcquired, LockReleaseError
 from dynalease.lock import SyncDistributedLock
 
 
@@ -115,7 +115,7 @@ def test_a_lost_guard_forgets_its_entry_once_the_release_finds_another_owner(
         lease, _ = _journaled(h, tmp_path, lease=5.0)
         await lease.acquire()
         h.write_lock("thief", "v9", 5_000)
-        with pytest.raises(Exception, match="no longer owned"):
+        with pytest.raises(LockLost, match="no longer owned"):
             await lease.release()
         assert os.listdir(tmp_path) == []
         assert h.owner_of() == "thief"
