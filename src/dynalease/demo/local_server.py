@@ -254,8 +254,13 @@ class LocalServer:
                     ) from None
                 time.sleep(0.1)
 
+    @property
+    def pid(self) -> int | None:
+        """The server process's id while it runs (for measuring it), else None."""
+        return None if self._process is None else self._process.pid
+
     def reset(self) -> None:
-        """Forget every table (moto's reset endpoint)."""
+        """Forget every table (``POST /moto-api/reset``)."""
         request = urllib.request.Request(f"{self.url}/moto-api/reset", method="POST", data=b"")
         urllib.request.urlopen(request, timeout=10).close()
 
