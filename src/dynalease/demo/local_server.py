@@ -117,9 +117,9 @@ def dynamodb_app(*, loopback_only: bool = True) -> WsgiApp:
         shown = [
             (name, value)
             for name, value in headers.items()
-            if not name.lower().startswith("access-control-")
+            if not name.lower().startswith("access-control-") and name.lower() != "content-length"
         ]
-        start_response(f"{status} {reason}", shown)
+        start_response(f"{status} {reason}", [*shown, ("Content-Length", str(len(body)))])
         return [body]
 
     return serve
