@@ -212,3 +212,48 @@ def test_the_extension_is_a_process_that_exits_at_the_deadline_when_recovery_han
     )
     assert done.returncode == 1
     assert time.monotonic() - started < 20  # not the 60 s the recovery would take
+
+
+LOCK_ROW = {"owner": OWNER_1, "version": "v", "lease_ms": 30_000, "protocol": 1}
+FENCED_ROW = {**LOCK_ROW, "protocol": 2, "fence": 7}
+
+
+@pytest.mark.parametrize(
+    ("stored", "fenced", "result", "after"),
+    [
+        (LOCK_ROW, False, "released", None),
+        (FENCED_ROW, True, "released", {"protocol": 2, "fence": 7}),  # free, counter kept
+        # An entry that contradicts its row is not genuine: the row stays as it is.
+        (FENCED_ROW, False, "contradicted", FENCED_ROW),
+        (LOCK_ROW, True, "contradicted", LOCK_ROW),
+        # Not lock rows, whatever the entry says: never touched.
+        ({"owner": OWNER_1, "body": "contract"}, False, "contradicted", "same"),
+        ({"owner": OWNER_1, "body": "contract"}, True, "contradicted", "same"),
+        ({**LOCK_ROW, "fence": 7}, False, "contradicted", "same"),  # protocol 1 with a counter
+        ({**LOCK_ROW, "protocol": 3}, False, "contradicted", "same"),
+        ({"owner": OWNER_1, "protocol": 1, "lease_ms": 5}, False, "contradicted", "same"),
+        # Someone else's, or gone.
+        ({**LOCK_ROW, "owner": OWNER_2}, False, "not ours", "same"),
+        ({**FENCED_ROW, "owner": OWNER_2}, True, "not ours", "same"),
+        (None, False, "not ours", None),
+    ],
+)
+def test_a_release_touches_only_a_lock_row_of_the_entry_s_owner_and_protocol(
+    stored: dict[str, Any] | None, fenced: bool, result: str, after: Any
+) -> None:
+    from dynalease._extension.release import release
+    from dynalease.testing import MemoryBackend
+
+    with MemoryBackend() as backend:
+        client = backend.client
+        client.sync_create_table("locks", partition_key=("key", "S"))
+        if stored is not None:
+            client.sync_put_item("locks", {"key": "k", **stored})
+        store = client._lock_store
+        outcome = client._runtime().run(
+            release(store.transport, "locks", "k", OWNER_1, fenced=fenced)
+        )
+        row = client.sync_get_item("locks", {"key": "k"}, consistent_read=True)
+    assert outcome.value == result
+    expected = None if after is None else {"key": "k", **(stored if after == "same" else after)}
+    assert row == expected
