@@ -48,7 +48,6 @@ __all__ = [
     "enabled",
     "entries",
     "process_journal",
-    "safe_directory",
     "start_time",
     "writer_alive",
 ]
@@ -70,6 +69,7 @@ _MAX_KEY_BYTES = 2048
 _STARTED = re.compile(r"[0-9]{1,20}")
 _MAX_PID = 2**31 - 1
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 #: (pid, answer) of the last :func:`enabled` check: one check per process.
@@ -230,9 +230,13 @@ class Journal:
 def _directory_problem(path: str) -> str | None:
     """Why ``path`` must not hold journal entries, or None when it may."""
     try:
-        info = os.lstat(path)
+        return _problem(os.lstat(path))
     except OSError as error:
         return f"cannot be checked ({error.strerror or error})"
+
+
+def _problem(info: os.stat_result) -> str | None:
+    """Why a directory with this status (not followed) is not a journal directory, or None."""
     if stat.S_ISLNK(info.st_mode):
         return "is a symbolic link, not a directory"
     if not stat.S_ISDIR(info.st_mode):
@@ -247,21 +251,6 @@ def _directory_problem(path: str) -> str | None:
     return None
 
 
-def safe_directory(path: str) -> bool:
-    """Whether ``path`` is a journal directory entries may be read from (logged if not).
-
-    A missing directory is simply empty (False, not logged).
-    """
-    if not os.path.lexists(path):
-        return False
-    problem = _directory_problem(path)
-    if problem is not None:
-        log.warning(
-            "dynalease: the journal directory %r %s; its entries are ignored", path, problem
-        )
-    return problem is None
-
-
 def process_journal(*, region: str | None, endpoint_url: str | None) -> Journal | None:
     """A client's journal when :func:`enabled`, else None (and nothing is ever written)."""
     if not enabled():
@@ -272,36 +261,48 @@ def process_journal(*, region: str | None, endpoint_url: str | None) -> Journal 
 def entries(path: str) -> Iterator[Entry]:
     """The valid entries in ``path``; everything else is skipped with a log line.
 
-    Temporary files and names without the entry suffix are passed over silently.
-    One bad file (a FIFO, a symlink, a huge or malformed one) costs only itself.
+    The directory is opened once (never through a symlink) and checked like the
+    writer checks it; its files are opened relative to it. Temporary files and
+    names without the entry suffix are passed over silently. One bad file (a
+    FIFO, a symlink, a huge or malformed one) costs only itself.
     """
-    if not safe_directory(path):
+    try:
+        directory = os.open(path, _DIRECTORY_FLAGS)
+    except FileNotFoundError:
+        return
+    except OSError as error:  # ELOOP: a symlink; ENOTDIR: a file
+        _ignored(path, _directory_problem(path) or f"cannot be opened ({error.strerror or error})")
         return
     try:
-        names = sorted(os.listdir(path))
-    except OSError as error:
-        log.warning("dynalease: cannot list the journal directory %r: %s", path, error)
-        return
-    for name in names:
-        if not name.endswith(_SUFFIX):
-            continue
-        full = os.path.join(path, name)
-        try:
-            entry = _entry(full, name, _read(full))
-        except _Skip as reason:
-            log.warning("dynalease: skipping journal entry %r: %s", name, reason)
-            continue
-        yield entry
+        problem = _problem(os.fstat(directory))
+        if problem is not None:
+            _ignored(path, problem)
+            return
+        for name in sorted(os.listdir(directory)):
+            if not name.endswith(_SUFFIX):
+                continue
+            try:
+                entry = _entry(os.path.join(path, name), name, _read(directory, name))
+            except _Skip as reason:
+                log.warning("dynalease: skipping journal entry %r: %s", name, reason)
+                continue
+            yield entry
+    finally:
+        os.close(directory)
+
+
+def _ignored(path: str, problem: str) -> None:
+    log.warning("dynalease: the journal directory %r %s; its entries are ignored", path, problem)
 
 
 class _Skip(Exception):
     """Why one journal file is not acted on."""
 
 
-def _read(full: str) -> Any:
+def _read(directory: int, name: str) -> Any:
     """The JSON in one journal file, read without following links or blocking."""
     try:
-        descriptor = os.open(full, _READ_FLAGS)
+        descriptor = os.open(name, _READ_FLAGS, dir_fd=directory)
     except OSError as error:  # ELOOP: a symlink
         raise _Skip(f"cannot be opened as a plain file ({error.strerror or error})") from None
     try:

@@ -340,6 +340,12 @@ def test_a_symlinked_directory_is_refused(tmp_path: Path, caplog: pytest.LogCapt
         Journal(str(tmp_path / "journal")).record("locks", "k", OWNER)
     assert os.listdir(elsewhere) == []
     assert "is a symbolic link" in caplog.text
+    # Nor is anything read through it.
+    _write_entry(elsewhere)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="dynalease"):
+        assert list(entries(str(tmp_path / "journal"))) == []
+    assert "is a symbolic link, not a directory; its entries are ignored" in caplog.text
 
 
 def test_a_planted_temporary_symlink_is_never_written_through(
