@@ -87,3 +87,14 @@ def test_the_process_and_cold_start_workloads_run_once_each() -> None:
         assert f"| {figure}" in out, f"{figure} missing from:\n{out}"
     assert "script start <= 1.0x:" in out and "cold CPU <= 1.0x:" in out
     assert "requests/completion <= 1.0x:" in out
+
+
+def test_the_local_server_memory_figures_print_the_peak_and_both_rates() -> None:
+    command = [sys.executable, "-m", "benchmarks.local_server_memory", "--cycles", "40",
+               "--window", "20"]  # fmt: skip
+    result = subprocess.run(
+        command, cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"server RSS: start [\d.]+ MB, peak [\d.]+ MB", result.stdout)
+    assert re.search(r"transactions per second: start [\d.]+, end [\d.]+", result.stdout)
