@@ -173,6 +173,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="3.N",
         help="lambda_cold: a Python version to run (repeat; default every one found)",
     )
+    parser.add_argument(
+        "--cold-without-bytecode",
+        dest="cold_bytecode",
+        action="store_false",
+        help="lambda_cold: dynalease's layer without its bytecode, as built before (to compare)",
+    )
     args = parser.parse_args(argv)
     unknown = [name for name in args.workloads if name not in WORKLOADS]
     if unknown:
@@ -202,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             long_hold_lease_s=args.long_hold_lease,
             scale_guards=args.scale_guards,
             cold_pythons=args.cold_python,
+            cold_bytecode=args.cold_bytecode,
         )
         for name in selected:
             rounds = args.rounds or (1 if name == "scale" else 2 if args.quick else 5)

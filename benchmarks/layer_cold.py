@@ -119,10 +119,15 @@ def _no_bytecode(directory: str, names: list[str]) -> list[str]:
     return [name for name in names if name == "__pycache__" or name.endswith(".pyc")]
 
 
-def prepare(version: str) -> Runtime:
-    """Build and unpack both layers for ``version`` (once per process)."""
-    if version in _PREPARED:
-        return _PREPARED[version]
+def prepare(version: str, *, bytecode: bool = True) -> Runtime:
+    """Build and unpack both layers for ``version`` (once per process).
+
+    ``bytecode=False`` unpacks dynalease's layer without its ``__pycache__``, as
+    layers were built before they carried bytecode, for comparison.
+    """
+    key = f"{version}/{bytecode}"
+    if key in _PREPARED:
+        return _PREPARED[key]
     interpreter = find_interpreter(version)
     work = _work()
     cache = default_cache_dir().parent / "bench"
@@ -137,9 +142,11 @@ def prepare(version: str) -> Runtime:
         interpreter, cache / f"runtime-py{tag}", [f"boto3=={metadata.version('boto3')}"]
     )
     build = build_layer(python=version)
-    unpacked = work / f"dynalease-layer-{version}"
+    unpacked = work / f"dynalease-layer-{version}-{'bytecode' if bytecode else 'source'}"
     with zipfile.ZipFile(build.zip_path) as archive:
-        archive.extractall(unpacked)
+        for member in archive.infolist():
+            if bytecode or "__pycache__" not in member.filename:
+                archive.extract(member, unpacked)
     prepared = Runtime(
         version=version,
         interpreter=interpreter,
@@ -147,7 +154,7 @@ def prepare(version: str) -> Runtime:
         runtime_packages=runtime_packages,
         layers={"dynalease": unpacked / "python", "pydynox": pydynox},
     )
-    _PREPARED[version] = prepared
+    _PREPARED[key] = prepared
     return prepared
 
 

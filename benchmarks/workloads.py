@@ -44,6 +44,8 @@ class Context:
     scale_hold_s: float = 18.0
     #: Python versions ``lambda_cold`` runs (empty: every one with an interpreter here).
     cold_pythons: list[str] = field(default_factory=list)
+    #: False: ``lambda_cold`` runs dynalease's layer without its bytecode (for comparison).
+    cold_bytecode: bool = True
     round: int = 0
 
     def lib(self, name: str) -> Lib:
@@ -289,7 +291,7 @@ def lambda_cold(name: str, ctx: Context) -> Figures:
             raise RuntimeError("no Python 3.11+ interpreter found for lambda_cold")
     figures: Figures = {}
     for version in ctx.cold_pythons:
-        runtime = layer_cold.prepare(version)
+        runtime = layer_cold.prepare(version, bytecode=ctx.cold_bytecode)
         report, wall, cpu = layer_cold.run(name, runtime, ctx.endpoint, ctx.table)
         prefix = f"py{version}_"
         figures[prefix + "cold_s"] = report["init_s"] + report["invoke_s"]
