@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.util
 import os
 import re
 import subprocess
@@ -112,8 +113,6 @@ def test_the_layer_carries_unchecked_hash_bytecode_for_every_module(full: LayerB
         _bytecode_for_every_module(names, tag)
         pyc = archive.read(f"python/dynalease/__pycache__/middleware.{tag}.pyc")
     assert full.bytecode_files == len([n for n in names if n.endswith(".pyc")])
-    import importlib.util
-
     assert pyc[:4] == importlib.util.MAGIC_NUMBER
     assert int.from_bytes(pyc[4:8], "little") == 0b01  # hash-based, unchecked (PEP 552)
 
