@@ -52,6 +52,13 @@ def export(template: dict[str, Any]) -> dict[str, Any]:
     layer["Properties"]["Content"] = {
         "S3Bucket": {"Ref": "LayerZipBucket"},
         "S3Key": {"Ref": "LayerZipKey"},
+        "S3ObjectVersion": {
+            "Fn::If": [
+                "PinnedZipVersion",
+                {"Ref": "LayerZipObjectVersion"},
+                {"Ref": "AWS::NoValue"},
+            ]
+        },
     }
     layer["Properties"]["CompatibleRuntimes"] = [{"Ref": "PythonRuntime"}]
     layer["Properties"]["Description"] = {
@@ -84,6 +91,17 @@ def export(template: dict[str, Any]) -> dict[str, Any]:
                 "(python3.13: layer/dist/dynalease-layer-python3.13.zip, from "
                 "make layer LAYER_PYTHON=3.13); its bytecode is for that version only",
             },
+            "LayerZipObjectVersion": {
+                "Type": "String",
+                "Default": "",
+                "Description": "the zip's S3 object version (a versioned bucket): the layer is "
+                "made from exactly that upload; empty takes the key's current object",
+            },
+        },
+        "Conditions": {
+            "PinnedZipVersion": {
+                "Fn::Not": [{"Fn::Equals": [{"Ref": "LayerZipObjectVersion"}, ""]}]
+            }
         },
         "Resources": {"LockTable": table, "LockLayer": layer},
         "Outputs": {

@@ -98,3 +98,31 @@ def test_the_template_deploys_the_table_and_the_layer() -> None:
         assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
         (layer,) = boto3.client("lambda", region_name="us-east-1").list_layers()["Layers"]
         assert layer["LatestMatchingVersion"]["CompatibleRuntimes"] == ["python3.13"]
+
+
+def test_the_template_can_pin_the_zips_object_version() -> None:
+    """A versioned bucket: the layer comes from the upload named, not whatever is there now."""
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="layer-zips")
+        s3.put_bucket_versioning(Bucket="layer-zips", VersioningConfiguration={"Status": "Enabled"})
+        zipped = io.BytesIO()
+        with zipfile.ZipFile(zipped, "w") as archive:
+            archive.writestr("python/dynalease/__init__.py", "")
+        key = "dynalease-layer-python3.12.zip"
+        version = s3.put_object(Bucket="layer-zips", Key=key, Body=zipped.getvalue())["VersionId"]
+        cloudformation = boto3.client("cloudformation", region_name="us-east-1")
+        cloudformation.create_stack(
+            StackName="pinned",
+            TemplateBody=(ROOT / "deploy/cloudformation/dynalease.json").read_text(),
+            Parameters=[
+                {"ParameterKey": "LayerZipBucket", "ParameterValue": "layer-zips"},
+                {"ParameterKey": "LayerZipKey", "ParameterValue": key},
+                {"ParameterKey": "LayerZipObjectVersion", "ParameterValue": version},
+                {"ParameterKey": "PythonRuntime", "ParameterValue": "python3.12"},
+            ],
+        )
+        (stack,) = cloudformation.describe_stacks(StackName="pinned")["Stacks"]
+        assert stack["StackStatus"] == "CREATE_COMPLETE"
+    content = _checked_in()["Resources"]["LockLayer"]["Properties"]["Content"]
+    assert content["S3ObjectVersion"]["Fn::If"][0] == "PinnedZipVersion"
