@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pty
 import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -467,3 +469,83 @@ def test_after_a_partition_the_command_is_dead_before_the_next_holder_acquires(
     acquired = min(takeovers)  # when B's winning write reached its proxy, before it applied
     assert last_activity < acquired <= float(started.read_text()), err
     assert "renewals are failing" in err and "before another owner can take it" in err
+
+
+#: Makes argv[1] (a pseudo-terminal) the controlling terminal of a new session, as a
+#: login shell's, then runs the rest of argv with Python in the foreground there.
+ON_A_TERMINAL = """\
+import os, sys
+os.setsid()
+terminal = os.open(sys.argv[1], os.O_RDWR)
+for descriptor in (0, 1, 2):
+    os.dup2(terminal, descriptor)
+os.close(terminal)
+os.execv(sys.executable, [sys.executable, *sys.argv[2:]])
+"""
+
+
+class Terminal:
+    """A pseudo-terminal whose output is read (and kept) by a thread."""
+
+    def __init__(self) -> None:
+        self.master, self._slave = pty.openpty()
+        self.output = b""
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        with contextlib.suppress(OSError):
+            while chunk := os.read(self.master, 4096):
+                self.output += chunk
+
+    def run(self, endpoint: str, table: str, script: str) -> Any:
+        """``dynalease run ... -- sh -c SCRIPT`` in the foreground of this terminal."""
+        return subprocess.Popen(
+            [
+                *(sys.executable, "-c", ON_A_TERMINAL, os.ttyname(self._slave), *CLI[1:]),
+                *(*run_args(endpoint, table, "--lease", "3"), "--", "sh", "-c", script),
+            ],
+            env=cli_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def close(self) -> None:
+        os.close(self._slave)
+        os.close(self.master)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a Linux pseudo-terminal")
+def test_on_a_terminal_the_command_reads_it_and_ctrl_c_or_ctrl_z_ends_it(
+    endpoint: str, lock_table: str, client: DynamoDBClient, tmp_path: Path
+) -> None:
+    got, ready = tmp_path / "got", tmp_path / "ready"
+    terminal = Terminal()
+    runners: list[Any] = []
+    try:
+        reader = terminal.run(endpoint, lock_table, f'read x; echo "$x" > {got}')
+        runners.append(reader)
+        os.write(terminal.master, b"typed\n")
+        assert wait_for_file(got).strip() == "typed"  # not stopped by SIGTTIN
+        assert reader.wait(BOUND_S) == 0
+
+        interrupted = terminal.run(endpoint, lock_table, f"echo $$ > {ready}; read x")
+        runners.append(interrupted)
+        wait_for_file(ready)
+        os.write(terminal.master, b"\x03")  # Ctrl-C: SIGINT to the terminal's foreground
+        assert interrupted.wait(BOUND_S) == 128 + signal.SIGINT
+
+        ready.unlink()
+        suspended = terminal.run(endpoint, lock_table, f"echo $$ > {ready}; sleep 60")
+        runners.append(suspended)
+        wait_for_file(ready)
+        os.write(terminal.master, b"\x1a")  # Ctrl-Z: the command stops, run ends it
+        assert suspended.wait(BOUND_S) == 128 + signal.SIGTERM
+        assert b"stopped by SIGTSTP" in terminal.output
+        assert row(client, lock_table) is None
+    finally:
+        for runner in runners:
+            runner.kill()
+            runner.wait()
+        terminal.close()
