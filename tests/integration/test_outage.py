@@ -104,7 +104,7 @@ def test_a_key_held_by_another_owner_is_plain_lock_not_acquired(client: DynamoDB
             guard = SyncDistributedLock(
                 client, table=table, key="k", lease_duration=10, wait_timeout=wait
             )
-            with pytest.raises(LockNotAcquired, match="held by owner") as caught:
+            with pytest.raises(LockNotAcquired, match="held by another owner") as caught:
                 with guard:
                     raise AssertionError("must not be acquired")
             assert type(caught.value) is LockNotAcquired
