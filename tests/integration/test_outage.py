@@ -72,9 +72,8 @@ def test_a_refused_endpoint_is_lock_unavailable_within_the_budget(
     budget = wait if wait else 5.0  # the single attempt's network budget, min(0.6 x 10 s, 5 s)
     assert elapsed < budget + SLACK_S
     assert isinstance(caught.value, LockNotAcquired)
-    assert "not contention" in str(caught.value) and f"key_hash={key_hash('k')}" in str(
-        caught.value
-    )
+    message = str(caught.value)
+    assert "not contention" in message and f"key_hash={key_hash('k')}" in message
     assert guard.metrics.wait_timeouts == 1
     assert guard.metrics.request_failures >= 1
 
