@@ -13,7 +13,9 @@
 - When ``run`` is the foreground job of a terminal, the group gets the terminal
   (``tcsetpgrp``) while the command runs: a command that reads the terminal is
   not stopped by SIGTTIN, and Ctrl-C reaches it. A stop of the command (SIGTTIN,
-  SIGTSTP ...) is reported by :meth:`CommandGroup.poll`.
+  SIGTSTP ...) is reported by :meth:`CommandGroup.poll`: the leader's from
+  ``waitid``, and, on a terminal, any member's from ``/proc`` (a shell blocked in
+  ``vfork`` behind a stopped child never stops itself).
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ if not os.read(0, 1):
 """
 
 _PR_SET_CHILD_SUBREAPER = 36
+#: How often the group's members are looked at for a stop (on a terminal, Linux).
+_STOP_SCAN_S = 0.5
 
 
 class CommandGroup:
@@ -101,9 +105,12 @@ class CommandGroup:
         self._watch = watch_write
         #: The command's exit status (128+N for a signal N) once it has been reaped.
         self.status: int | None = None
-        #: The signal that stopped the command, once one did.
+        #: The signal that stopped the command (0: one of its processes, by a stop
+        #: signal), once one did.
         self.stopped_by: int | None = None
         self._terminal = _foreground_terminal()
+        self._scan_stops = sys.platform.startswith("linux") and _on_a_terminal()
+        self._scanned_at = time.monotonic()
         if self._terminal is not None:
             _hand_terminal(self._terminal, self.pgid)
         os.write(go_write, b"g")
@@ -116,6 +123,14 @@ class CommandGroup:
 
     def poll(self) -> None:
         """Reap what of the group has ended (our children), note the command's status or stop."""
+        self._reap()
+        now = time.monotonic()
+        if self._scan_stops and self.stopped_by is None and now - self._scanned_at >= _STOP_SCAN_S:
+            self._scanned_at = now
+            if _stopped_member(self.pgid):
+                self.stopped_by = 0
+
+    def _reap(self) -> None:
         while True:
             try:
                 found = os.waitid(os.P_PGID, self.pgid, os.WEXITED | os.WSTOPPED | os.WNOHANG)
@@ -171,6 +186,26 @@ def _become_subreaper() -> None:
 
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _on_a_terminal() -> bool:
+    return any(os.isatty(descriptor) for descriptor in (0, 1, 2))
+
+
+def _stopped_member(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` is stopped (Linux: its ``/proc`` state is T)."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                    fields = stat.read().rpartition(b")")[2].split()
+            except OSError:
+                continue  # ended meanwhile
+            if len(fields) > 2 and fields[0] == b"T" and int(fields[2]) == pgid:
+                return True
+    return False
 
 
 def _foreground_terminal() -> int | None:

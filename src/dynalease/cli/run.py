@@ -332,7 +332,7 @@ def _why_end(group: Any, guard: Any, left: float, kill_after: float) -> str | No
         state = "was lost" if guard.lost else f"ends in {left:.1f} s (renewals are failing)"
         return f"the lease on {guard.key!r} {state}; {then}, before another owner can take it"
     if group.stopped_by is not None:
-        name = signal.Signals(group.stopped_by).name
+        name = signal.Signals(group.stopped_by).name if group.stopped_by else "a stop signal"
         return (
             f"the command was stopped by {name}, and a stopped command would hold the lock "
             f"indefinitely (a command that reads the terminal must run in the foreground); {then}"
