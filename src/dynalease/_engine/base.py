@@ -188,10 +188,10 @@ class LeaseBase:
         )
 
     def _log_text(self, error: BaseException) -> str:
-        """``error``'s message for a log line: the key in it hashed, as the line names it.
+        """``error``'s message for a log line: the key as the line names it, controls escaped.
 
-        Lock errors name the key for the caller (``{key!r}``); a log line follows
-        :func:`logged_key` instead.
+        Lock errors already follow :func:`logged_key`; other errors (a transport's)
+        may name the key as its repr, and any may carry a server's text.
         """
         text = str(error)
         name = logged_key(self.key)

@@ -59,10 +59,11 @@ _EPILOG = """\
 exit status: the command's own; 128+N when a signal N ended it; 75 when the lock was not
 acquired within --wait (the command did not run); 76 when the lease was failing while it
 ran (it was sent SIGTERM, then SIGKILL, and was dead before the lease could pass to
-another owner); 2 for bad input; 1 when DynamoDB
-could not be used. The command sees DYNALEASE_TABLE, DYNALEASE_KEY and DYNALEASE_OWNER
-(and DYNALEASE_PERMIT_KEY, the permit's row, with --permits; DYNALEASE_FENCING_TOKEN, the
-lock's fencing token, with --fencing).
+another owner); 2 for bad input; 1 when DynamoDB could not be used. The command sees
+DYNALEASE_TABLE, DYNALEASE_KEY and DYNALEASE_OWNER (and DYNALEASE_PERMIT_KEY, the
+permit's row, with --permits; DYNALEASE_FENCING_TOKEN, the lock's fencing token, with
+--fencing; never stale ones from run's own environment). Its whole process group ends
+with run, even when run is SIGKILLed.
 
 Every option also reads the environment: DYNALEASE_TABLE, DYNALEASE_KEY, DYNALEASE_LEASE,
 DYNALEASE_WAIT, DYNALEASE_PERMITS, DYNALEASE_KILL_AFTER (an explicit flag wins).
