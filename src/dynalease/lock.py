@@ -18,6 +18,7 @@ from ._calls import CALL, guarded_calls
 from ._engine.lease import Lease
 from ._engine.protocol import check_durations
 from ._engine.states import NEW, State
+from ._redact import logged_key
 from .client import DynamoDBClient, check_table_name
 from .exceptions import DynamoDBError, FencingUnavailable, GuardReused, LockLost, ValidationError
 from .keys import KeyTemplate, validate_key
@@ -146,7 +147,9 @@ class _Guard:
             if lease.fencing
             else "it was created without fencing=True (docs/fencing.md)"
         )
-        raise FencingUnavailable(f"lock {self.key!r} in table {self.table!r} has no token: {why}")
+        raise FencingUnavailable(
+            f"lock {logged_key(self.key)} in table {self.table!r} has no token: {why}"
+        )
 
     @property
     def lost(self) -> bool:
@@ -220,7 +223,7 @@ class _Guard:
     def _prepare(self) -> None:
         if self._lease.state is not NEW:
             raise GuardReused(
-                f"this guard for {self.key!r} was already used; guards are single use "
+                f"this guard for {logged_key(self.key)} was already used; guards are single use "
                 "and locks are not reentrant: create a new guard"
             )
 
@@ -232,7 +235,7 @@ class _Guard:
             else ""
         )
         explained = copy.copy(error)  # same class, code, operation and flags
-        explained.args = (f"lock {self.key!r} in table {self.table!r}: {error}{hint}",)
+        explained.args = (f"lock {logged_key(self.key)} in table {self.table!r}: {error}{hint}",)
         return explained
 
     def _limit_single_attempt(self, seconds: float) -> None:

@@ -22,6 +22,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .._redact import logged_key
 from ..exceptions import (
     DynamoDBError,
     GuardReused,
@@ -53,7 +54,7 @@ class Acquiring(Renewing):
         """Leave NEW; (start, deadline, single attempt) of this acquisition."""
         if self.state is not NEW:
             raise GuardReused(
-                f"this guard for {self.key!r} was already used ({self.state.value}); "
+                f"this guard for {logged_key(self.key)} was already used ({self.state.value}); "
                 "guards are single use, create a new one"
             )
         self._move(START)
@@ -189,7 +190,7 @@ class Acquiring(Renewing):
             if single:
                 self.tally.wait_timeouts += 1  # a failed single attempt, as pydynox counts it
                 raise self._not_acquired(
-                    f"it is held by owner {row.owner} and wait_timeout=0 allows one attempt"
+                    "it is held by another owner and wait_timeout=0 allows one attempt"
                 )
             create = False
             # Registered before the holder is looked at: a release in a sync caller's
@@ -217,7 +218,7 @@ class Acquiring(Renewing):
             if not woke:
                 self.tally.wait_timeouts += 1
                 raise self._not_acquired(
-                    f"it is held by owner {row.owner} and the wait_timeout of "
+                    "it is held by another owner and the wait_timeout of "
                     f"{self.wait_s:g} s ran out. Retry later or raise wait_timeout"
                 )
             if waiter.done():
