@@ -7,9 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support.cli_runner import Result, spawn_cli
+from support.cli_runner import Result, spawn_cli, spawn_cli_without_moto
 
 from dynalease import DynamoDBClient
+from dynalease.cli.common import NEEDS_MOTO
 from dynalease.demo.plan import DemoOptions
 from dynalease.demo.runner import Demo
 
@@ -135,3 +136,12 @@ def test_the_paused_holder_demo_shows_the_late_write_landing_and_then_refused() 
         out,
     ), out
     assert "UNEXPECTED" not in out and "result: OK" in out
+
+
+def test_the_demo_without_moto_says_what_to_install_in_one_line() -> None:
+    result = spawn_cli_without_moto("demo", "--quick")
+    assert result.code == 1
+    assert result.err.strip().splitlines() == [
+        f"dynalease demo: error: {NEEDS_MOTO}, or pass --endpoint URL of a DynamoDB-compatible "
+        "server"
+    ]
