@@ -74,6 +74,8 @@ STAT_NAMES = (
     "fenced_writes",
     "fence_refused",
 )
+#: How often a run prints a progress line (``--progress-every``).
+PROGRESS_EVERY_S = 30.0
 #: The order figures are printed in.
 FIGURES = (
     "runs",
@@ -210,8 +212,16 @@ class Worker:
 class Supervisor:
     """Starts workers, reads their reports, kills and pauses holders, collects figures."""
 
-    def __init__(self, plan: Plan, processes: int, chaos_every: float, seed: int) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        processes: int,
+        chaos_every: float,
+        seed: int,
+        progress_every: float = PROGRESS_EVERY_S,
+    ) -> None:
         self.plan = plan
+        self.progress_every = progress_every
         self.deadline: float | None = None  # set once the first workers are ready
         self.chaos_every = chaos_every
         self.rng = random.Random(seed)
@@ -220,6 +230,11 @@ class Supervisor:
         self.workers: list[Worker] = []
         self.finished: list[Worker] = []  # killed ones, kept for their last stats
         self.figures = {"runs": 0, "kills": 0, "pauses": 0}
+        # For the progress lines: acquisitions announced, and the worker that last
+        # announced each key (a new holder while it still holds is a takeover).
+        self.announced = 0
+        self.takeovers_seen = 0
+        self.last_holder: dict[str, Worker] = {}
         for _ in range(processes):
             self.spawn()
 
@@ -248,9 +263,30 @@ class Supervisor:
                 if self.deadline is not None:
                     channel.send(self.deadline)
             elif message[0] == "held":
+                self._announced(owner, message[1])
                 owner.holding = (message[1], message[2])
             else:
                 owner.stats, owner.holding = message[1], None
+
+    def _announced(self, worker: Worker, key: str) -> None:
+        previous = self.last_holder.get(key)
+        # A new holder while the last one still holds the key: it was killed or paused.
+        if previous not in (None, worker) and previous.holding and previous.holding[0] == key:
+            self.takeovers_seen += 1
+        self.last_holder[key] = worker
+        self.announced += 1
+
+    def progress(self, elapsed: float, seconds: float) -> str:
+        """One line of how the run is going, from the workers' messages."""
+        return (
+            f"soak: {elapsed:.0f}/{seconds:g} s, {self.announced} acquisitions, "
+            f"{self.takeovers_seen} takeovers, {self.figures['kills']} kills, "
+            f"{self.figures['pauses']} pauses, violations so far: {self.violations_so_far()}"
+        )
+
+    def violations_so_far(self) -> int:
+        """Violations in the history written so far (a consistent scan of it)."""
+        return len(check_history(self.client, self.plan.history).violations)
 
     def chaos(self) -> None:
         """SIGKILL or SIGSTOP one worker that holds a lock right now."""
@@ -298,13 +334,23 @@ class Supervisor:
     def run(self) -> dict[str, int]:
         assert self.deadline is not None, "call start() first"
         next_chaos = time.monotonic() + self.chaos_every / 2
+        started = time.monotonic()
+        seconds = self.deadline - started
+        next_progress = started + self.progress_every
         while time.monotonic() < self.deadline:
             self.read(0.1)
             self.resume_due()
+            if time.monotonic() >= next_progress:
+                print(self.progress(time.monotonic() - started, seconds), flush=True)
+                next_progress += self.progress_every
             if time.monotonic() >= next_chaos:
                 self.chaos()
                 next_chaos = time.monotonic() + self.chaos_every * self.rng.uniform(0.5, 1.5)
         self.resume_due(everyone=True)
+        print(
+            "soak: time is up; the workers finish their guards, then the history is checked",
+            flush=True,
+        )
         # Workers finish their current guard (at most a wait and a few commits).
         finish_by = time.monotonic() + 4 * self.plan.lease + 30
         while any(w.process.is_alive() for w in self.workers) and time.monotonic() < finish_by:
@@ -388,6 +434,7 @@ def soak(
     region: str,
     seed: int,
     fencing: bool = False,
+    progress_every: float = PROGRESS_EVERY_S,
 ) -> tuple[dict[str, Any], list[str]]:
     """Run one soak; returns the figures and the violations found."""
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
@@ -403,7 +450,7 @@ def soak(
         create_history_table(client, plan.history)
         if ledger:
             client.sync_create_table(ledger, partition_key=("key", "S"), wait=True)
-        supervisor = Supervisor(plan, processes, chaos_every, seed)
+        supervisor = Supervisor(plan, processes, chaos_every, seed, progress_every)
         started = supervisor.start(seconds)
         figures: dict[str, Any] = dict(supervisor.run())
         report = check_history(client, plan.history)
@@ -440,12 +487,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
     parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
     parser.add_argument(
+        "--progress-every",
+        type=float,
+        default=PROGRESS_EVERY_S,
+        metavar="S",
+        help=f"seconds between progress lines (default {PROGRESS_EVERY_S:g})",
+    )
+    parser.add_argument(
         "--fencing", action="store_true", help="fenced locks; check tokens and a fenced ledger"
     )
     args = parser.parse_args(argv)
     seconds = args.seconds if args.seconds is not None else args.minutes * 60
     if args.processes < 2 or args.keys < 1 or seconds <= 0 or args.lease < 0.5:
         parser.error("need --processes >= 2, --keys >= 1, a positive run time and --lease >= 0.5")
+    if args.progress_every <= 0:
+        parser.error(
+            f"--progress-every must be a positive number of seconds, got {args.progress_every:g}"
+        )
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     print(
         f"soak: {args.processes} processes x {seconds:g} s on {args.keys} keys, "
@@ -463,6 +521,7 @@ def main(argv: list[str] | None = None) -> int:
         region=args.region,
         seed=seed,
         fencing=args.fencing,
+        progress_every=args.progress_every,
     )
     for name in FIGURES:
         print(f"  {name:<16}{figures[name]}")
