@@ -85,7 +85,7 @@ def test_a_short_demo_kills_a_holder_sees_it_taken_over_and_finds_no_violation(
     counters = re.search(r"counters: (\d+) increments counted, (\d+) commits reported", out)
     assert counters is not None and counters.group(1) == counters.group(2) != "0"
     header = next(line for line in out.splitlines() if line.startswith("worker "))
-    for column in ("completions", "wait p50", "wait p95", "writes/lock", "reads/lock"):
+    for column in ("done", "wait p50", "wait p95", "writes", "reads", "renewals"):
         assert column in header
     assert any(line.startswith("w1 (killed)") for line in out.splitlines())
 

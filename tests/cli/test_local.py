@@ -8,6 +8,8 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
+from pathlib import Path
 
 import pytest
 from support.cli_runner import CLI, cli_env, spawn_cli_without_moto
@@ -136,3 +138,9 @@ def test_local_rejects_a_bad_port(port: str, said: str) -> None:
     )
     assert result.returncode == 2
     assert "--port" in result.stderr and said in result.stderr
+
+
+def test_the_install_line_pins_the_moto_of_the_local_extra() -> None:
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    (pinned,) = project["project"]["optional-dependencies"]["local"]
+    assert f"pip install '{pinned}'" in NEEDS_MOTO

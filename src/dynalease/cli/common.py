@@ -23,8 +23,8 @@ EXIT_INTERRUPTED = 130
 
 #: What ``dynalease local`` and ``dynalease demo`` say when moto's server is not installed.
 NEEDS_MOTO = (
-    "needs moto's server: pip install '.[local]' in a clone of the repository "
-    "(or the dev extra; pip install 'dynalease[local]' once it is published)"
+    "needs moto's server: pip install '.[local]' in a clone of the repository, or "
+    "pip install 'moto[server]==5.2.5' where dynalease was installed from a wheel"
 )
 
 
