@@ -64,8 +64,12 @@ demo: $(STAMP)
 cdk-range: $(STAMP)
 	bash infra/check_cdk_range.sh
 
+# One zip per Python version, with that version's bytecode: `make layer` builds for the
+# venv's Python, `make layer LAYER_PYTHON=3.13` for one version, `LAYER_PYTHON=all` for
+# every version an interpreter is found for (PATH, pyenv, DYNALEASE_PYTHON_3_N).
+LAYER_PYTHON ?=
 layer: $(STAMP)
-	$(BIN)/python layer/build.py
+	$(BIN)/python layer/build.py $(if $(LAYER_PYTHON),--python $(LAYER_PYTHON))
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

@@ -44,7 +44,7 @@ ALLOWED: dict[str, set[str]] = {
     "_tooling": BASE | {"_engine", "client"},
     "demo": BASE
     | {"_engine", "_values", "_lambda", "_tooling", "client", "lock", "transaction", "keys"}
-    | {"metrics", "fencing"},
+    | {"metrics", "fencing", "testing"},
     "cli": BASE
     | {
         "__init__",

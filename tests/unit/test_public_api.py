@@ -1,4 +1,4 @@
-"""Acceptance: the public API is exactly what issue 2 and DESIGN.md name.
+"""Acceptance: the public API is exactly what docs/api.md names.
 
 Names, parameters, defaults and exception types are a contract with users and
 with the reference lock's documentation; this file fails if any of them drifts.
