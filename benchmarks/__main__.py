@@ -2,7 +2,7 @@
 
 Every workload runs both libraries alternately (the first one swaps each
 round) against the same server in the same run, then prints the median of
-each figure, the ratio dynalease / pydynox, and the issue's goal where one
+each figure, the ratio dynalease / pydynox, and the project's goal where one
 applies. Examples::
 
     python -m benchmarks                      # every workload, full size
@@ -218,7 +218,14 @@ def main(argv: list[str] | None = None) -> int:
                 # Runs of a third of a second, set by the server (see its floor):
                 # more of them for a steadier median.
                 rounds = 11
+            # On stderr, so the report on stdout stays one clean document.
+            print(
+                f"bench: {name} ({rounds} round{'s' if rounds > 1 else ''} of each library) ...",
+                file=sys.stderr,
+                flush=True,
+            )
             rows += report(name, run_workload(name, ctx, rounds))
+            sys.stdout.flush()
     print("\n## every ratio (dynalease / pydynox)")
     for name, figure, mine, theirs in rows:
         ratio = f"{mine / theirs:.2f}" if theirs else "-"

@@ -72,6 +72,9 @@ class DynamoDBClient:
     keep-alive HTTP on the dynalease runtime, signed with the same credentials)
     or ``"boto"`` (botocore); without it, ``DYNALEASE_TRANSPORT`` decides.
 
+    ``region`` may be passed by position, as pydynox allows
+    (``DynamoDBClient("eu-west-1")``); every other option is keyword-only.
+
     Example::
 
         client = DynamoDBClient(region="eu-west-1")
@@ -81,8 +84,8 @@ class DynamoDBClient:
 
     def __init__(
         self,
-        *,
         region: str | None = None,
+        *,
         endpoint_url: str | None = None,
         access_key: str | None = None,
         secret_key: str | None = None,

@@ -9,11 +9,15 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
-from support.cli_runner import CLI, cli_env
+from support.cli_runner import CLI, cli_env, spawn_cli_without_moto
+
+from dynalease.cli.common import NEEDS_MOTO
 
 _EXPORT = re.compile(r"^export (\w+)=(\S+)$")
 _CLIENT_SCRIPT = """
@@ -124,25 +128,10 @@ def test_local_reports_a_taken_port_as_a_flag_to_change() -> None:
 
 
 def test_local_without_moto_names_the_extra() -> None:
-    script = (
-        "import sys\n"
-        "class Block:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'moto' or name.startswith('moto.'):\n"
-        "            raise ModuleNotFoundError(name)\n"
-        "sys.meta_path.insert(0, Block())\n"
-        "from dynalease.cli import main\n"
-        "sys.exit(main(['local', '--port', '0']))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script], env=cli_env(), capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 1
-    assert result.stderr.strip().splitlines() == [
-        "dynalease local: error: needs moto's server: pip install 'dynalease[local]' "
-        "(or the dev extra)"
-    ]
-    assert result.stdout == ""
+    result = spawn_cli_without_moto("local", "--port", "0")
+    assert result.code == 1
+    assert result.err.strip().splitlines() == [f"dynalease local: error: {NEEDS_MOTO}"]
+    assert result.out == ""
 
 
 @pytest.mark.parametrize(("port", "said"), [("70000", "from 0 to 65535"), ("x", "a port number")])
@@ -152,6 +141,12 @@ def test_local_rejects_a_bad_port(port: str, said: str) -> None:
     )
     assert result.returncode == 2
     assert "--port" in result.stderr and said in result.stderr
+
+
+def test_the_install_line_pins_the_moto_of_the_local_extra() -> None:
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    (pinned,) = project["project"]["optional-dependencies"]["local"]
+    assert f"pip install '{pinned}'" in NEEDS_MOTO
 
 
 def _request(

@@ -13,6 +13,13 @@ row or none), so the lock was busy or the answers came too slowly, and that is
 :class:`LockNotAcquired`; or every request failed (connection errors, timeouts,
 5xx, throttling), which is an outage, :class:`LockUnavailable`. Only a bool is
 kept for it, set on the paths where a definite answer arrives.
+
+One outage ends early: when every request so far could not even connect (the
+endpoint refused the connection or its host name did not resolve) for
+``UNREACHABLE_S`` and ``UNREACHABLE_REQUESTS`` requests, the endpoint or Region
+is most likely wrong, and waiting out the whole budget only hides that. Any
+other failure (a timeout, a reset, 5xx, throttling) or any answer keeps the
+wait to its end, as a transient outage needs.
 """
 
 from __future__ import annotations
@@ -40,6 +47,11 @@ from .states import NEW, START, WON, Event
 from .store import Limit, Reply
 
 FIRST_POLL_S = 0.025
+#: A request that never connected: refused, or no such host (a timeout is not one).
+UNREACHABLE_CODES = frozenset({"EndpointConnectionError"})
+#: How long, and for how many requests, nothing may connect before the acquisition stops.
+UNREACHABLE_S = 1.0
+UNREACHABLE_REQUESTS = 3
 
 
 class Acquiring(Renewing):
@@ -132,6 +144,7 @@ class Acquiring(Renewing):
         pace: float | None = None  # the last contention pause (p.contention_poll)
         began = self.clock.monotonic()
         last_error: BaseException | None = None
+        refused = 0  # requests that could not connect, while nothing else happened
         while True:
             try:
                 if create:
@@ -148,13 +161,20 @@ class Acquiring(Renewing):
                 # Not confirmed as ours: back off before retrying, so a server that
                 # keeps answering 5xx (or resetting) is not hammered in a tight loop.
                 last_error = unknown.cause or last_error
-                create = False
+                create, refused = False, -1
                 if not await self._pause(backoff, deadline):
                     raise self._budget_spent(single, last_error) from last_error
                 backoff = self._next_poll(backoff)
                 continue
             except (ThrottledError, RequestFailedError) as error:
                 last_error = error
+                refused = refused + 1 if refused >= 0 and error.code in UNREACHABLE_CODES else -1
+                if (
+                    refused >= UNREACHABLE_REQUESTS
+                    and not self._answered
+                    and self.clock.monotonic() - began >= UNREACHABLE_S
+                ):
+                    raise self._unreachable(refused, error) from error
                 if single or not await self._pause(poll, deadline):
                     raise self._budget_spent(single, error) from error
                 poll = self._next_poll(poll)
@@ -246,6 +266,20 @@ class Acquiring(Renewing):
         )
         error.__cause__ = cause
         return error
+
+    def _unreachable(self, refused: int, cause: DynamoDBError) -> LockUnavailable:
+        self.tally.wait_timeouts += 1
+        return LockUnavailable(
+            f"lock {self.key!r} in table {self.table!r} was not acquired: none of its "
+            f"{refused} requests could connect (last failure: {cause}); the endpoint refused "
+            "the connection or its host name did not resolve. This is not contention: the "
+            f"acquisition stopped at once instead of waiting out its wait_timeout of "
+            f"{self.wait_s:g} s. Check the endpoint URL and Region (`dynalease doctor "
+            f"--table {self.table}` checks them) and that the server is running",
+            table=self.table,
+            key=self.key,
+            owner=self.owner,
+        )
 
     def _next_poll(self, poll: float) -> float:
         return min(poll * 1.6, p.poll_cap(self.lease_s))

@@ -17,7 +17,7 @@ import signal
 import sys
 from typing import Any
 
-from .common import EXIT_OK, EXIT_USAGE, CommandError, whole_number
+from .common import EXIT_OK, EXIT_USAGE, NEEDS_MOTO, CommandError, whole_number
 
 DEFAULT_PORT = 8000
 DEFAULT_HOST = "127.0.0.1"
@@ -34,7 +34,7 @@ def add_parser(commands: Any) -> None:
         description="Serve moto's DynamoDB on loopback in the foreground until Ctrl-C, and "
         "print the endpoint and the environment to export (dummy credentials, a Region). "
         "Tables are kept in memory only. Needs the `local` extra: "
-        "pip install 'dynalease[local]'.",
+        "pip install '.[local]' in a clone of the repository.",
     )
     local.add_argument(
         "--port",
@@ -92,9 +92,7 @@ def run(args: argparse.Namespace) -> int:
 
         server = make_server(args.host, args.port)
     except ImportError:
-        raise CommandError(
-            "needs moto's server: pip install 'dynalease[local]' (or the dev extra)"
-        ) from None
+        raise CommandError(NEEDS_MOTO) from None
     except OSError as error:
         raise CommandError(
             f"cannot listen on {args.host}:{args.port} ({error.strerror or error}): "

@@ -184,9 +184,9 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _parse(options: list[str]) -> tuple[argparse.Namespace | None, int]:
-    from .common import exit_status
+    from .common import Parser, exit_status
 
-    parser = argparse.ArgumentParser(prog="dynalease")
+    parser = Parser(prog="dynalease")
     add_parser(parser.add_subparsers(dest="command"))
     errors = io.StringIO()
     try:
