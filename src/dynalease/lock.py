@@ -245,7 +245,9 @@ class _Guard:
         if isinstance(error, TableNotFoundError):
             explained.args = (f"lock {logged_key(self.key)}: {self._missing_table()}",)
         else:
-            explained.args = (f"lock {logged_key(self.key)} in table {self.table!r}: {error}{hint}",)
+            explained.args = (
+                f"lock {logged_key(self.key)} in table {self.table!r}: {error}{hint}",
+            )
         return explained
 
     def _missing_table(self) -> str:
