@@ -7,6 +7,7 @@ from __future__ import annotations
 
 __all__ = [
     "ENV_EXTENSIONS_DIR",
+    "ENV_INITIALIZATION_TYPE",
     "ENV_JOURNAL_DIR",
     "ENV_LOG_KEYS",
     "ENV_RUNTIME_API",
@@ -30,6 +31,10 @@ argument wins). Any other value counts as ``hash``. Exceptions always name the k
 
 ENV_RUNTIME_API = "AWS_LAMBDA_RUNTIME_API"
 """Set by Lambda in every sandbox: where the Runtime and Extensions APIs listen."""
+
+ENV_INITIALIZATION_TYPE = "AWS_LAMBDA_INITIALIZATION_TYPE"
+"""Set by Lambda: how the environment started (``on-demand``, ``snap-start``,
+``lambda-managed-instances``...); the recovery extension reads it."""
 
 ENV_EXTENSIONS_DIR = "DYNALEASE_EXTENSIONS_DIR"
 """Where external extensions are installed (default ``/opt/extensions``; for tests)."""

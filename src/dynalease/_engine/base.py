@@ -75,6 +75,12 @@ class LeaseBase:
     #: The row a failed condition returned with (the last one), if DynamoDB sent it.
     _conflict_item: dict[str, Any] | None = None
     _renewer: asyncio.Task[None] | None = None
+    #: The monotonic time (on ``clock``) past which the lease is not held: the
+    #: deadline of the context its acquisition started in (``deadline.py``).
+    deadline: float | None = None
+    #: Set when that deadline ended the hold and deleted the row: the caller's own
+    #: release then only reports the loss.
+    released_at_deadline = False
 
     def __init__(
         self,
@@ -179,7 +185,10 @@ class LeaseBase:
         if self.state is not HELD or validity is None:
             return 0.0
         clock = self.clock
-        return validity.remaining_at(clock.monotonic(), clock.wall(), self._span)
+        now = clock.monotonic()
+        left = validity.remaining_at(now, clock.wall(), self._span)
+        deadline = self.deadline
+        return left if deadline is None else min(left, max(0.0, deadline - now))
 
     def raise_if_lost(self) -> None:
         """Raise LockLost unless the guard holds a valid lease right now."""
@@ -239,6 +248,10 @@ class LeaseBase:
 
     async def _cleanup_late(self) -> None:
         """Delete a row this guard wrote after it stopped wanting it (see ``release``)."""
+        raise NotImplementedError
+
+    def end_at_deadline(self) -> None:
+        """The deadline passed while held: lose ownership, delete the row (``release``)."""
         raise NotImplementedError
 
 
