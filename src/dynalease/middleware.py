@@ -11,7 +11,11 @@ invocation's remaining time::
 
 When ``usable`` is 0 or less the lock is not tried at all: ``LockNotAcquired``
 is raised at once, without a request, so an invocation never starts an
-acquisition it cannot finish and release before its timeout.
+acquisition it cannot finish and release before its timeout. No lock outlives
+its invocation: every guard opened while a wrapped handler runs (the
+middleware's and any deeper in the code; ``bound_locks`` bounds them without
+locking) stops renewing at the deadline, is marked lost and has its row deleted,
+even where nothing stops the handler (Lambda Managed Instances).
 
 Example::
 

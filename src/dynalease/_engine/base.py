@@ -29,6 +29,12 @@ from .states import HELD, NEW, NEXT_STATE, Event, IllegalTransition, State
 from .store import LockStore, Reply
 
 log = logging.getLogger("dynalease")
+#: Why a lease was lost at its caller's deadline (``deadline.py``): what ``raise_if_lost``
+#: and the log line say.
+DEADLINE_PASSED = (
+    "the invocation it was acquired in reached its deadline (no lock outlives its "
+    "invocation): renewal stopped and its row is deleted"
+)
 #: Guards the lazily made ``lost_signal`` of every lease (taken rarely: when asked, when lost).
 _SIGNALS = threading.Lock()
 
@@ -209,7 +215,11 @@ class LeaseBase:
         if self.loss is not None:
             reason = self.loss
         elif self.state is State.HELD:
-            reason = "its lease expired locally before a renewal was confirmed"
+            deadline = self.deadline
+            if deadline is not None and self.clock.monotonic() >= deadline:
+                reason = DEADLINE_PASSED  # the renewal schedule deletes the row right now
+            else:
+                reason = "its lease expired locally before a renewal was confirmed"
         else:
             reason = f"the guard is {self.state.value}, not held"
         return LockLost(

@@ -16,7 +16,7 @@ import contextvars
 import logging
 from collections.abc import Callable
 
-from .base import LeaseBase, logged_key
+from .base import DEADLINE_PASSED, LeaseBase, logged_key
 from .clock import Clock
 
 __all__ = ["DEADLINE_PASSED", "TIME_LEFT", "deadline_on", "suspension_warning"]
@@ -27,12 +27,6 @@ log = logging.getLogger("dynalease")
 #: acquisition starts. Unset: guards are not bounded.
 TIME_LEFT: contextvars.ContextVar[Callable[[], float]] = contextvars.ContextVar(
     "dynalease_time_left"
-)
-
-#: Why a lease was lost at its deadline (``raise_if_lost`` and the log line say it).
-DEADLINE_PASSED = (
-    "the invocation it was acquired in reached its deadline (no lock outlives its "
-    "invocation); the row was deleted"
 )
 
 

@@ -83,18 +83,26 @@ class WorkerWatch:
             self._thread.join()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.look()
+        pause = self.interval
+        while not self._stop.wait(pause):
+            # A row that could not be released (DynamoDB unreachable) is tried again,
+            # but not four times a second.
+            pause = self.interval if self.look() else RELEASE_BUDGET_S
 
-    def look(self) -> None:
-        """One look: release the rows of every entry whose writer is gone. Never raises."""
+    def look(self) -> bool:
+        """One look: release the rows of every entry whose writer is gone. Never raises.
+
+        False when a release failed (or the look itself did), True otherwise.
+        """
         self.rounds += 1
         try:
             if not _has_entries(self.directory):
-                return  # the common case: a listing, nothing else
-            self._recover(self.directory, time.time() + RELEASE_BUDGET_S)
+                return True  # the common case: a listing, nothing else
+            outcome = self._recover(self.directory, time.time() + RELEASE_BUDGET_S)
         except Exception:
             log.exception("dynalease-recovery: the worker watch failed this round; it goes on")
+            return False
+        return not getattr(outcome, "failed", None)
 
 
 def _has_entries(directory: str) -> bool:

@@ -395,13 +395,13 @@ class ControlPlane:
 
     def _register(self, sandbox: _Sandbox, headers: Any, body: bytes) -> Answer:
         name = headers.get("Lambda-Extension-Name", "")
+        events = list(read_json(body).get("events", []))
+        if self.max_concurrency is not None and "INVOKE" in events:
+            return invoke_refused(name)
         match = [e for e in sandbox.by_pid.values() if e.path.name == name and e.identifier is None]
         if not match:
             return unknown_extension(name)
         extension = match[0]
-        events = list(read_json(body).get("events", []))
-        if self.max_concurrency is not None and "INVOKE" in events:
-            return invoke_refused(name)
         extension.identifier = str(uuid.uuid4())
         extension.events = events
         sandbox.extensions[extension.identifier] = extension

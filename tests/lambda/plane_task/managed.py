@@ -41,8 +41,11 @@ def _wait_for(path: str, limit_s: float = 60.0) -> None:
 @lock_handler(key="{key}", lease_duration=1.0, wait_timeout=5)
 def overrun(event: dict[str, Any], context: Any) -> str:
     """Hold past the timeout, checking ``raise_if_lost`` as careful work does; then wait
-    for ``event["go"]`` (the test's other invocation has the key) before returning."""
+    for ``event["go"]`` (the test's other invocation has the key) before returning.
+    Without ``event["lost"]``: return at once (that other invocation)."""
     _mark(event, context)
+    if "lost" not in event:
+        return "held"
     guard = current_lock()
     give_up = time.monotonic() + 60
     while time.monotonic() < give_up:
