@@ -32,6 +32,16 @@ def _row(client: DynamoDBClient, table: str, key: str) -> Any:
     return client.sync_get_item(table, {"key": key}, consistent_read=True)
 
 
+def _gone(client: DynamoDBClient, table: str, key: str, within: float = 1.5) -> bool:
+    """Whether the row is gone, or goes within ``within`` seconds (its delete is under way)."""
+    give_up = time.monotonic() + within
+    while _row(client, table, key) is not None:
+        if time.monotonic() > give_up:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def _until_lost(guard: SyncDistributedLock, limit_s: float = 10.0) -> float:
     """Work until ``raise_if_lost`` raises, as a careful handler does; when it did."""
     give_up = time.monotonic() + limit_s
@@ -68,7 +78,7 @@ def test_an_overrunning_handler_loses_its_lock_and_its_row_is_deleted_at_the_dea
         seen["deadline"] = time.monotonic() + context.get_remaining_time_in_millis() / 1000
         seen["lost_at"] = _until_lost(guard)
         # The handler is still running: its row is gone and another owner takes the key.
-        seen["row"] = _row(other_client, lock_table, key)
+        seen["gone"] = _gone(other_client, lock_table, key)
         with SyncDistributedLock(other_client, table=lock_table, key=key, wait_timeout=0):
             seen["other_acquired_at"] = time.monotonic()
         return "overran"
@@ -77,7 +87,7 @@ def test_an_overrunning_handler_loses_its_lock_and_its_row_is_deleted_at_the_dea
         handler({}, CountdownContext(4.0))
     # The handler's own exit reports the loss; its row had been deleted long before.
     assert "reached its deadline" in str(lost.value)
-    assert seen["row"] is None
+    assert seen["gone"]
     assert 0 <= seen["lost_at"] - seen["deadline"] < 1.0
     assert seen["other_acquired_at"] - seen["deadline"] < 1.5
     assert any("reached its deadline" in record.getMessage() for record in caplog.records)
@@ -97,7 +107,7 @@ def test_bound_locks_bounds_guards_taken_deeper_in_the_handler(
         guard = current_guard()
         assert isinstance(guard, SyncDistributedLock)
         seen["lost_at"] = _until_lost(guard)
-        seen["row"] = _row(other_client, lock_table, name)
+        seen["gone"] = _gone(other_client, lock_table, name)
 
     @bound_locks
     def handler(event: Any, context: Any) -> None:
@@ -105,7 +115,7 @@ def test_bound_locks_bounds_guards_taken_deeper_in_the_handler(
 
     with pytest.raises(LockLost):
         handler({"name": key}, CountdownContext(1.5))
-    assert seen["row"] is None
+    assert seen["gone"]
 
 
 def test_a_guard_outside_any_handler_is_not_bounded(lock_table: str, aws_env: str) -> None:
@@ -148,7 +158,7 @@ def test_a_guard_acquired_after_the_deadline_is_lost_at_once(
 
     with pytest.raises(LockLost):
         handler({}, _NegativeContext())
-    assert _row(other_client, lock_table, key) is None
+    assert _gone(other_client, lock_table, key)
 
 
 # --- tenant isolation: {tenant_id} from the invocation ----------------------------------
@@ -182,3 +192,28 @@ def test_fields_can_still_map_tenant_id_to_the_event(lock_table: str) -> None:
         return current_lock().key
 
     assert handler({"detail": {"tenant": "t-9"}}, CountdownContext(30.0, tenant_id="x")) == "t-9"
+
+
+def test_an_async_guard_in_a_bounded_handler_ends_at_the_deadline_too(
+    lock_table: str, other_client: DynamoDBClient, aws_env: str
+) -> None:
+    import asyncio
+
+    from dynalease.lock import DistributedLock
+
+    client = DynamoDBClient()
+    key = _key()
+    seen: dict[str, Any] = {}
+
+    async def work() -> None:
+        async with DistributedLock(client, table=lock_table, key=key, lease_duration=LEASE_S) as g:
+            await g.until_lost()  # woken by the loss at the deadline
+            seen["gone"] = _gone(other_client, lock_table, key)
+
+    @bound_locks
+    def handler(event: Any, context: Any) -> None:
+        asyncio.run(work())
+
+    with pytest.raises(LockLost):
+        handler({}, CountdownContext(1.0))
+    assert seen["gone"]
