@@ -11,9 +11,10 @@ nothing after a restore. So, through the runtime hooks of ``snapshot_restore_py`
 - before the snapshot: refuse (:class:`LockHeldAtSnapshot`, naming the key) if any
   guard holds or is acquiring a lock; then close every client's pooled connections;
 - after a restore: reseed ``random``, drop every client's pooled connections and
-  its observations. Nothing here sends a request, so the hook ends well within the
-  10 s Lambda gives after-restore hooks, and the first lock request opens a new
-  connection.
+  its observations, and name the process afresh in its journal entries (the
+  recovery extension tells a live writer by its start time). Nothing here sends a
+  request, so the hook ends well within the 10 s Lambda gives after-restore hooks,
+  and the first lock request opens a new connection.
 
 :func:`register` is called when ``dynalease.middleware`` is imported; where
 ``snapshot_restore_py`` is not installed it does nothing.
@@ -86,6 +87,8 @@ def after_restore() -> None:
     for client in _clients():
         _drop_connections(client)
         client._observations.forget_all()
+        if client._journal is not None:  # the recovery extension checks writers by start time
+            client._journal.reidentify()
 
 
 def register() -> bool:
