@@ -23,18 +23,19 @@ nothing after a restore. So, through the runtime hooks of ``snapshot_restore_py`
 from __future__ import annotations
 
 import gc
-import logging
 import random
 from collections.abc import Iterator
+from typing import TypeVar
 
 from .._engine.base import LeaseBase
+from .._engine.clock import SystemClock
 from .._engine.states import State
 from ..client import DynamoDBClient
 from ..exceptions import DynaleaseError
 
 __all__ = ["LockHeldAtSnapshot", "after_restore", "before_snapshot", "register"]
 
-log = logging.getLogger("dynalease")
+T = TypeVar("T")
 
 #: The name of the client method that closes (and forgets) its pooled connections;
 #: provided by the transport. A client without it has nothing pooled to close.
@@ -47,14 +48,14 @@ class LockHeldAtSnapshot(DynaleaseError, RuntimeError):
     """A lock was held (or being acquired) when SnapStart was about to take its snapshot."""
 
 
-def _live(kind: type[object]) -> Iterator[object]:
+def _live(kind: type[T]) -> Iterator[T]:
     # Once per snapshot and per restore: a scan of the heap costs nothing per lock cycle,
     # where keeping a registry of guards and clients would.
     return (value for value in gc.get_objects() if isinstance(value, kind))
 
 
 def _clients() -> list[DynamoDBClient]:
-    return [client for client in _live(DynamoDBClient) if isinstance(client, DynamoDBClient)]
+    return list(_live(DynamoDBClient))
 
 
 def _drop_connections(client: DynamoDBClient) -> None:
@@ -63,19 +64,23 @@ def _drop_connections(client: DynamoDBClient) -> None:
         drop()
 
 
+def _holding(lease: LeaseBase) -> bool:
+    """A guard that holds a valid lease, or is acquiring one, on the real clock."""
+    if not isinstance(lease.clock, SystemClock):
+        return False  # a test's own clock: no lock any copy could hold
+    return lease.state is State.ACQUIRING or (lease.state is State.HELD and lease.time_left() > 0)
+
+
 def before_snapshot() -> None:
     """Refuse a snapshot while a lock is held; close every client's pooled connections."""
-    held = [
-        lease
-        for lease in _live(LeaseBase)
-        if isinstance(lease, LeaseBase) and lease.state in (State.HELD, State.ACQUIRING)
-    ]
+    held = sorted({(lease.table, lease.key) for lease in _live(LeaseBase) if _holding(lease)})
     if held:
-        named = ", ".join(f"{lease.key!r} in table {lease.table!r}" for lease in held)
+        named = ", ".join(f"{key!r} in table {table!r}" for table, key in held[:3])
+        more = f" and {len(held) - 3} more" if len(held) > 3 else ""
         raise LockHeldAtSnapshot(
-            f"SnapStart is taking a snapshot while dynalease holds lock {named}: every "
-            "environment restored from it would hold the lock at once. Release locks "
-            "before init ends (take them in the handler, not at import time)"
+            f"SnapStart is taking a snapshot while dynalease holds lock {named}{more}: "
+            "every environment restored from it would hold the lock at once. Release "
+            "locks before init ends (take them in the handler, not at import time)"
         )
     for client in _clients():
         _drop_connections(client)
