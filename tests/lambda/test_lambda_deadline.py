@@ -20,6 +20,7 @@ from dynalease._lambda.invoke import CountdownContext
 from dynalease.exceptions import LockLost
 from dynalease.lock import SyncDistributedLock, distributed_lock
 from dynalease.middleware import bound_locks, current_lock, lock_handler
+from dynalease.transaction import SyncTransaction
 
 LEASE_S = 3.0  # cleanup budget 1.8 s: a 4 s invocation can still afford to acquire
 
@@ -77,6 +78,8 @@ def test_an_overrunning_handler_loses_its_lock_and_its_row_is_deleted_at_the_dea
         guard = current_lock()
         seen["deadline"] = time.monotonic() + context.get_remaining_time_in_millis() / 1000
         seen["lost_at"] = _until_lost(guard)
+        with pytest.raises(LockLost), SyncTransaction(guard._client) as transaction:
+            guard.check_in(transaction)  # a write conditioned on the lock is refused too
         # The handler is still running: its row is gone and another owner takes the key.
         seen["gone"] = _gone(other_client, lock_table, key)
         with SyncDistributedLock(other_client, table=lock_table, key=key, wait_timeout=0):
