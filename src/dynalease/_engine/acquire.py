@@ -40,6 +40,7 @@ from ..exceptions import (
 )
 from . import protocol as p
 from .clock import Stamp, SystemClock, sleep_or_wake
+from .deadline import deadline_on
 from .renew import Renewing
 from .requests import BudgetSpent, FirstWrite, OutcomeUnknown
 from .scheduling import deferred_renewals
@@ -70,6 +71,9 @@ class Acquiring(Renewing):
                 "guards are single use, create a new one"
             )
         self._move(START)
+        deadline = deadline_on(self.clock)
+        if deadline is not None:  # bounded by the caller's deadline (``deadline.py``)
+            self.deadline = deadline
         if self.journal is not None:  # before the first request: it may commit unanswered
             self.journal.record(self.table, self.key, self.owner, fencing=self.fencing)
         start = self.clock.monotonic()

@@ -29,6 +29,12 @@ from .store import LockStore, Reply
 __all__ = ["LeaseBase", "key_hash", "log_keys", "logged_key"]
 
 log = logging.getLogger("dynalease")
+#: Why a lease was lost at its caller's deadline (``deadline.py``): what ``raise_if_lost``
+#: and the log line say.
+DEADLINE_PASSED = (
+    "the invocation it was acquired in reached its deadline (no lock outlives its "
+    "invocation): renewal stopped and its row is deleted"
+)
 #: Guards the lazily made ``lost_signal`` of every lease (taken rarely: when asked, when lost).
 _SIGNALS = threading.Lock()
 
@@ -51,6 +57,12 @@ class LeaseBase:
     #: The row a failed condition returned with (the last one), if DynamoDB sent it.
     _conflict_item: dict[str, Any] | None = None
     _renewer: asyncio.Task[None] | None = None
+    #: The monotonic time (on ``clock``) past which the lease is not held: the
+    #: deadline of the context its acquisition started in (``deadline.py``).
+    deadline: float | None = None
+    #: Set when that deadline ended the hold and deleted the row: the caller's own
+    #: release then only reports the loss.
+    released_at_deadline = False
 
     def __init__(
         self,
@@ -155,7 +167,10 @@ class LeaseBase:
         if self.state is not HELD or validity is None:
             return 0.0
         clock = self.clock
-        return validity.remaining_at(clock.monotonic(), clock.wall(), self._span)
+        now = clock.monotonic()
+        left = validity.remaining_at(now, clock.wall(), self._span)
+        deadline = self.deadline
+        return left if deadline is None else min(left, max(0.0, deadline - now))
 
     def raise_if_lost(self) -> None:
         """Raise LockLost unless the guard holds a valid lease right now."""
@@ -176,7 +191,11 @@ class LeaseBase:
         if self.loss is not None:
             reason = self.loss
         elif self.state is State.HELD:
-            reason = "its lease expired locally before a renewal was confirmed"
+            deadline = self.deadline
+            if deadline is not None and self.clock.monotonic() >= deadline:
+                reason = DEADLINE_PASSED  # the renewal schedule deletes the row right now
+            else:
+                reason = "its lease expired locally before a renewal was confirmed"
         else:
             reason = f"the guard is {self.state.value}, not held"
         return LockLost(
@@ -217,6 +236,10 @@ class LeaseBase:
 
     async def _cleanup_late(self) -> None:
         """Delete a row this guard wrote after it stopped wanting it (see ``release``)."""
+        raise NotImplementedError
+
+    def end_at_deadline(self) -> None:
+        """The deadline passed while held: lose ownership, delete the row (``release``)."""
         raise NotImplementedError
 
 
