@@ -255,9 +255,8 @@ class _Guard:
         """Where the table was looked for, and what to do: check where, or create it."""
         region, endpoint = self._client.region, self._client.endpoint_url
         where = f"Region {region!r} at " + (endpoint or "AWS's endpoint for that Region")
-        doctor = f"dynalease doctor --table {self.table} --region {region}" + (
-            f" --endpoint {endpoint}" if endpoint else ""
-        )
+        doctor = f"dynalease doctor --table {self.table} --region {region}"
+        doctor += f" --endpoint {endpoint}" if endpoint else ""
         return (
             f"table {self.table!r} does not exist in {where}. If it exists elsewhere, the "
             f"Region or endpoint is wrong (`{doctor}` checks where requests go); if not, "
