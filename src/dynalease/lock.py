@@ -17,7 +17,7 @@ from . import shutdown
 from ._calls import CALL, guarded_calls
 from ._engine.lease import Lease
 from ._engine.protocol import check_durations
-from ._engine.states import NEW, State
+from ._engine.states import State
 from .client import DynamoDBClient, check_table_name
 from .exceptions import DynamoDBError, FencingUnavailable, GuardReused, LockLost, ValidationError
 from .keys import KeyTemplate, validate_key
@@ -218,7 +218,7 @@ class _Guard:
         return self._lease.counters()
 
     def _prepare(self) -> None:
-        if self._lease.state is not NEW:
+        if self._lease.state is not State.NEW:
             raise GuardReused(
                 f"this guard for {self.key!r} was already used; guards are single use "
                 "and locks are not reentrant: create a new guard"

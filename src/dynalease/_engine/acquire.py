@@ -35,7 +35,7 @@ from .clock import Stamp, SystemClock, sleep_or_wake
 from .renew import Renewing
 from .requests import BudgetSpent, FirstWrite, OutcomeUnknown
 from .scheduling import deferred_renewals
-from .states import NEW, START, WON, Event
+from .states import Event, State
 from .store import Limit, Reply
 
 FIRST_POLL_S = 0.025
@@ -51,12 +51,12 @@ class Acquiring(Renewing):
 
     def _begin_acquire(self) -> tuple[float, float, bool]:
         """Leave NEW; (start, deadline, single attempt) of this acquisition."""
-        if self.state is not NEW:
+        if self.state is not State.NEW:
             raise GuardReused(
                 f"this guard for {self.key!r} was already used ({self.state.value}); "
                 "guards are single use, create a new one"
             )
-        self._move(START)
+        self._move(Event.START)
         if self.journal is not None:  # before the first request: it may commit unanswered
             self.journal.record(self.table, self.key, self.owner, fencing=self.fencing)
         start = self.clock.monotonic()
@@ -100,7 +100,7 @@ class Acquiring(Renewing):
             self.start_renewing()
 
     def _now_held(self) -> None:
-        self._move(WON)
+        self._move(Event.WON)
         self.observations.forget(self._resource)
         self.observations.held(self._resource, self.owner)
 

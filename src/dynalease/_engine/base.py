@@ -25,7 +25,7 @@ from .clock import Clock, Stamp, SystemClock
 from .counters import Tally
 from .journal import Journal
 from .observations import Observations
-from .states import HELD, NEW, NEXT_STATE, Event, IllegalTransition, State
+from .states import TRANSITIONS, Event, IllegalTransition, State
 from .store import LockStore, Reply
 
 log = logging.getLogger("dynalease")
@@ -100,7 +100,7 @@ class LeaseBase:
         #: Protocol 2 (fenced rows) when true; see ``fenced.py``.
         self.fencing = fencing
         self._protocol = p.FENCED_PROTOCOL if fencing else p.PROTOCOL
-        self.state = NEW
+        self.state = State.NEW
         #: Why ownership was lost, or None; written only by :meth:`_lose`, with the
         #: LOSE transition. ``counters().lost`` and :meth:`raise_if_lost` read it.
         self.loss: str | None = None
@@ -131,13 +131,9 @@ class LeaseBase:
     # --- the state machine ------------------------------------------------------
 
     def _move(self, event: Event) -> None:
-        """The one way the state changes: along ``states.TRANSITIONS``, or raise.
-
-        ``states.advance`` inlined: on the hot path a transition is two dict
-        lookups and an assignment, with no call and nothing allocated.
-        """
+        """The one way the state changes: along ``states.TRANSITIONS``, or raise."""
         try:
-            self.state = NEXT_STATE[event][self.state]
+            self.state = TRANSITIONS[self.state, event]
         except KeyError:
             raise IllegalTransition(self.state, event) from None
 
@@ -176,7 +172,7 @@ class LeaseBase:
     def time_left(self) -> float:
         """Seconds of local validity left; 0 when not held."""
         validity = self._validity
-        if self.state is not HELD or validity is None:
+        if self.state is not State.HELD or validity is None:
             return 0.0
         clock = self.clock
         return validity.remaining_at(clock.monotonic(), clock.wall(), self._span)

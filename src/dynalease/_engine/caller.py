@@ -20,7 +20,7 @@ from .release import Releasing
 from .requests import FirstWrite, interrupted_failure
 from .runtime import Runtime
 from .shapes import create_operation, release_operation
-from .states import LOST, Event
+from .states import Event, State
 from .store import ConditionFailed
 
 
@@ -71,7 +71,7 @@ class CallerPath(Acquiring, Releasing):
             return
         if self.after_blocking_release():
             runtime.call_soon(self.released_elsewhere)
-        if self.state is LOST:
+        if self.state is State.LOST:
             raise self.lost_error()
 
     #: The open request a blocking write handed over (the transport's ``on_late``:

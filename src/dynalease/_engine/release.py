@@ -15,7 +15,7 @@ from ..exceptions import DynamoDBError, LockReleaseError
 from . import protocol as p
 from .base import logged_key
 from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
-from .states import ENDED, ENDED_LOST, HELD, LOST, RELEASE, RELEASING, State
+from .states import Event, State
 
 log = logging.getLogger("dynalease")
 
@@ -26,16 +26,16 @@ class Releasing(Requests):
     def _begin_release(self) -> float | None:
         """Enter RELEASING; the cleanup deadline, or None when there is nothing to release."""
         state = self.state
-        if state is not HELD and state is not LOST:
+        if state is not State.HELD and state is not State.LOST:
             return None  # never held, or already released (or being released)
-        if state is HELD and self.time_left() <= 0:
+        if state is State.HELD and self.time_left() <= 0:
             self._lose("its lease expired before a renewal was confirmed")
-        self._move(RELEASE)
+        self._move(Event.RELEASE)
         return self.clock.monotonic() + p.cleanup_budget(self.lease_s)
 
     def _end_release(self) -> None:
         """Leave RELEASING: LOST if ownership was lost on the way, RELEASED otherwise."""
-        self._move(ENDED if self.loss is None else ENDED_LOST)
+        self._move(Event.ENDED if self.loss is None else Event.ENDED_LOST)
 
     def _stop_renewer(self) -> None:
         renewer, self._renewer = self._renewer, None
@@ -65,7 +65,7 @@ class Releasing(Requests):
             self.tally.cleanup_failures += 1
             raise
         finally:
-            if self.state is RELEASING:
+            if self.state is State.RELEASING:
                 self._end_release()
         if self.journal is not None:  # the row is gone or not ours: confirmed
             self.journal.forget(self.owner)
