@@ -243,19 +243,17 @@ class DynamoDBClient:
                 on_lost=on_lost,
                 journal=self._journal,
             )
-        # Positional: calling a class with keywords builds a dict of them and unpacks
-        # it again, which a guard per lock cycle pays for.
         return Lease(
-            self._lock_store,
-            self._clock,
-            self._observations,
-            table,
-            key,
-            lease_s,
-            wait_s,
-            on_lost,
-            fencing,
-            self._journal,
+            store=self._lock_store,
+            clock=self._clock,
+            observations=self._observations,
+            table=table,
+            key=key,
+            lease_s=lease_s,
+            wait_s=wait_s,
+            on_lost=on_lost,
+            fencing=fencing,
+            journal=self._journal,
         )
 
     def _prepare_locks(self) -> None:

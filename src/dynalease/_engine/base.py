@@ -1,9 +1,10 @@
 """What every part of a lease shares: its identity, state, loss, validity and counts.
 
-:class:`LeaseBase` holds no I/O. The parts that send requests (``requests``,
-``acquire``, ``renew``, ``release``, ``caller``) build on it, and ``lease.Lease``
-puts them together. The state changes only in :meth:`LeaseBase._move`, along
-``states.TRANSITIONS``; a loss is recorded only in :meth:`LeaseBase._lose`.
+:class:`LeaseCore` holds no I/O. The parts that send requests (``requests``,
+``acquire``, ``renew``, ``release``, ``caller``) are each handed the core, and
+``lease.Lease`` puts them together. The state changes only in
+:meth:`LeaseCore._move`, along ``states.TRANSITIONS``; a loss is recorded only in
+:meth:`LeaseCore._lose`.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from typing import Any
 from ..constants import ENV_LOG_KEYS
 from ..exceptions import LockLost
 from ..metrics import LockMetrics
+from . import fenced
 from . import protocol as p
-from .clock import Clock, Stamp, SystemClock
+from .clock import Clock, Stamp
 from .counters import Tally
 from .journal import Journal
 from .observations import Observations
 from .states import TRANSITIONS, Event, IllegalTransition, State
-from .store import LockStore, Reply
+from .store import LockStore
 
 log = logging.getLogger("dynalease")
 #: Guards the lazily made ``lost_signal`` of every lease (taken rarely: when asked, when lost).
@@ -57,27 +59,12 @@ def logged_key(key: str) -> str:
     return repr(key) if log_keys() == "key" else f"key_hash={key_hash(key)}"
 
 
-class LeaseBase:
+class LeaseCore:
     """One guard's identity, state and validity, and what other threads may ask of it."""
-
-    # What every guard starts with, kept on the class: the constructor (one per lock
-    # cycle) sets only what differs per guard. It also keeps a lease's attributes
-    # under CPython's 30 for a compact, shared-key instance dict; past it the dict
-    # is rebuilt as a full one of 1.5 KB per guard, which cost about 2% of a cycle.
-    #: The fencing token of the acquisition (fenced leases only), set once when it wins.
-    fencing_token: int | None = None
-    #: A tighter network budget for a ``wait_s == 0`` attempt (set by the Lambda
-    #: middleware from the invocation's remaining time).
-    single_attempt_cap: float | None = None
-    _lost_signal: concurrent.futures.Future[None] | None = None  # made when asked
-    _version: str | None = None
-    _validity: Stamp | None = None
-    #: The row a failed condition returned with (the last one), if DynamoDB sent it.
-    _conflict_item: dict[str, Any] | None = None
-    _renewer: asyncio.Task[None] | None = None
 
     def __init__(
         self,
+        *,
         store: LockStore,
         clock: Clock,
         observations: Observations,
@@ -93,29 +80,43 @@ class LeaseBase:
         self.clock = clock
         self.observations = observations
         self.table = table
+        #: The row this guard holds (a semaphore's: the permit it won, once it won one).
         self.key = key
         self.lease_s = lease_s
         self.wait_s = wait_s
         self.owner = p.new_token()
         #: Protocol 2 (fenced rows) when true; see ``fenced.py``.
         self.fencing = fencing
-        self._protocol = p.FENCED_PROTOCOL if fencing else p.PROTOCOL
+        self.protocol = p.FENCED_PROTOCOL if fencing else p.PROTOCOL
+        self.lease_ms = p.lease_ms(lease_s)
+        self.span = p.validity_span(lease_s)
         self.state = State.NEW
         #: Why ownership was lost, or None; written only by :meth:`_lose`, with the
         #: LOSE transition. ``counters().lost`` and :meth:`raise_if_lost` read it.
         self.loss: str | None = None
         self.tally = Tally()
-        self._resource = (table, key)
-        self._lease_ms = p.lease_ms(lease_s)
-        self._span = p.validity_span(lease_s)
-        self._pending: dict[str, Stamp] = {}
-        self._late: set[asyncio.Future[Reply]] = set()
-        self._tasks: set[asyncio.Future[None]] = set()
-        self._on_lost = on_lost
         #: Where this guard notes the row it may hold (``journal``); None when off.
         self.journal = journal
-        #: The transport bounds requests itself, in the loop's (the system clock's) time.
-        self._limited = store.limits and isinstance(clock, SystemClock)
+        #: The fencing token of the acquisition (fenced leases only), set once when it wins.
+        self.fencing_token: int | None = None
+        #: A tighter network budget for a ``wait_s == 0`` attempt (set by the Lambda
+        #: middleware from the invocation's remaining time).
+        self.single_attempt_cap: float | None = None
+        #: The confirmed version and when the write that made it was sent.
+        self.version: str | None = None
+        self.validity: Stamp | None = None
+        #: Versions written but not yet confirmed, with when each was sent.
+        self.pending: dict[str, Stamp] = {}
+        #: Writes that may still land after we stopped waiting (see ``requests``).
+        self.late: set[asyncio.Future[Any]] = set()
+        self._tasks: set[asyncio.Future[None]] = set()
+        self._on_lost = on_lost
+        self._lost_signal: concurrent.futures.Future[None] | None = None  # made when asked
+
+    @property
+    def resource(self) -> tuple[str, str]:
+        """The (table, key) the client's observation cache knows this guard's row by."""
+        return (self.table, self.key)
 
     @property
     def lost_signal(self) -> concurrent.futures.Future[None]:
@@ -147,7 +148,7 @@ class LeaseBase:
         log.warning(
             "dynalease: lock %s in table %r lost: %s", logged_key(self.key), self.table, reason
         )
-        error = self._lost_error()
+        error = self.lost_error()
         with _SIGNALS:
             signal = self._lost_signal
         if signal is not None and not signal.done():
@@ -159,9 +160,37 @@ class LeaseBase:
                 target=_run_callback, args=(callback, error), name="dynalease-on-lost", daemon=True
             ).start()
 
-    def mark_lost(self, reason: str) -> None:
-        """Record that ownership is known to be gone (e.g. a rejected check_in)."""
-        self._lose(reason)
+    # --- validity ----------------------------------------------------------------
+
+    def confirm(self, version: str, stamp: Stamp) -> None:
+        """A write of ``version``, sent at ``stamp``, is confirmed: validity runs from there."""
+        self.version = version
+        self.validity = stamp
+        self.pending.clear()
+
+    def won(self, version: str, stamp: Stamp, item: dict[str, Any] | None) -> None:
+        """An acquisition confirmed; a fenced one's token is the counter in ``item``.
+
+        ``item`` is what the winning write returned (``UPDATED_NEW``) or the row
+        a reconciling read found showing our owner and version: either way the
+        counter our write set, since only a change of owner changes it.
+        """
+        self.confirm(version, stamp)
+        if self.fencing:
+            self.fencing_token = fenced.token_of(item, table=self.table, key=self.key)
+
+    def ours(self, item: dict[str, Any] | None) -> Stamp | None:
+        """If the row shows one of our attempted versions, the stamp of that attempt."""
+        if item is None or item.get(p.OWNER_ATTR) != {"S": self.owner}:
+            return None
+        version = item.get(p.VERSION_ATTR, {}).get("S")
+        return self.pending.get(version) if isinstance(version, str) else None
+
+    def new_write(self, key: str) -> tuple[p.LockRow, Stamp]:
+        """The row of our next create or takeover at ``key``, stamped and noted as pending."""
+        row = p.LockRow(key, self.owner, p.new_token(), self.lease_ms, self.protocol)
+        stamp = self.pending[row.version] = Stamp.now(self.clock)
+        return row, stamp
 
     # --- what other threads may ask ------------------------------------------
 
@@ -171,17 +200,16 @@ class LeaseBase:
 
     def time_left(self) -> float:
         """Seconds of local validity left; 0 when not held."""
-        validity = self._validity
+        validity = self.validity
         if self.state is not State.HELD or validity is None:
             return 0.0
-        clock = self.clock
-        return validity.remaining_at(clock.monotonic(), clock.wall(), self._span)
+        return validity.remaining(self.clock, self.span)
 
     def raise_if_lost(self) -> None:
         """Raise LockLost unless the guard holds a valid lease right now."""
         if self.state is State.HELD and self.loss is None and self.time_left() > 0:
             return
-        raise self._lost_error()
+        raise self.lost_error()
 
     def condition_item(self) -> dict[str, Any]:
         """The ownership ConditionCheck for a transaction; the guard must be valid."""
@@ -189,10 +217,7 @@ class LeaseBase:
         return self.store.condition_item(self.table, self.key, self.owner)
 
     def lost_error(self) -> LockLost:
-        """The error a release of a lost guard raises."""
-        return self._lost_error()
-
-    def _lost_error(self) -> LockLost:
+        """The error for a guard that no longer owns its lock (a release of a lost guard)."""
         if self.loss is not None:
             reason = self.loss
         elif self.state is State.HELD:
@@ -207,35 +232,32 @@ class LeaseBase:
             owner=self.owner,
         )
 
-    def _log_text(self, error: BaseException) -> str:
+    def log_text(self, error: BaseException, key: str | None = None) -> str:
         """``error``'s message for a log line: the key in it hashed, as the line names it.
 
-        Lock errors name the key for the caller (``{key!r}``); a log line follows
-        :func:`logged_key` instead.
+        Lock errors name the key (``key``, by default the guard's) for the caller
+        (``{key!r}``); a log line follows :func:`logged_key` instead.
         """
-        text = str(error)
-        name = logged_key(self.key)
-        return text if name == repr(self.key) else text.replace(repr(self.key), name)
+        key = self.key if key is None else key
+        text, name = str(error), logged_key(key)
+        return text if name == repr(key) else text.replace(repr(key), name)
 
-    def _forget(self) -> None:
+    def forget(self) -> None:
         """After giving up: drop the journal entry once no write of ours may still land.
 
-        (A confirmed release drops it at once, in ``release`` and ``caller``.)
+        (A confirmed release drops it at once.)
         """
         journal = self.journal
-        if journal is not None and not self._late:
+        if journal is not None and not self.late:
             journal.forget(self.owner)
 
     # --- background work -------------------------------------------------------
 
-    def _background(self, coroutine: Coroutine[Any, Any, None]) -> None:
+    def background(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        """Run ``coroutine`` on this loop as a task the lease keeps until it ends."""
         task = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-    async def _cleanup_late(self) -> None:
-        """Delete a row this guard wrote after it stopped wanting it (see ``release``)."""
-        raise NotImplementedError
 
 
 def _run_callback(callback: Callable[[LockLost], object], error: LockLost) -> None:

@@ -107,8 +107,8 @@ def test_a_loss_is_recorded_once_and_is_what_release_reports() -> None:
         lease = h.lease()
         await lease.acquire()
         assert lease.loss is None and not lease.counters().lost
-        lease.mark_lost("first reason")
-        lease.mark_lost("second reason")
+        lease._lose("first reason")
+        lease._lose("second reason")
         assert lease.state is State.LOST and lease.loss == "first reason"
         assert lease.counters().lost
         with pytest.raises(LockLost, match="first reason"):
