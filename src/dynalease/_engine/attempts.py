@@ -252,14 +252,6 @@ def _choose(attempt: Attempt, rules: Rules, looked: Looked) -> Action:
         return TakeOver(sighting.key, sighting.row)
     if attempt.single:
         return GiveUp(HELD, looked.holders)
-    pause, pace = rules.waits.pause(
-        attempt.lease_s,
-        attempt.pace,
-        looked.held,
-        now=attempt.now,
-        began=attempt.began,
-        deadline=attempt.deadline,
-        poll=attempt.poll,
-    )
+    pause, pace = rules.waits.pause(attempt, looked.held)
     grow = "poll" if rules.waits.grows_poll else None
     return Sleep(pause, Read(), wake=True, grow=grow, pace=pace, holders=looked.holders)

@@ -78,17 +78,16 @@ class Lease(LeaseCore):
         )
         self.requests = Requests(self, landed=self._late_write_landed)
         self.renewer = Renewer(self, self.requests)
-        self.acquirer = Acquirer(self, self.requests, self.renewer, aim, self._cleanup_late)
         self.releaser = Releaser(
             self, self.requests, self.renewer, written=lambda: self.acquirer.written
+        )
+        self.acquirer = Acquirer(
+            self, self.requests, self.renewer, aim, cleanup=self.releaser.cleanup_late
         )
         self.caller = CallerPath(self, self.requests, self.acquirer, self.renewer, self.releaser)
 
     def _late_write_landed(self) -> None:
         self.background(self.releaser.cleanup_late())
-
-    async def _cleanup_late(self) -> None:
-        await self.releaser.cleanup_late()
 
     # --- the faces' entry points --------------------------------------------------
 

@@ -57,20 +57,23 @@ class Pace(NamedTuple):
     seen: tuple[str, str, int] | None = None
 
 
+class Waiting(Protocol):
+    """What a wait rule reads of the acquisition's state (``attempts.Attempt``)."""
+
+    lease_s: float
+    pace: Pace
+    #: When the rows were looked at, when the acquisition began, its deadline.
+    now: float
+    began: float
+    deadline: float
+    #: The current pause of the backoff series.
+    poll: float
+
+
 class WaitRule(Protocol):
     """How long to wait while every row is held and none may be taken over yet."""
 
-    def pause(
-        self,
-        lease_s: float,
-        pace: Pace,
-        held: list[Sighting],
-        *,
-        now: float,
-        began: float,
-        deadline: float,
-        poll: float,
-    ) -> tuple[float, Pace]:
+    def pause(self, waiting: Waiting, held: list[Sighting]) -> tuple[float, Pace]:
         """The pause (jittered) and the pacing memory for the next wait."""
         ...
 
@@ -90,25 +93,17 @@ class ContentionPoll:
 
     grows_poll = False
 
-    def pause(
-        self,
-        lease_s: float,
-        pace: Pace,
-        held: list[Sighting],
-        *,
-        now: float,
-        began: float,
-        deadline: float,
-        poll: float,
-    ) -> tuple[float, Pace]:
+    def pause(self, waiting: Waiting, held: list[Sighting]) -> tuple[float, Pace]:
         """The pause and the pacing memory for the next wait (one held row)."""
         (sighting,) = held
-        identity = sighting.row.identity
+        identity, pace, now = sighting.row.identity, waiting.pace, waiting.now
         spread = random.uniform(0.8, 1.2) if pace.last else random.uniform(0.1, 1.0)
-        last = p.contention_poll(lease_s, pace.last, identity == pace.seen, now - began)
+        unchanged = identity == pace.seen
+        last = p.contention_poll(waiting.lease_s, pace.last, unchanged, now - waiting.began)
         if sighting.held_here:
-            last, spread = p.poll_cap(lease_s), random.uniform(0.8, 1.2)
-        pause = min(last * spread, sighting.eligible - now, max((deadline - now) / 2, 0.05))
+            last, spread = p.poll_cap(waiting.lease_s), random.uniform(0.8, 1.2)
+        left = waiting.deadline - now
+        pause = min(last * spread, sighting.eligible - now, max(left / 2, 0.05))
         return pause, Pace(last, identity)
 
 
@@ -120,17 +115,7 @@ class PermitPoll:
 
     grows_poll = True
 
-    def pause(
-        self,
-        lease_s: float,
-        pace: Pace,
-        held: list[Sighting],
-        *,
-        now: float,
-        began: float,
-        deadline: float,
-        poll: float,
-    ) -> tuple[float, Pace]:
+    def pause(self, waiting: Waiting, held: list[Sighting]) -> tuple[float, Pace]:
         """The pause (the pacing memory is not used)."""
         soonest = min(sighting.eligible for sighting in held)
-        return min(jittered(poll), max(0.0, soonest - now)), pace
+        return min(jittered(waiting.poll), max(0.0, soonest - waiting.now)), waiting.pace

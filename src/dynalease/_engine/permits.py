@@ -32,6 +32,7 @@ from .base import LeaseCore
 from .lease import Lease
 from .pacing import PermitPoll, first_pause, jittered, next_pause
 from .requests import BudgetSpent, Requests
+from .targets import not_acquired
 
 __all__ = ["PermitLease", "PermitTarget"]
 
@@ -83,15 +84,11 @@ class PermitTarget:
         self, core: LeaseCore, why: str, cause: BaseException | None = None
     ) -> LockNotAcquired:
         """``semaphore <name> in table <table> was not acquired (none of its N permits)``."""
-        error = LockNotAcquired(
+        subject = (
             f"semaphore {self.name!r} in table {core.table!r} was not acquired "
-            f"(none of its {len(self.wake_keys)} permits): {why}",
-            table=core.table,
-            key=self.name,
-            owner=core.owner,
+            f"(none of its {len(self.wake_keys)} permits)"
         )
-        error.__cause__ = cause
-        return error
+        return not_acquired(core, f"{subject}: {why}", self.name, cause)
 
 
 class PermitLease(Lease):

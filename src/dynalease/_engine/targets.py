@@ -16,7 +16,7 @@ from .base import LeaseCore
 from .pacing import ContentionPoll
 from .requests import Requests
 
-__all__ = ["KeyTarget", "Target", "give_up_error"]
+__all__ = ["KeyTarget", "Target", "give_up_error", "not_acquired"]
 
 
 class Target(Protocol):
@@ -67,14 +67,17 @@ class KeyTarget:
         self, core: LeaseCore, why: str, cause: BaseException | None = None
     ) -> LockNotAcquired:
         """``lock <key> in table <table> was not acquired: <why>``."""
-        error = LockNotAcquired(
-            f"lock {core.key!r} in table {core.table!r} was not acquired: {why}",
-            table=core.table,
-            key=core.key,
-            owner=core.owner,
-        )
-        error.__cause__ = cause
-        return error
+        subject = f"lock {core.key!r} in table {core.table!r} was not acquired"
+        return not_acquired(core, f"{subject}: {why}", core.key, cause)
+
+
+def not_acquired(
+    core: LeaseCore, message: str, key: str, cause: BaseException | None
+) -> LockNotAcquired:
+    """:class:`LockNotAcquired` with ``message``, naming ``key`` and this guard's owner."""
+    error = LockNotAcquired(message, table=core.table, key=key, owner=core.owner)
+    error.__cause__ = cause
+    return error
 
 
 def give_up_error(
