@@ -233,7 +233,7 @@ class Acquirer:
         core, requests, key = self.core, self.requests, action.key
         self._aim(attempt, key)
         try:
-            if first is not None and first.version:
+            if first is not None and first.sent:
                 version, stamp = first.version, core.pending[first.version]
                 reply = requests.replay(first)
             else:

@@ -32,9 +32,10 @@ class FirstWrite(NamedTuple):
     """How a write sent from a sync caller's own thread ended, for the engine to go on from.
 
     ``error`` is what the request raised (a failed condition, an error, or a
-    failure that may have been applied); ``late`` is the still-open request
-    when its answer had not arrived (see ``LockStore.finish_late``). A create's
-    carries its ``version`` and ``start``, and whether it is a ``single`` attempt.
+    failure that may have been applied), or None when nothing was sent (no time
+    was left for it); ``late`` is the still-open request when its answer had not
+    arrived (see ``LockStore.finish_late``). A create's carries its ``version``,
+    the acquisition's ``start`` and whether it is a ``single`` attempt.
     """
 
     operation: str
@@ -44,6 +45,11 @@ class FirstWrite(NamedTuple):
     version: str = ""
     start: float = 0.0
     single: bool = False
+
+    @property
+    def sent(self) -> bool:
+        """True when the write went out (its outcome is ``error``)."""
+        return self.error is not None
 
 
 class OutcomeUnknown(Exception):
