@@ -52,7 +52,7 @@ from .attempts import (
     decide,
 )
 from .base import LeaseCore
-from .clock import sleep_or_wake
+from .clock import Stamp, sleep_or_wake
 from .pacing import Sighting, first_pause, next_pause
 from .renew import Renewer
 from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
@@ -212,7 +212,7 @@ class Acquirer:
         if key not in self.written:
             self.written.append(key)
 
-    def _win(self, key: str, version: str, stamp: Any, item: Item | None) -> None:
+    def _win(self, key: str, version: str, stamp: Stamp, item: Item | None) -> None:
         """A write of ours at ``key`` is confirmed: it is the row this guard holds."""
         self.core.key = key
         self.core.won(version, stamp, item)
