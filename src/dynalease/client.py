@@ -20,7 +20,7 @@ from ._engine.clock import SYSTEM_CLOCK, Clock
 from ._engine.journal import process_journal
 from ._engine.lease import Lease
 from ._engine.observations import Observations
-from ._engine.permits import PermitLease
+from ._engine.permits import PermitTarget
 from ._engine.runtime import Runtime, get_runtime
 from ._engine.store import LockStore, Transport
 from ._values import from_item, to_item
@@ -230,25 +230,13 @@ class DynamoDBClient:
     ) -> Lease:
         """A lease on ``key``; with ``permit_keys``, a semaphore's on one of them."""
         self._check_process()
-        if permit_keys:
-            return PermitLease(
-                name=key,
-                permit_keys=permit_keys,
-                store=self._lock_store,
-                clock=self._clock,
-                observations=self._observations,
-                table=table,
-                lease_s=lease_s,
-                wait_s=wait_s,
-                on_lost=on_lost,
-                journal=self._journal,
-            )
         return Lease(
             store=self._lock_store,
             clock=self._clock,
             observations=self._observations,
             table=table,
             key=key,
+            target=PermitTarget(key, permit_keys) if permit_keys else None,
             lease_s=lease_s,
             wait_s=wait_s,
             on_lost=on_lost,

@@ -18,7 +18,7 @@ from dynalease import DynamoDBClient
 from dynalease._engine.clock import ManualClock, wait_for
 from dynalease._engine.lease import Lease
 from dynalease._engine.observations import Observations
-from dynalease._engine.permits import PermitLease
+from dynalease._engine.permits import PermitTarget
 from dynalease._engine.store import LockStore, TimedOut
 from dynalease.exceptions import LockLost, RequestFailedError
 from dynalease.keys import permit_keys
@@ -250,11 +250,10 @@ class Harness:
 
     def permit_lease(
         self, *, key: str = "k", permits: int = 3, lease: float = 30.0, wait: float = 35.0
-    ) -> PermitLease:
+    ) -> Lease:
         """A semaphore guard's lease on ``permits`` permits of ``key``."""
-        return PermitLease(
-            name=key,
-            permit_keys=permit_keys(key, permits),
+        return Lease(
+            target=PermitTarget(key, permit_keys(key, permits)),
             store=LockStore(self.transport),
             clock=self.clock,
             observations=self.observations,

@@ -44,8 +44,8 @@ __all__ = ["Lease"]
 class Lease(LeaseCore):
     """One guard: a single acquisition of one key, its renewals and its release.
 
-    ``target`` is what the acquisition aims at: by default the lock's ``key``
-    (a semaphore's lease: ``permits.PermitLease``).
+    ``target`` is what the acquisition aims at: by default the lock's ``key``; a
+    semaphore's lease aims at its permits (``permits.PermitTarget``).
     """
 
     def __init__(
@@ -85,6 +85,11 @@ class Lease(LeaseCore):
             self, self.requests, self.renewer, aim, cleanup=self.releaser.cleanup_late
         )
         self.caller = CallerPath(self, self.requests, self.acquirer, self.renewer, self.releaser)
+
+    @property
+    def target(self) -> Target:
+        """What the acquisition aims at (a semaphore's: its permits)."""
+        return self.acquirer.target
 
     def _late_write_landed(self) -> None:
         self.background(self.releaser.cleanup_late())

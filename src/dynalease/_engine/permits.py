@@ -1,7 +1,7 @@
 """Semaphores: one lease on whichever of N permit rows is free (or abandoned).
 
-A semaphore guard is a :class:`PermitLease`: an ordinary :class:`.lease.Lease`
-whose acquisition aims at a :class:`PermitTarget` instead of one key. Each
+A semaphore guard's lease is an ordinary :class:`.lease.Lease` whose
+acquisition aims at a :class:`PermitTarget` instead of one key. Each
 permit is a protocol-1 row of its own, so once one is held, renewal, release,
 ``check_in`` and the lost signal are the lock's, unchanged; the lease's ``key``
 is the permit it won. Only the choice of a permit lives here, once for the sync
@@ -24,17 +24,15 @@ from __future__ import annotations
 
 import functools
 import random
-from typing import Any
 
 from ..exceptions import LockNotAcquired
 from .attempts import PERMIT_RETRIES, Item, Rules
 from .base import LeaseCore
-from .lease import Lease
 from .pacing import PermitPoll, first_pause, jittered, next_pause
 from .requests import BudgetSpent, Requests
 from .targets import not_acquired
 
-__all__ = ["PermitLease", "PermitTarget"]
+__all__ = ["PermitTarget"]
 
 
 class PermitTarget:
@@ -48,6 +46,11 @@ class PermitTarget:
         self.name = name
         self.first_key = permit_keys[random.randrange(len(permit_keys))]
         self.wake_keys = permit_keys
+
+    @property
+    def permits(self) -> int:
+        """How many permits the semaphore has."""
+        return len(self.wake_keys)
 
     async def read(self, requests: Requests, deadline: float) -> dict[str, Item | None]:
         """Every permit row (None when free), from one ``BatchGetItem`` (more if unprocessed)."""
@@ -86,29 +89,6 @@ class PermitTarget:
         """``semaphore <name> in table <table> was not acquired (none of its N permits)``."""
         subject = (
             f"semaphore {self.name!r} in table {core.table!r} was not acquired "
-            f"(none of its {len(self.wake_keys)} permits)"
+            f"(none of its {self.permits} permits)"
         )
         return not_acquired(core, f"{subject}: {why}", self.name, cause)
-
-
-class PermitLease(Lease):
-    """One semaphore guard: the lease of one of ``permit_keys``, chosen while acquiring."""
-
-    def __init__(self, *, name: str, permit_keys: tuple[str, ...], **options: Any) -> None:
-        self.permit_target = PermitTarget(name, permit_keys)
-        super().__init__(target=self.permit_target, **options)
-
-    @property
-    def name(self) -> str:
-        """The semaphore's own key (the lease's ``key`` is the permit's row)."""
-        return self.permit_target.name
-
-    @property
-    def permit_keys(self) -> tuple[str, ...]:
-        """The row keys of the semaphore's permits."""
-        return self.permit_target.wake_keys
-
-    @property
-    def permits(self) -> int:
-        """How many permits the semaphore has."""
-        return len(self.permit_keys)
