@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ._redact import shown_in_message
+
 __all__ = [
     "AccessDeniedError",
     "DynaleaseError",
@@ -41,7 +43,12 @@ class DynaleaseError(Exception):
 
 
 class LockError(DynaleaseError):
-    """A lock operation failed; carries the lock's table, key and owner where known."""
+    """A lock operation failed; carries the lock's table, key and owner where known.
+
+    The message names the key as log lines do: by its hash unless
+    ``DYNALEASE_LOG_KEYS=key`` (errors end up in logs, traces and responses);
+    the ``key`` attribute keeps the key itself.
+    """
 
     def __init__(
         self,
@@ -51,7 +58,7 @@ class LockError(DynaleaseError):
         key: str | None = None,
         owner: str | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(shown_in_message(message, key))
         self.table = table
         self.key = key
         self.owner = owner
@@ -161,7 +168,7 @@ class LockOwnershipLost(TransactionCanceledException, LockLost):
         key: str | None = None,
         owner: str | None = None,
     ) -> None:
-        TransactionCanceledException.__init__(self, message, reasons=reasons)
+        TransactionCanceledException.__init__(self, shown_in_message(message, key), reasons=reasons)
         self.table = table
         self.key = key
         self.owner = owner

@@ -61,7 +61,7 @@ def test_a_key_of_2048_utf8_bytes_is_accepted(client: DynamoDBClient) -> None:
     assert lock.key == "é" * 1024
 
 
-@pytest.mark.parametrize("table", ["", "ab", "bad name", 3])
+@pytest.mark.parametrize("table", ["", "ab", "bad name", "locks\n", 3])
 def test_bad_table_names_are_rejected(client: DynamoDBClient, table: object) -> None:
     with pytest.raises((ValueError, TypeError), match="table"):
         SyncDistributedLock(client, table=table, key="k")  # type: ignore[arg-type]

@@ -16,6 +16,13 @@ answered at least one request (a reply, a failed condition, a read that found a
 row or none), so the lock was busy or the answers came too slowly, and that is
 :class:`LockNotAcquired`; or every request failed (connection errors, timeouts,
 5xx, throttling), which is an outage, :class:`LockUnavailable`.
+
+One outage ends early: when every request so far could not even connect (the
+endpoint refused the connection or its host name did not resolve) for
+``UNREACHABLE_S`` and ``UNREACHABLE_REQUESTS`` requests, the endpoint or Region
+is most likely wrong, and waiting out the whole budget only hides that. Any
+other failure (a timeout, a reset, 5xx, throttling) or any answer keeps the
+wait to its end, as a transient outage needs.
 """
 
 from __future__ import annotations
@@ -33,6 +40,9 @@ from ..exceptions import (
 )
 from . import protocol as p
 from .attempts import (
+    UNREACHABLE_CODES,
+    UNREACHABLE_REQUESTS,
+    UNREACHABLE_S,
     Action,
     Adopt,
     Attempt,
@@ -51,7 +61,7 @@ from .attempts import (
     TakeOver,
     decide,
 )
-from .base import LeaseCore
+from .base import LeaseCore, logged_key
 from .clock import Stamp, sleep_or_wake
 from .pacing import Sighting, first_pause, next_pause
 from .renew import Renewer
@@ -59,7 +69,7 @@ from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
 from .states import Event, State
 from .targets import Target, give_up_error
 
-__all__ = ["Acquirer"]
+__all__ = ["UNREACHABLE_REQUESTS", "UNREACHABLE_S", "Acquirer"]
 
 
 class Acquirer:
@@ -88,7 +98,7 @@ class Acquirer:
         core = self.core
         if core.state is not State.NEW:
             raise GuardReused(
-                f"this guard for {core.key!r} was already used ({core.state.value}); "
+                f"this guard for {logged_key(core.key)} was already used ({core.state.value}); "
                 "guards are single use, create a new one"
             )
         core._move(Event.START)
@@ -131,9 +141,10 @@ class Acquirer:
         self.renewer.defer(asyncio.get_running_loop())
 
     def _attempt(self, start: float, deadline: float, single: bool) -> Attempt:
-        lease_s = self.core.lease_s
-        pause = first_pause(lease_s)
-        return Attempt(lease_s, deadline, single, start, self.core.key, pause, pause)
+        core = self.core
+        pause = first_pause(core.lease_s)
+        began = core.clock.monotonic()  # after the transport's setup
+        return Attempt(core.lease_s, deadline, single, began, core.key, pause, pause)
 
     def now_held(self) -> None:
         """The acquisition won: HELD, and this client knows who holds the row."""
@@ -196,10 +207,16 @@ class Acquirer:
                 outcome = await self._sleep(attempt, action)
         except BudgetSpent:
             outcome = Spent()
-        except (OutcomeUnknown, ThrottledError, RequestFailedError) as error:
-            cause = error.cause if isinstance(error, OutcomeUnknown) else error
-            attempt.last_error = cause or attempt.last_error
-            outcome = Failed(unknown=isinstance(error, OutcomeUnknown))
+        except OutcomeUnknown as unknown:
+            attempt.last_error = unknown.cause or attempt.last_error
+            attempt.refused, attempt.now = -1, self.core.clock.monotonic()
+            outcome = Failed(unknown=True)
+        except (ThrottledError, RequestFailedError) as error:
+            attempt.last_error = error
+            refused = attempt.refused >= 0 and error.code in UNREACHABLE_CODES
+            attempt.refused = attempt.refused + 1 if refused else -1
+            attempt.now = self.core.clock.monotonic()
+            outcome = Failed(unknown=False)
         attempt.outcome = outcome
         return False
 

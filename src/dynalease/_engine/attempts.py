@@ -77,13 +77,21 @@ class Sleep(NamedTuple):
 class GiveUp(NamedTuple):
     """End the acquisition: the budget is spent, or the rows stay held."""
 
-    #: BUDGET, HELD (a single attempt) or RAN_OUT (the wait ran out).
+    #: BUDGET, HELD (a single attempt), RAN_OUT (the wait ran out) or UNREACHABLE.
     why: str
     #: Who holds the rows, for the error message (empty when not known).
     holders: tuple[str, ...] = ()
 
 
-BUDGET, HELD, RAN_OUT = "budget", "held", "ran out"
+BUDGET, HELD, RAN_OUT, UNREACHABLE = "budget", "held", "ran out", "unreachable"
+
+#: A request that never connected: refused, or no such host (a timeout is not one).
+UNREACHABLE_CODES = frozenset({"EndpointConnectionError"})
+#: How long, and for how many requests, nothing may connect before the acquisition
+#: stops: the endpoint or Region is most likely wrong, and waiting out the whole
+#: budget would only hide that. Any other failure or any answer waits to the end.
+UNREACHABLE_S = 1.0
+UNREACHABLE_REQUESTS = 3
 
 Action = Create | TakeOver | Read | Look | Adopt | Sleep | GiveUp
 
@@ -144,12 +152,14 @@ class Attempt:
     #: The action just performed and how it ended.
     step: Action = field(default_factory=Read)
     outcome: Outcome = field(default_factory=Spent)
-    #: The monotonic time the last action ended.
+    #: The monotonic time the rows were last looked at, or the last request failed.
     now: float = 0.0
     #: The last failure seen, named in the error if the acquisition gives up.
     last_error: BaseException | None = None
     #: Whether DynamoDB gave any request a definite answer (else a spent budget is an outage).
     answered: bool = False
+    #: Requests that could not connect while nothing else happened (-1 once anything did).
+    refused: int = 0
 
 
 class Retry(NamedTuple):
@@ -229,6 +239,12 @@ def _kind(step: Action) -> str:
 
 
 def _retry(attempt: Attempt, rules: Rules, unknown: bool) -> Action:
+    if (
+        attempt.refused >= UNREACHABLE_REQUESTS
+        and not attempt.answered
+        and attempt.now - attempt.began >= UNREACHABLE_S
+    ):
+        return GiveUp(UNREACHABLE)
     kind = _kind(attempt.step)
     retry = rules.retries[kind, unknown]
     if retry.single_gives_up and attempt.single:

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import hashlib
 import logging
-import os
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from ..constants import ENV_LOG_KEYS
+from .._redact import escaped, key_hash, log_keys, logged_key
 from ..exceptions import LockLost
 from ..metrics import LockMetrics
 from . import fenced
@@ -30,33 +28,11 @@ from .observations import Observations
 from .states import TRANSITIONS, Event, IllegalTransition, State
 from .store import LockStore
 
+__all__ = ["LeaseCore", "key_hash", "log_keys", "logged_key"]
+
 log = logging.getLogger("dynalease")
 #: Guards the lazily made ``lost_signal`` of every lease (taken rarely: when asked, when lost).
 _SIGNALS = threading.Lock()
-
-
-def key_hash(key: str) -> str:
-    """The short hash logged for ``key``: the first 16 hex digits of its SHA-256.
-
-    Compute it for a key you know to find its log lines::
-
-        >>> key_hash("customer:123")
-        '02ec19c58d54ce98'
-    """
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
-
-
-def log_keys() -> str:
-    """``"key"`` when ``DYNALEASE_LOG_KEYS=key`` asks for keys in log lines, else ``"hash"``.
-
-    Read per line: log lines are rare, and a test or a process may change it.
-    """
-    return "key" if os.environ.get(ENV_LOG_KEYS, "").strip().lower() == "key" else "hash"
-
-
-def logged_key(key: str) -> str:
-    """How an engine log line names ``key``: ``key_hash=<16 hex>``, or the key's repr."""
-    return repr(key) if log_keys() == "key" else f"key_hash={key_hash(key)}"
 
 
 class LeaseCore:
@@ -233,14 +209,17 @@ class LeaseCore:
         )
 
     def log_text(self, error: BaseException, key: str | None = None) -> str:
-        """``error``'s message for a log line: the key in it hashed, as the line names it.
+        """``error``'s message for a log line: the key as the line names it, controls escaped.
 
-        Lock errors name the key (``key``, by default the guard's) for the caller
-        (``{key!r}``); a log line follows :func:`logged_key` instead.
+        Lock errors already follow :func:`logged_key`; other errors (a transport's)
+        may name the key (``key``, by default the guard's) as its repr, and any may
+        carry a server's text.
         """
         key = self.key if key is None else key
         text, name = str(error), logged_key(key)
-        return text if name == repr(key) else text.replace(repr(key), name)
+        if name != repr(key):
+            text = text.replace(repr(key), name)
+        return escaped(text)
 
     def forget(self) -> None:
         """After giving up: drop the journal entry once no write of ours may still land.

@@ -77,11 +77,10 @@ class PermitTarget:
             pause = next_pause(core.lease_s, pause)
 
     def held(self, owners: tuple[str, ...]) -> str:
-        """``all are held (by owners a, b and 3 more)``."""
+        """``all are held (by 2 other owners)``: other holders' tokens stay out of messages."""
         if not owners:
             return "all are held (by rows that are not lock rows)"
-        shown = ", ".join(owners[:3]) + (f" and {len(owners) - 3} more" if len(owners) > 3 else "")
-        return f"all are held (by owners {shown})"
+        return f"all are held (by {len(owners)} other owner{'s' if len(owners) > 1 else ''})"
 
     def not_acquired(
         self, core: LeaseCore, why: str, cause: BaseException | None = None

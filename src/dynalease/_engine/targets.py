@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from ..exceptions import LockNotAcquired, LockUnavailable
-from .attempts import BUDGET, HELD, LOCK_RETRIES, Attempt, GiveUp, Item, Rules
+from .attempts import BUDGET, HELD, LOCK_RETRIES, UNREACHABLE, Attempt, GiveUp, Item, Rules
 from .base import LeaseCore
 from .pacing import ContentionPoll
 from .requests import Requests
@@ -60,8 +60,8 @@ class KeyTarget:
         return {self.first_key: await requests.read_row(self.first_key, deadline)}
 
     def held(self, owners: tuple[str, ...]) -> str:
-        """``it is held by owner <owner>``."""
-        return f"it is held by owner {owners[0]}"
+        """``it is held by another owner`` (other holders' tokens stay out of messages)."""
+        return "it is held by another owner"
 
     def not_acquired(
         self, core: LeaseCore, why: str, cause: BaseException | None = None
@@ -87,6 +87,8 @@ def give_up_error(
     core.tally.wait_timeouts += 1  # a failed single attempt counts, as pydynox counts it
     if give_up.why == BUDGET:
         return _budget_spent(core, target, attempt)
+    if give_up.why == UNREACHABLE:
+        return _unreachable(core, attempt)
     holders = target.held(give_up.holders)
     if give_up.why == HELD:
         return target.not_acquired(core, f"{holders} and wait_timeout=0 allows one attempt")
@@ -116,4 +118,21 @@ def _budget_spent(core: LeaseCore, target: Target, attempt: Attempt) -> LockNotA
         owner=core.owner,
     )
     error.__cause__ = cause
+    return error
+
+
+def _unreachable(core: LeaseCore, attempt: Attempt) -> LockUnavailable:
+    """Nothing could connect for a while: most likely a wrong endpoint or Region."""
+    error = LockUnavailable(
+        f"lock {attempt.key!r} in table {core.table!r} was not acquired: none of its "
+        f"{attempt.refused} requests could connect (last failure: {attempt.last_error}); "
+        "the endpoint refused the connection or its host name did not resolve. This is "
+        "not contention: the acquisition stopped at once instead of waiting out its "
+        f"wait_timeout of {core.wait_s:g} s. Check the endpoint URL and Region (`dynalease "
+        f"doctor --table {core.table}` checks them) and that the server is running",
+        table=core.table,
+        key=attempt.key,
+        owner=core.owner,
+    )
+    error.__cause__ = attempt.last_error
     return error

@@ -241,8 +241,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"dynalease invoke: error: {message} (see dynalease invoke --help)\n")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+def _parser(parser_class: type[argparse.ArgumentParser] = _Parser) -> argparse.ArgumentParser:
+    parser = parser_class(
         prog="dynalease invoke",
         description=(
             "Run a Lambda handler locally with a context whose remaining time counts down "
@@ -280,13 +280,16 @@ def _apply_settings(arguments: argparse.Namespace) -> None:
             os.environ[name] = value
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(
+    argv: list[str] | None = None, parser_class: type[argparse.ArgumentParser] = _Parser
+) -> int:
     """``dynalease invoke``: 0 when the handler returned, 1 when it raised, 2 on bad input.
 
     The result goes to stdout as JSON; whatever the handler prints (logs, EMF
-    metrics) goes to stderr, so stdout stays parseable.
+    metrics) goes to stderr, so stdout stays parseable. ``parser_class`` is the
+    command line's (``dynalease invoke`` passes the one every subcommand uses).
     """
-    parser = _parser()
+    parser = _parser(parser_class)
     arguments = parser.parse_args(argv)
     if not 0 < arguments.timeout <= 900:
         parser.error(
