@@ -7,6 +7,7 @@ from __future__ import annotations
 
 __all__ = [
     "ENV_EXTENSIONS_DIR",
+    "ENV_INITIALIZATION_TYPE",
     "ENV_JOURNAL_DIR",
     "ENV_LOG_KEYS",
     "ENV_LOG_KEY_SECRET",
@@ -35,6 +36,10 @@ ENV_LOG_KEY_SECRET = "DYNALEASE_LOG_KEY_SECRET"
 
 ENV_RUNTIME_API = "AWS_LAMBDA_RUNTIME_API"
 """Set by Lambda in every sandbox: where the Runtime and Extensions APIs listen."""
+
+ENV_INITIALIZATION_TYPE = "AWS_LAMBDA_INITIALIZATION_TYPE"
+"""Set by Lambda: how the environment started (``on-demand``, ``snap-start``,
+``lambda-managed-instances``...); the recovery extension reads it."""
 
 ENV_EXTENSIONS_DIR = "DYNALEASE_EXTENSIONS_DIR"
 """Where external extensions are installed (default ``/opt/extensions``; for tests)."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from . import shutdown
 from ._calls import CALL, guarded_calls
+from ._engine.deadline import suspension_warning
 from ._engine.lease import Lease
 from ._engine.protocol import check_durations
 from ._engine.states import State
@@ -329,6 +330,8 @@ class DistributedLock(_Guard):
         self, exc_type: object, exc: BaseException | None, traceback: object
     ) -> None:
         self._dropped = None
+        if exc is not None and not isinstance(exc, Exception):
+            suspension_warning(self._lease, exc)
         try:
             await self._client._runtime().run_async(self._lease.release(), shield=True)
         except asyncio.CancelledError:
@@ -361,6 +364,8 @@ class SyncDistributedLock(_Guard):
 
     def __exit__(self, exc_type: object, exc: BaseException | None, traceback: object) -> None:
         self._dropped = None
+        if exc is not None and not isinstance(exc, Exception):
+            suspension_warning(self._lease, exc)
         try:
             self._lease.release_from_caller(self._client._runtime())
         except Exception as cleanup_error:

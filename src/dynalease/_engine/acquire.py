@@ -63,6 +63,7 @@ from .attempts import (
 )
 from .base import LeaseCore, logged_key
 from .clock import Stamp, sleep_or_wake
+from .deadline import deadline_on
 from .pacing import Sighting, first_pause, next_pause
 from .renew import Renewer
 from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
@@ -102,6 +103,9 @@ class Acquirer:
                 "guards are single use, create a new one"
             )
         core._move(Event.START)
+        deadline = deadline_on(core.clock)
+        if deadline is not None:  # bounded by the caller's deadline (``deadline.py``)
+            core.deadline = deadline
         if core.journal is not None:  # before the first request: it may commit unanswered
             core.journal.record(core.table, core.key, core.owner, fencing=core.fencing)
         start = core.clock.monotonic()

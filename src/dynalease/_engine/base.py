@@ -31,6 +31,12 @@ from .store import LockStore
 __all__ = ["LeaseCore", "key_hash", "log_keys", "logged_key"]
 
 log = logging.getLogger("dynalease")
+#: Why a lease was lost at its caller's deadline (``deadline.py``): what ``raise_if_lost``
+#: and the log line say.
+DEADLINE_PASSED = (
+    "the invocation it was acquired in reached its deadline (no lock outlives its "
+    "invocation): renewal stopped and its row is deleted"
+)
 #: Guards the lazily made ``lost_signal`` of every lease (taken rarely: when asked, when lost).
 _SIGNALS = threading.Lock()
 
@@ -81,6 +87,12 @@ class LeaseCore:
         #: The confirmed version and when the write that made it was sent.
         self.version: str | None = None
         self.validity: Stamp | None = None
+        #: The monotonic time (on ``clock``) past which the lease is not held: the
+        #: deadline of the context its acquisition started in (``deadline.py``).
+        self.deadline: float | None = None
+        #: Set when that deadline ended the hold and deleted the row: the caller's own
+        #: release then only reports the loss.
+        self.released_at_deadline = False
         #: Versions written but not yet confirmed, with when each was sent.
         self.pending: dict[str, Stamp] = {}
         #: Writes that may still land after we stopped waiting (see ``requests``).
@@ -179,7 +191,13 @@ class LeaseCore:
         validity = self.validity
         if self.state is not State.HELD or validity is None:
             return 0.0
-        return validity.remaining(self.clock, self.span)
+        now = self.clock.monotonic()
+        left = validity.remaining_at(now, self.clock.wall(), self.span)
+        return left if self.deadline is None else min(left, max(0.0, self.deadline - now))
+
+    def deadline_passed(self) -> bool:
+        """True once the caller's deadline (if any) has passed."""
+        return self.deadline is not None and self.clock.monotonic() >= self.deadline
 
     def raise_if_lost(self) -> None:
         """Raise LockLost unless the guard holds a valid lease right now."""
@@ -196,6 +214,8 @@ class LeaseCore:
         """The error for a guard that no longer owns its lock (a release of a lost guard)."""
         if self.loss is not None:
             reason = self.loss
+        elif self.state is State.HELD and self.deadline_passed():
+            reason = DEADLINE_PASSED  # the renewal schedule deletes the row right now
         elif self.state is State.HELD:
             reason = "its lease expired locally before a renewal was confirmed"
         else:

@@ -174,6 +174,11 @@ class Journal:
         self._usable: bool | None = None
         self._warned = False
 
+    def reidentify(self) -> None:
+        """Name this process afresh in later entries (after a SnapStart restore)."""
+        self._pid = os.getpid()
+        self._started = start_time(self._pid)
+
     def _file(self, owner: str) -> str:
         return os.path.join(self.path, owner + _SUFFIX)
 

@@ -77,7 +77,7 @@ class Lease(LeaseCore):
             journal=journal,
         )
         self.requests = Requests(self, landed=self._late_write_landed)
-        self.renewer = Renewer(self, self.requests)
+        self.renewer = Renewer(self, self.requests, at_deadline=self._end_at_deadline)
         self.releaser = Releaser(
             self, self.requests, self.renewer, written=lambda: self.acquirer.written
         )
@@ -90,6 +90,9 @@ class Lease(LeaseCore):
     def target(self) -> Target:
         """What the acquisition aims at (a semaphore's: its permits)."""
         return self.acquirer.target
+
+    def _end_at_deadline(self) -> None:
+        self.releaser.end_at_deadline()
 
     def _late_write_landed(self) -> None:
         self.background(self.releaser.cleanup_late())

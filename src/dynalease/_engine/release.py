@@ -12,9 +12,9 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from ..exceptions import DynamoDBError, LockReleaseError
+from ..exceptions import DynamoDBError, LockLost, LockReleaseError
 from . import protocol as p
-from .base import LeaseCore, logged_key
+from .base import DEADLINE_PASSED, LeaseCore, logged_key
 from .renew import Renewer
 from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
 from .states import Event, State
@@ -46,10 +46,13 @@ class Releaser:
         """Enter RELEASING; the cleanup deadline, or None when there is nothing to release."""
         core = self.core
         state = core.state
-        if state is not State.HELD and state is not State.LOST:
+        if (state is not State.HELD and state is not State.LOST) or core.released_at_deadline:
             return None  # never held, or already released (or being released)
         if state is State.HELD and core.time_left() <= 0:
-            core._lose("its lease expired before a renewal was confirmed")
+            past = core.deadline_passed()
+            core._lose(
+                DEADLINE_PASSED if past else "its lease expired before a renewal was confirmed"
+            )
         core._move(Event.RELEASE)
         return core.clock.monotonic() + p.cleanup_budget(core.lease_s)
 
@@ -68,7 +71,14 @@ class Releaser:
         core = self.core
         deadline = self.begin() if first is None else first.deadline
         if deadline is None:
+            if core.released_at_deadline:
+                raise core.lost_error()
             return
+        await self._release_row(deadline, first)
+
+    async def _release_row(self, deadline: float, first: FirstWrite | None = None) -> None:
+        """:meth:`release` from RELEASING on: the delete within ``deadline``, then the end state."""
+        core = self.core
         self.renewer.stop()
         try:
             await self._delete_until_gone(core.key, deadline, first)
@@ -180,6 +190,34 @@ class Releaser:
                         logged_key(key),
                         core.log_text(error, key),
                     )
+
+    def end_at_deadline(self) -> None:
+        """The deadline passed while held: lose ownership and delete the row now, in the background.
+
+        Called by the renewal schedule (``renew``) at the lease's ``deadline``. The
+        caller's code may still run; its ``raise_if_lost`` raises from now on, and its
+        own release only reports the loss.
+        """
+        core = self.core
+        if core.state is not State.HELD:
+            return
+        core._lose(DEADLINE_PASSED)
+        cleanup = self.begin()
+        core.released_at_deadline = True
+        if cleanup is not None:
+            core.background(self._release_at_deadline(cleanup))
+
+    async def _release_at_deadline(self, cleanup: float) -> None:
+        try:
+            await self._release_row(cleanup)
+        except LockLost:
+            pass  # the loss was recorded and logged by ``end_at_deadline``
+        except Exception as error:
+            log.warning(
+                "dynalease: the row of lock %s was not deleted at its invocation's deadline: %s",
+                logged_key(self.core.key),
+                self.core.log_text(error),
+            )
 
     def abandon(self) -> None:
         """Called when the caller gave up on a guard it acquired: release in the background."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import DynamoDBError
@@ -33,9 +34,13 @@ log = logging.getLogger("dynalease")
 class Renewer:
     """The renewal task of a held lease and the validity checks around it."""
 
-    def __init__(self, core: LeaseCore, requests: Requests) -> None:
+    def __init__(
+        self, core: LeaseCore, requests: Requests, at_deadline: Callable[[], None]
+    ) -> None:
         self.core = core
         self.requests = requests
+        #: Ends the hold when the caller's deadline passes (``Releaser.end_at_deadline``).
+        self._at_deadline = at_deadline
         #: The running renewal task, once started.
         self.task: asyncio.Task[None] | None = None
         self._stopped = False
@@ -64,11 +69,13 @@ class Renewer:
             task.cancel()
 
     def renewal_due(self) -> float:
-        """The monotonic time of the first renewal after acquiring (or +inf)."""
+        """The monotonic time of the first renewal after acquiring, or the deadline if sooner."""
         validity = self.core.validity
         if validity is None:
             return math.inf
-        return validity.monotonic + p.renew_interval(self.core.lease_s)
+        due = validity.monotonic + p.renew_interval(self.core.lease_s)
+        deadline = self.core.deadline
+        return due if deadline is None else min(due, deadline)
 
     def check_validity(self, monotonic: float, wall: float) -> None:
         """Mark the guard lost if its validity ran out by the given readings of its clock.
@@ -104,7 +111,12 @@ class Renewer:
             if left <= EPSILON_S:  # a sub-microsecond remainder cannot be renewed in time
                 core._lose("its lease expired before a renewal was confirmed")
                 return
-            wait = next_attempt - clock.monotonic()
+            now = clock.monotonic()
+            if core.deadline is not None and now >= core.deadline:
+                self._at_deadline()
+                return
+            end = math.inf if core.deadline is None else core.deadline
+            wait = min(next_attempt, end) - now
             if wait > 0:
                 await clock.sleep(min(wait, left))  # the watch covers clock jumps
                 continue

@@ -41,6 +41,7 @@ from typing import Any
 # 2,000 ms window, so the waiting process holds half the memory.
 from .._engine import journal
 from ..constants import ENV_RUNTIME_API, RECOVERY_EXTENSION
+from . import workers
 
 __all__ = ["RECOVER_ON", "Control", "Outcome", "main", "recover"]
 
@@ -302,6 +303,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, RuntimeError) as error:
         print(f"dynalease-recovery: could not register: {error}", file=sys.stderr)
         return 1
+    if workers.managed_instances():  # no event when a worker dies: watch the journal
+        workers.WorkerWatch(journal.directory(), recover).start()
     while True:
         try:
             event = control.next_event()

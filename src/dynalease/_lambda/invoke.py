@@ -48,7 +48,8 @@ class CountdownContext:
     The countdown starts when the context is created; ``get_remaining_time_in_millis``
     returns whole milliseconds, never below 0, as Lambda's does. The other
     attributes are shaped like a real context's (``function_name``,
-    ``aws_request_id``, ``invoked_function_arn``, ``log_group_name``...).
+    ``aws_request_id``, ``invoked_function_arn``, ``log_group_name``...);
+    ``tenant_id`` is the invocation's tenant (tenant isolation mode), else None.
 
     Example::
 
@@ -67,6 +68,7 @@ class CountdownContext:
         account_id: str = _ACCOUNT,
         aws_request_id: str | None = None,
         clock: Callable[[], float] = time.monotonic,
+        tenant_id: str | None = None,
     ) -> None:
         if isinstance(timeout, bool) or not isinstance(timeout, int | float):
             raise TypeError(f"timeout must be a number of seconds, got {type(timeout).__name__}")
@@ -90,7 +92,7 @@ class CountdownContext:
         self.log_stream_name = f"{today}/[{function_version}]{uuid.uuid4().hex}"
         self.identity = None
         self.client_context = None
-        self.tenant_id = None
+        self.tenant_id = tenant_id
 
     def get_remaining_time_in_millis(self) -> int:
         """Whole milliseconds until the timeout, 0 once it has passed."""
