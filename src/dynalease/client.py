@@ -20,7 +20,7 @@ from ._engine.clock import SYSTEM_CLOCK, Clock
 from ._engine.journal import process_journal
 from ._engine.lease import Lease
 from ._engine.observations import Observations
-from ._engine.permits import PermitLease
+from ._engine.permits import PermitTarget
 from ._engine.runtime import Runtime, get_runtime
 from ._engine.store import LockStore, Transport
 from ._values import from_item, to_item
@@ -233,32 +233,18 @@ class DynamoDBClient:
     ) -> Lease:
         """A lease on ``key``; with ``permit_keys``, a semaphore's on one of them."""
         self._check_process()
-        if permit_keys:
-            return PermitLease(
-                name=key,
-                permit_keys=permit_keys,
-                store=self._lock_store,
-                clock=self._clock,
-                observations=self._observations,
-                table=table,
-                lease_s=lease_s,
-                wait_s=wait_s,
-                on_lost=on_lost,
-                journal=self._journal,
-            )
-        # Positional: calling a class with keywords builds a dict of them and unpacks
-        # it again, which a guard per lock cycle pays for.
         return Lease(
-            self._lock_store,
-            self._clock,
-            self._observations,
-            table,
-            key,
-            lease_s,
-            wait_s,
-            on_lost,
-            fencing,
-            self._journal,
+            store=self._lock_store,
+            clock=self._clock,
+            observations=self._observations,
+            table=table,
+            key=key,
+            target=PermitTarget(key, permit_keys) if permit_keys else None,
+            lease_s=lease_s,
+            wait_s=wait_s,
+            on_lost=on_lost,
+            fencing=fencing,
+            journal=self._journal,
         )
 
     def _prepare_locks(self) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar, cast
 
 from ._calls import guarded_calls
-from ._engine.permits import PermitLease
+from ._engine.permits import PermitTarget
 from ._engine.states import State
 from .client import DynamoDBClient
 from .keys import KeyTemplate, permit_keys
@@ -51,8 +51,8 @@ class _SemaphoreGuard(_Guard):
         self._lease = client._new_lease(table, key, lease_s, wait_s, on_lost, keys)
 
     @property
-    def _permit(self) -> PermitLease:
-        return cast(PermitLease, self._lease)
+    def _permit(self) -> PermitTarget:
+        return cast(PermitTarget, self._lease.target)
 
     @property
     def key(self) -> str:
@@ -71,7 +71,7 @@ class _SemaphoreGuard(_Guard):
         That row is an ordinary lock row: ``dynalease inspect --key`` shows it,
         and ``check_in`` conditions a transaction on it.
         """
-        lease = self._permit
+        lease = self._lease
         return None if lease.state in _UNHELD else lease.key
 
     def __repr__(self) -> str:

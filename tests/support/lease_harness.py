@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynalease import DynamoDBClient
-from dynalease._engine.clock import ManualClock
+from dynalease._engine.clock import ManualClock, wait_for
 from dynalease._engine.lease import Lease
 from dynalease._engine.observations import Observations
-from dynalease._engine.permits import PermitLease
-from dynalease._engine.store import LockStore
+from dynalease._engine.permits import PermitTarget
+from dynalease._engine.store import LockStore, TimedOut
 from dynalease.exceptions import LockLost, RequestFailedError
 from dynalease.keys import permit_keys
 from support.memory import MemoryDynamoDB
@@ -80,6 +80,26 @@ class FaultyTransport:
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         self.sent.append(Sent(operation, params, self.clock.monotonic()))
         return self.inner.call(operation, params)
+
+    async def send_within(
+        self,
+        operation: str,
+        params: dict[str, Any],
+        timeout: float,
+        on_late: Callable[[Any], object],
+    ) -> dict[str, Any]:
+        """:meth:`send`, bounded by ``timeout`` seconds of the manual clock, as the lean
+        transport bounds it: an answer still to come is handed to ``on_late``."""
+        exchange = asyncio.ensure_future(self.send(operation, params))
+        try:
+            finished = await wait_for(self.clock, exchange, timeout)
+        except asyncio.CancelledError:
+            on_late(exchange)
+            raise
+        if not finished:
+            on_late(exchange)
+            raise TimedOut
+        return exchange.result()
 
     def operations(self) -> list[str]:
         return [request.operation for request in self.sent]
@@ -230,11 +250,10 @@ class Harness:
 
     def permit_lease(
         self, *, key: str = "k", permits: int = 3, lease: float = 30.0, wait: float = 35.0
-    ) -> PermitLease:
+    ) -> Lease:
         """A semaphore guard's lease on ``permits`` permits of ``key``."""
-        return PermitLease(
-            name=key,
-            permit_keys=permit_keys(key, permits),
+        return Lease(
+            target=PermitTarget(key, permit_keys(key, permits)),
             store=LockStore(self.transport),
             clock=self.clock,
             observations=self.observations,

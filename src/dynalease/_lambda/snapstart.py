@@ -27,7 +27,7 @@ import random
 from collections.abc import Iterator
 from typing import TypeVar
 
-from .._engine.base import LeaseBase
+from .._engine.base import LeaseCore
 from .._engine.clock import SystemClock
 from .._engine.states import State
 from ..client import DynamoDBClient
@@ -64,7 +64,7 @@ def _drop_connections(client: DynamoDBClient) -> None:
         drop()
 
 
-def _holding(lease: LeaseBase) -> bool:
+def _holding(lease: LeaseCore) -> bool:
     """A guard that holds a valid lease, or is acquiring one, on the real clock."""
     if not isinstance(lease.clock, SystemClock):
         return False  # a test's own clock: no lock any copy could hold
@@ -73,7 +73,7 @@ def _holding(lease: LeaseBase) -> bool:
 
 def before_snapshot() -> None:
     """Refuse a snapshot while a lock is held; close every client's pooled connections."""
-    held = sorted({(lease.table, lease.key) for lease in _live(LeaseBase) if _holding(lease)})
+    held = sorted({(lease.table, lease.key) for lease in _live(LeaseCore) if _holding(lease)})
     if held:
         named = ", ".join(f"{key!r} in table {table!r}" for table, key in held[:3])
         more = f" and {len(held) - 3} more" if len(held) > 3 else ""

@@ -418,7 +418,8 @@ class LeaseModel(RuleBasedStateMachine):
         guard.crashed = True
         self.crashed_owners.add(guard.lease.owner)
         lease = guard.lease
-        for task in (guard.acquiring, guard.releasing, lease._renewer):
+        lease.renewer.stop()
+        for task in (guard.acquiring, guard.releasing):
             if task is not None:
                 task.cancel()
         self.settle()
