@@ -1,8 +1,7 @@
 """The protocol's requests as DynamoDB parameters, and what their answers say.
 
-Every request a lease sends is built here, for every transport (the lean path
-encodes the blocking create and delete from templates made of these same
-builders: :data:`ROW_SLOTS`); protocol 2's own writes are in :mod:`.fenced`.
+Every request a lease sends is built here, for every transport; protocol 2's
+own writes are in :mod:`.fenced`.
 The conditions are DESIGN.md's table (section 3): create if absent, take over if
 the observed owner and version are still there, renew and release if ours.
 """
@@ -50,20 +49,6 @@ def _units(consumed: object) -> float:
         if isinstance(units, (int, float)):
             return float(units)
     return 0.0
-
-
-# Where the strings that vary stand in the parameters a body template is made from.
-# Only those parameters hold them (the values filled in later may hold anything), and
-# nothing else there can: table names are letters, digits and ``_-.``.
-_KEY, _OWNER, _VERSION = "\ue000key\ue001", "\ue000owner\ue001", "\ue000version\ue001"
-#: The markers of a create's body template (key, owner, version), and of a release's.
-ROW_SLOTS = (_KEY, _OWNER, _VERSION)
-RELEASE_SLOTS = (_KEY, _OWNER)
-
-
-def slotted_row(row: LockRow) -> LockRow:
-    """``row`` with :data:`ROW_SLOTS` for its strings: what a create's template is made from."""
-    return LockRow(_KEY, _OWNER, _VERSION, row.lease_ms, row.protocol)
 
 
 def write_reply(response: dict[str, Any]) -> Reply:

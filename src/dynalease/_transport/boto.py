@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._engine.store import LoopTransport
 from .botocore_internals import api_call
 from .errors import map_client_error, map_error_code, map_transport_error
 
@@ -52,7 +53,7 @@ def lock_config(user: Config | None) -> Config:
     return user.merge(overrides) if user is not None else overrides
 
 
-class BotoTransport:
+class BotoTransport(LoopTransport):
     """Low-level DynamoDB requests through a botocore client made on first use.
 
     Making the client is deferred because it may resolve credentials (which can

@@ -2,11 +2,11 @@
 
 The lean path takes its route from a botocore client so both paths agree, and
 some of what it needs is only on private attributes: the request signer's
-credentials object and Region, and the HTTP session's proxies, client
-certificate and ``verify`` setting. The lock client made for ``from_client``
-shares the caller's credentials object and copies its ``verify``. A botocore
-release that renames one must not silently change what is sent (a missing
-``_cert_file`` read as "no client certificate"): every read here raises
+credentials object and the HTTP session's ``verify`` setting (where requests go
+is read from a request botocore prepares: :func:`.route.botocore_request`). The
+lock client made for ``from_client`` shares the caller's credentials object and
+copies its ``verify``. A botocore release that renames one must not silently
+change what is sent (a missing ``_verify`` read as "the default bundle"): every read here raises
 :class:`BotocoreChanged` instead, and the lean path then leaves lock requests to
 botocore (logged as a warning). ``tests/unit/transport/test_lean_settings.py``
 builds real clients and fails when any of these is gone or changes type.
@@ -36,25 +36,15 @@ class BotocoreChanged(RuntimeError):
 
 
 class ClientInternals(NamedTuple):
-    """What a botocore client's private attributes say about where and how it sends."""
+    """What a botocore client's private attributes say about how it signs and trusts."""
 
     #: ``client._request_signer._credentials``: None when the client signs nothing.
     credentials: Any
-    #: ``client._request_signer._region_name``.
-    signing_region: str | None
-    #: ``client._endpoint.http_session._proxy_config.proxy_url_for(endpoint)``.
-    proxy_url: str | None
-    #: ``client._endpoint.http_session._cert_file``: the client certificate, or None.
-    cert_file: str | None
     #: ``client._endpoint.http_session._verify``: False, a CA file or directory, or True.
     verify: bool | str
 
     def __repr__(self) -> str:  # the credentials object's own repr is botocore's
-        return (
-            f"ClientInternals(signing_region={self.signing_region!r}, "
-            f"proxy={'set' if self.proxy_url else None}, cert_file={self.cert_file!r}, "
-            f"verify={self.verify!r})"
-        )
+        return f"ClientInternals(verify={self.verify!r})"
 
 
 def _version() -> str:
@@ -80,22 +70,11 @@ def _http_session(client: Any) -> Any:
     return _attr(_attr(client, "_endpoint"), "http_session")
 
 
-def read_client(client: Any, endpoint_url: str) -> ClientInternals:
+def read_client(client: Any) -> ClientInternals:
     """The private settings of ``client`` the lean path needs (raises BotocoreChanged)."""
-    signer = _attr(client, "_request_signer")
-    session = _http_session(client)
-    proxy_url_for = _attr(_attr(session, "_proxy_config"), "proxy_url_for")
-    if not callable(proxy_url_for):
-        raise BotocoreChanged(f"botocore {_version()}: proxy_url_for is not callable")
-    proxy = proxy_url_for(endpoint_url)
-    if proxy is not None and not isinstance(proxy, str):
-        raise BotocoreChanged(f"botocore {_version()}: proxy_url_for gave a {type(proxy)}")
     return ClientInternals(
-        credentials=_attr(signer, "_credentials"),
-        signing_region=_attr(signer, "_region_name", (str, type(None))),
-        proxy_url=proxy or None,
-        cert_file=_attr(session, "_cert_file", (str, type(None))),
-        verify=_verify(session),
+        credentials=_attr(_attr(client, "_request_signer"), "_credentials"),
+        verify=_verify(_http_session(client)),
     )
 
 

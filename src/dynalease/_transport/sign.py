@@ -4,7 +4,7 @@ botocore's ``SigV4Auth`` handles every AWS service and request shape; lock
 requests are always a JSON POST to ``/`` with the same five or six headers, so
 signing them is a few hashes. The signing key depends only on the secret, the
 UTC date, the Region and the service, so it is derived once a day per secret
-instead of four HMACs per request. ``tests/unit/test_signing.py`` checks every
+instead of four HMACs per request. ``tests/unit/transport/test_signing.py`` checks every
 signature against ``botocore.auth.SigV4Auth`` for the same request and time.
 """
 
@@ -14,9 +14,7 @@ import hashlib
 import hmac
 import time
 
-from .http.wire import header_line
-
-__all__ = ["CONTENT_TYPE", "SigV4Signer", "amz_date", "host_header"]
+__all__ = ["CONTENT_TYPE", "SigV4Signer", "amz_date", "header_line", "headers_of", "host_header"]
 
 CONTENT_TYPE = "application/x-amz-json-1.0"
 _ALGORITHM = "AWS4-HMAC-SHA256"
@@ -35,6 +33,24 @@ def amz_date(epoch: float | None = None) -> str:
 
 #: The last second formatted, with its text: requests in one second share it.
 _last_date: list[tuple[int, str]] = [(-1, "")]
+
+
+def header_line(name: str, value: str) -> str:
+    """One request header's line: ``name: value`` and its CRLF.
+
+    A name or value holding a line break (a Region or a token read from a
+    damaged setting) is refused: it would end the head early and smuggle in
+    headers of its own.
+    """
+    line = f"{name}: {value}\r\n"
+    if line.count("\n") != 1 or line.count("\r") != 1:
+        raise ValueError("a request header holds a line break")
+    return line
+
+
+def headers_of(fields: str) -> dict[str, str]:
+    """The header lines of :meth:`SigV4Signer.fields` as a mapping, in their order."""
+    return dict(line.split(": ", 1) for line in fields[:-2].split("\r\n"))
 
 
 def host_header(scheme: str, host: str, port: int | None) -> str:
@@ -58,7 +74,7 @@ class SigV4Signer:
     identity (access key and session token) and operation the rest of it and
     the header lines. A request then costs two SHA-256 hashes, one HMAC and
     three string joins. Each value from outside (host, Region, key, token,
-    operation) passes :func:`.http.wire.header_line`'s check once, where it is
+    operation) passes :func:`header_line`'s check once, where it is
     first made into a line.
     """
 
