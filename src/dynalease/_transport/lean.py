@@ -94,7 +94,7 @@ class LeanTransport:
         self._direct = direct
         self._route: Route | None = None
         self._prepared = False
-        self._making: asyncio.Future[BaseClient] | None = None
+        self._making: asyncio.Future[Route | None] | None = None
         self._building = threading.Lock()
         self.fallback_reason: str | None = None
 
@@ -116,22 +116,23 @@ class LeanTransport:
                 return
 
     async def _prepare(self) -> None:
-        # Making the client may resolve credentials (a metadata-service call): off the
-        # loop, and once for all the requests that arrive before it is made.
-        if self._prepared:
-            return
-        if self.direct_route() is not None:
-            return  # everything is known without botocore: no client to build
+        # Making the client may resolve credentials (a metadata-service call), and
+        # reading its route signs a request: off the loop, and once for all the
+        # requests that arrive before it is made.
+        if self._prepared or self.direct_route() is not None:
+            return  # chosen, or everything is known without botocore
         making = self._making
         if making is None or (making.done() and making.exception() is not None):
-            making = self._making = asyncio.get_running_loop().run_in_executor(
-                None, lambda: self.boto.client
-            )
-        client = await asyncio.shield(making)
-        if self._prepared:
-            return
+            loop = asyncio.get_running_loop()
+            making = self._making = loop.run_in_executor(None, self._route_of_client)
+        route = await asyncio.shield(making)
+        if not self._prepared:
+            self._route, self._prepared = route, True
+
+    def _route_of_client(self) -> Route | None:
+        """The botocore lock client's route, or None (and why) when botocore must send."""
         try:
-            self._route = Route.of_client(client)
+            return Route.of_client(self.boto.client)
         except Unsupported as why:
             self.fallback_reason = str(why)
             log.debug("dynalease: lock requests go through botocore: %s", why)
@@ -141,7 +142,7 @@ class LeanTransport:
         except (AttributeError, TypeError) as error:  # a botocore we do not know
             self.fallback_reason = f"unrecognised botocore client ({error})"
             log.debug("dynalease: lock requests go through botocore: %s", error)
-        self._prepared = True
+        return None
 
     def direct_route(self) -> Route | None:
         """The route read from the settings alone (built once, from any thread), else None.

@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .boto import LOCK_POOL_CONNECTIONS, LOCK_READ_TIMEOUT_S
-from .botocore_internals import read_client
+from .botocore_internals import endpoint_verify, signing_credentials
 from .config import DirectConfig
 from .connections import Answer, Connections
 from .sign import SigV4Signer, headers_of, host_header
@@ -80,15 +80,16 @@ class Route:
             raise Unsupported("a client certificate is configured")
         if config.proxies_config:
             raise Unsupported("proxy TLS settings are configured")
-        inside = read_client(client)  # raises BotocoreChanged if botocore moved them
-        if inside.credentials is None:
+        credentials = signing_credentials(client)  # BotocoreChanged if botocore moved it
+        if credentials is None:
             raise Unsupported("the client signs no requests (no credentials object)")
+        verify = endpoint_verify(client)
         url, region = botocore_request(client)
         return cls(
             url,
             region,
-            inside.credentials,
-            verify=inside.verify,
+            credentials,
+            verify=verify,
             connect_timeout=float(config.connect_timeout),
             read_timeout=float(config.read_timeout),
             max_connections=int(config.max_pool_connections or LOCK_POOL_CONNECTIONS),
