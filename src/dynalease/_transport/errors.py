@@ -172,12 +172,20 @@ def map_transport_error(error: Exception, operation: str) -> Exception:
             code="NoCredentials",
             operation=operation,
         )
-    never_sent = exceptions is not None and isinstance(
-        error, exceptions.EndpointConnectionError | exceptions.ConnectTimeoutError
-    )
+    never_sent = False
+    if exceptions is not None and isinstance(error, exceptions.BotoCoreError):
+        # A failed connect, or anything botocore raised before sending (a setting it
+        # refuses, an endpoint it cannot resolve): nothing went out.
+        network = exceptions.HTTPClientError | exceptions.ConnectionError
+        connect = (
+            exceptions.EndpointConnectionError
+            | exceptions.ConnectTimeoutError
+            | exceptions.ProxyConnectionError
+        )
+        never_sent = isinstance(error, connect) or not isinstance(error, network)
     return RequestFailedError(
         f"{operation} did not complete: {error}"
-        + ("" if never_sent else "; it may have been applied"),
+        + ("; it was not sent" if never_sent else "; it may have been applied"),
         code=type(error).__name__,
         operation=operation,
         may_have_committed=not never_sent,
