@@ -55,7 +55,10 @@ class DynaleaseError(Exception):
 
 
 class LockError(DynaleaseError):
-    """A lock operation failed; carries the lock's table, key and owner where known."""
+    """A lock operation failed; carries the lock's table, key and owner where known.
+
+    ``request_id`` is the AWS request id of the lock's last DynamoDB answer, if any.
+    """
 
     def __init__(
         self,
@@ -64,11 +67,13 @@ class LockError(DynaleaseError):
         table: str | None = None,
         key: str | None = None,
         owner: str | None = None,
+        request_id: str | None = None,
     ) -> None:
         super().__init__(message)
         self.table = table
         self.key = key
         self.owner = owner
+        self.request_id = request_id
 
 
 class LockNotAcquired(LockError):

@@ -119,6 +119,7 @@ class Acquiring(Renewing):
             table=self.table,
             key=self.key,
             owner=self.owner,
+            request_id=self._last_request_id,
         )
         error.__cause__ = cause
         return error
@@ -242,6 +243,7 @@ class Acquiring(Renewing):
             table=self.table,
             key=self.key,
             owner=self.owner,
+            request_id=self._last_request_id,
         )
         error.__cause__ = cause
         return error

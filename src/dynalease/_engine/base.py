@@ -74,6 +74,8 @@ class LeaseBase:
     _validity: Stamp | None = None
     #: The row a failed condition returned with (the last one), if DynamoDB sent it.
     _conflict_item: dict[str, Any] | None = None
+    #: The AWS request id of the last DynamoDB answer, for the errors a guard raises.
+    _last_request_id: str | None = None
     _renewer: asyncio.Task[None] | None = None
 
     def __init__(
@@ -209,6 +211,7 @@ class LeaseBase:
             table=self.table,
             key=self.key,
             owner=self.owner,
+            request_id=self._last_request_id,
         )
 
     def _log_text(self, error: BaseException) -> str:

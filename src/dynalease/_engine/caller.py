@@ -120,6 +120,7 @@ class CallerPath(Acquiring, Releasing):
         finally:
             tally.wait_ms = (self.clock.monotonic() - start) * 1000
         tally.consumed_wcu += reply.capacity
+        self._last_request_id = reply.request_id or self._last_request_id
         # A token missing from the answer raises: ``hold_from_caller`` then cleans up.
         self._won(version, stamp, reply.item)
         self._now_held()

@@ -68,6 +68,7 @@ class PermitLease(Lease):
             table=self.table,
             key=self.name,
             owner=self.owner,
+            request_id=self._last_request_id,
         )
         error.__cause__ = cause
         return error

@@ -142,6 +142,7 @@ class Releasing(Requests):
             table=self.table,
             key=self.key,
             owner=self.owner,
+            request_id=self._last_request_id,
         )
 
     async def _cleanup_late(self) -> None:

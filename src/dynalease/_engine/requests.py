@@ -110,15 +110,19 @@ class Requests(LeaseBase):
         except ConditionFailed as failed:
             tally.conditional_failures += 1
             self._conflict_item = failed.item
+            self._last_request_id = failed.request_id or self._last_request_id
             return None
         except RequestFailedError as error:
             tally.request_failures += 1
+            self._last_request_id = error.request_id or self._last_request_id
             if error.may_have_committed and kind != "read":
                 raise OutcomeUnknown(task, error) from error
             raise
-        except DynamoDBError:
+        except DynamoDBError as error:
             tally.request_failures += 1
+            self._last_request_id = error.request_id or self._last_request_id
             raise
+        self._last_request_id = reply.request_id or self._last_request_id
         if kind == "read":
             tally.consumed_rcu += reply.capacity
         else:

@@ -34,6 +34,8 @@ class Reply(NamedTuple):
     capacity: float
     items: Mapping[str, Item] = MappingProxyType({})
     unprocessed: tuple[str, ...] = ()
+    #: The answer's AWS request id (``x-amzn-RequestId``), when the transport saw one.
+    request_id: str | None = None
 
 
 def _capacity(response: dict[str, Any]) -> float:
@@ -51,16 +53,24 @@ def _units(consumed: object) -> float:
     return 0.0
 
 
+def request_id_of(response: dict[str, Any]) -> str | None:
+    """The AWS request id botocore (and the lean path) put in ``ResponseMetadata``."""
+    metadata = response.get("ResponseMetadata")
+    found = metadata.get("RequestId") if isinstance(metadata, dict) else None
+    return found if isinstance(found, str) and found else None
+
+
 def write_reply(response: dict[str, Any]) -> Reply:
-    # Only fenced writes ask for attributes back (the new counter); others return none.
-    # A write's capacity is one entry, never BatchGetItem's list: read at once.
-    return Reply(response.get("Attributes"), _units(response.get("ConsumedCapacity")))
+    """The reply to a write: only fenced writes ask for attributes back (the new counter)."""
+    # A write's capacity is one entry, never BatchGetItem's list.
+    units = _units(response.get("ConsumedCapacity"))
+    return Reply(response.get("Attributes"), units, request_id=request_id_of(response))
 
 
 def reply_of(operation: str, response: dict[str, Any]) -> Reply:
     """The store's reply for a response to ``operation`` (a write's returned attributes)."""
     if operation == "GetItem":
-        return Reply(response.get("Item"), _capacity(response))
+        return Reply(response.get("Item"), _capacity(response), request_id=request_id_of(response))
     return write_reply(response)
 
 
@@ -159,7 +169,7 @@ def batch_reply(table: str, response: dict[str, Any]) -> Reply:
         and isinstance(key := entry.get(KEY_ATTR), dict)
         and isinstance(key.get("S"), str)
     )
-    return Reply(None, _capacity(response), items, unprocessed)
+    return Reply(None, _capacity(response), items, unprocessed, request_id_of(response))
 
 
 def _put_params(

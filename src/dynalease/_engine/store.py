@@ -30,11 +30,15 @@ __all__ = [
 
 
 class ConditionFailed(Exception):
-    """The write's condition did not hold; ``item`` is the current row when DynamoDB sent it."""
+    """The write's condition did not hold; ``item`` is the current row when DynamoDB sent it.
 
-    def __init__(self, item: Item | None) -> None:
+    ``request_id`` is the answer's AWS request id, when the transport saw one.
+    """
+
+    def __init__(self, item: Item | None, request_id: str | None = None) -> None:
         super().__init__("conditional check failed")
         self.item = item
+        self.request_id = request_id
 
 
 class Transport(Protocol):

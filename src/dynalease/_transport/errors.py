@@ -98,7 +98,7 @@ def map_error_code(
     ``request_id`` is the answer's AWS request id, carried by the error.
     """
     if code == "ConditionalCheckFailedException":
-        return ConditionFailed(response.get("Item"))
+        return ConditionFailed(response.get("Item"), request_id)
     if code == "TransactionCanceledException":
         return TransactionCanceledException(
             f"DynamoDB cancelled the transaction: {message}",
