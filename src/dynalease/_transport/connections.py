@@ -119,6 +119,8 @@ class Connections:
             manager = urllib3.ProxyManager(proxy, num_pools=2, proxy_headers=headers, **options)
         self.proxy = proxy
         self._manager = manager
+        # Without a proxy, the endpoint's own pool: no URL parsing or pool look-up per request.
+        self._pool = None if proxy else manager.connection_from_url(url)
         self._urllib3 = urllib3
 
     def post(
@@ -143,9 +145,10 @@ class Connections:
                 allowed_methods=frozenset({"POST"}), raise_on_redirect=False,
             )  # fmt: skip
         try:
-            response = self._manager.request(
+            send = self._manager.urlopen if self._pool is None else self._pool.urlopen
+            response = send(
                 "POST",
-                self.url,
+                self.url if self._pool is None else "/",
                 body=body,
                 headers={**headers, **_UNSIGNED},
                 timeout=limits,
