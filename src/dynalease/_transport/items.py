@@ -117,7 +117,7 @@ class ItemTransport(LoopTransport):
                     answer = route.post(
                         operation,
                         body,
-                        route.credentials,
+                        route.credentials.get_frozen_credentials(),
                         timeout=self._timeout,
                         retry_stale=resendable,
                     )

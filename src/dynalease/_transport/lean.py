@@ -40,7 +40,7 @@ from ..constants import ENV_TRANSPORT
 from .boto import BotoTransport
 from .botocore_internals import BotocoreChanged
 from .codec import ENCODER, read_answer
-from .config import DirectConfig, StaticCredentials
+from .config import DirectConfig
 from .connections import NotSent, Unanswered
 from .errors import map_lean_failure, map_transport_error, transport_failures
 from .route import Route, Unsupported
@@ -188,11 +188,9 @@ class LeanTransport:
         route = self._route
         if route is None:
             return await bounded(self.boto.send(operation, params), timeout, on_late)
-        frozen = await _frozen(route.credentials, operation)
         loop = asyncio.get_running_loop()
-        exchange = loop.run_in_executor(
-            None, _exchange, route, operation, params, frozen, route.connections.read_timeout
-        )
+        read_timeout = route.connections.read_timeout
+        exchange = loop.run_in_executor(None, _exchange, route, operation, params, read_timeout)
         return await bounded(exchange, timeout, on_late)
 
     def blocking_ready(self) -> bool:
@@ -214,11 +212,7 @@ class LeanTransport:
         """
         route = self._route
         assert route is not None, "send_blocking before the lean path was chosen"
-        frozen = route.credentials
-        if type(frozen) is not StaticCredentials:  # static keys are their own frozen form
-            # A due refresh runs here, in the caller's thread, as botocore's would.
-            frozen = _frozen_now(frozen, operation)
-        return _exchange(route, operation, params, frozen, timeout)
+        return _exchange(route, operation, params, timeout)
 
     async def finish_late(self, operation: str, late: Any) -> dict[str, Any]:
         """The answer to a late request (:meth:`send_blocking` hands none over)."""
@@ -227,9 +221,13 @@ class LeanTransport:
 
 
 def _exchange(
-    route: Route, operation: str, params: dict[str, Any], frozen: Any, timeout: float
+    route: Route, operation: str, params: dict[str, Any], timeout: float
 ) -> dict[str, Any]:
-    """Encode, sign and send one request, and read its answer (in a blocking thread)."""
+    """Encode, sign and send one request, and read its answer (in a blocking thread).
+
+    A due refresh of the credentials runs here too, as botocore's would.
+    """
+    frozen = _frozen_now(route.credentials, operation)
     body = ENCODER.encode(params).encode()
     try:
         answer = route.post(
@@ -238,22 +236,6 @@ def _exchange(
     except (NotSent, Unanswered) as failure:
         raise map_lean_failure(failure, route.url, operation) from failure.cause
     return read_answer(operation, answer, route.url)
-
-
-async def _frozen(credentials: Any, operation: str) -> Any:
-    """The current key, secret and token; a due refresh runs off the loop."""
-    try:
-        refresh = getattr(credentials, "refresh_needed", None) is not None and (
-            credentials.refresh_needed()
-        )
-    except transport_failures() as error:
-        raise map_transport_error(error, operation) from error
-    if refresh:
-        # A refresh may call STS or a metadata service: never on the loop.
-        return await asyncio.get_running_loop().run_in_executor(
-            None, _frozen_now, credentials, operation
-        )
-    return _frozen_now(credentials, operation)
 
 
 def _frozen_now(credentials: Any, operation: str) -> Any:
