@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test lint typecheck unit system-deps layer cdk-range bench clean
+.PHONY: demo test lint typecheck unit system-deps layer cdk-range bench dist clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,10 +38,12 @@ system-deps:
 	    || echo "warning: npm ci failed; dynalite tests will be skipped"; fi
 
 lint: $(STAMP)
+	@echo "make: linting with ruff (check, then format --check)"
 	$(BIN)/ruff check src tests benchmarks infra layer examples
 	$(BIN)/ruff format --check src tests benchmarks infra layer examples
 
 typecheck: $(STAMP)
+	@echo "make: type-checking src/dynalease with mypy --strict (about a minute on a cold cache)"
 	$(BIN)/mypy
 
 # The default run takes the lean request path; the protocol tests run again over botocore.
@@ -62,11 +64,22 @@ demo: $(STAMP)
 cdk-range: $(STAMP)
 	bash infra/check_cdk_range.sh
 
+# One zip per Python version, with that version's bytecode: `make layer` builds for the
+# venv's Python, `make layer LAYER_PYTHON=3.13` for one version, `LAYER_PYTHON=all` for
+# every version an interpreter is found for (PATH, pyenv, DYNALEASE_PYTHON_3_N).
+LAYER_PYTHON ?=
 layer: $(STAMP)
-	$(BIN)/python layer/build.py
+	$(BIN)/python layer/build.py $(if $(LAYER_PYTHON),--python $(LAYER_PYTHON))
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
+# A wheel and an sdist in dist/, for `pip install dist/dynalease-*.whl` elsewhere.
+dist: $(STAMP)
+	@echo "make: building the wheel and the sdist into dist/ (python -m build), then twine check"
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/twine check --strict dist/*
+
 clean:
-	rm -rf $(VENV) cdk.out layer/dist .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) cdk.out layer/dist dist .mypy_cache .pytest_cache .ruff_cache

@@ -113,6 +113,21 @@ class _Context:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
+def _bytecode_use(layer: str) -> tuple[int, int]:
+    """Modules loaded from ``layer``: (with a bytecode file beside them, compiled from source)."""
+    with_bytecode = from_source = 0
+    for module in list(sys.modules.values()):
+        spec = getattr(module, "__spec__", None)
+        origin = getattr(spec, "origin", None) or ""
+        if not origin.startswith(layer) or not origin.endswith(".py"):
+            continue
+        if spec.cached and os.path.exists(spec.cached):
+            with_bytecode += 1
+        else:
+            from_source += 1
+    return with_bytecode, from_source
+
+
 def lambda_cold(lib_name: str, endpoint: str, table: str) -> dict[str, float]:
     """Lambda's Init and first invocation: import the handler module, build the context, invoke."""
     import io
@@ -146,13 +161,19 @@ def lambda_cold(lib_name: str, endpoint: str, table: str) -> dict[str, float]:
     invoked = time.perf_counter()
     if result.get("lock_key") != "customer:c-cold":
         raise RuntimeError(f"the handler answered {result!r}")
-    return {
+    figures = {
         "powertools_import_s": powertools - start,
         "library_import_s": library - powertools,
         "init_s": imported - start,
         "invoke_s": invoked - imported,
         "peak_rss_mb": _peak_rss_mb(),
     }
+    layer = os.environ.get("DYNALEASE_BENCH_LAYER")
+    if layer:  # run from a layer (benchmarks/layer_cold.py): say where bytecode came from
+        figures["layer_modules_with_bytecode"], figures["layer_modules_compiled"] = _bytecode_use(
+            layer
+        )
+    return figures
 
 
 #: A guard of ``scale`` that has not come in or out this long after it should have

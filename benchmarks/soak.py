@@ -43,11 +43,17 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from dynalease import DynamoDBClient
+from dynalease._values import from_item
+from dynalease.demo.checks import plural
 from dynalease.demo.history import (
     ACQUIRED,
+    HEAD_SEQ,
+    KEY_ATTR,
     RELEASED,
+    SEQ_ATTR,
     append,
     check_history,
+    check_records,
     commit,
     create_history_table,
     read_head,
@@ -74,6 +80,8 @@ STAT_NAMES = (
     "fenced_writes",
     "fence_refused",
 )
+#: How often a run prints a progress line (``--progress-every``).
+PROGRESS_EVERY_S = 30.0
 #: The order figures are printed in.
 FIGURES = (
     "runs",
@@ -210,9 +218,18 @@ class Worker:
 class Supervisor:
     """Starts workers, reads their reports, kills and pauses holders, collects figures."""
 
-    def __init__(self, plan: Plan, processes: int, chaos_every: float, seed: int) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        processes: int,
+        chaos_every: float,
+        seed: int,
+        progress_every: float = PROGRESS_EVERY_S,
+    ) -> None:
         self.plan = plan
+        self.progress_every = progress_every
         self.deadline: float | None = None  # set once the first workers are ready
+        self.seconds = 0.0  # the run time, set with the deadline
         self.chaos_every = chaos_every
         self.rng = random.Random(seed)
         self.context = multiprocessing.get_context("spawn")
@@ -220,6 +237,14 @@ class Supervisor:
         self.workers: list[Worker] = []
         self.finished: list[Worker] = []  # killed ones, kept for their last stats
         self.figures = {"runs": 0, "kills": 0, "pauses": 0}
+        # For the progress lines: acquisitions announced, and the worker that last
+        # announced each key (a new holder while it still holds is a takeover).
+        self.announced = 0
+        self.takeovers_seen = 0
+        self.last_holder: dict[str, Worker] = {}
+        # The history read so far for the progress lines, and each key's last sequence.
+        self.history_rows: dict[tuple[str, int], dict[str, Any]] = {}
+        self.history_seen: dict[str, int] = {}
         for _ in range(processes):
             self.spawn()
 
@@ -248,9 +273,72 @@ class Supervisor:
                 if self.deadline is not None:
                     channel.send(self.deadline)
             elif message[0] == "held":
+                self._announced(owner, message[1])
                 owner.holding = (message[1], message[2])
             else:
                 owner.stats, owner.holding = message[1], None
+
+    def _announced(self, worker: Worker, key: str) -> None:
+        previous = self.last_holder.get(key)
+        # A new holder while the last one still holds the key: it was killed or paused.
+        if previous not in (None, worker) and previous.holding and previous.holding[0] == key:
+            self.takeovers_seen += 1
+        self.last_holder[key] = worker
+        self.announced += 1
+
+    def progress(self, elapsed: float, seconds: float) -> str:
+        """One line of how the run is going, from the workers' messages."""
+        counts = (
+            (self.announced, "acquisition"),
+            (self.takeovers_seen, "takeover"),
+            (self.figures["kills"], "kill"),
+            (self.figures["pauses"], "pause"),
+        )
+        return (
+            f"soak: {elapsed:.0f}/{seconds:g} s, "
+            + ", ".join(plural(number, noun) for number, noun in counts)
+            + f", violations so far: {self.violations_so_far()}"
+        )
+
+    def violations_so_far(self) -> int:
+        """Violations in the history written so far.
+
+        Only each key's records since the last look are read (a consistent Query per
+        key: a Scan of the whole history would hold the one-request-at-a-time server
+        for seconds), then checked together with the ones read before.
+        """
+        for index in range(self.plan.keys):
+            key = f"key-{index}"
+            # The head (the key's last sequence) first, then the records up to it: a head
+            # and its record commit together, so those records are all there.
+            head = self.client.sync_get_item(
+                self.plan.history, {KEY_ATTR: key, SEQ_ATTR: HEAD_SEQ}, consistent_read=True
+            )
+            seen = self.history_seen.get(key, HEAD_SEQ)
+            if head is None or head.get("head", 0) <= seen:
+                continue
+            params: dict[str, Any] = {
+                "TableName": self.plan.history,
+                "ConsistentRead": True,
+                "KeyConditionExpression": "#k = :k AND #s BETWEEN :first AND :last",
+                "ExpressionAttributeNames": {"#k": KEY_ATTR, "#s": SEQ_ATTR},
+                "ExpressionAttributeValues": {
+                    ":k": {"S": key},
+                    ":first": {"N": str(seen + 1)},
+                    ":last": {"N": str(head["head"])},
+                },
+            }
+            while True:
+                page = self.client._items.call("Query", params)
+                for item in page.get("Items", []):
+                    record = from_item(item)
+                    self.history_rows[(key, record[SEQ_ATTR])] = record
+                if not page.get("LastEvaluatedKey"):
+                    break
+                params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+            self.history_rows[(key, HEAD_SEQ)] = head
+            self.history_seen[key] = head["head"]
+        return len(check_records(self.history_rows.values()).violations)
 
     def chaos(self) -> None:
         """SIGKILL or SIGSTOP one worker that holds a lock right now."""
@@ -289,7 +377,7 @@ class Supervisor:
         while not all(w.ready for w in self.workers) and time.monotonic() < waited:
             self.read(0.1)
         started = time.monotonic()
-        self.deadline = started + seconds
+        self.deadline, self.seconds = started + seconds, seconds
         for w in self.workers:
             if w.ready and w.channel is not None:
                 w.channel.send(self.deadline)
@@ -298,13 +386,22 @@ class Supervisor:
     def run(self) -> dict[str, int]:
         assert self.deadline is not None, "call start() first"
         next_chaos = time.monotonic() + self.chaos_every / 2
+        started = time.monotonic()
+        next_progress = started + self.progress_every
         while time.monotonic() < self.deadline:
             self.read(0.1)
             self.resume_due()
+            if time.monotonic() >= next_progress:
+                print(self.progress(time.monotonic() - started, self.seconds), flush=True)
+                next_progress += self.progress_every
             if time.monotonic() >= next_chaos:
                 self.chaos()
                 next_chaos = time.monotonic() + self.chaos_every * self.rng.uniform(0.5, 1.5)
         self.resume_due(everyone=True)
+        print(
+            "soak: time is up; the workers finish their guards, then the history is checked",
+            flush=True,
+        )
         # Workers finish their current guard (at most a wait and a few commits).
         finish_by = time.monotonic() + 4 * self.plan.lease + 30
         while any(w.process.is_alive() for w in self.workers) and time.monotonic() < finish_by:
@@ -388,6 +485,7 @@ def soak(
     region: str,
     seed: int,
     fencing: bool = False,
+    progress_every: float = PROGRESS_EVERY_S,
 ) -> tuple[dict[str, Any], list[str]]:
     """Run one soak; returns the figures and the violations found."""
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
@@ -403,7 +501,7 @@ def soak(
         create_history_table(client, plan.history)
         if ledger:
             client.sync_create_table(ledger, partition_key=("key", "S"), wait=True)
-        supervisor = Supervisor(plan, processes, chaos_every, seed)
+        supervisor = Supervisor(plan, processes, chaos_every, seed, progress_every)
         started = supervisor.start(seconds)
         figures: dict[str, Any] = dict(supervisor.run())
         report = check_history(client, plan.history)
@@ -440,12 +538,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
     parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
     parser.add_argument(
+        "--progress-every",
+        type=float,
+        default=PROGRESS_EVERY_S,
+        metavar="S",
+        help=f"seconds between progress lines (default {PROGRESS_EVERY_S:g})",
+    )
+    parser.add_argument(
         "--fencing", action="store_true", help="fenced locks; check tokens and a fenced ledger"
     )
     args = parser.parse_args(argv)
     seconds = args.seconds if args.seconds is not None else args.minutes * 60
     if args.processes < 2 or args.keys < 1 or seconds <= 0 or args.lease < 0.5:
         parser.error("need --processes >= 2, --keys >= 1, a positive run time and --lease >= 0.5")
+    if args.progress_every <= 0:
+        parser.error(
+            f"--progress-every must be a positive number of seconds, got {args.progress_every:g}"
+        )
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     print(
         f"soak: {args.processes} processes x {seconds:g} s on {args.keys} keys, "
@@ -463,6 +572,7 @@ def main(argv: list[str] | None = None) -> int:
         region=args.region,
         seed=seed,
         fencing=args.fencing,
+        progress_every=args.progress_every,
     )
     for name in FIGURES:
         print(f"  {name:<16}{figures[name]}")

@@ -42,6 +42,10 @@ class Context:
     #: one renewal of every lease.
     scale_lease_s: float = 45.0
     scale_hold_s: float = 18.0
+    #: Python versions ``lambda_cold`` runs (empty: every one with an interpreter here).
+    cold_pythons: list[str] = field(default_factory=list)
+    #: False: ``lambda_cold`` runs dynalease's layer without its bytecode (for comparison).
+    cold_bytecode: bool = True
     round: int = 0
 
     def lib(self, name: str) -> Lib:
@@ -271,18 +275,35 @@ def script_start(name: str, ctx: Context) -> Figures:
 
 
 def lambda_cold(name: str, ctx: Context) -> Figures:
-    """Lambda's Init plus first invocation: a handler module with Powertools' Logger, one lock."""
-    if ctx.round == 0:
-        _compile_sources()
-    report, wall, cpu = _child(["lambda_cold", name, ctx.endpoint, ctx.table], 120)
-    return {
-        "process_wall_s": wall,
-        "process_cpu_s": cpu,
-        "library_import_s": report["library_import_s"],
-        "init_s": report["init_s"],
-        "invoke_s": report["invoke_s"],
-        "peak_rss_mb": report["peak_rss_mb"],
-    }
+    """Lambda's Init plus first invocation, from the library's layer, per Python version.
+
+    Powertools' Logger, the handler module and one locked invoke in a fresh
+    interpreter of each version, the layer unpacked where nothing writes bytecode
+    (:mod:`benchmarks.layer_cold`). ``cold_s`` is init plus the first invoke;
+    ``bytecode``/``compiled`` count the layer's modules loaded with and without
+    bytecode on disk.
+    """
+    from . import layer_cold
+
+    if not ctx.cold_pythons:
+        ctx.cold_pythons = layer_cold.available()
+        if not ctx.cold_pythons:
+            raise RuntimeError("no Python 3.11+ interpreter found for lambda_cold")
+    figures: Figures = {}
+    for version in ctx.cold_pythons:
+        runtime = layer_cold.prepare(version, bytecode=ctx.cold_bytecode)
+        report, wall, cpu = layer_cold.run(name, runtime, ctx.endpoint, ctx.table)
+        prefix = f"py{version}_"
+        figures[prefix + "cold_s"] = report["init_s"] + report["invoke_s"]
+        figures[prefix + "library_import_s"] = report["library_import_s"]
+        figures[prefix + "init_s"] = report["init_s"]
+        figures[prefix + "invoke_s"] = report["invoke_s"]
+        figures[prefix + "process_wall_s"] = wall
+        figures[prefix + "process_cpu_s"] = cpu
+        figures[prefix + "peak_rss_mb"] = report["peak_rss_mb"]
+        figures[prefix + "bytecode"] = report["layer_modules_with_bytecode"]
+        figures[prefix + "compiled"] = report["layer_modules_compiled"]
+    return figures
 
 
 def processes(name: str, ctx: Context) -> Figures:

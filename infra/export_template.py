@@ -5,7 +5,10 @@ The resources come from synthesizing :class:`~dynalease.cdk.LockTable` and
 (tests/infra/test_cloudformation_export.py regenerates it and compares). What the CDK
 adds for itself is dropped (bootstrap rules, asset parameters, metadata), and what it
 fills in at deploy time becomes a parameter: the layer's zip (from ``make layer``) is
-read from an S3 bucket and key you upload it to, and deletion protection is a choice.
+read from an S3 bucket and key you upload it to, the layer's one compatible runtime is
+the Python version that zip was built for (``layer/dist/dynalease-layer-python3.13.zip``
+goes with ``python3.13``: it carries that version's bytecode), and deletion protection
+is a choice.
 
     .venv/bin/python infra/export_template.py            # rewrite the file
     .venv/bin/python infra/export_template.py --check    # exit 1 if it is stale
@@ -18,6 +21,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from dynalease.cdk.build import PYTHON_VERSIONS
 
 OUT = Path(__file__).resolve().parents[1] / "deploy" / "cloudformation" / "dynalease.json"
 
@@ -47,8 +52,19 @@ def export(template: dict[str, Any]) -> dict[str, Any]:
     layer["Properties"]["Content"] = {
         "S3Bucket": {"Ref": "LayerZipBucket"},
         "S3Key": {"Ref": "LayerZipKey"},
+        "S3ObjectVersion": {
+            "Fn::If": [
+                "PinnedZipVersion",
+                {"Ref": "LayerZipObjectVersion"},
+                {"Ref": "AWS::NoValue"},
+            ]
+        },
     }
-    layer["Properties"]["Description"] = "dynalease locks (the zip that make layer builds)"
+    layer["Properties"]["CompatibleRuntimes"] = [{"Ref": "PythonRuntime"}]
+    layer["Properties"]["Description"] = {
+        "Fn::Sub": "dynalease locks for ${PythonRuntime} "
+        "(layer/dist/dynalease-layer-${PythonRuntime}.zip)"
+    }
     return {
         "AWSTemplateFormatVersion": "2010-09-09",
         "Description": "dynalease: the lock table and the Lambda layer, as LockTable and "
@@ -60,11 +76,32 @@ def export(template: dict[str, Any]) -> dict[str, Any]:
                 "Default": "true",
                 "Description": "refuse DeleteTable while set (LockTable's deletion_protection)",
             },
+            "PythonRuntime": {
+                "Type": "String",
+                "AllowedValues": [f"python{version}" for version in PYTHON_VERSIONS],
+                "Description": "the functions' runtime; the zip must be the one built for it",
+            },
             "LayerZipBucket": {
                 "Type": "String",
                 "Description": "the S3 bucket holding the zip from make layer (layer/dist/)",
             },
-            "LayerZipKey": {"Type": "String", "Description": "its key in that bucket"},
+            "LayerZipKey": {
+                "Type": "String",
+                "Description": "its key in that bucket: the zip built for PythonRuntime "
+                "(python3.13: layer/dist/dynalease-layer-python3.13.zip, from "
+                "make layer LAYER_PYTHON=3.13); its bytecode is for that version only",
+            },
+            "LayerZipObjectVersion": {
+                "Type": "String",
+                "Default": "",
+                "Description": "the zip's S3 object version (a versioned bucket): the layer is "
+                "made from exactly that upload; empty takes the key's current object",
+            },
+        },
+        "Conditions": {
+            "PinnedZipVersion": {
+                "Fn::Not": [{"Fn::Equals": [{"Ref": "LayerZipObjectVersion"}, ""]}]
+            }
         },
         "Resources": {"LockTable": table, "LockLayer": layer},
         "Outputs": {

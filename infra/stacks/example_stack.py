@@ -29,7 +29,7 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from dynalease.cdk import LockTable
-from dynalease.cdk.layer import DEFAULT_RUNTIMES
+from dynalease.cdk.layer import synth_runtime
 
 from .nag import suppress
 
@@ -173,7 +173,8 @@ class ExampleStack(cdk.Stack):
         function = lambda_.Function(
             self,
             id,
-            runtime=DEFAULT_RUNTIMES[-1],
+            # The runtime LockStack's layer is built for (its bytecode is for one version).
+            runtime=synth_runtime(),
             architecture=lambda_.Architecture.ARM_64,
             code=self._code,
             handler=f"{module}.handler",

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["DynamoDBClient"]
 
 T = TypeVar("T")
-_TABLE_NAME = re.compile(r"^[A-Za-z0-9_.\-]{3,255}$")
+_TABLE_NAME = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
 _KEY_TYPES = {"S", "N", "B"}
 _TABLE_WAIT_S = 300.0
 
@@ -44,7 +44,7 @@ def check_table_name(table: object, *, parameter: str = "table") -> str:
     """Validate a DynamoDB table name before any request."""
     if not isinstance(table, str):
         raise TypeError(f"{parameter} must be a table name (str), got {type(table).__name__}")
-    if not _TABLE_NAME.match(table):
+    if not _TABLE_NAME.fullmatch(table):
         raise ValueError(
             f"{parameter} {table!r} is not a valid DynamoDB table name: use 3-255 characters "
             "from letters, digits, '_', '-' and '.'"
@@ -72,6 +72,9 @@ class DynamoDBClient:
     keep-alive HTTP on the dynalease runtime, signed with the same credentials)
     or ``"boto"`` (botocore); without it, ``DYNALEASE_TRANSPORT`` decides.
 
+    ``region`` may be passed by position, as pydynox allows
+    (``DynamoDBClient("eu-west-1")``); every other option is keyword-only.
+
     Example::
 
         client = DynamoDBClient(region="eu-west-1")
@@ -81,8 +84,8 @@ class DynamoDBClient:
 
     def __init__(
         self,
-        *,
         region: str | None = None,
+        *,
         endpoint_url: str | None = None,
         access_key: str | None = None,
         secret_key: str | None = None,

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 __all__ = [
     "ENV_EXTENSIONS_DIR",
+    "ENV_INITIALIZATION_TYPE",
     "ENV_JOURNAL_DIR",
     "ENV_LOG_KEYS",
+    "ENV_LOG_KEY_SECRET",
     "ENV_RUNTIME_API",
     "ENV_TABLE",
     "ENV_TRANSPORT",
@@ -24,12 +26,20 @@ ENV_TRANSPORT = "DYNALEASE_TRANSPORT"
 ENV_LOG_KEYS = "DYNALEASE_LOG_KEYS"
 """How log lines name a lock key: ``hash`` (default, a SHA-256 prefix) or ``key`` (the key).
 
-One rule for the engine's log lines and the Lambda middleware's (whose ``log_key=``
-argument wins). Any other value counts as ``hash``. Exceptions always name the key.
+One rule for the engine's log lines, the Lambda middleware's (whose ``log_key=``
+argument wins) and the messages of lock errors (whose ``key`` attribute keeps the
+key). Any other value counts as ``hash``.
 """
+
+ENV_LOG_KEY_SECRET = "DYNALEASE_LOG_KEY_SECRET"
+"""A per-deployment secret that makes the logged key hash an HMAC (unset: plain SHA-256)."""
 
 ENV_RUNTIME_API = "AWS_LAMBDA_RUNTIME_API"
 """Set by Lambda in every sandbox: where the Runtime and Extensions APIs listen."""
+
+ENV_INITIALIZATION_TYPE = "AWS_LAMBDA_INITIALIZATION_TYPE"
+"""Set by Lambda: how the environment started (``on-demand``, ``snap-start``,
+``lambda-managed-instances``...); the recovery extension reads it."""
 
 ENV_EXTENSIONS_DIR = "DYNALEASE_EXTENSIONS_DIR"
 """Where external extensions are installed (default ``/opt/extensions``; for tests)."""

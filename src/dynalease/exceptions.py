@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ._redact import shown_in_message
+
 __all__ = [
     "AccessDeniedError",
     "DynaleaseError",
@@ -57,6 +59,10 @@ class DynaleaseError(Exception):
 class LockError(DynaleaseError):
     """A lock operation failed; carries the lock's table, key and owner where known.
 
+    The message names the key as log lines do: by its hash unless
+    ``DYNALEASE_LOG_KEYS=key`` (errors end up in logs, traces and responses);
+    the ``key`` attribute keeps the key itself.
+
     ``request_id`` is the AWS request id of the lock's last DynamoDB answer, if any.
     """
 
@@ -69,7 +75,7 @@ class LockError(DynaleaseError):
         owner: str | None = None,
         request_id: str | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(shown_in_message(message, key))
         self.table = table
         self.key = key
         self.owner = owner
@@ -187,7 +193,7 @@ class LockOwnershipLost(TransactionCanceledException, LockLost):
         key: str | None = None,
         owner: str | None = None,
     ) -> None:
-        TransactionCanceledException.__init__(self, message, reasons=reasons)
+        TransactionCanceledException.__init__(self, shown_in_message(message, key), reasons=reasons)
         self.table = table
         self.key = key
         self.owner = owner

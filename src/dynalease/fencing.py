@@ -15,8 +15,11 @@ keys are unrelated).
 - :func:`fence_dynamodb_write`: add the check to a ``PutItem`` or ``UpdateItem``
   request for any table (another Region, account or client: writes that cannot
   join the lock's ``check_in`` transaction).
+- :func:`fence_dynamodb_delete`: turn a ``DeleteItem`` request into a fenced
+  ``PutItem`` that leaves a tombstone (the key, the token and a marker), so that
+  the item's fence survives the delete and an older holder stays refused.
 - :func:`fenced_update` / :func:`fenced_update_statement`: ``UPDATE ... SET ...,
-  fence = :t WHERE ... AND (fence IS NULL OR fence <= :t)`` on a DB-API
+  fence = :t WHERE ... AND (fence IS NULL OR CAST(fence AS BIGINT) <= :t)`` on a DB-API
   connection (sqlite3, psycopg, pg8000 ...), in the driver's parameter style.
 
 Example::
@@ -38,6 +41,8 @@ from typing import Any, Protocol
 
 __all__ = [
     "DEFAULT_ATTRIBUTE",
+    "TOMBSTONE_ATTRIBUTE",
+    "fence_dynamodb_delete",
     "fence_dynamodb_write",
     "fenced_update",
     "fenced_update_statement",
@@ -45,9 +50,18 @@ __all__ = [
 
 #: The attribute (DynamoDB) or column (SQL) that holds the highest accepted token.
 DEFAULT_ATTRIBUTE = "fence"
+
+#: The attribute that marks an item as deleted (:func:`fence_dynamodb_delete`):
+#: readers treat an item that has it as absent.
+TOMBSTONE_ATTRIBUTE = "fence_tombstone"
 _NAME = "#dynalease_fence"
 _VALUE = ":dynalease_fence"
-_CLAUSE = re.compile(r"\b(SET|REMOVE|ADD|DELETE)\b", re.IGNORECASE)
+_TOMBSTONE = "#dynalease_tombstone"
+_PLACEHOLDERS = (_NAME, _VALUE, _TOMBSTONE)
+_CLAUSES = ("SET", "REMOVE", "ADD", "DELETE")
+#: An update expression's words: placeholders (``#name``, ``:value``) whole, so that
+#: ``:set`` or ``#add`` is never taken for a clause keyword.
+_WORD = re.compile(r"[#:][\w-]*|\w+")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PARAMSTYLES = ("qmark", "numeric", "named", "format", "pyformat")
 
@@ -62,9 +76,9 @@ def _check_token(token: object) -> int:
     return token
 
 
-def _check_attribute(attribute: object) -> str:
+def _check_attribute(attribute: object, parameter: str = "attribute") -> str:
     if not isinstance(attribute, str) or not attribute:
-        raise ValueError(f"attribute must be a non-empty attribute name, got {attribute!r}")
+        raise ValueError(f"{parameter} must be a non-empty attribute name, got {attribute!r}")
     return attribute
 
 
@@ -77,6 +91,7 @@ def fence_dynamodb_write(
     *,
     attribute: str = DEFAULT_ATTRIBUTE,
     plain_values: bool = False,
+    tombstone: str = TOMBSTONE_ATTRIBUTE,
 ) -> dict[str, Any]:
     """A copy of a ``put_item`` or ``update_item`` request that only succeeds for ``token``.
 
@@ -87,66 +102,140 @@ def fence_dynamodb_write(
     ``request`` holds the keyword arguments of boto3's low-level client
     (AttributeValues such as ``{"N": "7"}``); pass ``plain_values=True`` for a
     boto3 ``Table`` resource (plain Python values). ``UpdateItem`` requests
-    need an ``UpdateExpression`` (not the legacy ``AttributeUpdates``).
+    need an ``UpdateExpression`` (not the legacy ``AttributeUpdates``). An
+    update also removes ``tombstone``: a write accepted after a fenced delete
+    (:func:`fence_dynamodb_delete`) makes the item live again.
 
     Example::
 
         request = {"TableName": "orders", "Item": {"id": {"S": "42"}, "state": {"S": "paid"}}}
         dynamodb.put_item(**fence_dynamodb_write(request, lease.fencing_token))
     """
-    token = _check_token(token)
-    attribute = _check_attribute(attribute)
+    attribute, tombstone, stored = _checked(token, attribute, tombstone, plain_values)
     if not isinstance(request, Mapping):
         raise TypeError(
             f"request must be a dict of put_item/update_item arguments, got {request!r}"
         )
-    names = dict(request.get("ExpressionAttributeNames") or {})
-    values = dict(request.get("ExpressionAttributeValues") or {})
-    if _NAME in names or _VALUE in values:
-        raise ValueError(f"the request already uses {_NAME} or {_VALUE}; rename yours")
     fenced = dict(request)
-    stored: Any = token if plain_values else {"N": str(token)}
     if "Item" in request:
         if "UpdateExpression" in request:
             raise ValueError("a request has either Item (put_item) or UpdateExpression, not both")
-        item = dict(request["Item"])
-        item[attribute] = stored
-        fenced["Item"] = item
-    elif isinstance(request.get("UpdateExpression"), str):
-        fenced["UpdateExpression"] = _with_set(request["UpdateExpression"])
-    else:
+        fenced["Item"] = {**request["Item"], attribute: stored}
+        return _conditioned(fenced, attribute, stored)
+    if not isinstance(request.get("UpdateExpression"), str):
         raise ValueError(
             "request must be put_item arguments (with Item) or update_item arguments (with "
             "an UpdateExpression); legacy AttributeUpdates are not supported"
         )
-    names[_NAME] = attribute
-    values[_VALUE] = stored
-    check = f"(attribute_not_exists({_NAME}) OR {_NAME} <= {_VALUE})"
+    fenced["UpdateExpression"] = _fenced_update_expression(request["UpdateExpression"])
+    fenced = _conditioned(fenced, attribute, stored)
+    fenced["ExpressionAttributeNames"][_TOMBSTONE] = tombstone
+    return fenced
+
+
+def fence_dynamodb_delete(
+    request: Mapping[str, Any],
+    token: int,
+    *,
+    attribute: str = DEFAULT_ATTRIBUTE,
+    plain_values: bool = False,
+    tombstone: str = TOMBSTONE_ATTRIBUTE,
+) -> dict[str, Any]:
+    """``put_item`` arguments that delete the item of a ``delete_item`` request, fenced.
+
+    A plain ``DeleteItem`` would take the stored token with the item, and the
+    next write of an older holder would find no token and be accepted. The
+    returned ``PutItem`` instead replaces the item with a **tombstone**: its
+    key, ``token`` in ``attribute`` and ``tombstone`` set to true, conditioned
+    like :func:`fence_dynamodb_write` (and on your own condition, if any).
+    Afterwards a write with an older token is refused and a write with this
+    token or a newer one is accepted (and makes the item live again). Readers
+    treat an item that has ``tombstone`` as absent; never delete a tombstone
+    while an older holder may still write.
+
+    Example::
+
+        request = {"TableName": "orders", "Key": {"id": {"S": "42"}}}
+        dynamodb.put_item(**fence_dynamodb_delete(request, lease.fencing_token))
+    """
+    attribute, tombstone, stored = _checked(token, attribute, tombstone, plain_values)
+    if not isinstance(request, Mapping) or not isinstance(request.get("Key"), Mapping):
+        raise TypeError(
+            f"request must be a dict of delete_item arguments (with a Key), got {request!r}"
+        )
+    legacy = {"Item", "UpdateExpression", "AttributeUpdates", "Expected"} & set(request)
+    if legacy:
+        raise ValueError(
+            f"request must be delete_item arguments; it has {', '.join(sorted(legacy))}"
+        )
+    if request.get("ReturnValues") not in (None, "NONE", "ALL_OLD"):
+        raise ValueError("ReturnValues of a fenced delete must be NONE or ALL_OLD")
+    fenced = {name: value for name, value in request.items() if name != "Key"}
+    fenced["Item"] = {
+        **request["Key"],
+        attribute: stored,
+        tombstone: True if plain_values else {"BOOL": True},
+    }
+    return _conditioned(fenced, attribute, stored)
+
+
+def _checked(
+    token: object, attribute: object, tombstone: object, plain_values: bool
+) -> tuple[str, str, Any]:
+    """The checked attribute names and the token as stored (an AttributeValue unless plain)."""
+    checked = _check_token(token)
+    stored = checked if plain_values else {"N": str(checked)}
+    return _check_attribute(attribute), _check_attribute(tombstone, "tombstone"), stored
+
+
+def _conditioned(request: dict[str, Any], attribute: str, stored: Any) -> dict[str, Any]:
+    """``request`` also conditioned on the stored token being absent or at most ``stored``."""
+    names = dict(request.get("ExpressionAttributeNames") or {})
+    values = dict(request.get("ExpressionAttributeValues") or {})
+    if any(name in names for name in _PLACEHOLDERS) or _VALUE in values:
+        raise ValueError(
+            f"the request already uses {_NAME}, {_TOMBSTONE} or {_VALUE}; rename yours"
+        )
     own = request.get("ConditionExpression")
     if own is not None and not isinstance(own, str):
         raise TypeError(
             "ConditionExpression must be a string here (not a boto3 Attr/Key condition)"
         )
-    fenced["ConditionExpression"] = f"({own}) AND {check}" if own else check
-    fenced["ExpressionAttributeNames"] = names
-    fenced["ExpressionAttributeValues"] = values
-    return fenced
+    names[_NAME] = attribute
+    values[_VALUE] = stored
+    check = f"(attribute_not_exists({_NAME}) OR {_NAME} <= {_VALUE})"
+    request["ConditionExpression"] = f"({own}) AND {check}" if own else check
+    request["ExpressionAttributeNames"] = names
+    request["ExpressionAttributeValues"] = values
+    return request
 
 
-def _with_set(expression: str) -> str:
-    """``expression`` with ``#dynalease_fence = :dynalease_fence`` in its SET clause."""
-    parts = _CLAUSE.split(expression)
-    # parts: [before, KEYWORD, body, KEYWORD, body, ...]
-    if parts[0].strip():
+def _fenced_update_expression(expression: str) -> str:
+    """``expression`` that also sets the token and removes the tombstone marker.
+
+    The clauses are found by their keywords alone: a placeholder such as
+    ``:set`` or ``#add`` is one word, never a keyword.
+    """
+    keywords = [
+        (match.start(), match.group().upper())
+        for match in _WORD.finditer(expression)
+        if match.group().upper() in _CLAUSES
+    ]
+    if not keywords or expression[: keywords[0][0]].strip():
         raise ValueError(
             f"UpdateExpression must start with SET, REMOVE, ADD or DELETE: {expression!r}"
         )
-    assignment = f"{_NAME} = {_VALUE}"
-    for index in range(1, len(parts), 2):
-        if parts[index].upper() == "SET":
-            parts[index + 1] = f" {parts[index + 1].strip()}, {assignment} "
-            return "".join(parts).strip()
-    return f"SET {assignment} {expression.strip()}".strip()
+    ends = [start for start, _ in keywords[1:]] + [len(expression)]
+    additions = {"SET": f"{_NAME} = {_VALUE}", "REMOVE": _TOMBSTONE}
+    clauses = []
+    for (start, keyword), end in zip(keywords, ends, strict=True):
+        clause = expression[start:end].strip()
+        if keyword in additions:
+            clause = f"{clause}, {additions.pop(keyword)}"
+        clauses.append(clause)
+    first = [f"SET {additions.pop('SET')}"] if "SET" in additions else []
+    last = [f"REMOVE {additions.pop('REMOVE')}"] if "REMOVE" in additions else []
+    return " ".join([*first, *clauses, *last])
 
 
 # --- SQL -------------------------------------------------------------------------
@@ -195,9 +284,10 @@ def fenced_update_statement(
     """The fenced ``UPDATE`` and its parameters, for ``cursor.execute(*statement)``.
 
     ``UPDATE "t" SET "a" = ?, "fence" = ? WHERE "id" = ? AND ("fence" IS NULL OR
-    "fence" <= ?)``: the row takes the write and the token only if the token
-    stored there is absent or not higher. Names are quoted identifiers; values
-    are always parameters.
+    CAST("fence" AS BIGINT) <= ?)``: the row takes the write and the token only
+    if the token stored there is absent or not higher. The stored token is
+    compared as a number even in a text column (make it INTEGER or BIGINT).
+    Names are quoted identifiers; values are always parameters.
 
     Example::
 
@@ -206,7 +296,7 @@ def fenced_update_statement(
         ... )
         >>> print(sql.replace(" WHERE", "\\n WHERE"))
         UPDATE "jobs" SET "state" = ?, "fence" = ?
-         WHERE "id" = ? AND ("fence" IS NULL OR "fence" <= ?)
+         WHERE "id" = ? AND ("fence" IS NULL OR CAST("fence" AS BIGINT) <= ?)
         >>> values
         ['done', 3, 7, 3]
     """
@@ -240,7 +330,8 @@ def fenced_update_statement(
     conditions = [
         f"{_quote(column, 'column')} = {marker(value)}" for column, value in where.items()
     ]
-    conditions.append(f"({fence} IS NULL OR {fence} <= {marker(token)})")
+    # Compared as a number whatever the column's type: as text, '10' <= '9'.
+    conditions.append(f"({fence} IS NULL OR CAST({fence} AS BIGINT) <= {marker(token)})")
     sql = (
         f"UPDATE {_quote(table, 'table')} SET {', '.join(assignments)} "
         f"WHERE {' AND '.join(conditions)}"

@@ -15,11 +15,20 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from . import shutdown
 from ._calls import CALL, guarded_calls
+from ._engine.deadline import suspension_warning
 from ._engine.lease import Lease
 from ._engine.protocol import check_durations
 from ._engine.states import NEW, State
+from ._redact import logged_key
 from .client import DynamoDBClient, check_table_name
-from .exceptions import DynamoDBError, FencingUnavailable, GuardReused, LockLost, ValidationError
+from .exceptions import (
+    DynamoDBError,
+    FencingUnavailable,
+    GuardReused,
+    LockLost,
+    TableNotFoundError,
+    ValidationError,
+)
 from .keys import KeyTemplate, validate_key
 from .metrics import LockMetrics
 
@@ -146,7 +155,9 @@ class _Guard:
             if lease.fencing
             else "it was created without fencing=True (docs/fencing.md)"
         )
-        raise FencingUnavailable(f"lock {self.key!r} in table {self.table!r} has no token: {why}")
+        raise FencingUnavailable(
+            f"lock {logged_key(self.key)} in table {self.table!r} has no token: {why}"
+        )
 
     @property
     def lost(self) -> bool:
@@ -220,7 +231,7 @@ class _Guard:
     def _prepare(self) -> None:
         if self._lease.state is not NEW:
             raise GuardReused(
-                f"this guard for {self.key!r} was already used; guards are single use "
+                f"this guard for {logged_key(self.key)} was already used; guards are single use "
                 "and locks are not reentrant: create a new guard"
             )
 
@@ -232,8 +243,27 @@ class _Guard:
             else ""
         )
         explained = copy.copy(error)  # same class, code, operation and flags
-        explained.args = (f"lock {self.key!r} in table {self.table!r}: {error}{hint}",)
+        if isinstance(error, TableNotFoundError):
+            explained.args = (f"lock {logged_key(self.key)}: {self._missing_table()}",)
+        else:
+            explained.args = (
+                f"lock {logged_key(self.key)} in table {self.table!r}: {error}{hint}",
+            )
         return explained
+
+    def _missing_table(self) -> str:
+        """Where the table was looked for, and what to do: check where, or create it."""
+        region, endpoint = self._client.region, self._client.endpoint_url
+        where = f"Region {region!r} at " + (endpoint or "AWS's endpoint for that Region")
+        doctor = f"dynalease doctor --table {self.table} --region {region}" + (
+            f" --endpoint {endpoint}" if endpoint else ""
+        )
+        return (
+            f"table {self.table!r} does not exist in {where}. If it exists elsewhere, the "
+            f"Region or endpoint is wrong (`{doctor}` checks where requests go); if not, "
+            f"create it first, e.g. client.sync_create_table({self.table!r}, "
+            "partition_key=('key', 'S'), wait=True)"
+        )
 
     def _limit_single_attempt(self, seconds: float) -> None:
         """Cap the network budget of a ``wait_timeout=0`` attempt (the Lambda budget)."""
@@ -300,6 +330,8 @@ class DistributedLock(_Guard):
         self, exc_type: object, exc: BaseException | None, traceback: object
     ) -> None:
         self._dropped = None
+        if exc is not None and not isinstance(exc, Exception):
+            suspension_warning(self._lease, exc)
         try:
             await self._client._runtime().run_async(self._lease.release(), shield=True)
         except asyncio.CancelledError:
@@ -332,6 +364,8 @@ class SyncDistributedLock(_Guard):
 
     def __exit__(self, exc_type: object, exc: BaseException | None, traceback: object) -> None:
         self._dropped = None
+        if exc is not None and not isinstance(exc, Exception):
+            suspension_warning(self._lease, exc)
         try:
             self._lease.release_from_caller(self._client._runtime())
         except Exception as cleanup_error:

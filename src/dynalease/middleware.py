@@ -11,7 +11,11 @@ invocation's remaining time::
 
 When ``usable`` is 0 or less the lock is not tried at all: ``LockNotAcquired``
 is raised at once, without a request, so an invocation never starts an
-acquisition it cannot finish and release before its timeout.
+acquisition it cannot finish and release before its timeout. No lock outlives
+its invocation: every guard opened while a wrapped handler runs (the
+middleware's and any deeper in the code; ``bound_locks`` bounds them without
+locking) stops renewing at the deadline, is marked lost and has its row deleted,
+even where nothing stops the handler (Lambda Managed Instances).
 
 Example::
 
@@ -45,18 +49,23 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
         "pip install 'dynalease[lambda]' (or add Powertools' layer to the function)"
     ) from error
 
+from ._lambda import snapstart
+from ._lambda.invocation import bound_to, lambda_context_of, unbind
 from ._lambda.plan import CURRENT_LOCK, LockPlan
 from ._lambda.report import key_hash
 from .client import DynamoDBClient
 from .exceptions import LockNotAcquired
 from .lock import SyncDistributedLock
 
-__all__ = ["current_lock", "key_hash", "lock_handler", "lock_record"]
+__all__ = ["bound_locks", "current_lock", "key_hash", "lock_handler", "lock_record"]
 
 H = TypeVar("H", bound=Callable[..., Any])
 OnContention = Callable[[Any, Any, LockNotAcquired], Any]
 
 _log = logging.getLogger(__name__)
+
+# SnapStart's runtime hooks, where the runtime ships snapshot_restore_py (a no-op elsewhere).
+snapstart.register()
 
 
 @lambda_handler_decorator
@@ -70,20 +79,52 @@ def dynalease_lock_handler(
     **handler_kwargs: Any,
 ) -> Any:
     """The middleware behind :func:`lock_handler` (its name shows in Powertools' logs)."""
-    holding = dynalease_plan.hold(event, context)
+    bound = bound_to(lambda_context_of(context))
     try:
-        holding.__enter__()
-    except LockNotAcquired as error:
-        if dynalease_on_contention is None:
+        holding = dynalease_plan.hold(event, context)
+        try:
+            holding.__enter__()
+        except LockNotAcquired as error:
+            if dynalease_on_contention is None:
+                raise
+            return dynalease_on_contention(event, context, error)
+        try:
+            response = handler(event, context, **handler_kwargs)
+        except BaseException as failure:
+            holding.__exit__(type(failure), failure, failure.__traceback__)
             raise
-        return dynalease_on_contention(event, context, error)
+        holding.__exit__(None, None, None)
+        return response
+    finally:
+        unbind(bound)
+
+
+@lambda_handler_decorator
+def bound_locks(handler: Callable[..., Any], event: Any, context: Any, **kwargs: Any) -> Any:
+    """Bound every lock the handler takes by its invocation's deadline; take none itself.
+
+    For handlers that lock deeper in their code (``distributed_lock``,
+    ``SyncDistributedLock``...) rather than with :func:`lock_handler`, which
+    bounds its guards the same way. A guard acquired while the handler runs (in
+    its thread, or in an asyncio task or ``asyncio.to_thread`` call made from it) stops
+    renewing when the invocation's remaining time reaches zero: it is marked lost
+    (``raise_if_lost()`` raises, ``check_in`` refuses) and its row is deleted at
+    once, so a handler that overruns its timeout (which Lambda Managed Instances
+    do not stop) never keeps a key from others. A guard that is released in time
+    sends the same requests as without it::
+
+        @bound_locks
+        def handler(event, context):
+            with SyncDistributedLock(client, table="locks", key="daily-report"):
+                ...
+
+    Takes a ``DurableContext`` too (the deadline is its ``.lambda_context``'s).
+    """
+    bound = bound_to(lambda_context_of(context))
     try:
-        response = handler(event, context, **handler_kwargs)
-    except BaseException as failure:
-        holding.__exit__(type(failure), failure, failure.__traceback__)
-        raise
-    holding.__exit__(None, None, None)
-    return response
+        return handler(event, context, **kwargs)
+    finally:
+        unbind(bound)
 
 
 def lock_handler(
@@ -250,10 +291,14 @@ def lock_record(
                     "invocation's remaining time; pass context=context to "
                     "process_partial_response (or to the processor)"
                 )
-            with plan.hold(record, lambda_context):
-                if takes_context:
-                    return record_handler(record, lambda_context=lambda_context)
-                return record_handler(record)
+            bound = bound_to(lambda_context_of(lambda_context))
+            try:
+                with plan.hold(record, lambda_context):
+                    if takes_context:
+                        return record_handler(record, lambda_context=lambda_context)
+                    return record_handler(record)
+            finally:
+                unbind(bound)
 
         # Powertools passes lambda_context only to handlers whose signature asks
         # for it; inspect.signature would otherwise follow __wrapped__ to the

@@ -4,6 +4,12 @@ Collect writes inside the block; they commit together with TransactWriteItems
 when the block exits cleanly, and nothing is sent when it raises. A guard's
 ``check_in(transaction)`` adds a condition that its lock row is still owned by
 that guard, so DynamoDB rejects the transaction after a release or takeover.
+
+The methods take pydynox 1.8's parameter names (``condition_expression``,
+``expression_attribute_names``, ...) as well as the short keywords
+(``condition``, ``names``, ...), and ``commit()`` behaves as pydynox's: it sends
+what was collected and starts afresh, so a second commit with nothing new sends
+nothing and writes added after it go into the next commit.
 """
 
 from __future__ import annotations
@@ -21,20 +27,40 @@ if TYPE_CHECKING:
 __all__ = ["SyncTransaction", "Transaction"]
 
 MAX_ITEMS = 100
+MAX_TOKEN_CHARS = 36
+
+
+def _either(short: str, short_value: Any, pydynox: str, pydynox_value: Any) -> Any:
+    """The value of a parameter given by its short name or by pydynox's, not both."""
+    if short_value is not None and pydynox_value is not None:
+        raise TypeError(f"pass {short}= or {pydynox}=, not both (they are the same parameter)")
+    return pydynox_value if short_value is None else short_value
+
+
+def _check_token(token: object) -> str | None:
+    if token is None:
+        return None
+    if not isinstance(token, str):
+        raise TypeError(f"client_request_token must be a str, got {type(token).__name__}")
+    if not 1 <= len(token) <= MAX_TOKEN_CHARS:
+        raise ValueError(
+            f"client_request_token must have 1 to {MAX_TOKEN_CHARS} characters, got {len(token)}"
+        )
+    return token
 
 
 class _TransactionBase:
     """The request a transaction builds; sync and async faces only differ in waiting."""
 
-    def __init__(self, client: DynamoDBClient) -> None:
+    def __init__(self, client: DynamoDBClient, *, client_request_token: str | None = None) -> None:
         if not isinstance(client, DynamoDBClient):
             raise TypeError(
                 f"client must be a dynalease.DynamoDBClient, got {type(client).__name__}"
             )
         self.client = client
+        self.client_request_token = _check_token(client_request_token)
         self._items: list[dict[str, Any]] = []
         self._leases: list[tuple[int, Lease]] = []
-        self._committed = False
 
     def __len__(self) -> int:
         return len(self._items)
@@ -48,8 +74,6 @@ class _TransactionBase:
         names: Mapping[str, str] | None,
         values: Mapping[str, Any] | None,
     ) -> None:
-        if self._committed:
-            raise RuntimeError("this transaction was already committed; start a new one")
         if len(self._items) >= MAX_ITEMS:
             raise ValueError(f"a transaction holds at most {MAX_ITEMS} items")
         entry: dict[str, Any] = {"TableName": check_table_name(table), **body}
@@ -68,80 +92,126 @@ class _TransactionBase:
             }
         self._items.append({kind: entry})
 
+    def _expressions(
+        self,
+        condition: tuple[str | None, str | None],
+        names: tuple[Mapping[str, str] | None, Mapping[str, str] | None],
+        values: tuple[Mapping[str, Any] | None, Mapping[str, Any] | None],
+    ) -> tuple[str | None, Mapping[str, str] | None, Mapping[str, Any] | None]:
+        """(condition, names, values), each given by its short name or pydynox's."""
+        return (
+            _either("condition", condition[0], "condition_expression", condition[1]),
+            _either("names", names[0], "expression_attribute_names", names[1]),
+            _either("values", values[0], "expression_attribute_values", values[1]),
+        )
+
     def put(
         self,
         table: str,
         item: Mapping[str, Any],
+        condition_expression: str | None = None,
+        expression_attribute_names: Mapping[str, str] | None = None,
+        expression_attribute_values: Mapping[str, Any] | None = None,
         *,
         condition: str | None = None,
         names: Mapping[str, str] | None = None,
         values: Mapping[str, Any] | None = None,
     ) -> None:
         """Write ``item`` (plain Python values), optionally under a condition expression."""
-        self._add("Put", table, {"Item": to_item(item)}, condition, names, values)
+        expressions = self._expressions(
+            (condition, condition_expression),
+            (names, expression_attribute_names),
+            (values, expression_attribute_values),
+        )
+        self._add("Put", table, {"Item": to_item(item)}, *expressions)
 
     def update(
         self,
         table: str,
         key: Mapping[str, Any],
+        update_expression: str | None = None,
+        condition_expression: str | None = None,
+        expression_attribute_names: Mapping[str, str] | None = None,
+        expression_attribute_values: Mapping[str, Any] | None = None,
         *,
-        update: str,
+        update: str | None = None,
         condition: str | None = None,
         names: Mapping[str, str] | None = None,
         values: Mapping[str, Any] | None = None,
     ) -> None:
         """Apply an update expression (e.g. ``"SET #n = #n + :one"``) to one item."""
+        update = _either("update", update, "update_expression", update_expression)
         if not isinstance(update, str) or not update.strip():
             raise ValueError("update must be a non-empty update expression, e.g. 'SET #a = :a'")
+        expressions = self._expressions(
+            (condition, condition_expression),
+            (names, expression_attribute_names),
+            (values, expression_attribute_values),
+        )
         body = {"Key": to_item(key, name="key"), "UpdateExpression": update}
-        self._add("Update", table, body, condition, names, values)
+        self._add("Update", table, body, *expressions)
 
     def delete(
         self,
         table: str,
         key: Mapping[str, Any],
+        condition_expression: str | None = None,
+        expression_attribute_names: Mapping[str, str] | None = None,
+        expression_attribute_values: Mapping[str, Any] | None = None,
         *,
         condition: str | None = None,
         names: Mapping[str, str] | None = None,
         values: Mapping[str, Any] | None = None,
     ) -> None:
         """Delete one item, optionally under a condition expression."""
-        self._add("Delete", table, {"Key": to_item(key, name="key")}, condition, names, values)
+        expressions = self._expressions(
+            (condition, condition_expression),
+            (names, expression_attribute_names),
+            (values, expression_attribute_values),
+        )
+        self._add("Delete", table, {"Key": to_item(key, name="key")}, *expressions)
 
     def condition_check(
         self,
         table: str,
         key: Mapping[str, Any],
+        condition_expression: str | None = None,
+        expression_attribute_names: Mapping[str, str] | None = None,
+        expression_attribute_values: Mapping[str, Any] | None = None,
         *,
-        condition: str,
+        condition: str | None = None,
         names: Mapping[str, str] | None = None,
         values: Mapping[str, Any] | None = None,
     ) -> None:
         """Require a condition on an item without writing it."""
-        if condition is None:
-            raise ValueError("condition_check needs a condition expression")
-        self._add(
-            "ConditionCheck", table, {"Key": to_item(key, name="key")}, condition, names, values
+        expressions = self._expressions(
+            (condition, condition_expression),
+            (names, expression_attribute_names),
+            (values, expression_attribute_values),
         )
+        if expressions[0] is None:
+            raise ValueError("condition_check needs a condition expression (condition=...)")
+        self._add("ConditionCheck", table, {"Key": to_item(key, name="key")}, *expressions)
 
     def _check_in(self, lease: Lease, item: dict[str, Any]) -> None:
-        if self._committed:
-            raise RuntimeError("this transaction was already committed; start a new one")
         if len(self._items) >= MAX_ITEMS:
             raise ValueError(f"a transaction holds at most {MAX_ITEMS} items")
         self._leases.append((len(self._items), lease))
         self._items.append(item)
 
     def _commit(self) -> None:
-        """Send the transaction from this thread (blocking)."""
-        self._committed = True
+        """Send what was collected from this thread (blocking), then start afresh."""
         if not self._items:
             return
-        params = {"TransactItems": self._items, "ReturnConsumedCapacity": "TOTAL"}
+        params: dict[str, Any] = {"TransactItems": self._items, "ReturnConsumedCapacity": "TOTAL"}
+        if self.client_request_token is not None:
+            params["ClientRequestToken"] = self.client_request_token
         try:
             self.client._items.call("TransactWriteItems", params)
         except TransactionCanceledException as error:
             raise self._explain(error) from error
+        # Only on success, as pydynox: a failed commit keeps its items for a retry.
+        self._items, self._leases = [], []
 
     def _explain(self, error: TransactionCanceledException) -> TransactionCanceledException:
         for index, lease in self._leases:
@@ -162,7 +232,10 @@ class _TransactionBase:
 
 
 class SyncTransaction(_TransactionBase):
-    """A transaction committed when the ``with`` block exits cleanly.
+    """A transaction committed when the ``with`` block exits cleanly (or by ``commit()``).
+
+    ``client_request_token`` (1 to 36 characters) makes a retried commit
+    idempotent for ten minutes; without it each commit gets a fresh token.
 
     Example::
 
@@ -176,12 +249,22 @@ class SyncTransaction(_TransactionBase):
 
     def __exit__(self, exc_type: object, exc: BaseException | None, traceback: object) -> None:
         if exc is None:
-            self.client._check_process()
-            self._commit()
+            self.commit()
+
+    def commit(self) -> None:
+        """Send the writes collected so far as one transaction (the block's exit calls it).
+
+        The transaction then starts afresh: committing again sends only writes
+        added since (nothing, if none were). A commit that fails keeps its writes,
+        so calling it again retries them (with ``client_request_token``, idempotently).
+        A lock's ``check_in`` guards only the commit it was added to.
+        """
+        self.client._check_process()
+        self._commit()
 
 
 class Transaction(_TransactionBase):
-    """A transaction committed when the ``async with`` block exits cleanly."""
+    """A transaction committed when the ``async with`` block exits cleanly (or by ``commit()``)."""
 
     async def __aenter__(self) -> Transaction:
         return self
@@ -190,4 +273,8 @@ class Transaction(_TransactionBase):
         self, exc_type: object, exc: BaseException | None, traceback: object
     ) -> None:
         if exc is None:
-            await self.client._in_pool(self._commit)
+            await self.commit()
+
+    async def commit(self) -> None:
+        """Async form of :meth:`SyncTransaction.commit`."""
+        await self.client._in_pool(self._commit)

@@ -7,9 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support.cli_runner import Result, spawn_cli
+from support.cli_runner import Result, spawn_cli, spawn_cli_without_moto
 
 from dynalease import DynamoDBClient
+from dynalease.cli.common import NEEDS_MOTO
 from dynalease.demo.plan import DemoOptions
 from dynalease.demo.runner import Demo
 
@@ -84,7 +85,7 @@ def test_a_short_demo_kills_a_holder_sees_it_taken_over_and_finds_no_violation(
     counters = re.search(r"counters: (\d+) increments counted, (\d+) commits reported", out)
     assert counters is not None and counters.group(1) == counters.group(2) != "0"
     header = next(line for line in out.splitlines() if line.startswith("worker "))
-    for column in ("completions", "wait p50", "wait p95", "writes/lock", "reads/lock"):
+    for column in ("done", "wait p50", "wait p95", "writes", "reads", "renewals"):
         assert column in header
     assert any(line.startswith("w1 (killed)") for line in out.splitlines())
 
@@ -135,3 +136,12 @@ def test_the_paused_holder_demo_shows_the_late_write_landing_and_then_refused() 
         out,
     ), out
     assert "UNEXPECTED" not in out and "result: OK" in out
+
+
+def test_the_demo_without_moto_says_what_to_install_in_one_line() -> None:
+    result = spawn_cli_without_moto("demo", "--quick")
+    assert result.code == 1
+    assert result.err.strip().splitlines() == [
+        f"dynalease demo: error: {NEEDS_MOTO}, or pass --endpoint URL of a DynamoDB-compatible "
+        "server"
+    ]

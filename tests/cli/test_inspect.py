@@ -148,3 +148,63 @@ def test_a_one_off_view_only_reads(
             dynalease("inspect", "--table", lock_table, "--endpoint", proxy.url, *extra).code == 0
         )
     assert {entry.operation for entry in proxy.seen()} == READS
+
+
+#: A key from an event (a URL-decoded %1B is enough): sets the window title, erases the
+#: line and prints a fake row, if a terminal gets it raw.
+HOSTILE_KEY = "customer:1\x1b]0;owned\x07\x1b[2K\r\x1b[32mcustomer:2  (all clear)\x1b[0m"
+
+
+def test_row_keys_and_owners_reach_the_terminal_escaped(
+    dynalease: Callable[..., Result], client: DynamoDBClient, lock_table: str, endpoint: str
+) -> None:
+    client.sync_put_item(
+        lock_table,
+        {
+            "key": HOSTILE_KEY,
+            "owner": "o\x1b[8m",
+            "version": "v\n1",
+            "lease_ms": 60_000,
+            "protocol": 1,
+        },
+    )
+    client.sync_put_item(lock_table, {"key": "bad\nrow", "owner": "x"})  # not a lock row
+    one_off = dynalease("inspect", "--table", lock_table, "--endpoint", endpoint)
+    watched = dynalease(
+        "inspect",
+        "--table",
+        lock_table,
+        "--watch",
+        "--for",
+        "0.1",
+        "--plain",
+        "--endpoint",
+        endpoint,
+    )
+    for result in (one_off, watched):
+        assert result.code == 0, result.err
+        assert not any(character in result.out for character in "\x1b\x07\r"), result.out
+        assert "customer:1\\x1b]0;owned\\x07\\x1b[2K\\r\\x1b[32mcustomer:2" in result.out
+        assert "o\\x1b[8m" in result.out
+        assert "bad\\nrow" in result.out  # one line per row
+
+
+def test_the_rich_watch_view_shows_markup_in_a_key_as_text() -> None:
+    import io
+
+    from rich.console import Console
+
+    from dynalease._tooling.console import rich_table
+    from dynalease.cli.inspect import rich_cells
+    from dynalease.cli.lock_rows import WATCH_HEADERS
+
+    key = "[link=https://evil.example/login]customer:1 (click to renew)[/link]"
+    cells = [(key, "[bold]owner[/bold]", "v", "30 s", "0.1 s", "0", "held")]
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=300, color_system="truecolor")
+    console.print(rich_table("locks", WATCH_HEADERS, rich_cells(cells)))
+    assert "\x1b]8;" not in screen.getvalue()  # no OSC 8 hyperlink
+    plain = Console(file=io.StringIO(), width=300, record=True)
+    plain.print(rich_table("locks", WATCH_HEADERS, rich_cells(cells)))
+    shown = plain.export_text()
+    assert key in shown and "[bold]owner[/bold]" in shown

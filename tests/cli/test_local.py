@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+import tomllib
+import urllib.error
+import urllib.request
+from pathlib import Path
 
 import pytest
-from support.cli_runner import CLI, cli_env
+from support.cli_runner import CLI, cli_env, spawn_cli_without_moto
+
+from dynalease.cli.common import NEEDS_MOTO
 
 _EXPORT = re.compile(r"^export (\w+)=(\S+)$")
 _CLIENT_SCRIPT = """
@@ -121,25 +128,10 @@ def test_local_reports_a_taken_port_as_a_flag_to_change() -> None:
 
 
 def test_local_without_moto_names_the_extra() -> None:
-    script = (
-        "import sys\n"
-        "class Block:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'moto' or name.startswith('moto.'):\n"
-        "            raise ModuleNotFoundError(name)\n"
-        "sys.meta_path.insert(0, Block())\n"
-        "from dynalease.cli import main\n"
-        "sys.exit(main(['local', '--port', '0']))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script], env=cli_env(), capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 1
-    assert result.stderr.strip().splitlines() == [
-        "dynalease local: error: needs moto's server: pip install 'dynalease[local]' "
-        "(or the dev extra)"
-    ]
-    assert result.stdout == ""
+    result = spawn_cli_without_moto("local", "--port", "0")
+    assert result.code == 1
+    assert result.err.strip().splitlines() == [f"dynalease local: error: {NEEDS_MOTO}"]
+    assert result.out == ""
 
 
 @pytest.mark.parametrize(("port", "said"), [("70000", "from 0 to 65535"), ("x", "a port number")])
@@ -149,3 +141,95 @@ def test_local_rejects_a_bad_port(port: str, said: str) -> None:
     )
     assert result.returncode == 2
     assert "--port" in result.stderr and said in result.stderr
+
+
+def test_the_install_line_pins_the_moto_of_the_local_extra() -> None:
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    (pinned,) = project["project"]["optional-dependencies"]["local"]
+    assert f"pip install '{pinned}'" in NEEDS_MOTO
+
+
+def _request(
+    url: str, method: str = "GET", headers: dict[str, str] | None = None, body: bytes = b""
+) -> tuple[int, dict[str, str], bytes]:
+    """Status, headers (lower-case names) and body of one request, HTTP errors included."""
+    request = urllib.request.Request(url, data=body or None, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, {k.lower(): v for k, v in answer.headers.items()}, answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
+
+
+def _dynamodb(endpoint: str, operation: str, params: dict[str, object]) -> dict[str, object]:
+    headers = {
+        "X-Amz-Target": f"DynamoDB_20120810.{operation}",
+        "Content-Type": "application/x-amz-json-1.0",
+        "Authorization": "AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/dynamodb/"
+        "aws4_request, SignedHeaders=host, Signature=0",
+    }
+    status, _, body = _request(endpoint + "/", "POST", headers, json.dumps(params).encode())
+    assert status == 200, body
+    answer: dict[str, object] = json.loads(body)
+    return answer
+
+
+def test_local_serves_dynamodb_only_and_nothing_a_web_page_can_reach() -> None:
+    process, lines = _start("--port", "0")
+    try:
+        endpoint = next(m.group(2) for line in lines if (m := _EXPORT.match(line)))
+        _dynamodb(
+            endpoint,
+            "CreateTable",
+            {
+                "TableName": "kept",
+                "KeySchema": [{"AttributeName": "key", "KeyType": "HASH"}],
+                "AttributeDefinitions": [{"AttributeName": "key", "AttributeType": "S"}],
+                "BillingMode": "PAY_PER_REQUEST",
+            },
+        )
+        evil = {"Origin": "https://evil.example"}
+        answers = {
+            # A cross-site "simple" POST reset every table; a page could read moto's state.
+            "reset from a page": _request(endpoint + "/moto-api/reset", "POST", evil, b"x"),
+            "state from a page": _request(endpoint + "/moto-api/data.json", "GET", evil),
+            "preflight": _request(endpoint + "/", "OPTIONS", evil),
+            "DNS rebinding": _request(endpoint + "/", "GET", {"Host": "evil.example:8000"}),
+            # Other moto services: STS, S3, moto's own API.
+            "sts": _request(
+                endpoint + "/", "POST", {}, b"Action=GetCallerIdentity&Version=2011-06-15"
+            ),
+            "s3": _request(endpoint + "/some-bucket", "PUT"),
+            "moto-api": _request(endpoint + "/moto-api/data.json"),
+        }
+        for what, (status, headers, _) in answers.items():
+            assert status in (400, 403), what
+            assert not any(name.startswith("access-control-") for name in headers), what
+        assert _dynamodb(endpoint, "ListTables", {})["TableNames"] == ["kept"]
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def test_local_warns_about_a_host_that_is_not_loopback() -> None:
+    # 192.0.2.1 (TEST-NET-1) is on no interface here: the bind fails after the warning,
+    # and nothing is exposed on a network by the test.
+    result = subprocess.run(
+        [*CLI, "local", "--host", "192.0.2.1", "--port", "0"],
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    warning = result.stderr.splitlines()[0]
+    assert warning.startswith("# dynalease local: WARNING: --host 192.0.2.1 is not a loopback")
+    assert "--host 127.0.0.1" in warning
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1", "[::1]", "localhost", "127.0.0.2"])
+def test_loopback_hosts_get_no_warning(host: str) -> None:
+    from dynalease.demo.local_server import is_loopback
+
+    assert is_loopback(host)
+    assert not is_loopback("0.0.0.0") and not is_loopback("") and not is_loopback("10.0.0.1")

@@ -7,17 +7,21 @@ reads.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pty
+import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.cli_runner import CLI, cli_env, spawn_cli
-from support.fault_proxy import FaultProxy
+from support.fault_proxy import FaultProxy, is_takeover
 
 from dynalease import DynamoDBClient
 from dynalease.cli.run import EXIT_LEASE_LOST, EXIT_NOT_ACQUIRED
@@ -99,6 +103,14 @@ def test_fencing_hands_the_command_a_token_that_grows_with_each_owner(
             "--fencing is for locks",
         ),
         (["--table", "{table}", "--key", "dynalease-permit:1:k", "--", "true"], "reserved"),
+        (
+            ["--table", "{table}", "--key", "k", "--lease", "6", "--kill-after", "3", "--", "true"],
+            "--kill-after 3 does not fit in a 6 s lease",
+        ),
+        (
+            ["--table", "{table}", "--key", "k", "--kill-after", "11", "--", "true"],
+            "use --kill-after 10",
+        ),
     ],
 )
 def test_bad_input_is_one_error_and_exit_2_before_anything_runs(
@@ -140,6 +152,15 @@ def test_the_environment_configures_run_and_flags_win(
         timeout=60,
     )
     assert bad.returncode == 2 and "DYNALEASE_WAIT='later'" in bad.stderr
+    too_long = subprocess.run(
+        [*CLI, "run", "--endpoint", endpoint, "--", "true"],
+        env={**env, "DYNALEASE_KILL_AFTER": "2"},  # DYNALEASE_LEASE=5 above
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert too_long.returncode == 2
+    assert "DYNALEASE_KILL_AFTER=2 does not fit in a 5 s lease" in too_long.stderr
 
 
 def test_a_second_run_gives_up_with_75_or_waits_for_the_first(
@@ -234,7 +255,7 @@ def test_a_command_outliving_a_partitioned_lease_is_terminated(
         "time.sleep(120)\n"
     )
     with FaultProxy(endpoint) as proxy:
-        options = ("--lease", "1.5", "--kill-after", "1")
+        options = ("--lease", "3", "--kill-after", "1")
         runner = start(proxy.url, lock_table, *options, "--", sys.executable, "-c", stubborn)
         wait_for_file(ready)
         began = time.monotonic()
@@ -244,7 +265,7 @@ def test_a_command_outliving_a_partitioned_lease_is_terminated(
         assert runner.stderr is not None
         err = runner.stderr.read()
     assert status == EXIT_LEASE_LOST, err
-    assert "lease on 'job' was lost" in err
+    assert "the lease on 'job' ends in" in err
     assert log.read_text().strip() == "TERM"  # SIGTERM first, then SIGKILL
     assert took < BOUND_S
 
@@ -297,3 +318,247 @@ def test_an_outage_is_exit_1_not_contention(lock_table: str, endpoint: str, tmp_
     assert result.code == 1, result.err
     assert "outage, not contention" in result.err
     assert not marker.exists()
+
+
+def living_members(pgid: int) -> list[int]:
+    """The processes of group ``pgid`` that have not ended (zombies count as ended)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # state, ppid, pgrp, ...
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            members.append(int(entry.name))
+    return members
+
+
+def wait_until_group_ends(pgid: int, timeout: float = BOUND_S) -> list[int]:
+    """Wait (bounded) until no process of ``pgid`` is left; what is left at the bound."""
+    deadline = time.monotonic() + timeout
+    while living_members(pgid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return living_members(pgid)
+
+
+def kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_sigkilled_run_takes_the_commands_whole_process_group_with_it(
+    endpoint: str, lock_table: str, tmp_path: Path
+) -> None:
+    ready = tmp_path / "ready"
+    # The shell's own children are what PR_SET_PDEATHSIG alone leaves running.
+    script = f"sleep 60 & sleep 60 & echo $$ > {ready}; wait"
+    runner = start(endpoint, lock_table, "--lease", "3", "--", "sh", "-c", script)
+    pgid = int(wait_for_file(ready).strip())
+    try:
+        assert len(living_members(pgid)) == 3  # sh and its two sleeps
+        os.kill(runner.pid, signal.SIGKILL)
+        runner.wait(BOUND_S)
+        assert wait_until_group_ends(pgid, timeout=10.0) == []
+    finally:
+        kill_group(pgid)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_what_the_command_leaves_running_ends_before_the_lock_is_released(
+    endpoint: str, lock_table: str, client: DynamoDBClient, tmp_path: Path
+) -> None:
+    ready, late = tmp_path / "ready", tmp_path / "late"
+    script = f"(sleep 2; echo without the lock > {late}) & echo $$ > {ready}; exit 3"
+    result = spawn_cli(*run_args(endpoint, lock_table), "--", "sh", "-c", script)
+    pgid = int(ready.read_text().strip())
+    try:
+        assert result.code == 3, result.err  # the command's own status
+        assert "ending what it left running" in result.err
+        assert living_members(pgid) == []
+        assert row(client, lock_table) is None
+        time.sleep(2.5)
+        assert not late.exists()
+    finally:
+        kill_group(pgid)
+
+
+def test_a_stale_token_or_permit_in_runs_environment_never_reaches_the_command(
+    endpoint: str, lock_table: str, tmp_path: Path
+) -> None:
+    seen = tmp_path / "seen"
+    script = f'echo "token=$DYNALEASE_FENCING_TOKEN permit=$DYNALEASE_PERMIT_KEY" > {seen}'
+    stale = cli_env(DYNALEASE_FENCING_TOKEN="999", DYNALEASE_PERMIT_KEY="dynalease-permit:1:x")
+    plain = subprocess.run(
+        [*CLI, *run_args(endpoint, lock_table), "--", "sh", "-c", script], env=stale, timeout=60
+    )
+    assert plain.returncode == 0
+    assert seen.read_text().strip() == "token= permit="
+    fenced = subprocess.run(
+        [*CLI, *run_args(endpoint, lock_table, "--fencing"), "--", "sh", "-c", script],
+        env=stale,
+        timeout=60,
+    )
+    assert fenced.returncode == 0
+    assert seen.read_text().strip() == "token=1 permit="
+
+
+#: Appends time.monotonic() to argv[1] every 20 ms; on SIGTERM it either goes on for
+#: 10 s more ("finishing its batch") or ignores the signal.
+WRITER = """\
+import signal, sys, time
+log = open(sys.argv[1], "a", buffering=1)
+if sys.argv[2] == "ignore":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+else:
+    def finish(signum, frame):
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            log.write(f"{time.monotonic()!r}\\n")
+            time.sleep(0.02)
+        sys.exit(0)
+    signal.signal(signal.SIGTERM, finish)
+while True:
+    log.write(f"{time.monotonic()!r}\\n")
+    time.sleep(0.02)
+"""
+
+
+@pytest.mark.parametrize("on_sigterm", ["finish-the-batch", "ignore"])
+def test_after_a_partition_the_command_is_dead_before_the_next_holder_acquires(
+    endpoint: str, lock_table: str, tmp_path: Path, on_sigterm: str
+) -> None:
+    log, started = tmp_path / "a.log", tmp_path / "b-started"
+    # The writer is the child of a shell that waits for it (it ignores SIGTERM itself).
+    shell = f'trap "" TERM; {shlex.quote(sys.executable)} -c "$0" "$1" "$2"; true'
+    command = ["sh", "-c", shell, WRITER, str(log), on_sigterm]
+    with FaultProxy(endpoint) as a_path, FaultProxy(endpoint) as b_path:
+        holder = start(a_path.url, lock_table, "--lease", "4", "--", *command)
+        wait_for_file(log)
+        a_path.partition()  # A's renewals never arrive from here on
+        contender = start(
+            b_path.url,
+            lock_table,
+            "--lease",
+            "4",
+            "--wait",
+            str(BOUND_S),
+            "--",
+            sys.executable,
+            "-c",
+            f"import time; open({str(started)!r}, 'w').write(repr(time.monotonic()))",
+        )
+        try:
+            assert holder.wait(BOUND_S) == EXIT_LEASE_LOST
+            assert contender.wait(BOUND_S) == 0
+        finally:
+            for runner in (holder, contender):
+                runner.kill()
+                runner.wait()
+        takeovers = [
+            seen.at
+            for seen in b_path.seen("PutItem")
+            if is_takeover(seen.body) and seen.status == 200
+        ]
+        assert holder.stderr is not None
+        err = holder.stderr.read()
+    last_activity = max(float(line) for line in log.read_text().split())
+    acquired = min(takeovers)  # when B's winning write reached its proxy, before it applied
+    assert last_activity < acquired <= float(started.read_text()), err
+    assert "renewals are failing" in err and "before another owner can take it" in err
+
+
+#: Makes argv[1] (a pseudo-terminal) the controlling terminal of a new session, as a
+#: login shell's, then runs the rest of argv with Python in the foreground there.
+ON_A_TERMINAL = """\
+import os, sys
+os.setsid()
+terminal = os.open(sys.argv[1], os.O_RDWR)
+for descriptor in (0, 1, 2):
+    os.dup2(terminal, descriptor)
+os.close(terminal)
+os.execv(sys.executable, [sys.executable, *sys.argv[2:]])
+"""
+
+
+def finished(runner: Any) -> int:
+    """``runner``'s exit status; at the bound, a failure that shows its processes."""
+    try:
+        return int(runner.wait(BOUND_S))
+    except subprocess.TimeoutExpired:
+        processes = subprocess.run(
+            ["ps", "-s", str(runner.pid), "-o", "pid,ppid,pgid,tpgid,stat,wchan:24,args"],
+            capture_output=True,
+            text=True,
+        ).stdout
+        pytest.fail(f"run did not end within {BOUND_S:g} s:\n{processes}")
+
+
+class Terminal:
+    """A pseudo-terminal whose output is read (and kept) by a thread."""
+
+    def __init__(self) -> None:
+        self.master, self._slave = pty.openpty()
+        self.output = b""
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        with contextlib.suppress(OSError):
+            while chunk := os.read(self.master, 4096):
+                self.output += chunk
+
+    def run(self, endpoint: str, table: str, script: str) -> Any:
+        """``dynalease run ... -- sh -c SCRIPT`` in the foreground of this terminal."""
+        return subprocess.Popen(
+            [
+                *(sys.executable, "-c", ON_A_TERMINAL, os.ttyname(self._slave), *CLI[1:]),
+                *(*run_args(endpoint, table, "--lease", "3"), "--", "sh", "-c", script),
+            ],
+            env=cli_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def close(self) -> None:
+        os.close(self._slave)
+        os.close(self.master)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a Linux pseudo-terminal")
+def test_on_a_terminal_the_command_reads_it_and_ctrl_c_or_ctrl_z_ends_it(
+    endpoint: str, lock_table: str, client: DynamoDBClient, tmp_path: Path
+) -> None:
+    got, ready = tmp_path / "got", tmp_path / "ready"
+    terminal = Terminal()
+    runners: list[Any] = []
+    try:
+        reader = terminal.run(endpoint, lock_table, f'read x; echo "$x" > {got}')
+        runners.append(reader)
+        os.write(terminal.master, b"typed\n")
+        assert wait_for_file(got).strip() == "typed"  # not stopped by SIGTTIN
+        assert finished(reader) == 0
+
+        interrupted = terminal.run(endpoint, lock_table, f"echo $$ > {ready}; read x")
+        runners.append(interrupted)
+        wait_for_file(ready)
+        os.write(terminal.master, b"\x03")  # Ctrl-C: SIGINT to the terminal's foreground
+        assert finished(interrupted) == 128 + signal.SIGINT
+
+        ready.unlink()
+        suspended = terminal.run(endpoint, lock_table, f"echo $$ > {ready}; sleep 60")
+        runners.append(suspended)
+        wait_for_file(ready)
+        os.write(terminal.master, b"\x1a")  # Ctrl-Z: the command stops, run ends it
+        assert finished(suspended) == 128 + signal.SIGTERM
+        assert b"the command was stopped by" in terminal.output
+        assert row(client, lock_table) is None
+    finally:
+        for runner in runners:
+            runner.kill()
+            runner.wait()
+        terminal.close()

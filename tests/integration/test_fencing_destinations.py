@@ -20,7 +20,7 @@ from support.servers import raw_dynamodb
 from support.tables import fresh_lock_table
 
 from dynalease import DynamoDBClient
-from dynalease.fencing import fence_dynamodb_write, fenced_update
+from dynalease.fencing import fence_dynamodb_delete, fence_dynamodb_write, fenced_update
 from dynalease.lock import SyncDistributedLock
 
 Connect = Callable[[], Any]
@@ -72,6 +72,18 @@ def test_sql_destinations_accept_increasing_tokens_and_refuse_stale_ones(databas
     assert not write(connection, table, "stale-1", 1)
     assert state(connection, table) == ("by-5", 5)
     assert not fenced_update(connection, table, set={"state": "x"}, where={"id": 2}, token=9)
+
+
+def test_a_text_fence_column_is_compared_as_a_number(database: Any) -> None:
+    connection, table = database
+    cursor = connection.cursor()
+    cursor.execute(f"CREATE TABLE {table}_text (id INTEGER PRIMARY KEY, state TEXT, fence TEXT)")
+    cursor.execute(f"INSERT INTO {table}_text (id, state) VALUES (1, 'new')")
+    connection.commit()
+    assert write(connection, f"{table}_text", "by-10", 10)
+    assert not write(connection, f"{table}_text", "stale-9", 9)  # '10' <= '9' as text
+    assert write(connection, f"{table}_text", "by-11", 11)
+    assert state(connection, f"{table}_text") == ("by-11", "11")
 
 
 def test_sql_tokens_from_real_fenced_locks(database: Any, client: DynamoDBClient) -> None:
@@ -165,3 +177,46 @@ def test_a_boto3_table_resource_takes_plain_values(endpoint: str, orders: str) -
         "state": "by-6",
         "fence": 6,
     }
+
+
+def test_a_fenced_delete_keeps_the_fence_so_a_stale_write_stays_refused(
+    dynamodb: Any, orders: str
+) -> None:
+    key = {"id": {"S": "o7"}}
+
+    def put(value: str, token: int) -> Any:
+        request = {"TableName": orders, "Item": {**key, "state": {"S": value}}}
+        return lambda: dynamodb.put_item(**fence_dynamodb_write(request, token))
+
+    def update(value: str, token: int) -> Any:
+        request = {
+            "TableName": orders,
+            "Key": key,
+            "UpdateExpression": "SET #s = :s",
+            "ExpressionAttributeNames": {"#s": "state"},
+            "ExpressionAttributeValues": {":s": {"S": value}},
+        }
+        return lambda: dynamodb.update_item(**fence_dynamodb_write(request, token))
+
+    def delete(token: int) -> Any:
+        request = {"TableName": orders, "Key": key}
+        return lambda: dynamodb.put_item(**fence_dynamodb_delete(request, token))
+
+    def item() -> dict[str, Any]:
+        answer = dynamodb.get_item(TableName=orders, Key=key, ConsistentRead=True)
+        return dict(answer["Item"])
+
+    assert not refused(put("packed by A", 1))
+    assert not refused(put("shipped by B", 2))
+    assert refused(delete(1))  # a stale delete is refused like a stale write
+    assert not refused(delete(2))  # B completes the order and removes it
+    tombstone = {**key, "fence": {"N": "2"}, "fence_tombstone": {"BOOL": True}}
+    assert item() == tombstone
+    assert refused(put("packed by A (late)", 1))  # A resumes after a pause: refused
+    assert refused(update("packed by A (late)", 1))
+    assert item() == tombstone
+    assert not refused(update("reopened by C", 3))  # a newer owner writes again: live
+    assert item() == {**key, "fence": {"N": "3"}, "state": {"S": "reopened by C"}}
+    assert not refused(delete(3))
+    assert not refused(put("recreated by D", 4))
+    assert item() == {**key, "fence": {"N": "4"}, "state": {"S": "recreated by D"}}

@@ -33,6 +33,7 @@ from dynalease._transport.lean import LeanTransport
 from dynalease.constants import ENV_TRANSPORT
 from dynalease.exceptions import (
     AccessDeniedError,
+    LockNotAcquired,
     RequestFailedError,
     TableNotFoundError,
     TransactionCanceledException,
@@ -662,7 +663,7 @@ def test_locks_over_both_paths_exclude_each_other_and_the_environment_endpoint_i
     lean = DynamoDBClient(region="us-east-1", transport="lean")
     boto = DynamoDBClient(region="us-east-1", transport="boto")
     with SyncDistributedLock(lean, table=table, key="shared", lease_duration=2):
-        with pytest.raises(Exception, match="not acquired"):
+        with pytest.raises(LockNotAcquired, match="not acquired"):
             with SyncDistributedLock(boto, table=table, key="shared", wait_timeout=0):
                 pass
     with SyncDistributedLock(boto, table=table, key="shared", wait_timeout=0):

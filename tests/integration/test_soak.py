@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,13 +35,21 @@ def short_soak(endpoint: str, *options: str) -> tuple[dict[str, Any], str]:
 
 
 def test_a_short_soak_with_killed_and_paused_holders_has_no_violations(endpoint: str) -> None:
-    figures, output = short_soak(endpoint)
+    figures, output = short_soak(endpoint, "--progress-every", "4")
     assert figures["violations"] == 0
     assert figures["overlaps"] == 0 and figures["stale_commits"] == 0
     assert figures["acquisitions"] > 0 and figures["commits"] > 0
     # The run exercised failures: at least one holder was killed or paused.
     assert figures["kills"] + figures["pauses"] >= 1
     assert "soak: ok, 0 violations" in output
+    # A progress line every 4 s while it runs: acquisitions, takeovers, violations so far.
+    progress = [line for line in output.splitlines() if re.match(r"soak: \d+/15 s, ", line)]
+    assert len(progress) >= 2, output
+    assert re.fullmatch(
+        r"soak: \d+/15 s, \d+ acquisitions?, \d+ takeovers?, \d+ kills?, \d+ pauses?, "
+        r"violations so far: 0",
+        progress[-1],
+    ), progress
 
 
 def test_a_short_fenced_soak_keeps_its_tokens_in_order_along_the_history(endpoint: str) -> None:

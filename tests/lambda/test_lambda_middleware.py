@@ -40,7 +40,13 @@ def _key_of(**options: Any) -> Callable[[Any], str]:
 
 
 def test_the_public_names_are_exactly_these() -> None:
-    assert sorted(middleware.__all__) == ["current_lock", "key_hash", "lock_handler", "lock_record"]
+    assert sorted(middleware.__all__) == [
+        "bound_locks",
+        "current_lock",
+        "key_hash",
+        "lock_handler",
+        "lock_record",
+    ]
 
 
 # --- keys from events --------------------------------------------------------------

@@ -310,17 +310,16 @@ def test_an_entry_whose_writer_lives_or_whose_owner_moved_on_is_left_alone(
             lock_table,
             {"key": moved_key, "owner": "new", "version": "v", "lease_ms": 30_000, "protocol": 1},
         )
-        (tmp_path / "journal" / "stale.json").write_text(
+        old_owner = str(uuid.uuid4())
+        (tmp_path / "journal" / f"{old_owner}.json").write_text(
             json.dumps(
                 {
                     "format": 1,
                     "table": lock_table,
                     "key": moved_key,
-                    "owner": "old",
+                    "owner": old_owner,
                     "pid": int(dead.stdout),
                     "started": None,
-                    "region": None,
-                    "endpoint_url": None,
                 }
             )
         )

@@ -76,3 +76,28 @@ def spawn_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 12
         timeout=timeout,
     )
     return Result(done.returncode, done.stdout, done.stderr)
+
+
+#: Runs ``dynalease.cli.main(argv)`` in an interpreter where moto cannot be imported.
+_WITHOUT_MOTO = """\
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name == 'moto' or name.startswith('moto.'):
+            raise ModuleNotFoundError(name)
+sys.meta_path.insert(0, Block())
+from dynalease.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def spawn_cli_without_moto(*args: str) -> Result:
+    """Run ``dynalease ARGS`` in a separate process as an installation without moto would."""
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_MOTO, *args],
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return Result(done.returncode, done.stdout, done.stderr)

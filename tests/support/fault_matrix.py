@@ -80,7 +80,7 @@ class Matrix:
 
     def assert_turned_away(self) -> None:
         """No double owner: a zero-wait contender on a direct connection is refused."""
-        with pytest.raises(LockNotAcquired, match="held by owner"):
+        with pytest.raises(LockNotAcquired, match="held by another owner"):
             with self.guard(client=self.direct, wait=0):
                 pass
 

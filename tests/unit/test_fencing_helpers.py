@@ -6,9 +6,15 @@ from typing import Any
 
 import pytest
 
-from dynalease.fencing import fence_dynamodb_write, fenced_update_statement
+from dynalease.fencing import (
+    fence_dynamodb_delete,
+    fence_dynamodb_write,
+    fenced_update_statement,
+)
 
 CHECK = "(attribute_not_exists(#dynalease_fence) OR #dynalease_fence <= :dynalease_fence)"
+FENCE = "#dynalease_fence = :dynalease_fence"
+UNMARK = "REMOVE #dynalease_tombstone"
 
 
 def test_a_put_stores_the_token_and_is_conditioned_on_it() -> None:
@@ -24,14 +30,11 @@ def test_a_put_stores_the_token_and_is_conditioned_on_it() -> None:
 @pytest.mark.parametrize(
     ("expression", "expected"),
     [
-        ("SET #s = :s", "SET #s = :s, #dynalease_fence = :dynalease_fence"),
-        ("set a = :a REMOVE b", "set a = :a, #dynalease_fence = :dynalease_fence REMOVE b"),
-        ("REMOVE b SET a = :a", "REMOVE b SET a = :a, #dynalease_fence = :dynalease_fence"),
-        ("ADD n :one", "SET #dynalease_fence = :dynalease_fence ADD n :one"),
-        (
-            "SET a = if_not_exists(a, :z)",
-            "SET a = if_not_exists(a, :z), #dynalease_fence = :dynalease_fence",
-        ),
+        ("SET #s = :s", f"SET #s = :s, {FENCE} {UNMARK}"),
+        ("set a = :a REMOVE b", f"set a = :a, {FENCE} REMOVE b, #dynalease_tombstone"),
+        ("REMOVE b SET a = :a", f"REMOVE b, #dynalease_tombstone SET a = :a, {FENCE}"),
+        ("ADD n :one", f"SET {FENCE} ADD n :one {UNMARK}"),
+        ("SET a = if_not_exists(a, :z)", f"SET a = if_not_exists(a, :z), {FENCE} {UNMARK}"),
     ],
 )
 def test_an_update_sets_the_token_in_its_one_set_clause(expression: str, expected: str) -> None:
@@ -44,8 +47,68 @@ def test_an_update_sets_the_token_in_its_one_set_clause(expression: str, expecte
     fenced = fence_dynamodb_write(request, 3, attribute="token", plain_values=True)
     assert fenced["UpdateExpression"] == expected
     assert fenced["ConditionExpression"] == f"(attribute_exists(id)) AND {CHECK}"
-    assert fenced["ExpressionAttributeNames"] == {"#dynalease_fence": "token"}
+    assert fenced["ExpressionAttributeNames"] == {
+        "#dynalease_fence": "token",
+        "#dynalease_tombstone": "fence_tombstone",
+    }
     assert fenced["ExpressionAttributeValues"] == {":dynalease_fence": 3}
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["SET #s = :set", "SET #s = :add", "SET #set = :remove ADD #add :delete", "SET #s = :x-set"],
+)
+def test_placeholders_named_like_clause_keywords_are_not_clauses(expression: str) -> None:
+    request = {"TableName": "t", "Key": {"id": {"S": "1"}}, "UpdateExpression": expression}
+    fenced = fence_dynamodb_write(request, 3)["UpdateExpression"]
+    set_clause = expression.split(" ADD ")[0]
+    assert fenced.startswith(f"{set_clause}, {FENCE}")
+    assert fenced.endswith(f"{expression[len(set_clause) :]} {UNMARK}")
+
+
+def test_a_delete_becomes_a_fenced_put_of_a_tombstone() -> None:
+    request = {
+        "TableName": "orders",
+        "Key": {"id": {"S": "7"}},
+        "ConditionExpression": "#s = :done",
+        "ExpressionAttributeNames": {"#s": "status"},
+        "ExpressionAttributeValues": {":done": {"S": "done"}},
+        "ReturnValues": "ALL_OLD",
+    }
+    fenced = fence_dynamodb_delete(request, 4)
+    assert fenced == {
+        "TableName": "orders",
+        "Item": {"id": {"S": "7"}, "fence": {"N": "4"}, "fence_tombstone": {"BOOL": True}},
+        "ConditionExpression": f"(#s = :done) AND {CHECK}",
+        "ExpressionAttributeNames": {"#s": "status", "#dynalease_fence": "fence"},
+        "ExpressionAttributeValues": {":done": {"S": "done"}, ":dynalease_fence": {"N": "4"}},
+        "ReturnValues": "ALL_OLD",
+    }
+    plain = fence_dynamodb_delete(
+        {"Key": {"id": "7"}}, 5, attribute="token", tombstone="gone", plain_values=True
+    )
+    assert plain["Item"] == {"id": "7", "token": 5, "gone": True}
+    assert request["Key"] == {"id": {"S": "7"}}  # not changed
+
+
+@pytest.mark.parametrize(
+    ("request_", "error", "match"),
+    [
+        ({"TableName": "t"}, TypeError, "with a Key"),
+        ({"TableName": "t", "Key": {}, "Expected": {}}, ValueError, "Expected"),
+        ({"TableName": "t", "Key": {}, "ReturnValues": "ALL_NEW"}, ValueError, "ALL_OLD"),
+        (
+            {"Key": {}, "ExpressionAttributeNames": {"#dynalease_fence": "x"}},
+            ValueError,
+            "rename",
+        ),
+    ],
+)
+def test_bad_delete_requests_are_refused(
+    request_: dict[str, Any], error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
+        fence_dynamodb_delete(request_, 1)
 
 
 @pytest.mark.parametrize(
@@ -94,7 +157,7 @@ def test_the_sql_statement_in_every_paramstyle(
     a, b, c, d = sql_markers
     assert sql == (
         f'UPDATE "app"."jobs" SET "state" = {a}, "fence" = {b} '
-        f'WHERE "id" = {c} AND ("fence" IS NULL OR "fence" <= {d})'
+        f'WHERE "id" = {c} AND ("fence" IS NULL OR CAST("fence" AS BIGINT) <= {d})'
     )
     assert values == parameters
 

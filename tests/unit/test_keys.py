@@ -1,4 +1,4 @@
-"""Key templates (DESIGN.md section 4): binding, framing, braces, limits, when errors surface."""
+"""Key templates (docs/protocol.md): binding, framing, braces, limits, when errors surface."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Acceptance: the public API is exactly what issue 2 and DESIGN.md name.
+"""Acceptance: the public API is exactly what docs/api.md names.
 
 Names, parameters, defaults and exception types are a contract with users and
 with the reference lock's documentation; this file fails if any of them drifts.
@@ -52,9 +52,8 @@ def parameters(function: Any) -> list[tuple[str, Any, Any]]:
 # --- the client -----------------------------------------------------------------------
 
 
-def test_the_client_takes_exactly_the_named_keyword_options() -> None:
+def test_the_client_takes_the_region_by_position_and_the_named_keyword_options() -> None:
     names = [
-        "region",
         "endpoint_url",
         "access_key",
         "secret_key",
@@ -64,7 +63,9 @@ def test_the_client_takes_exactly_the_named_keyword_options() -> None:
         "read_timeout",
         "max_retries",
     ]
-    given = parameters(DynamoDBClient.__init__)
+    region, *given = parameters(DynamoDBClient.__init__)
+    # The Region alone by position, as pydynox's DynamoDBClient("us-east-1").
+    assert region == ("region", POS, None)
     assert given[: len(names)] == [(name, KW, None) for name in names]
     # Later additions (such as the transport choice) must not change how existing
     # calls bind: keyword-only, defaulting to None.
@@ -281,27 +282,44 @@ def test_lock_errors_carry_their_table_key_and_owner() -> None:
 # --- transactions and the memory backend -------------------------------------------------------
 
 
+#: pydynox's expression parameters, by position or keyword, then the short keywords.
+_EXPRESSIONS = ["expression_attribute_names", "expression_attribute_values"]
+_SHORT = ["condition", "names", "values"]
+
+
 @pytest.mark.parametrize(
-    ("method", "expected"),
+    ("method", "pydynox", "short"),
     [
-        ("put", ["table", "item", "condition", "names", "values"]),
-        ("update", ["table", "key", "update", "condition", "names", "values"]),
-        ("delete", ["table", "key", "condition", "names", "values"]),
-        ("condition_check", ["table", "key", "condition", "names", "values"]),
+        ("put", ["table", "item", "condition_expression", *_EXPRESSIONS], _SHORT),
+        (
+            "update",
+            ["table", "key", "update_expression", "condition_expression", *_EXPRESSIONS],
+            ["update", *_SHORT],
+        ),
+        ("delete", ["table", "key", "condition_expression", *_EXPRESSIONS], _SHORT),
+        ("condition_check", ["table", "key", "condition_expression", *_EXPRESSIONS], _SHORT),
     ],
 )
 def test_transactions_offer_put_update_delete_and_condition_check(
-    method: str, expected: list[str]
+    method: str, pydynox: list[str], short: list[str]
 ) -> None:
     for face in (Transaction, SyncTransaction):
-        assert [p[0] for p in parameters(getattr(face, method))] == expected
+        given = parameters(getattr(face, method))
+        assert [(name, kind) for name, kind, _ in given] == [
+            *((name, POS) for name in pydynox),
+            *((name, KW) for name in short),
+        ]
 
 
-def test_transactions_are_built_from_a_client_and_are_contexts() -> None:
+def test_transactions_are_built_from_a_client_and_are_contexts_with_commit() -> None:
     for face in (Transaction, SyncTransaction):
-        assert [p[0] for p in parameters(face.__init__)] == ["client"]
+        assert parameters(face.__init__)[0][0] == "client"
+        assert parameters(face.__init__)[1:] == [("client_request_token", KW, None)]
+        assert parameters(face.commit) == []
     assert inspect.iscoroutinefunction(Transaction.__aexit__)
+    assert inspect.iscoroutinefunction(Transaction.commit)
     assert hasattr(SyncTransaction, "__exit__")
+    assert not inspect.iscoroutinefunction(SyncTransaction.commit)
 
 
 def test_memory_backend_is_a_context_with_a_ready_client() -> None:

@@ -29,6 +29,9 @@ from dynalease._tooling.lambda_api import (
 )
 from dynalease.constants import ENV_JOURNAL_DIR, ENV_RUNTIME_API
 
+OWNER_1 = "0b1e0e5e-aaaa-4bbb-8ccc-000000000001"
+OWNER_2 = "0b1e0e5e-aaaa-4bbb-8ccc-000000000002"
+
 
 class Script:
     """An Extensions API that answers register and hands out one event."""
@@ -79,7 +82,8 @@ def test_it_registers_for_shutdown_only_and_recovers_on_any_letter_case(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
-    event = {"eventType": "SHUTDOWN", "shutdownReason": reason, "deadlineMs": 1_700_000_002_000}
+    deadline_ms = round(time.time() * 1000) + 2000
+    event = {"eventType": "SHUTDOWN", "shutdownReason": reason, "deadlineMs": deadline_ms}
     script = Script(event)
     assert _run(script, monkeypatch) == 0
     (m1, register, headers, body), (m2, next_path, next_headers, _) = script.requests
@@ -88,7 +92,26 @@ def test_it_registers_for_shutdown_only_and_recovers_on_any_letter_case(
     assert body == {"events": ["SHUTDOWN"]}
     assert (m2, next_path) == ("GET", "/2020-01-01/extension/event/next")
     assert next_headers["Lambda-Extension-Identifier"] == "ext-1"
-    assert calls == [(str(tmp_path), 1_700_000_002.0)]
+    assert calls == [(str(tmp_path), deadline_ms / 1000)]
+
+
+@pytest.mark.parametrize(
+    ("deadline_ms", "expected"),
+    [
+        (1_000_000_002_000, 1_000_000_002.0),  # as given
+        (float("nan"), 1_000_000_000.0 + recovery.DEFAULT_WINDOW_S),  # json.loads accepts NaN
+        ("soon", 1_000_000_000.0 + recovery.DEFAULT_WINDOW_S),
+        (True, 1_000_000_000.0 + recovery.DEFAULT_WINDOW_S),
+        (1e20, 1_000_000_000.0 + recovery.MAX_WINDOW_S),  # the watchdog's timer would overflow
+        (10**400, 1_000_000_000.0 + recovery.MAX_WINDOW_S),
+        (float("inf"), 1_000_000_000.0 + recovery.MAX_WINDOW_S),
+        (5, 1_000_000_000.0),  # long past: now
+    ],
+)
+def test_the_shutdown_deadline_is_clamped_to_the_next_ten_seconds(
+    deadline_ms: object, expected: float
+) -> None:
+    assert recovery.shutdown_deadline(deadline_ms, 1_000_000_000.0) == expected
 
 
 def test_another_shutdown_reason_recovers_nothing(
@@ -128,20 +151,20 @@ def test_outside_lambda_it_says_so(monkeypatch: pytest.MonkeyPatch, capsys: Any)
 
 
 def test_past_the_deadline_nothing_is_sent_and_the_entries_stay(tmp_path: Path) -> None:
-    journal = Journal(str(tmp_path), endpoint_url="http://127.0.0.1:9")
-    journal.record("locks", "k", "owner-1")
-    body = json.loads((tmp_path / "owner-1.json").read_text())
+    journal = Journal(str(tmp_path))
+    journal.record("locks", "k", OWNER_1)
+    body = json.loads((tmp_path / f"{OWNER_1}.json").read_text())
     body["pid"] = 2**22 + 7  # above pid_max's default: no such process
-    (tmp_path / "owner-1.json").write_text(json.dumps(body))
+    (tmp_path / f"{OWNER_1}.json").write_text(json.dumps(body))
     outcome = recovery.recover(str(tmp_path), deadline=0.0)
-    assert [e.owner for e in outcome.failed] == ["owner-1"]
-    assert (tmp_path / "owner-1.json").exists()
+    assert [e.owner for e in outcome.failed] == [OWNER_1]
+    assert (tmp_path / f"{OWNER_1}.json").exists()
 
 
 def test_a_live_writer_s_entry_is_left_alone(tmp_path: Path) -> None:
-    Journal(str(tmp_path)).record("locks", "k", "owner-2")  # written by this live process
+    Journal(str(tmp_path)).record("locks", "k", OWNER_2)  # written by this live process
     outcome = recovery.recover(str(tmp_path), deadline=0.0)
-    assert [e.owner for e in outcome.alive] == ["owner-2"]
+    assert [e.owner for e in outcome.alive] == [OWNER_2]
     assert outcome.failed == [] and outcome.released == []
 
 
@@ -189,3 +212,48 @@ def test_the_extension_is_a_process_that_exits_at_the_deadline_when_recovery_han
     )
     assert done.returncode == 1
     assert time.monotonic() - started < 20  # not the 60 s the recovery would take
+
+
+LOCK_ROW = {"owner": OWNER_1, "version": "v", "lease_ms": 30_000, "protocol": 1}
+FENCED_ROW = {**LOCK_ROW, "protocol": 2, "fence": 7}
+
+
+@pytest.mark.parametrize(
+    ("stored", "fenced", "result", "after"),
+    [
+        (LOCK_ROW, False, "released", None),
+        (FENCED_ROW, True, "released", {"protocol": 2, "fence": 7}),  # free, counter kept
+        # An entry that contradicts its row is not genuine: the row stays as it is.
+        (FENCED_ROW, False, "contradicted", FENCED_ROW),
+        (LOCK_ROW, True, "contradicted", LOCK_ROW),
+        # Not lock rows, whatever the entry says: never touched.
+        ({"owner": OWNER_1, "body": "contract"}, False, "contradicted", "same"),
+        ({"owner": OWNER_1, "body": "contract"}, True, "contradicted", "same"),
+        ({**LOCK_ROW, "fence": 7}, False, "contradicted", "same"),  # protocol 1 with a counter
+        ({**LOCK_ROW, "protocol": 3}, False, "contradicted", "same"),
+        ({"owner": OWNER_1, "protocol": 1, "lease_ms": 5}, False, "contradicted", "same"),
+        # Someone else's, or gone.
+        ({**LOCK_ROW, "owner": OWNER_2}, False, "not ours", "same"),
+        ({**FENCED_ROW, "owner": OWNER_2}, True, "not ours", "same"),
+        (None, False, "not ours", None),
+    ],
+)
+def test_a_release_touches_only_a_lock_row_of_the_entry_s_owner_and_protocol(
+    stored: dict[str, Any] | None, fenced: bool, result: str, after: Any
+) -> None:
+    from dynalease._extension.release import release
+    from dynalease.testing import MemoryBackend
+
+    with MemoryBackend() as backend:
+        client = backend.client
+        client.sync_create_table("locks", partition_key=("key", "S"))
+        if stored is not None:
+            client.sync_put_item("locks", {"key": "k", **stored})
+        store = client._lock_store
+        outcome = client._runtime().run(
+            release(store.transport, "locks", "k", OWNER_1, fenced=fenced)
+        )
+        row = client.sync_get_item("locks", {"key": "k"}, consistent_read=True)
+    assert outcome.value == result
+    expected = None if after is None else {"key": "k", **(stored if after == "same" else after)}
+    assert row == expected

@@ -57,10 +57,11 @@ def test_keys_outside_1_to_2048_utf8_bytes_are_rejected(client: DynamoDBClient, 
 
 
 def test_a_key_of_2048_utf8_bytes_is_accepted(client: DynamoDBClient) -> None:
-    SyncDistributedLock(client, table="locks", key="é" * 1024)
+    lock = SyncDistributedLock(client, table="locks", key="é" * 1024)
+    assert lock.key == "é" * 1024
 
 
-@pytest.mark.parametrize("table", ["", "ab", "bad name", 3])
+@pytest.mark.parametrize("table", ["", "ab", "bad name", "locks\n", 3])
 def test_bad_table_names_are_rejected(client: DynamoDBClient, table: object) -> None:
     with pytest.raises((ValueError, TypeError), match="table"):
         SyncDistributedLock(client, table=table, key="k")  # type: ignore[arg-type]

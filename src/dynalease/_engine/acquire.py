@@ -13,6 +13,13 @@ row or none), so the lock was busy or the answers came too slowly, and that is
 :class:`LockNotAcquired`; or every request failed (connection errors, timeouts,
 5xx, throttling), which is an outage, :class:`LockUnavailable`. Only a bool is
 kept for it, set on the paths where a definite answer arrives.
+
+One outage ends early: when every request so far could not even connect (the
+endpoint refused the connection or its host name did not resolve) for
+``UNREACHABLE_S`` and ``UNREACHABLE_REQUESTS`` requests, the endpoint or Region
+is most likely wrong, and waiting out the whole budget only hides that. Any
+other failure (a timeout, a reset, 5xx, throttling) or any answer keeps the
+wait to its end, as a transient outage needs.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .._redact import logged_key
 from ..exceptions import (
     DynamoDBError,
     GuardReused,
@@ -32,6 +40,7 @@ from ..exceptions import (
 )
 from . import protocol as p
 from .clock import Stamp, SystemClock, sleep_or_wake
+from .deadline import deadline_on
 from .renew import Renewing
 from .requests import BudgetSpent, FirstWrite, OutcomeUnknown
 from .scheduling import deferred_renewals
@@ -39,6 +48,11 @@ from .states import NEW, START, WON, Event
 from .store import Limit, Reply
 
 FIRST_POLL_S = 0.025
+#: A request that never connected: refused, or no such host (a timeout is not one).
+UNREACHABLE_CODES = frozenset({"EndpointConnectionError"})
+#: How long, and for how many requests, nothing may connect before the acquisition stops.
+UNREACHABLE_S = 1.0
+UNREACHABLE_REQUESTS = 3
 
 
 class Acquiring(Renewing):
@@ -53,10 +67,13 @@ class Acquiring(Renewing):
         """Leave NEW; (start, deadline, single attempt) of this acquisition."""
         if self.state is not NEW:
             raise GuardReused(
-                f"this guard for {self.key!r} was already used ({self.state.value}); "
+                f"this guard for {logged_key(self.key)} was already used ({self.state.value}); "
                 "guards are single use, create a new one"
             )
         self._move(START)
+        deadline = deadline_on(self.clock)
+        if deadline is not None:  # bounded by the caller's deadline (``deadline.py``)
+            self.deadline = deadline
         if self.journal is not None:  # before the first request: it may commit unanswered
             self.journal.record(self.table, self.key, self.owner, fencing=self.fencing)
         start = self.clock.monotonic()
@@ -132,6 +149,7 @@ class Acquiring(Renewing):
         pace: float | None = None  # the last contention pause (p.contention_poll)
         began = self.clock.monotonic()
         last_error: BaseException | None = None
+        refused = 0  # requests that could not connect, while nothing else happened
         while True:
             try:
                 if create:
@@ -148,13 +166,20 @@ class Acquiring(Renewing):
                 # Not confirmed as ours: back off before retrying, so a server that
                 # keeps answering 5xx (or resetting) is not hammered in a tight loop.
                 last_error = unknown.cause or last_error
-                create = False
+                create, refused = False, -1
                 if not await self._pause(backoff, deadline):
                     raise self._budget_spent(single, last_error) from last_error
                 backoff = self._next_poll(backoff)
                 continue
             except (ThrottledError, RequestFailedError) as error:
                 last_error = error
+                refused = refused + 1 if refused >= 0 and error.code in UNREACHABLE_CODES else -1
+                if (
+                    refused >= UNREACHABLE_REQUESTS
+                    and not self._answered
+                    and self.clock.monotonic() - began >= UNREACHABLE_S
+                ):
+                    raise self._unreachable(refused, error) from error
                 if single or not await self._pause(poll, deadline):
                     raise self._budget_spent(single, error) from error
                 poll = self._next_poll(poll)
@@ -190,7 +215,7 @@ class Acquiring(Renewing):
             if single:
                 self.tally.wait_timeouts += 1  # a failed single attempt, as pydynox counts it
                 raise self._not_acquired(
-                    f"it is held by owner {row.owner} and wait_timeout=0 allows one attempt"
+                    "it is held by another owner and wait_timeout=0 allows one attempt"
                 )
             create = False
             # Registered before the holder is looked at: a release in a sync caller's
@@ -218,7 +243,7 @@ class Acquiring(Renewing):
             if not woke:
                 self.tally.wait_timeouts += 1
                 raise self._not_acquired(
-                    f"it is held by owner {row.owner} and the wait_timeout of "
+                    "it is held by another owner and the wait_timeout of "
                     f"{self.wait_s:g} s ran out. Retry later or raise wait_timeout"
                 )
             if waiter.done():
@@ -247,6 +272,20 @@ class Acquiring(Renewing):
         )
         error.__cause__ = cause
         return error
+
+    def _unreachable(self, refused: int, cause: DynamoDBError) -> LockUnavailable:
+        self.tally.wait_timeouts += 1
+        return LockUnavailable(
+            f"lock {self.key!r} in table {self.table!r} was not acquired: none of its "
+            f"{refused} requests could connect (last failure: {cause}); the endpoint refused "
+            "the connection or its host name did not resolve. This is not contention: the "
+            f"acquisition stopped at once instead of waiting out its wait_timeout of "
+            f"{self.wait_s:g} s. Check the endpoint URL and Region (`dynalease doctor "
+            f"--table {self.table}` checks them) and that the server is running",
+            table=self.table,
+            key=self.key,
+            owner=self.owner,
+        )
 
     def _next_poll(self, poll: float) -> float:
         return min(poll * 1.6, p.poll_cap(self.lease_s))

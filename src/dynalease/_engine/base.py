@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import hashlib
 import logging
-import os
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from ..constants import ENV_LOG_KEYS
+from .._redact import escaped, key_hash, log_keys, logged_key
 from ..exceptions import LockLost
 from ..metrics import LockMetrics
 from . import protocol as p
@@ -28,33 +26,17 @@ from .observations import Observations
 from .states import HELD, NEW, NEXT_STATE, Event, IllegalTransition, State
 from .store import LockStore, Reply
 
+__all__ = ["LeaseBase", "key_hash", "log_keys", "logged_key"]
+
 log = logging.getLogger("dynalease")
+#: Why a lease was lost at its caller's deadline (``deadline.py``): what ``raise_if_lost``
+#: and the log line say.
+DEADLINE_PASSED = (
+    "the invocation it was acquired in reached its deadline (no lock outlives its "
+    "invocation): renewal stopped and its row is deleted"
+)
 #: Guards the lazily made ``lost_signal`` of every lease (taken rarely: when asked, when lost).
 _SIGNALS = threading.Lock()
-
-
-def key_hash(key: str) -> str:
-    """The short hash logged for ``key``: the first 16 hex digits of its SHA-256.
-
-    Compute it for a key you know to find its log lines::
-
-        >>> key_hash("customer:123")
-        '02ec19c58d54ce98'
-    """
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
-
-
-def log_keys() -> str:
-    """``"key"`` when ``DYNALEASE_LOG_KEYS=key`` asks for keys in log lines, else ``"hash"``.
-
-    Read per line: log lines are rare, and a test or a process may change it.
-    """
-    return "key" if os.environ.get(ENV_LOG_KEYS, "").strip().lower() == "key" else "hash"
-
-
-def logged_key(key: str) -> str:
-    """How an engine log line names ``key``: ``key_hash=<16 hex>``, or the key's repr."""
-    return repr(key) if log_keys() == "key" else f"key_hash={key_hash(key)}"
 
 
 class LeaseBase:
@@ -77,6 +59,12 @@ class LeaseBase:
     #: The AWS request id of the last DynamoDB answer, for the errors a guard raises.
     _last_request_id: str | None = None
     _renewer: asyncio.Task[None] | None = None
+    #: The monotonic time (on ``clock``) past which the lease is not held: the
+    #: deadline of the context its acquisition started in (``deadline.py``).
+    deadline: float | None = None
+    #: Set when that deadline ended the hold and deleted the row: the caller's own
+    #: release then only reports the loss.
+    released_at_deadline = False
 
     def __init__(
         self,
@@ -181,7 +169,10 @@ class LeaseBase:
         if self.state is not HELD or validity is None:
             return 0.0
         clock = self.clock
-        return validity.remaining_at(clock.monotonic(), clock.wall(), self._span)
+        now = clock.monotonic()
+        left = validity.remaining_at(now, clock.wall(), self._span)
+        deadline = self.deadline
+        return left if deadline is None else min(left, max(0.0, deadline - now))
 
     def raise_if_lost(self) -> None:
         """Raise LockLost unless the guard holds a valid lease right now."""
@@ -202,7 +193,11 @@ class LeaseBase:
         if self.loss is not None:
             reason = self.loss
         elif self.state is State.HELD:
-            reason = "its lease expired locally before a renewal was confirmed"
+            deadline = self.deadline
+            if deadline is not None and self.clock.monotonic() >= deadline:
+                reason = DEADLINE_PASSED  # the renewal schedule deletes the row right now
+            else:
+                reason = "its lease expired locally before a renewal was confirmed"
         else:
             reason = f"the guard is {self.state.value}, not held"
         return LockLost(
@@ -215,14 +210,16 @@ class LeaseBase:
         )
 
     def _log_text(self, error: BaseException) -> str:
-        """``error``'s message for a log line: the key in it hashed, as the line names it.
+        """``error``'s message for a log line: the key as the line names it, controls escaped.
 
-        Lock errors name the key for the caller (``{key!r}``); a log line follows
-        :func:`logged_key` instead.
+        Lock errors already follow :func:`logged_key`; other errors (a transport's)
+        may name the key as its repr, and any may carry a server's text.
         """
         text = str(error)
         name = logged_key(self.key)
-        return text if name == repr(self.key) else text.replace(repr(self.key), name)
+        if name != repr(self.key):
+            text = text.replace(repr(self.key), name)
+        return escaped(text)
 
     def _forget(self) -> None:
         """After giving up: drop the journal entry once no write of ours may still land.
@@ -242,6 +239,10 @@ class LeaseBase:
 
     async def _cleanup_late(self) -> None:
         """Delete a row this guard wrote after it stopped wanting it (see ``release``)."""
+        raise NotImplementedError
+
+    def end_at_deadline(self) -> None:
+        """The deadline passed while held: lose ownership, delete the row (``release``)."""
         raise NotImplementedError
 
 

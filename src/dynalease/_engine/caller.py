@@ -71,7 +71,7 @@ class CallerPath(Acquiring, Releasing):
             return
         if self.after_blocking_release():
             runtime.call_soon(self.released_elsewhere)
-        if self.state is LOST:
+        if self.state is LOST or self.released_at_deadline:
             raise self.lost_error()
 
     #: The open request a blocking write handed over (the transport's ``on_late``:

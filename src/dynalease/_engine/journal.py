@@ -2,17 +2,24 @@
 
 A process that dies without releasing (killed at a deadline, crashed) leaves
 its rows for a whole lease. A helper process beside it (the recovery extension)
-can delete them at once if it knows which: the journal tells it. Each guard
-writes one small JSON file (table, key, owner, the writer's pid and start time,
-where its requests went) *before* its first acquisition request is sent, so an
-acquisition that committed just before the writer died is covered, and removes
-it once its release, or a loss, is confirmed. Files are written atomically (a
-temporary name, then a rename), so a reader never sees half an entry.
+can release them at once if it knows which: the journal tells it. Each guard
+writes one small JSON file, named after its owner token (table, key, owner, the
+writer's pid and start time, whether the row is fenced), *before* its first
+acquisition request is sent, so an acquisition that committed just before the
+writer died is covered, and removes it once its release, or a loss, is
+confirmed. Files are written atomically (a temporary name created with
+``O_EXCL | O_NOFOLLOW``, then a rename), so a reader never sees half an entry.
+Where requests go (Region, endpoint, credentials) is never written: the helper
+takes it from its own environment.
 
-The helper acts only on entries whose writer is gone (:func:`writer_alive`,
-checked against the process table, never assumed) and deletes only with the
-protocol's release condition (the owner equals the entry's), so a stale entry
-can never remove a row someone else holds.
+The directory is created 0700 and used only while it is a real directory (not a
+symlink) owned by this user with no group or other write permission; otherwise
+nothing is written (one warning) and nothing is read. The helper trusts no
+file: :func:`entries` opens each with ``O_NOFOLLOW | O_NONBLOCK``, reads only
+regular files of this user up to :data:`MAX_ENTRY_BYTES`, validates every field
+(and that the file name is the owner's) and skips anything else with one log
+line that names the file escaped. It acts only on entries whose writer is gone
+(:func:`writer_alive`, checked against the process table, never assumed).
 
 The journal is off unless the process runs in a sandbox where the helper is
 installed (:func:`enabled`, read once per process); a guard then pays one
@@ -24,14 +31,17 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
+import stat
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..constants import ENV_EXTENSIONS_DIR, ENV_JOURNAL_DIR, ENV_RUNTIME_API, RECOVERY_EXTENSION
 
 __all__ = [
     "DEFAULT_DIRECTORY",
     "DEFAULT_EXTENSIONS",
+    "MAX_ENTRY_BYTES",
     "Entry",
     "Journal",
     "directory",
@@ -48,6 +58,19 @@ DEFAULT_DIRECTORY = "/tmp/dynalease-journal"
 DEFAULT_EXTENSIONS = "/opt/extensions"
 _SUFFIX = ".json"
 _FORMAT = 1
+#: The largest entry file read (an entry is about 250 bytes; a key at most 2,048).
+MAX_ENTRY_BYTES = 8192
+#: Owner tokens are UUID4 text (``protocol.new_token``); a file is named after its owner.
+_OWNER = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+#: DynamoDB's table-name rule (the same as ``client.check_table_name``'s).
+_TABLE = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
+_MAX_KEY_BYTES = 2048
+#: A process start time (``/proc/<pid>/stat`` field 22): clock ticks since boot.
+_STARTED = re.compile(r"[0-9]{1,20}")
+_MAX_PID = 2**31 - 1
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 #: (pid, answer) of the last :func:`enabled` check: one check per process.
 _checked: tuple[int, bool] | None = None
@@ -130,25 +153,31 @@ class Entry(NamedTuple):
     owner: str
     pid: int
     started: str | None
-    region: str | None
-    endpoint_url: str | None
     #: A fenced (protocol-2) row: released by leaving it free, never by a delete.
     fencing: bool = False
 
 
 class Journal:
-    """One process's entries in one directory; where its client's requests go."""
+    """One process's entries in one directory.
+
+    ``region`` and ``endpoint_url`` are accepted for the client that makes it
+    and never written: where the helper's requests go is its own environment's.
+    """
 
     def __init__(
         self, path: str, *, region: str | None = None, endpoint_url: str | None = None
     ) -> None:
         self.path = path
-        self.region = region
-        self.endpoint_url = endpoint_url
         self._pid = os.getpid()
         self._started = start_time(self._pid)
-        self._ready = False
+        #: None until the directory is checked, then whether entries may be written.
+        self._usable: bool | None = None
         self._warned = False
+
+    def reidentify(self) -> None:
+        """Name this process afresh in later entries (after a SnapStart restore)."""
+        self._pid = os.getpid()
+        self._started = start_time(self._pid)
 
     def _file(self, owner: str) -> str:
         return os.path.join(self.path, owner + _SUFFIX)
@@ -162,38 +191,69 @@ class Journal:
             "owner": owner,
             "pid": self._pid,
             "started": self._started,
-            "region": self.region,
-            "endpoint_url": self.endpoint_url,
             "fencing": fencing,
         }
         final = self._file(owner)
         temporary = final + ".tmp"
         try:
-            if not self._ready:
+            if self._usable is None:
                 os.makedirs(self.path, mode=0o700, exist_ok=True)
-                self._ready = True
-            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                problem = _directory_problem(self.path)
+                self._usable = problem is None
+                if problem is not None:
+                    self._warn(f"the journal directory {self.path!r} {problem}; nothing is written")
+            if not self._usable:
+                return
+            # O_EXCL | O_NOFOLLOW: a file or symlink planted under this name is never
+            # written through; the write fails (and is logged) instead.
+            descriptor = os.open(temporary, _CREATE_FLAGS, 0o600)
             try:
                 os.write(descriptor, json.dumps(body, separators=(",", ":")).encode("utf-8"))
             finally:
                 os.close(descriptor)
             os.replace(temporary, final)
         except OSError as error:
-            self._warn(f"could not write a journal entry in {self.path}: {error}")
+            self._warn(f"could not write a journal entry in {self.path!r}: {error}")
 
     def forget(self, owner: str) -> None:
         """Remove ``owner``'s entry (its release or loss is confirmed); a missing one is fine."""
+        if not self._usable:
+            return
         try:
             os.unlink(self._file(owner))
         except FileNotFoundError:
             pass
         except OSError as error:
-            self._warn(f"could not remove a journal entry in {self.path}: {error}")
+            self._warn(f"could not remove a journal entry in {self.path!r}: {error}")
 
     def _warn(self, text: str) -> None:
         if not self._warned:  # once: a full disk must not flood the log
             self._warned = True
             log.warning("dynalease: %s; recovery after a crash will not cover this lock", text)
+
+
+def _directory_problem(path: str) -> str | None:
+    """Why ``path`` must not hold journal entries, or None when it may."""
+    try:
+        return _problem(os.lstat(path))
+    except OSError as error:
+        return f"cannot be checked ({error.strerror or error})"
+
+
+def _problem(info: os.stat_result) -> str | None:
+    """Why a directory with this status (not followed) is not a journal directory, or None."""
+    if stat.S_ISLNK(info.st_mode):
+        return "is a symbolic link, not a directory"
+    if not stat.S_ISDIR(info.st_mode):
+        return "is not a directory"
+    if info.st_uid != os.geteuid():
+        return f"is owned by uid {info.st_uid}, not by this user ({os.geteuid()})"
+    if info.st_mode & 0o022:
+        return (
+            f"is writable by other users (mode {stat.S_IMODE(info.st_mode):04o}); "
+            "remove it, or make it 0700"
+        )
+    return None
 
 
 def process_journal(*, region: str | None, endpoint_url: str | None) -> Journal | None:
@@ -204,31 +264,102 @@ def process_journal(*, region: str | None, endpoint_url: str | None) -> Journal 
 
 
 def entries(path: str) -> Iterator[Entry]:
-    """The complete entries in ``path`` (temporary and unreadable files are skipped)."""
+    """The valid entries in ``path``; everything else is skipped with a log line.
+
+    The directory is opened once (never through a symlink) and checked like the
+    writer checks it; its files are opened relative to it. Temporary files and
+    names without the entry suffix are passed over silently. One bad file (a
+    FIFO, a symlink, a huge or malformed one) costs only itself.
+    """
     try:
-        names = sorted(os.listdir(path))
-    except OSError:
+        directory = os.open(path, _DIRECTORY_FLAGS)
+    except FileNotFoundError:
         return
-    for name in names:
-        if not name.endswith(_SUFFIX):
-            continue
-        full = os.path.join(path, name)
-        try:
-            with open(full, encoding="utf-8") as handle:
-                body = json.load(handle)
-            entry = Entry(
-                path=full,
-                table=str(body["table"]),
-                key=str(body["key"]),
-                owner=str(body["owner"]),
-                pid=int(body["pid"]),
-                started=None if body.get("started") is None else str(body["started"]),
-                region=body.get("region"),
-                endpoint_url=body.get("endpoint_url"),
-                fencing=body.get("fencing") is True,
-            )
-        except (OSError, ValueError, KeyError, TypeError):
-            log.warning("dynalease: skipping unreadable journal entry %s", full)
-            continue
-        if body.get("format") == _FORMAT and entry.owner and entry.table and entry.key:
+    except OSError as error:  # ELOOP: a symlink; ENOTDIR: a file
+        _ignored(path, _directory_problem(path) or f"cannot be opened ({error.strerror or error})")
+        return
+    try:
+        problem = _problem(os.fstat(directory))
+        if problem is not None:
+            _ignored(path, problem)
+            return
+        for name in sorted(os.listdir(directory)):
+            if not name.endswith(_SUFFIX):
+                continue
+            try:
+                entry = _entry(os.path.join(path, name), name, _read(directory, name))
+            except _Skip as reason:
+                log.warning("dynalease: skipping journal entry %r: %s", name, reason)
+                continue
             yield entry
+    finally:
+        os.close(directory)
+
+
+def _ignored(path: str, problem: str) -> None:
+    log.warning("dynalease: the journal directory %r %s; its entries are ignored", path, problem)
+
+
+class _Skip(Exception):
+    """Why one journal file is not acted on."""
+
+
+def _read(directory: int, name: str) -> Any:
+    """The JSON in one journal file, read without following links or blocking."""
+    try:
+        descriptor = os.open(name, _READ_FLAGS, dir_fd=directory)
+    except OSError as error:  # ELOOP: a symlink
+        raise _Skip(f"cannot be opened as a plain file ({error.strerror or error})") from None
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise _Skip("not a regular file")
+        if info.st_uid != os.geteuid():
+            raise _Skip(f"owned by uid {info.st_uid}, not by this user")
+        if info.st_size > MAX_ENTRY_BYTES:
+            raise _Skip(f"{info.st_size} bytes, more than an entry's {MAX_ENTRY_BYTES}")
+        data = os.read(descriptor, MAX_ENTRY_BYTES + 1)
+    except OSError as error:
+        raise _Skip(f"cannot be read ({error.strerror or error})") from None
+    finally:
+        os.close(descriptor)
+    if len(data) > MAX_ENTRY_BYTES:
+        raise _Skip(f"more than an entry's {MAX_ENTRY_BYTES} bytes")
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise _Skip("not JSON text") from None
+
+
+def _entry(full: str, name: str, body: Any) -> Entry:
+    """The entry in ``body``, every field checked; raise :class:`_Skip` naming the first fault."""
+    if not isinstance(body, dict):
+        raise _Skip("not a JSON object")
+    if type(body.get("format")) is not int or body["format"] != _FORMAT:
+        raise _Skip(f"format is not {_FORMAT}")
+    owner = body.get("owner")
+    if not isinstance(owner, str) or not _OWNER.fullmatch(owner):
+        raise _Skip("owner is not an owner token")
+    if name != owner + _SUFFIX:
+        raise _Skip("the file name is not its owner's")
+    table = body.get("table")
+    if not isinstance(table, str) or not _TABLE.fullmatch(table):
+        raise _Skip("table is not a DynamoDB table name")
+    key = body.get("key")
+    try:
+        size = len(key.encode("utf-8")) if isinstance(key, str) else 0
+    except UnicodeEncodeError:
+        size = 0
+    if not 1 <= size <= _MAX_KEY_BYTES:
+        raise _Skip(f"key is not text of 1 to {_MAX_KEY_BYTES} UTF-8 bytes")
+    pid = body.get("pid")
+    if type(pid) is not int or not 0 < pid <= _MAX_PID:
+        raise _Skip("pid is not a process id")
+    started = body.get("started")
+    if started is not None and not (isinstance(started, str) and _STARTED.fullmatch(started)):
+        raise _Skip("started is not a process start time")
+    fencing = body.get("fencing", False)
+    if type(fencing) is not bool:
+        raise _Skip("fencing is not true or false")
+    assert isinstance(key, str)
+    return Entry(full, table, key, owner, pid, started, fencing)

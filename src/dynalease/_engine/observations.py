@@ -54,6 +54,11 @@ class Observations:
                 self._seen.popitem(last=False)
             return now
 
+    def forget_all(self) -> None:
+        """Drop every sighting: their times cannot be trusted any more (a restored snapshot)."""
+        with self._lock:
+            self._seen.clear()
+
     def forget(self, resource: Resource) -> None:
         """Drop a resource's sighting (after we wrote the row ourselves)."""
         # Most keys were never contended: nothing to drop, and no lock to take. (A

@@ -131,7 +131,7 @@ class PermitLease(Lease):
             if single:
                 self.tally.wait_timeouts += 1
                 raise self._not_acquired(
-                    f"all are held (by {holders}) and wait_timeout=0 allows one attempt"
+                    f"all are held ({holders}) and wait_timeout=0 allows one attempt"
                 )
             pause = min(poll * random.uniform(0.8, 1.2), max(0.0, soonest - now))
             released, more = await self._wait_for_permit(pause, deadline)
@@ -141,7 +141,7 @@ class PermitLease(Lease):
             if not more:
                 self.tally.wait_timeouts += 1
                 raise self._not_acquired(
-                    f"all are held (by {holders}) and the wait_timeout of {self.wait_s:g} s "
+                    f"all are held ({holders}) and the wait_timeout of {self.wait_s:g} s "
                     "ran out. Retry later, raise wait_timeout or the number of permits"
                 )
             poll = self._next_poll(poll)
@@ -204,8 +204,9 @@ class PermitLease(Lease):
             soonest = min(soonest, eligible)
         if not owners and malformed is not None:
             raise malformed
-        shown = ", ".join(owners[:3]) + (f" and {len(owners) - 3} more" if len(owners) > 3 else "")
-        return stale, soonest, f"owners {shown}" if owners else "rows that are not lock rows"
+        # Other holders' owner tokens stay out of messages: only how many there are.
+        held = f"by {len(owners)} other owner{'s' if len(owners) > 1 else ''}"
+        return stale, soonest, held if owners else "by rows that are not lock rows"
 
     async def _read_permits(self, deadline: float) -> dict[str, Item | None]:
         """Every permit row (None when free), from one ``BatchGetItem`` (more if unprocessed)."""

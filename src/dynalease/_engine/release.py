@@ -11,9 +11,10 @@ from __future__ import annotations
 import functools
 import logging
 
-from ..exceptions import DynamoDBError, LockReleaseError
+from ..exceptions import DynamoDBError, LockLost, LockReleaseError
 from . import protocol as p
 from .base import logged_key
+from .deadline import DEADLINE_PASSED
 from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
 from .states import ENDED, ENDED_LOST, HELD, LOST, RELEASE, RELEASING, State
 
@@ -26,10 +27,14 @@ class Releasing(Requests):
     def _begin_release(self) -> float | None:
         """Enter RELEASING; the cleanup deadline, or None when there is nothing to release."""
         state = self.state
-        if state is not HELD and state is not LOST:
+        if (state is not HELD and state is not LOST) or self.released_at_deadline:
             return None  # never held, or already released (or being released)
         if state is HELD and self.time_left() <= 0:
-            self._lose("its lease expired before a renewal was confirmed")
+            deadline = self.deadline
+            past = deadline is not None and self.clock.monotonic() >= deadline
+            self._lose(
+                DEADLINE_PASSED if past else "its lease expired before a renewal was confirmed"
+            )
         self._move(RELEASE)
         return self.clock.monotonic() + p.cleanup_budget(self.lease_s)
 
@@ -55,9 +60,15 @@ class Releasing(Requests):
         if first is None:
             deadline = self._begin_release()
             if deadline is None:
+                if self.released_at_deadline:
+                    raise self._lost_error()
                 return
         else:
             deadline = first.deadline
+        await self._release_row(deadline, first)
+
+    async def _release_row(self, deadline: float, first: FirstWrite | None = None) -> None:
+        """:meth:`release` from RELEASING on: the delete within ``deadline``, then the end state."""
         self._stop_renewer()
         try:
             await self._delete_until_gone(deadline, first)
@@ -154,6 +165,33 @@ class Releasing(Requests):
         except Exception as error:
             log.warning(
                 "dynalease: could not clean up late lock row %s: %s",
+                logged_key(self.key),
+                self._log_text(error),
+            )
+
+    def end_at_deadline(self) -> None:
+        """The deadline passed while held: lose ownership and delete the row now, in the background.
+
+        Called by the renewal schedule (``renew``) at the lease's ``deadline``. The
+        caller's code may still run; its ``raise_if_lost`` raises from now on, and its
+        own release only reports the loss.
+        """
+        if self.state is not HELD:
+            return
+        self._lose(DEADLINE_PASSED)
+        cleanup = self._begin_release()
+        self.released_at_deadline = True
+        if cleanup is not None:
+            self._background(self._release_at_deadline(cleanup))
+
+    async def _release_at_deadline(self, cleanup: float) -> None:
+        try:
+            await self._release_row(cleanup)
+        except LockLost:
+            pass  # the loss was recorded and logged by ``end_at_deadline``
+        except Exception as error:
+            log.warning(
+                "dynalease: the row of lock %s was not deleted at its invocation's deadline: %s",
                 logged_key(self.key),
                 self._log_text(error),
             )

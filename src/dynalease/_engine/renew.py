@@ -35,11 +35,13 @@ class Renewing(Requests):
             self._renewer = asyncio.ensure_future(self._renew_loop())
 
     def renewal_due(self) -> float:
-        """The monotonic time of the first renewal after acquiring (or +inf)."""
+        """The monotonic time of the first renewal after acquiring, or the deadline if sooner."""
         validity = self._validity
         if validity is None:
             return math.inf
-        return validity.monotonic + p.renew_interval(self.lease_s)
+        due = validity.monotonic + p.renew_interval(self.lease_s)
+        deadline = self.deadline
+        return due if deadline is None or due < deadline else deadline
 
     def check_validity(self, monotonic: float, wall: float) -> None:
         """Mark the guard lost if its validity ran out by the given readings of its clock.
@@ -74,7 +76,15 @@ class Renewing(Requests):
             if left <= EPSILON_S:  # a sub-microsecond remainder cannot be renewed in time
                 self._lose("its lease expired before a renewal was confirmed")
                 return
-            wait = next_attempt - self.clock.monotonic()
+            now = self.clock.monotonic()
+            deadline = self.deadline
+            if deadline is not None:
+                if now >= deadline:
+                    self.end_at_deadline()
+                    return
+                wait = min(next_attempt, deadline) - now
+            else:
+                wait = next_attempt - now
             if wait > 0:
                 await self.clock.sleep(min(wait, left))  # the watch covers clock jumps
                 continue

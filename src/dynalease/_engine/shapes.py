@@ -2,7 +2,7 @@
 
 Every request a lease sends is built here, for every transport; protocol 2's
 own writes are in :mod:`.fenced`.
-The conditions are DESIGN.md's table (section 3): create if absent, take over if
+The conditions are docs/protocol.md's table: create if absent, take over if
 the observed owner and version are still there, renew and release if ours.
 """
 

@@ -1,6 +1,6 @@
 """The lease state machine as a table: states, events, and the allowed transitions.
 
-Read it like DESIGN.md section 3: each row of :data:`TABLE` says where a
+Read it beside docs/protocol.md: each row of :data:`TABLE` says where a
 guard goes when an event happens in a state, and what the lease sends from
 there. The lease changes state only through
 ``LeaseBase._move``, which looks the pair up as :func:`advance` does; a pair
@@ -57,7 +57,7 @@ class Event(enum.Enum):
     ENDED_LOST = "the release is over, ownership was lost"
 
 
-#: The transitions, one row each, as DESIGN.md section 3 reads: in ``state``, on
+#: The transitions, one row each (docs/protocol.md has the requests): in ``state``, on
 #: ``event``, the guard goes to ``next``, and ``sends`` says what the lease sends
 #: from there. Parsed once into :data:`TRANSITIONS` when the module loads.
 TABLE: Final = """

@@ -5,14 +5,17 @@ process. It registers with the Extensions API for ``SHUTDOWN`` only, so it
 never takes part in, or delays, an invocation, and then waits in
 ``event/next``. When the sandbox shuts down with reason ``timeout``,
 ``failure`` or ``spindown`` (compared case-insensitively), the runtime process
-has already been stopped; for each journal entry (``_engine/journal.py``) whose
-writer process is gone, it sends the protocol's release, a ``DeleteItem``
-conditioned on the entry's owner, built by the engine's ``LockStore`` and sent
-by the lean transport with the function's own environment (Region,
-credentials, endpoint). A row someone else took over fails the condition and
-stays. Every request is bounded by the event's ``deadlineMs``; failures are
-logged with the key hashed (``DYNALEASE_LOG_KEYS=key`` shows keys) and never
-hold shutdown past the deadline.
+has already been stopped; for each valid journal entry (``_engine/journal.py``:
+read without following links, every field checked) whose writer process is
+gone, it releases the row (``release.py``: a request conditioned on the
+entry's owner and on the lock row's own attributes, a fenced row left free with
+its counter), sent by the lean transport with the extension's own environment
+(Region, credentials, endpoint): a journal file never chooses where a request
+goes. A row someone else took over, or an item that is not a lock row, fails
+the condition and stays. Every request is bounded by the event's
+``deadlineMs`` (clamped to the next 10 s); failures are logged with the key
+hashed (``DYNALEASE_LOG_KEYS=key`` shows keys) and never hold shutdown past
+the deadline.
 
 Run by hand: ``python -m dynalease._extension.recovery [NAME]`` with
 ``AWS_LAMBDA_RUNTIME_API`` set.
@@ -23,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import socket
 import sys
@@ -37,6 +41,7 @@ from typing import Any
 # 2,000 ms window, so the waiting process holds half the memory.
 from .._engine import journal
 from ..constants import ENV_RUNTIME_API, RECOVERY_EXTENSION
+from . import workers
 
 __all__ = ["RECOVER_ON", "Control", "Outcome", "main", "recover"]
 
@@ -47,6 +52,10 @@ RECOVER_ON = frozenset({"timeout", "failure", "spindown"})
 #: Kept back from ``deadlineMs``: the process must be out before Lambda kills it.
 MARGIN_S = 0.15
 REGISTER_TIMEOUT_S = 5.0
+#: The longest shutdown window believed (Lambda gives extensions 2,000 ms at most).
+MAX_WINDOW_S = 10.0
+#: The window taken when ``deadlineMs`` is missing or not a number.
+DEFAULT_WINDOW_S = 1.5
 _API = "/2020-01-01/extension"
 
 
@@ -154,7 +163,9 @@ def recover(directory: str, deadline: float) -> Outcome:
     """Release the rows of dead writers' entries in ``directory`` before ``deadline`` (epoch s).
 
     Entries whose writer is alive are left alone; an entry is removed once its
-    row is confirmed deleted or found not to be its owner's any more.
+    row is confirmed released or found not to be its owner's lock row any more.
+    Requests go where the extension's own environment says, never where an
+    entry says.
     """
     outcome = Outcome()
     dead: list[journal.Entry] = []
@@ -173,31 +184,20 @@ def recover(directory: str, deadline: float) -> Outcome:
 
     from ..client import DynamoDBClient
 
-    groups: dict[tuple[str | None, str | None], list[journal.Entry]] = {}
-    for entry in dead:
-        groups.setdefault((entry.region, entry.endpoint_url), []).append(entry)
-    clients = []
-    for (region, endpoint), group in groups.items():
-        try:
-            clients.append(
-                (DynamoDBClient(region=region, endpoint_url=endpoint, transport="lean"), group)
-            )
-        except Exception as error:  # e.g. no Region: these rows wait out their lease
-            log.warning("dynalease-recovery: no client for %s / %s: %s", region, endpoint, error)
-            outcome.failed.extend(group)
-    if not clients:
+    try:
+        # No Region or endpoint given: both come from this process's environment.
+        client = DynamoDBClient(transport="lean")
+    except Exception as error:  # e.g. no Region: these rows wait out their lease
+        log.warning("dynalease-recovery: no DynamoDB client from the environment: %s", error)
+        outcome.failed.extend(dead)
         return outcome
 
     async def release_all() -> None:
-        work = [
-            _release(client, entry, outcome, deadline)
-            for client, group in clients
-            for entry in group
-        ]
+        work = [_release(client, entry, outcome, deadline) for entry in dead]
         with contextlib.suppress(TimeoutError):  # each entry's own bound has logged it
             await asyncio.wait_for(asyncio.gather(*work), budget)
 
-    clients[0][0]._runtime().run(release_all())
+    client._runtime().run(release_all())
     return outcome
 
 
@@ -205,7 +205,7 @@ async def _release(client: Any, entry: journal.Entry, outcome: Outcome, deadline
     import asyncio
 
     from .._engine.base import log_keys, logged_key
-    from .._engine.store import ConditionFailed
+    from .release import Result, release
 
     name = f"lock {logged_key(entry.key)} in table {entry.table!r} (pid {entry.pid})"
     store = client._lock_store
@@ -213,14 +213,10 @@ async def _release(client: Any, entry: journal.Entry, outcome: Outcome, deadline
         left = deadline - time.time() - MARGIN_S
         await asyncio.wait_for(store.prepare(), max(0.01, left))
         left = deadline - time.time() - MARGIN_S
-        await asyncio.wait_for(
-            store.delete(entry.table, entry.key, entry.owner, fencing=entry.fencing),
+        result = await asyncio.wait_for(
+            release(store.transport, entry.table, entry.key, entry.owner, fenced=entry.fencing),
             max(0.01, left),
         )
-    except ConditionFailed:
-        outcome.not_ours.append(entry)
-        log.info("dynalease-recovery: %s was no longer its owner's; left as it is", name)
-        _remove(entry)
     except TimeoutError:
         outcome.failed.append(entry)
         log.warning("dynalease-recovery: %s: no answer before the shutdown deadline", name)
@@ -229,10 +225,21 @@ async def _release(client: Any, entry: journal.Entry, outcome: Outcome, deadline
         text = str(error)
         if log_keys() != "key":
             text = text.replace(repr(entry.key), logged_key(entry.key))
-        log.warning("dynalease-recovery: could not release %s: %s", name, text)
+        log.warning("dynalease-recovery: could not release %s: %r", name, text)
     else:
-        outcome.released.append(entry)
-        log.info("dynalease-recovery: released %s left by a stopped runtime", name)
+        if result is Result.RELEASED:
+            outcome.released.append(entry)
+            log.info("dynalease-recovery: released %s left by a stopped runtime", name)
+        elif result is Result.NOT_OURS:
+            outcome.not_ours.append(entry)
+            log.info("dynalease-recovery: %s was no longer its owner's; left as it is", name)
+        else:
+            outcome.not_ours.append(entry)
+            log.warning(
+                "dynalease-recovery: %s is not the %s lock row its entry claims; left as it is",
+                name,
+                "fenced" if entry.fencing else "unfenced",
+            )
         _remove(entry)
 
 
@@ -261,6 +268,24 @@ def _cancel(timer: threading.Timer | None) -> None:
         timer.cancel()
 
 
+def shutdown_deadline(deadline_ms: object, now: float) -> float:
+    """The epoch second to be gone by: ``deadlineMs``, within ``[now, now + MAX_WINDOW_S]``.
+
+    Only Lambda sends it, but a value that is not a number (NaN passes
+    ``json.loads``) gets the default window, and one out of range (an infinity
+    too) is clamped, so the watchdog always has a time it can wait for.
+    """
+    if isinstance(deadline_ms, bool) or not isinstance(deadline_ms, int | float):
+        return now + DEFAULT_WINDOW_S
+    try:
+        seconds = deadline_ms / 1000
+    except OverflowError:  # an integer beyond any float
+        seconds = math.inf
+    if math.isnan(seconds):
+        return now + DEFAULT_WINDOW_S
+    return min(max(seconds, now), now + MAX_WINDOW_S)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Register, wait for SHUTDOWN, recover; the exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -278,6 +303,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, RuntimeError) as error:
         print(f"dynalease-recovery: could not register: {error}", file=sys.stderr)
         return 1
+    if workers.managed_instances():  # no event when a worker dies: watch the journal
+        workers.WorkerWatch(journal.directory(), recover).start()
     while True:
         try:
             event = control.next_event()
@@ -289,8 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         reason = str(event.get("shutdownReason", "")).lower()
         if reason not in RECOVER_ON:
             return 0
-        deadline_ms = event.get("deadlineMs")
-        deadline = deadline_ms / 1000 if isinstance(deadline_ms, int | float) else time.time() + 1.5
+        deadline = shutdown_deadline(event.get("deadlineMs"), time.time())
         watchdog = watch(deadline)
         try:
             outcome = recover(journal.directory(), deadline)

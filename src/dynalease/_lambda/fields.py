@@ -6,6 +6,8 @@ worker that share ``"customer:{customer_id}"`` resolve ``"customer:123"`` alike
 and compete for one lock. Here each placeholder is read from the event instead:
 by a JMESPath expression from ``fields`` (with Powertools' functions such as
 ``powertools_json``), or else from the top-level event key of the same name.
+``{tenant_id}``, unless ``fields`` maps it, is the invocation's tenant id
+(``context.tenant_id``, set by Lambda's tenant isolation mode).
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ from typing import Any
 
 from ..keys import KeyTemplate
 
-__all__ = ["EventKey", "plain_data"]
+__all__ = ["TENANT_PLACEHOLDER", "EventKey", "plain_data"]
+
+#: The placeholder read from the invocation's tenant id unless ``fields`` maps it.
+TENANT_PLACEHOLDER = "tenant_id"
 
 
 def plain_data(value: Any) -> Any:
@@ -96,20 +101,29 @@ class EventKey:
         """The key template."""
         return self._template
 
-    def resolve(self, data: Any) -> str:
-        """The lock key for one event or record.
+    def resolve(self, data: Any, context: Any = None) -> str:
+        """The lock key for one event or record, in the invocation of ``context``.
 
         A placeholder whose value is missing raises ``ValueError`` and one whose
         value is not a ``str`` raises ``TypeError``; both name the placeholder
         and where it was looked up.
         """
         data = plain_data(data)
-        values = {name: self._value(name, data) for name in self._template.placeholders}
+        values = {name: self._value(name, data, context) for name in self._template.placeholders}
         return self._template.resolve(values)
 
-    def _value(self, name: str, data: Any) -> str:
+    def _value(self, name: str, data: Any, context: Any) -> str:
         expression = self._expressions.get(name)
-        if expression is None:
+        if expression is None and name == TENANT_PLACEHOLDER:
+            source = "the invocation's tenant id (context.tenant_id)"
+            value = getattr(context, "tenant_id", None)
+            if value is None:
+                raise ValueError(
+                    f"placeholder {{{name}}}: {source} is missing; invoke the function "
+                    "with a tenant id (tenant isolation mode), or map the placeholder "
+                    f"to the {self._what} with fields={{{name!r}: '<JMESPath>'}}"
+                )
+        elif expression is None:
             source = f"the top-level {self._what} key {name!r}"
             if not isinstance(data, Mapping):
                 raise TypeError(

@@ -48,7 +48,8 @@ class CountdownContext:
     The countdown starts when the context is created; ``get_remaining_time_in_millis``
     returns whole milliseconds, never below 0, as Lambda's does. The other
     attributes are shaped like a real context's (``function_name``,
-    ``aws_request_id``, ``invoked_function_arn``, ``log_group_name``...).
+    ``aws_request_id``, ``invoked_function_arn``, ``log_group_name``...);
+    ``tenant_id`` is the invocation's tenant (tenant isolation mode), else None.
 
     Example::
 
@@ -67,6 +68,7 @@ class CountdownContext:
         account_id: str = _ACCOUNT,
         aws_request_id: str | None = None,
         clock: Callable[[], float] = time.monotonic,
+        tenant_id: str | None = None,
     ) -> None:
         if isinstance(timeout, bool) or not isinstance(timeout, int | float):
             raise TypeError(f"timeout must be a number of seconds, got {type(timeout).__name__}")
@@ -90,7 +92,7 @@ class CountdownContext:
         self.log_stream_name = f"{today}/[{function_version}]{uuid.uuid4().hex}"
         self.identity = None
         self.client_context = None
-        self.tenant_id = None
+        self.tenant_id = tenant_id
 
     def get_remaining_time_in_millis(self) -> int:
         """Whole milliseconds until the timeout, 0 once it has passed."""
@@ -241,8 +243,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"dynalease invoke: error: {message} (see dynalease invoke --help)\n")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+def _parser(parser_class: type[argparse.ArgumentParser] = _Parser) -> argparse.ArgumentParser:
+    parser = parser_class(
         prog="dynalease invoke",
         description=(
             "Run a Lambda handler locally with a context whose remaining time counts down "
@@ -280,13 +282,16 @@ def _apply_settings(arguments: argparse.Namespace) -> None:
             os.environ[name] = value
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(
+    argv: list[str] | None = None, parser_class: type[argparse.ArgumentParser] = _Parser
+) -> int:
     """``dynalease invoke``: 0 when the handler returned, 1 when it raised, 2 on bad input.
 
     The result goes to stdout as JSON; whatever the handler prints (logs, EMF
-    metrics) goes to stderr, so stdout stays parseable.
+    metrics) goes to stderr, so stdout stays parseable. ``parser_class`` is the
+    command line's (``dynalease invoke`` passes the one every subcommand uses).
     """
-    parser = _parser()
+    parser = _parser(parser_class)
     arguments = parser.parse_args(argv)
     if not 0 < arguments.timeout <= 900:
         parser.error(

@@ -23,6 +23,7 @@ from ..lock import SyncDistributedLock
 from ..semaphore import SyncDistributedSemaphore
 from .budget import NoTimeLeft, acquisition_wait, remaining_seconds, usable_time
 from .fields import EventKey
+from .invocation import lambda_context_of
 from .report import Reporter, check_log_key, check_logger, check_metrics
 
 __all__ = ["CURRENT_LOCK", "Holding", "LockPlan", "shared_client"]
@@ -185,7 +186,7 @@ class Holding:
     def __init__(self, plan: LockPlan, data: Any, context: Any) -> None:
         self._plan = plan
         self._data = data
-        self._context = context
+        self._context = lambda_context_of(context)
         self._guard: SyncDistributedLock | None = None
         self._token: contextvars.Token[SyncDistributedLock] | None = None
         self._start = 0.0
@@ -194,7 +195,7 @@ class Holding:
     def __enter__(self) -> SyncDistributedLock:
         plan = self._plan
         # Everything that can be wrong with the input fails here, before a request.
-        key = plan.event_key.resolve(self._data)
+        key = plan.event_key.resolve(self._data, self._context)
         table = self._table = plan.table()
         self._wait(table, key)  # no time at all: not even the client is built
         client = plan.client()

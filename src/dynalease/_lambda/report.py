@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .._engine.base import key_hash, log_keys
+from .._redact import escaped, key_hash, log_keys
 from ..exceptions import LockNotAcquired, LockUnavailable
 from ..metrics import LockMetrics
 
@@ -145,7 +145,9 @@ class Reporter:
             fields["remaining_ms"] = round(remaining_s * 1000)
         fields["requests"] = stats.read_requests + stats.write_requests
         user_method, library_level = _LEVELS[outcome]
-        text = " ".join(f"{name}={value}" for name, value in fields.items() if name != "outcome")
+        text = " ".join(
+            f"{name}={escaped(str(value))}" for name, value in fields.items() if name != "outcome"
+        )
         if self._logger is not None:
             # The level's own method, not log(): Powertools' Logger wraps info/warning
             # (stack level, extra keys) and only proxies log() to the stdlib logger.

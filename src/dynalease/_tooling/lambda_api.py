@@ -17,8 +17,10 @@ from typing import Any
 __all__ = [
     "FUNCTION_NAME",
     "FUNCTION_VERSION",
+    "MANAGED_INSTANCES",
     "Answer",
     "ApiServer",
+    "invoke_refused",
     "read_json",
     "registered",
     "unknown_extension",
@@ -27,6 +29,8 @@ __all__ = [
 #: The function every local sandbox runs, as the APIs name it.
 FUNCTION_NAME = "dynalease-plane"
 FUNCTION_VERSION = "$LATEST"
+#: ``AWS_LAMBDA_INITIALIZATION_TYPE`` of a Lambda Managed Instances environment.
+MANAGED_INSTANCES = "lambda-managed-instances"
 
 #: One answer: status, headers, and the payload (sent as JSON unless it is bytes).
 Answer = tuple[int, dict[str, str], Any]
@@ -41,6 +45,18 @@ def registered(identifier: str, *, handler: str) -> Answer:
 def unknown_extension(name: str) -> Answer:
     """``extension/register`` refused: no extension by that ``Lambda-Extension-Name``."""
     return 403, {}, {"errorType": "Extension.InvalidName", "errorMessage": name}
+
+
+def invoke_refused(name: str) -> Answer:
+    """``extension/register`` refused on Managed Instances: only ``SHUTDOWN`` may be asked for."""
+    return (
+        400,
+        {},
+        {
+            "errorType": "Extension.InvalidEventType",
+            "errorMessage": f"{name}: Managed Instances give extensions SHUTDOWN, not INVOKE",
+        },
+    )
 
 
 def read_json(body: bytes) -> Any:

@@ -20,6 +20,17 @@ what these tests need the way Lambda documents it:
 - the next invocation after a shutdown starts a fresh sandbox; ``/tmp`` (here:
   the journal directory the plane passes on) survives, as it may in Lambda.
 
+With ``max_concurrency=N`` the plane is a Lambda Managed Instances environment
+instead: the runtime gets ``AWS_LAMBDA_MAX_CONCURRENCY`` (awslambdaric forks N
+workers, each running init; Python 3.13+ on Lambda, pass its interpreter as
+``python``) and ``AWS_LAMBDA_INITIALIZATION_TYPE=lambda-managed-instances``;
+invocations run at once (call :meth:`ControlPlane.invoke` from several threads);
+a timeout is reported (status ``"timeout"``, with the handler's late answer when
+it comes) but not enforced; an extension that asks for ``INVOKE`` events is
+refused; a worker that dies leaves the environment up (its unanswered invocation
+is reported as ``"crash"``; the plane cannot tell which worker took which
+request, so with several in flight it is the ones unanswered when a worker died).
+
 Times are monotonic seconds of this process, so a test can compare them with
 its own readings. The HTTP server and the register answers are in :mod:`.lambda_api`,
 which tests scripting an Extensions API of their own use too.
@@ -43,12 +54,15 @@ from typing import Any
 from .lambda_api import (
     FUNCTION_NAME,
     FUNCTION_VERSION,
+    MANAGED_INSTANCES,
     Answer,
     ApiServer,
+    invoke_refused,
     read_json,
     registered,
     unknown_extension,
 )
+from .lambda_workers import child_pids
 
 __all__ = ["SHUTDOWN_WINDOW_MS", "ControlPlane", "Extension", "Invocation"]
 
@@ -116,7 +130,19 @@ class ControlPlane:
         timeout: float,
         journal: Path,
         logs: Path,
+        max_concurrency: int | None = None,
+        python: str | None = None,
+        overrun: float = 30.0,
     ) -> None:
+        if max_concurrency is not None and not (
+            isinstance(max_concurrency, int) and max_concurrency >= 1
+        ):
+            raise ValueError(f"max_concurrency must be 1 or more workers, got {max_concurrency!r}")
+        self.max_concurrency = max_concurrency
+        #: The interpreter of the runtime and the extensions.
+        self.python = python or sys.executable
+        #: Managed Instances: how long past its timeout an invocation is waited for.
+        self.overrun = overrun
         self.task = task
         self.handler = handler
         self.layer = layer
@@ -127,6 +153,7 @@ class ControlPlane:
         self.extension_init: list[float] = []  # seconds from process start to first event/next
         self.extension_pids: list[int] = []
         self._sandbox: _Sandbox | None = None
+        self._starting = threading.Lock()  # concurrent invocations start one sandbox
         self._closing = False
         self._server = ApiServer(self._answer)
         self.address = self._server.address
@@ -136,7 +163,7 @@ class ControlPlane:
             "AWS_LAMBDA_RUNTIME_API": self.address,
             "DYNALEASE_EXTENSIONS_DIR": str(layer / "extensions"),
             "DYNALEASE_JOURNAL_DIR": str(journal),
-            "DYNALEASE_EXTENSION_PYTHON": sys.executable,
+            "DYNALEASE_EXTENSION_PYTHON": self.python,
             "AWS_LAMBDA_FUNCTION_NAME": FUNCTION_NAME,
             "AWS_LAMBDA_FUNCTION_VERSION": FUNCTION_VERSION,
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128",
@@ -146,6 +173,9 @@ class ControlPlane:
             "PYTHONPATH": python_path,
             "PYTHONUNBUFFERED": "1",
         }
+        if max_concurrency is not None:
+            self.environment["AWS_LAMBDA_MAX_CONCURRENCY"] = str(max_concurrency)
+            self.environment["AWS_LAMBDA_INITIALIZATION_TYPE"] = MANAGED_INSTANCES
         logs.mkdir(parents=True, exist_ok=True)
 
     # --- sandboxes -------------------------------------------------------------
@@ -183,7 +213,7 @@ class ControlPlane:
             self.extension_init.append(extension.first_next - extension.started)
         with self._log("runtime") as log:
             sandbox.runtime = subprocess.Popen(
-                [sys.executable, "-m", "awslambdaric", self.handler],
+                [self.python, "-m", "awslambdaric", self.handler],
                 cwd=self.task,
                 env=self.environment,
                 stdout=log,
@@ -217,7 +247,8 @@ class ControlPlane:
         ``timeout`` overrides the function's timeout for this invocation.
         """
         limit = self.timeout if timeout is None else timeout
-        sandbox = self._sandbox or self._start_sandbox()
+        with self._starting:
+            sandbox = self._sandbox or self._start_sandbox()
         runtime = sandbox.runtime
         assert runtime is not None
         waited = time.monotonic() + INIT_TIMEOUT_S
@@ -228,7 +259,11 @@ class ControlPlane:
         request_id = str(uuid.uuid4())
         started = time.monotonic()
         deadline = started + limit
+        if self.max_concurrency is not None:
+            workers = set(child_pids(runtime.pid))
         sandbox.invocations.put((request_id, json.dumps(event).encode(), time.time() + limit))
+        if self.max_concurrency is not None:
+            return self._wait_unenforced(sandbox, request_id, started, deadline, workers)
         with sandbox.result_ready:
             while request_id not in sandbox.results:
                 if sandbox.init_error is not None or runtime.poll() is not None:
@@ -247,6 +282,35 @@ class ControlPlane:
                 sandbox.result_ready.wait(min(left, _POLL_S))
             status, payload = sandbox.results.pop(request_id)
         return Invocation(request_id, status, payload, started, time.monotonic())
+
+    def _wait_unenforced(
+        self, sandbox: _Sandbox, request_id: str, started: float, deadline: float, workers: set[int]
+    ) -> Invocation:
+        """Managed Instances: wait for the answer; a timeout is reported, not enforced."""
+        runtime = sandbox.runtime
+        assert runtime is not None
+        with sandbox.result_ready:
+            while request_id not in sandbox.results:
+                now = time.monotonic()
+                if runtime.poll() is not None:  # every worker is gone: the environment fails
+                    runtime.wait()
+                    done = self._shutdown(sandbox, "failure")
+                    return Invocation(request_id, "crash", None, started, now, now, done)
+                if workers - set(child_pids(runtime.pid)):
+                    return Invocation(request_id, "crash", None, started, now, now)
+                if now > deadline + self.overrun:
+                    return Invocation(request_id, "timeout", None, started, now)
+                sandbox.result_ready.wait(_POLL_S)
+            status, payload = sandbox.results.pop(request_id)
+        ended = time.monotonic()
+        return Invocation(
+            request_id, "timeout" if ended > deadline else status, payload, started, ended
+        )
+
+    def worker_pids(self) -> list[int]:
+        """Managed Instances: the pids of the runtime's worker processes now."""
+        runtime = self.runtime_process()
+        return [] if runtime is None else child_pids(runtime.pid)
 
     def extension_processes(self) -> list[subprocess.Popen[bytes]]:
         """The extension processes of the current sandbox (none between sandboxes)."""
@@ -331,12 +395,15 @@ class ControlPlane:
 
     def _register(self, sandbox: _Sandbox, headers: Any, body: bytes) -> Answer:
         name = headers.get("Lambda-Extension-Name", "")
+        events = list(read_json(body).get("events", []))
+        if self.max_concurrency is not None and "INVOKE" in events:
+            return invoke_refused(name)
         match = [e for e in sandbox.by_pid.values() if e.path.name == name and e.identifier is None]
         if not match:
             return unknown_extension(name)
         extension = match[0]
         extension.identifier = str(uuid.uuid4())
-        extension.events = list(read_json(body).get("events", []))
+        extension.events = events
         sandbox.extensions[extension.identifier] = extension
         return registered(extension.identifier, handler=self.handler)
 

@@ -34,8 +34,10 @@ __all__ = ["layer_directory", "main"]
 _PACKAGE = Path(__file__).resolve().parents[1]  # dynalease/
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _parser(
+    parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser,
+) -> argparse.ArgumentParser:
+    parser = parser_class(
         prog="dynalease invoke --lifecycle",
         description="Run a handler under a local Lambda control plane: the runtime "
         "interface client, the recovery extension, the timeout enforced by a kill.",
@@ -86,9 +88,15 @@ class _Logs:
                     print(f"  [{path.stem.split('-', 1)[1]}] {line}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """0 when the last invocation returned, 1 when it failed or timed out, 2 on bad input."""
-    parser = _parser()
+def main(
+    argv: list[str] | None = None,
+    parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser,
+) -> int:
+    """0 when the last invocation returned, 1 when it failed or timed out, 2 on bad input.
+
+    ``parser_class`` is the command line's (``dynalease invoke`` passes its own).
+    """
+    parser = _parser(parser_class)
     arguments = parser.parse_args(argv)
     if not 0 < arguments.timeout <= 900:
         parser.error(f"--timeout must be more than 0 and at most 900 s, got {arguments.timeout:g}")

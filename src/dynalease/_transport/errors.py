@@ -107,9 +107,10 @@ def map_error_code(
         )
     if code == "ResourceNotFoundException":
         return TableNotFoundError(
-            f"{operation} failed: the table does not exist in this account and Region "
-            f"({message}). Create it first, e.g. "
-            "client.sync_create_table(name, partition_key=('key', 'S'), wait=True)",
+            f"{operation} failed: the table does not exist in this account, Region and "
+            f"endpoint ({message}). If it exists elsewhere, the Region or endpoint is wrong "
+            "(`dynalease doctor --table NAME` checks where requests go); if not, create it "
+            "first, e.g. client.sync_create_table(name, partition_key=('key', 'S'), wait=True)",
             code=code,
             operation=operation,
             request_id=request_id,

@@ -11,16 +11,22 @@ Only pure-Python distributions can go in: the layer is published for both
 x86_64 and arm64 and built on whatever machine runs the synth, so a compiled
 extension would be wrong for at least one of them.
 
+One zip per Python version: it carries, beside every ``.py``, the bytecode an
+interpreter of that version compiles (unchecked-hash ``.pyc`` in ``__pycache__``,
+see :mod:`._bytecode`), because Lambda's ``/opt`` is read-only and a module
+without bytecode is compiled from source on every cold start.
+
 Reproducible by construction: files in sorted order, one fixed timestamp,
-fixed permissions, no ``__pycache__`` or ``.pyc``, and a ``RECORD`` we write
-ourselves. The finished zip is cached under a hash of its inputs, so repeated
-synths reuse it.
+fixed permissions, bytecode without timestamps, and a ``RECORD`` we write
+ourselves. The finished zip is kept in a cache directory under the hash of its
+content, and reused only after its members are checked to equal what this
+build would write; anything else under that name is replaced, never shipped.
 
 Example::
 
     from dynalease.cdk.build import build_layer
 
-    build = build_layer()
+    build = build_layer(python="3.13")
     print(build.zip_path, build.zipped_bytes, build.sha256)
 
 This module must not import ``aws_cdk``: ``layer/build.py`` runs without it (and
@@ -35,23 +41,26 @@ import hashlib
 import importlib.metadata as metadata
 import os
 import re
-import tempfile
-import zipfile
-from collections.abc import Iterable, Sequence
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 
+from ._bytecode import compile_sources, find_interpreter
+from ._zipcache import EXTENSION_ENTRY, cached_zip
+
 __all__ = [
-    "DEFAULT_PYTHON_VERSIONS",
     "LAMBDA_RUNTIME_PACKAGES",
+    "PYTHON_VERSIONS",
     "SIZE_BUDGET_BYTES",
     "LayerBuild",
     "LayerBuildError",
     "build_layer",
     "default_cache_dir",
+    "running_python",
 ]
 
 #: Distributions the AWS Lambda Python runtimes ship; never copied into the layer.
@@ -59,8 +68,8 @@ LAMBDA_RUNTIME_PACKAGES: frozenset[str] = frozenset(
     {"boto3", "botocore", "s3transfer", "jmespath", "urllib3", "python-dateutil", "six"}
 )
 
-#: Python versions whose environment markers decide the dependency closure.
-DEFAULT_PYTHON_VERSIONS: tuple[str, ...] = ("3.11", "3.12", "3.13", "3.14")
+#: The Lambda Python runtimes' versions a layer can be built for (one zip each).
+PYTHON_VERSIONS: tuple[str, ...] = ("3.11", "3.12", "3.13", "3.14")
 
 #: The zipped size ``layer/build.py`` refuses to exceed (3 MiB, with Powertools).
 SIZE_BUDGET_BYTES = 3 * 1024 * 1024
@@ -69,15 +78,11 @@ SIZE_BUDGET_BYTES = 3 * 1024 * 1024
 CACHE_ENV_VAR = "DYNALEASE_LAYER_CACHE"
 
 # Bump when the layout or zip format changes, so old cache entries are not reused.
-_FORMAT = "dynalease-layer/1"
-_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
-_FILE_MODE = 0o100644
+_FORMAT = "dynalease-layer/2"
 _ROOT = PurePosixPath("python")
 _LAYER_EXTRA = "lambda"
 # The recovery extension's launcher goes to ``extensions/`` (executable), not ``python/``.
 _LAUNCHER = "dynalease/_extension/dynalease-recovery"
-_EXTENSION_ENTRY = "extensions/dynalease-recovery"
-_EXEC_MODE = 0o100755
 # The layer holds the runtime library only. These parts of dynalease run on a
 # developer's machine (the command, the demo and its local server, test doubles,
 # the CDK constructs and this builder), never inside Lambda.
@@ -92,8 +97,7 @@ _NOT_RUNTIME = (
 )
 _DROP_DIST_INFO = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
 _MACHINES = ("x86_64", "aarch64")
-# Every source edit makes a new cache entry; keep only the most recent few.
-_CACHE_ENTRIES = 8
+_MIN_MINOR = 11
 
 
 class LayerBuildError(RuntimeError):
@@ -113,6 +117,10 @@ class LayerBuild:
     file_count: int
     distributions: tuple[tuple[str, str], ...]
     """``(name, version)`` of every distribution in the layer, sorted by name."""
+    python: str
+    """The Python version (``'3.13'``) of the layer's runtime and of its bytecode."""
+    bytecode_files: int
+    """How many ``.pyc`` files the zip holds (one per ``.py``)."""
 
     def describe(self) -> str:
         """One line naming the distributions, e.g. for a LayerVersion description."""
@@ -128,19 +136,29 @@ def default_cache_dir() -> Path:
     return Path(base) / "dynalease" / "layers"
 
 
+def running_python() -> str:
+    """The version of the interpreter running this code, e.g. ``'3.11'``: the default target."""
+    return f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
 def build_layer(
     *,
+    python: str | None = None,
     include_powertools: bool = True,
     include_recovery: bool = True,
-    python_versions: Sequence[str] = DEFAULT_PYTHON_VERSIONS,
     cache_dir: Path | None = None,
+    interpreter: str | os.PathLike[str] | None = None,
 ) -> LayerBuild:
     """Build (or reuse from the cache) the layer zip for the installed dynalease.
 
+    ``python`` is the Lambda runtime's version (``'3.13'``; default: the running
+    interpreter's): dependencies are chosen by its environment markers and the
+    bytecode is compiled by an interpreter of that version (``interpreter``, or
+    one found as :mod:`dynalease.cdk._bytecode` says; :class:`LayerBuildError`
+    names the version and how to provide it when there is none).
     ``include_powertools`` adds the ``lambda`` extra (AWS Lambda Powertools) and
-    its dependencies. ``python_versions`` are the Lambda runtimes the layer
-    targets; a dependency needed by any of them goes in. ``include_recovery`` adds
-    the recovery extension's launcher as ``extensions/dynalease-recovery``.
+    its dependencies. ``include_recovery`` adds the recovery extension's launcher
+    as ``extensions/dynalease-recovery``.
     """
     for name, flag in (
         ("include_powertools", include_powertools),
@@ -148,24 +166,30 @@ def build_layer(
     ):
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be a bool, got {flag!r}")
-    versions = _check_versions(python_versions)
-    dists = _closure(include_powertools, versions)
+    version = _check_version(running_python() if python is None else python)
+    try:
+        executable = find_interpreter(version, interpreter)
+    except LookupError as error:
+        raise LayerBuildError(str(error)) from None
+    dists = _closure(include_powertools, version)
     entries: dict[str, bytes] = {}
     for dist in dists:
         _add_distribution(entries, dist)
     if include_recovery:
-        entries[_EXTENSION_ENTRY] = (Path(__file__).resolve().parents[2] / _LAUNCHER).read_bytes()
+        entries[EXTENSION_ENTRY] = (Path(__file__).resolve().parents[2] / _LAUNCHER).read_bytes()
     names = tuple(sorted((_dist_name(d), d.version) for d in dists))
+    sources = {name: content for name, content in entries.items() if name.endswith(".py")}
+    bytecode = _bytecode(executable, version, sources)
+    entries.update(bytecode)
 
+    # The cache key is the content itself, and a file found under it is checked
+    # member by member: a zip planted or damaged in the cache is rewritten.
     digest = hashlib.sha256(_FORMAT.encode())
     for arcname in sorted(entries):
         digest.update(f"\0{arcname}\0{hashlib.sha256(entries[arcname]).hexdigest()}".encode())
     directory = cache_dir if cache_dir is not None else default_cache_dir()
-    zip_path = directory / f"dynalease-layer-{digest.hexdigest()[:32]}.zip"
-    if not zip_path.is_file():
-        _write_zip(entries, zip_path)
-        _prune(directory, keep=zip_path)
-    data = zip_path.read_bytes()
+    zip_path = directory / f"dynalease-layer-{version}-{digest.hexdigest()[:40]}.zip"
+    data = cached_zip(zip_path, entries)
     return LayerBuild(
         zip_path=zip_path,
         sha256=hashlib.sha256(data).hexdigest(),
@@ -173,18 +197,37 @@ def build_layer(
         unzipped_bytes=sum(len(content) for content in entries.values()),
         file_count=len(entries),
         distributions=names,
+        python=version,
+        bytecode_files=len(bytecode),
     )
 
 
-def _check_versions(python_versions: Sequence[str]) -> tuple[str, ...]:
-    if isinstance(python_versions, str) or not python_versions:
-        raise ValueError(
-            f"python_versions must be a non-empty sequence like ('3.12',), got {python_versions!r}"
-        )
-    for version in python_versions:
-        if not isinstance(version, str) or not re.fullmatch(r"3\.\d+", version):
-            raise ValueError(f"python version {version!r} is not of the form '3.N'")
-    return tuple(sorted(set(python_versions), key=lambda v: int(v.split(".")[1])))
+# Compiled bytecode by (interpreter, version, sources): repeated synths in one process
+# (a test session, an app with several stacks) compile once. Memory only: the cache
+# directory is never trusted for bytecode.
+_COMPILED: dict[str, dict[str, bytes]] = {}
+
+
+def _bytecode(executable: Path, version: str, sources: dict[str, bytes]) -> dict[str, bytes]:
+    key = hashlib.sha256(f"{executable}\0{version}".encode())
+    for name in sorted(sources):
+        key.update(f"\0{name}\0{hashlib.sha256(sources[name]).hexdigest()}".encode())
+    found = _COMPILED.get(key.hexdigest())
+    if found is None:
+        try:
+            found = compile_sources(executable, version, sources)
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
+            raise LayerBuildError(str(error)) from None
+        _COMPILED[key.hexdigest()] = found
+    return found
+
+
+def _check_version(python: str) -> str:
+    if not isinstance(python, str) or not re.fullmatch(r"3\.\d+", python):
+        raise ValueError(f"python must be a version like '3.13', got {python!r}")
+    if int(python.split(".")[1]) < _MIN_MINOR:
+        raise ValueError(f"dynalease needs Python 3.11 or newer; the layer cannot be for {python}")
+    return python
 
 
 def _normalise(name: str) -> str:
@@ -195,7 +238,7 @@ def _dist_name(dist: metadata.Distribution) -> str:
     return _normalise(dist.metadata["Name"])
 
 
-def _environments(python_versions: Iterable[str]) -> list[dict[str, str]]:
+def _environments(version: str) -> list[dict[str, str]]:
     # Marker environments of the Lambda runtimes, not of the machine building the layer.
     return [
         {
@@ -211,7 +254,6 @@ def _environments(python_versions: Iterable[str]) -> list[dict[str, str]]:
             "platform_release": "",
             "platform_version": "",
         }
-        for version in python_versions
         for machine in _MACHINES
     ]
 
@@ -224,10 +266,8 @@ def _applies(marker: Marker | None, extras: set[str], envs: list[dict[str, str]]
     )
 
 
-def _closure(
-    include_powertools: bool, python_versions: Sequence[str]
-) -> list[metadata.Distribution]:
-    envs = _environments(python_versions)
+def _closure(include_powertools: bool, version: str) -> list[metadata.Distribution]:
+    envs = _environments(version)
     try:
         root = metadata.distribution("dynalease")
     except metadata.PackageNotFoundError:
@@ -362,35 +402,3 @@ def _record(
         lines.append(f"{relative},sha256={digest},{len(content)}")
     lines.append(f"{dist_info / 'RECORD'},,")
     return ("\n".join(lines) + "\n").encode()
-
-
-def _write_zip(entries: dict[str, bytes], zip_path: Path) -> None:
-    zip_path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=zip_path.parent, suffix=".partial")
-    os.close(handle)
-    try:
-        with zipfile.ZipFile(temporary, "w") as archive:
-            for arcname in sorted(entries):
-                info = zipfile.ZipInfo(arcname, date_time=_ZIP_TIME)
-                info.compress_type = zipfile.ZIP_DEFLATED
-                info.create_system = 3
-                mode = _EXEC_MODE if arcname == _EXTENSION_ENTRY else _FILE_MODE
-                info.external_attr = mode << 16
-                archive.writestr(info, entries[arcname], compresslevel=9)
-        os.chmod(temporary, 0o644)
-        # Atomic, so a concurrent synth never sees a half-written zip.
-        os.replace(temporary, zip_path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def _prune(directory: Path, *, keep: Path) -> None:
-    entries = sorted(
-        (path for path in directory.glob("dynalease-layer-*.zip") if path != keep),
-        key=lambda path: path.stat().st_mtime,
-        reverse=True,
-    )
-    for stale in entries[_CACHE_ENTRIES - 1 :]:
-        # Another synth may be pruning or reading the same directory at the same time.
-        stale.unlink(missing_ok=True)

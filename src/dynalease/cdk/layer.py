@@ -11,12 +11,11 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from ._checks import check_optional_name, check_removal_policy
-from .build import LayerBuild, build_layer
+from .build import LayerBuild, build_layer, running_python
 
-__all__ = ["DEFAULT_ARCHITECTURES", "DEFAULT_RUNTIMES", "LockLayer"]
+__all__ = ["DEFAULT_ARCHITECTURES", "DEFAULT_RUNTIMES", "LockLayer", "synth_runtime"]
 
 _MIN_PYTHON = (3, 11)
-_MAX_RUNTIMES = 15  # Lambda's limit on CompatibleRuntimes
 _PARAMETER_NAME = re.compile(r"^(/[a-zA-Z0-9_.\-]+)+$|^[a-zA-Z0-9_.\-]+$")
 
 
@@ -34,7 +33,8 @@ def _default_runtimes() -> tuple[lambda_.Runtime, ...]:
     return tuple(runtime for _, runtime in sorted(found, key=lambda pair: pair[0]))
 
 
-#: python3.11 up to the newest Python runtime the installed aws-cdk-lib knows.
+#: python3.11 up to the newest Python runtime the installed aws-cdk-lib knows: the
+#: runtimes a ``LockLayer`` can be built for (one per layer).
 DEFAULT_RUNTIMES: tuple[lambda_.Runtime, ...] = _default_runtimes()
 
 #: Both Lambda architectures; the layer is pure Python.
@@ -45,17 +45,22 @@ DEFAULT_ARCHITECTURES: tuple[lambda_.Architecture, ...] = (
 
 
 class LockLayer(lambda_.LayerVersion):
-    """A Lambda layer holding the installed dynalease and its runtime dependencies.
+    """A Lambda layer for one Python runtime: dynalease, its dependencies and their bytecode.
 
     The ``python/`` content is built at synth time from the environment running
     the synth, without Docker and without downloading anything; boto3,
     botocore and the other packages the Lambda Python runtime ships are left
-    out. The same builder writes ``layer/dist/dynalease-layer.zip``.
+    out. Every module comes with the bytecode an interpreter of ``runtime``'s
+    version compiles (Lambda's ``/opt`` is read-only, so a layer without it is
+    compiled on every cold start), so the synth needs that interpreter (found on
+    ``PATH``, under pyenv, or named by ``DYNALEASE_PYTHON_3_N``; docs/cdk.md), and
+    the layer's ``compatible_runtimes`` is exactly ``runtime``. The same builder
+    writes ``layer/dist/dynalease-layer-python3.N.zip``.
 
     Example::
 
-        layer = LockLayer(self, "LockLayer", parameter_name="/dynalease/layer-arn")
-        fn = lambda_.Function(..., layers=[layer])
+        layer = LockLayer(self, "LockLayer", runtime=lambda_.Runtime.PYTHON_3_13)
+        fn = lambda_.Function(..., runtime=layer.runtime, layers=[layer])
 
     :param include_powertools: also ship AWS Lambda Powertools (the ``lambda`` extra).
     :param include_recovery_extension: also ship the recovery extension
@@ -63,7 +68,9 @@ class LockLayer(lambda_.LayerVersion):
         it deletes the dead runtime's lock rows at once instead of leaving them for a
         lease. On by default: it never delays an invocation and sends nothing unless a
         runtime died holding a lock.
-    :param compatible_runtimes: Python runtimes, python3.11 or newer.
+    :param runtime: the functions' Python runtime, python3.11 or newer (default:
+        the version of the Python running the synth). One layer per runtime; a
+        function on another Python version needs a ``LockLayer`` of its own.
     :param compatible_architectures: x86_64 and/or arm64.
     :param removal_policy: keep (RETAIN, default) or delete old layer versions.
     :param parameter_name: if given, an SSM StringParameter with this name holds the
@@ -78,12 +85,12 @@ class LockLayer(lambda_.LayerVersion):
         *,
         include_powertools: bool = True,
         include_recovery_extension: bool = True,
-        compatible_runtimes: Sequence[lambda_.Runtime] = DEFAULT_RUNTIMES,
+        runtime: lambda_.Runtime | None = None,
         compatible_architectures: Sequence[lambda_.Architecture] = DEFAULT_ARCHITECTURES,
         removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
         parameter_name: str | None = None,
     ) -> None:
-        runtimes = _check_runtimes(compatible_runtimes)
+        chosen = _check_runtime(runtime)
         architectures = _check_architectures(compatible_architectures)
         check_removal_policy(removal_policy)
         check_optional_name(
@@ -97,20 +104,20 @@ class LockLayer(lambda_.LayerVersion):
         build = build_layer(
             include_powertools=include_powertools,
             include_recovery=include_recovery_extension,
-            python_versions=[runtime.name.removeprefix("python") for runtime in runtimes],
+            python=chosen.name.removeprefix("python"),
         )
         super().__init__(
             scope,
             id,
             code=lambda_.Code.from_asset(str(build.zip_path)),
-            compatible_runtimes=list(runtimes),
+            compatible_runtimes=[chosen],
             compatible_architectures=list(architectures),
-            description=f"dynalease locks: {build.describe()}"[:256],
+            description=f"dynalease locks for {chosen.name}: {build.describe()}"[:256],
             license="Apache-2.0",
             removal_policy=removal_policy,
         )
         self._build = build
-        self._runtime_names = tuple(runtime.name for runtime in runtimes)
+        self._runtime = chosen
         self._architecture_names = tuple(architecture.name for architecture in architectures)
         self.parameter: ssm.StringParameter | None = None
         """The SSM parameter holding the layer ARN, if ``parameter_name`` was given."""
@@ -129,9 +136,14 @@ class LockLayer(lambda_.LayerVersion):
         return self._build
 
     @property
+    def runtime(self) -> lambda_.Runtime:
+        """The one Python runtime the layer is built for: give it to the functions using it."""
+        return self._runtime
+
+    @property
     def compatible_runtime_names(self) -> tuple[str, ...]:
-        """Names of the compatible runtimes, e.g. ``("python3.11", ...)``."""
-        return self._runtime_names
+        """Names of the compatible runtimes: the one runtime, e.g. ``("python3.13",)``."""
+        return (self._runtime.name,)
 
     @property
     def compatible_architecture_names(self) -> tuple[str, ...]:
@@ -139,22 +151,30 @@ class LockLayer(lambda_.LayerVersion):
         return self._architecture_names
 
 
-def _check_runtimes(runtimes: Sequence[lambda_.Runtime]) -> tuple[lambda_.Runtime, ...]:
-    if isinstance(runtimes, str) or not isinstance(runtimes, Sequence) or not runtimes:
-        raise ValueError("compatible_runtimes must be a non-empty sequence of aws_lambda.Runtime")
-    unique: dict[str, lambda_.Runtime] = {}
-    for runtime in runtimes:
-        if not isinstance(runtime, lambda_.Runtime):
-            raise TypeError(f"compatible_runtimes holds {runtime!r}, not an aws_lambda.Runtime")
-        version = _python_version(runtime)
-        if version is None or version < _MIN_PYTHON:
-            raise ValueError(
-                f"dynalease needs Python 3.11 or newer; {runtime.name} cannot use the layer"
-            )
-        unique.setdefault(runtime.name, runtime)
-    if len(unique) > _MAX_RUNTIMES:
-        raise ValueError(f"a layer takes at most {_MAX_RUNTIMES} compatible runtimes")
-    return tuple(unique.values())
+def synth_runtime() -> lambda_.Runtime:
+    """The Lambda runtime of the Python running the synth: ``LockLayer``'s default ``runtime``."""
+    name = f"python{running_python()}"
+    for known in DEFAULT_RUNTIMES:
+        if known.name == name:
+            return known
+    raise ValueError(
+        f"the synth runs on Python {running_python()}, which is not a Lambda runtime "
+        "dynalease supports; pass runtime=aws_lambda.Runtime.PYTHON_3_13 (or another "
+        "python3.11+ runtime)"
+    )
+
+
+def _check_runtime(runtime: lambda_.Runtime | None) -> lambda_.Runtime:
+    if runtime is None:
+        return synth_runtime()
+    if not isinstance(runtime, lambda_.Runtime):
+        raise TypeError(f"runtime is {runtime!r}, not an aws_lambda.Runtime")
+    version = _python_version(runtime)
+    if version is None or version < _MIN_PYTHON:
+        raise ValueError(
+            f"dynalease needs Python 3.11 or newer; {runtime.name} cannot use the layer"
+        )
+    return runtime
 
 
 def _check_architectures(

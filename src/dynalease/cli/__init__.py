@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 
 from . import demo, doctor, inspect, invoke, local, run
-from .common import EXIT_USAGE, exit_status, run_command
+from .common import EXIT_USAGE, Parser, exit_status, run_command
 
 __all__ = ["main"]
 
@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The parser of ``dynalease`` with every subcommand."""
     from .. import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="dynalease",
         description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -7,9 +7,11 @@ one, so ``dynalease --help`` loads neither boto3 nor the lock engine.
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from ..client import DynamoDBClient
@@ -19,6 +21,12 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
+#: What ``dynalease local`` and ``dynalease demo`` say when moto's server is not installed.
+NEEDS_MOTO = (
+    "needs moto's server: pip install '.[local]' in a clone of the repository, or "
+    "pip install 'moto[server]==5.2.5' where dynalease was installed from a wheel"
+)
+
 
 class CommandError(Exception):
     """A failure to report as one line; ``code`` is the exit status."""
@@ -26,6 +34,65 @@ class CommandError(Exception):
     def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
         super().__init__(message)
         self.code = code
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors name the closest flag or subcommand.
+
+    Every ``dynalease`` parser is one (``add_subparsers`` makes its subcommands'
+    parsers of the same class), so every mistake reads the same: the usage of the
+    command it was made in, then ``dynalease CMD: error: ...; did you mean X?``.
+    """
+
+    #: The arguments being parsed, so that an error can find a misspelling among them.
+    _argv: list[str] = []  # noqa: RUF012  (one command line per process)
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        """Parse as argparse does; an unknown argument is reported by its subcommand's parser."""
+        Parser._argv = list(sys.argv[1:] if args is None else args)
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self._used_parser(parsed).error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+    def _used_parser(self, parsed: argparse.Namespace) -> Parser:
+        """The parser of the subcommand ``parsed`` went through (else this one)."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(getattr(parsed, action.dest or "", None) or "")
+                if isinstance(chosen, Parser):
+                    return chosen._used_parser(parsed)
+        return self
+
+    def error(self, message: str) -> NoReturn:
+        """Print this command's usage and the error with its closest match, and exit 2."""
+        unknown = [
+            flag
+            for flag in (word.split("=", 1)[0] for word in Parser._argv)
+            if flag.startswith("--")
+            and not any(o.startswith(flag) for o in self._option_string_actions)
+        ]
+        if unknown and message.startswith("the following arguments are required"):
+            # A misspelled required flag: the misspelling is the mistake to report.
+            message = f"unrecognized arguments: {' '.join(unknown)}"
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}{self._suggestion(message)}\n")
+
+    def _suggestion(self, message: str) -> str:
+        unknown = re.match(r"unrecognized arguments: (\S+)", message)
+        choice = re.search(r"invalid choice: '([^']*)'", message)
+        if unknown:
+            word = unknown.group(1).split("=", 1)[0]
+            known = [o for o in self._option_string_actions if o.startswith("--")]
+        elif choice:
+            word = choice.group(1)
+            known = [str(c) for a in self._actions if a.choices is not None for c in a.choices]
+        else:
+            return ""
+        close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+        return f"; did you mean {close[0]}?" if close else ""
 
 
 def connection_options(parser: argparse.ArgumentParser, endpoint_default: str = "") -> None:
@@ -115,6 +182,16 @@ def make_client(args: argparse.Namespace) -> DynamoDBClient:
         )
     except ValueError as error:
         raise CommandError(str(error), EXIT_USAGE) from None
+
+
+def moto_missing() -> bool:
+    """Whether moto is missing from this installation (checked without importing it)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("moto") is None
+    except ImportError:
+        return True
 
 
 def exit_status(exit_: SystemExit) -> int:

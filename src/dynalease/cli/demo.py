@@ -16,9 +16,11 @@ from .common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
+    NEEDS_MOTO,
     CommandError,
     connection_options,
     count,
+    moto_missing,
     positive_seconds,
     table_name,
 )
@@ -77,6 +79,8 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo; 0 when it found no violation, 1 when it did."""
+    if args.endpoint is None and args.region is None and moto_missing():
+        raise CommandError(f"{NEEDS_MOTO}, or pass --endpoint URL of a DynamoDB-compatible server")
     from ..demo.plan import DemoError, DemoOptions
     from ..demo.runner import run_demo
 

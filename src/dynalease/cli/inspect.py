@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
             cells = watcher.update(rows, time.monotonic())
             title = f"{args.table} at {time.strftime('%H:%M:%S')}: {count_rows(rows)}"
             if live is not None:
-                live.update(rich_table(title, WATCH_HEADERS, cells), refresh=True)
+                live.update(rich_table(title, WATCH_HEADERS, rich_cells(cells)), refresh=True)
             else:
                 print(title)
                 print(plain_table(WATCH_HEADERS, cells), flush=True)
@@ -96,3 +96,10 @@ def run(args: argparse.Namespace) -> int:
         if live is not None:
             live.stop()
         sys.stdout.flush()
+
+
+def rich_cells(cells: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """Cells with rich's markup escaped: a key such as ``[link=...]`` is shown, not obeyed."""
+    from rich.markup import escape
+
+    return [tuple(escape(cell) for cell in row) for row in cells]

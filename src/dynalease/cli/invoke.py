@@ -12,7 +12,7 @@ import importlib
 import sys
 from typing import Any
 
-from .common import EXIT_FAILED, exit_status
+from .common import EXIT_FAILED, Parser, exit_status
 
 _MACHINERY = "dynalease._lambda.invoke"
 _LIFECYCLE = "--lifecycle"
@@ -38,7 +38,7 @@ def run(argv: list[str]) -> int:
         from .._tooling import lifecycle
 
         try:
-            return lifecycle.main([a for a in argv if a != _LIFECYCLE])
+            return lifecycle.main([a for a in argv if a != _LIFECYCLE], Parser)
         except SystemExit as exit_:
             return exit_status(exit_)
     # Imported by name: the Lambda tooling is an optional part of an installation.
@@ -53,7 +53,7 @@ def run(argv: list[str]) -> int:
         )
         return EXIT_FAILED
     try:
-        status: int = module.main(argv)
+        status: int = module.main(argv, Parser)
     except SystemExit as exit_:  # its argparse exits on --help and usage errors
         return exit_status(exit_)
     return status

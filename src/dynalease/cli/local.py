@@ -4,7 +4,10 @@ moto's DynamoDB, served one request at a time by
 :mod:`dynalease.demo.local_server`, in the foreground until Ctrl-C or SIGTERM.
 It prints its endpoint and the environment to export at once, so that the
 other commands, ``dynalease invoke`` and the Python client reach it and not AWS.
-Tables live in memory and vanish when it stops. Needs the ``local`` (or ``dev``) extra.
+Tables live in memory and vanish when it stops. Only DynamoDB is served, and no
+web page can reach it (requests with an ``Origin`` are refused); a ``--host``
+that is not loopback gets a warning, since anyone who can reach that address can
+then read and write every table. Needs the ``local`` (or ``dev``) extra.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import signal
 import sys
 from typing import Any
 
-from .common import EXIT_OK, EXIT_USAGE, CommandError, whole_number
+from .common import EXIT_OK, EXIT_USAGE, NEEDS_MOTO, CommandError, whole_number
 
 DEFAULT_PORT = 8000
 DEFAULT_HOST = "127.0.0.1"
@@ -31,7 +34,7 @@ def add_parser(commands: Any) -> None:
         description="Serve moto's DynamoDB on loopback in the foreground until Ctrl-C, and "
         "print the endpoint and the environment to export (dummy credentials, a Region). "
         "Tables are kept in memory only. Needs the `local` extra: "
-        "pip install 'dynalease[local]'.",
+        "pip install '.[local]' in a clone of the repository.",
     )
     local.add_argument(
         "--port",
@@ -40,7 +43,10 @@ def add_parser(commands: Any) -> None:
         help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)",
     )
     local.add_argument(
-        "--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})"
+        "--host",
+        default=DEFAULT_HOST,
+        help=f"address to listen on (default {DEFAULT_HOST}; any other than loopback is "
+        "reachable, without credentials, by anyone on that network)",
     )
 
 
@@ -67,16 +73,26 @@ def _stop(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def remote_warning(host: str) -> str:
+    """The warning printed for a ``--host`` that is not loopback."""
+    return (
+        f"# dynalease local: WARNING: --host {host} is not a loopback address: anyone who "
+        "can reach it can read, write and delete every table, without credentials. Pass "
+        f"--host {DEFAULT_HOST} unless other machines (or containers) must reach it."
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; exit 0 on Ctrl-C or SIGTERM."""
     try:
-        from ..demo.local_server import make_server
+        from ..demo.local_server import is_loopback, make_server
+
+        if not is_loopback(args.host):
+            print(remote_warning(args.host), file=sys.stderr, flush=True)
 
         server = make_server(args.host, args.port)
     except ImportError:
-        raise CommandError(
-            "needs moto's server: pip install 'dynalease[local]' (or the dev extra)"
-        ) from None
+        raise CommandError(NEEDS_MOTO) from None
     except OSError as error:
         raise CommandError(
             f"cannot listen on {args.host}:{args.port} ({error.strerror or error}): "

@@ -20,6 +20,7 @@ from typing import Any
 
 from .._engine import protocol as p
 from .._engine.observations import Observations
+from .._redact import escaped
 from ..client import DynamoDBClient
 from ..exceptions import MalformedLockRow
 
@@ -101,15 +102,23 @@ def _protocol(row: Row) -> str:
 def snapshot_rows(rows: list[Row]) -> list[tuple[str, ...]]:
     """Table cells for a one-off view."""
     return [
-        (
-            row.key,
-            row.parsed.owner if row.parsed else "-",
-            row.parsed.version if row.parsed else "-",
-            _lease(row),
-            _protocol(row),
+        _shown(
+            (
+                row.key,
+                row.parsed.owner if row.parsed else "-",
+                row.parsed.version if row.parsed else "-",
+                _lease(row),
+                _protocol(row),
+            )
         )
         for row in rows
     ]
+
+
+def _shown(cells: tuple[str, ...]) -> tuple[str, ...]:
+    """Cells as a terminal may show them: a row's text (key, owner ...) is anyone's
+    input, so control characters (escape sequences, newlines) come out escaped."""
+    return tuple(escaped(cell) for cell in cells)
 
 
 class Watcher:
@@ -130,7 +139,7 @@ class Watcher:
                 state = (
                     _protocol(row) if row.free_fence is not None else f"malformed: {row.problem}"
                 )
-                cells.append((row.key, "-", "-", "-", "-", "-", state))
+                cells.append(_shown((row.key, "-", "-", "-", "-", "-", state)))
                 self._forget(row.key)
                 continue
             previous_owner = self._owners.get(row.key)
@@ -151,14 +160,16 @@ class Watcher:
             if parsed.fenced:
                 state += f" (fenced, token {parsed.fence})"
             cells.append(
-                (
-                    row.key,
-                    parsed.owner,
-                    parsed.version[:8],
-                    _lease(row),
-                    f"{unchanged:.1f} s",
-                    str(self._renewals[row.key]),
-                    state,
+                _shown(
+                    (
+                        row.key,
+                        parsed.owner,
+                        parsed.version[:8],
+                        _lease(row),
+                        f"{unchanged:.1f} s",
+                        str(self._renewals[row.key]),
+                        state,
+                    )
                 )
             )
         seen = {row.key for row in rows}

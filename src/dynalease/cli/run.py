@@ -6,6 +6,12 @@ is the child's (a signal death is 128 + the signal's number, as shells report
 it); ``run``'s own outcomes have statuses of their own (``EXIT_NOT_ACQUIRED``,
 ``EXIT_LEASE_LOST``). SIGINT, SIGTERM and SIGHUP sent to ``run`` are forwarded
 to the child's group.
+
+The command's whole process group ends with ``run`` (:mod:`.command_group`), and
+before the lease can pass to another owner: once renewals have failed long enough
+that the validity left is ``--kill-after``, the group gets SIGTERM, and SIGKILL
+before validity ends (``--kill-after`` is refused unless it fits in a third of the
+lease).
 """
 
 from __future__ import annotations
@@ -15,7 +21,6 @@ import contextlib
 import io
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -38,18 +43,27 @@ EXIT_NOT_ACQUIRED = 75
 """Not acquired within ``--wait`` (EX_TEMPFAIL: try again later); the command did not run."""
 
 EXIT_LEASE_LOST = 76
-"""The lease was lost while the command ran: SIGTERM to it, SIGKILL after ``--kill-after``."""
+"""The lease was failing or lost while the command ran: it was ended (SIGTERM, then SIGKILL)."""
 
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _POLL_S = 0.05
+#: SIGKILL goes out once the validity left is this short (two polls: before it ends).
+_KILL_MARGIN_S = 2 * _POLL_S
+#: The longest --kill-after as a fraction of the lease: SIGTERM goes out once the validity
+#: left falls to --kill-after, which a lease renewed on time never does (it keeps at least
+#: 0.9 - 1/3 of the lease, less a renewal's round trip).
+_KILL_AFTER_FRACTION = 1 / 3
+_DEFAULT_KILL_AFTER_S = 10.0
 
 _EPILOG = """\
 exit status: the command's own; 128+N when a signal N ended it; 75 when the lock was not
-acquired within --wait (the command did not run); 76 when the lease was lost while it ran
-(it was sent SIGTERM, then SIGKILL after --kill-after); 2 for bad input; 1 when DynamoDB
-could not be used. The command sees DYNALEASE_TABLE, DYNALEASE_KEY and DYNALEASE_OWNER
-(and DYNALEASE_PERMIT_KEY, the permit's row, with --permits; DYNALEASE_FENCING_TOKEN, the
-lock's fencing token, with --fencing).
+acquired within --wait (the command did not run); 76 when the lease was failing while it
+ran (it was sent SIGTERM, then SIGKILL, and was dead before the lease could pass to
+another owner); 2 for bad input; 1 when DynamoDB could not be used. The command sees
+DYNALEASE_TABLE, DYNALEASE_KEY and DYNALEASE_OWNER (and DYNALEASE_PERMIT_KEY, the
+permit's row, with --permits; DYNALEASE_FENCING_TOKEN, the lock's fencing token, with
+--fencing; never stale ones from run's own environment). Its whole process group ends
+with run, even when run is SIGKILLed.
 
 Every option also reads the environment: DYNALEASE_TABLE, DYNALEASE_KEY, DYNALEASE_LEASE,
 DYNALEASE_WAIT, DYNALEASE_PERMITS, DYNALEASE_KILL_AFTER (an explicit flag wins).
@@ -100,7 +114,9 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         "--kill-after",
         type=positive_seconds,
         metavar="S",
-        help="after a lost lease, SIGKILL the command S seconds after SIGTERM (default 10)",
+        help="when renewals fail, SIGTERM the command S seconds before the lease's validity "
+        "ends and SIGKILL it by then; at most a third of --lease (default 10, or a third "
+        "of --lease when shorter)",
     )
     parser.add_argument(
         "--fencing",
@@ -125,7 +141,7 @@ _ENVIRONMENT: dict[str, tuple[str, Any, Any]] = {
     "lease": ("DYNALEASE_LEASE", positive_seconds, 30.0),
     "wait": ("DYNALEASE_WAIT", _wait_seconds, 0.0),
     "permits": ("DYNALEASE_PERMITS", _permits, 1),
-    "kill_after": ("DYNALEASE_KILL_AFTER", positive_seconds, 10.0),
+    "kill_after": ("DYNALEASE_KILL_AFTER", positive_seconds, None),
 }
 
 
@@ -168,9 +184,9 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _parse(options: list[str]) -> tuple[argparse.Namespace | None, int]:
-    from .common import exit_status
+    from .common import Parser, exit_status
 
-    parser = argparse.ArgumentParser(prog="dynalease")
+    parser = Parser(prog="dynalease")
     add_parser(parser.add_subparsers(dest="command"))
     errors = io.StringIO()
     try:
@@ -191,7 +207,9 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     from ..semaphore import SyncDistributedSemaphore
     from .common import make_client
 
+    kill_after_source = "--kill-after" if args.kill_after is not None else "DYNALEASE_KILL_AFTER"
     _from_environment(args)
+    args.kill_after = _kill_after(args.kill_after, args.lease, kill_after_source)
     if args.fencing and args.permits > 1:
         raise CommandError(
             "--fencing is for locks: a semaphore's permits carry no fencing token; "
@@ -246,77 +264,96 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     return status
 
 
+def _kill_after(kill_after: float | None, lease: float, source: str) -> float:
+    """``--kill-after``, or its default, checked to fit in the lease."""
+    longest = lease * _KILL_AFTER_FRACTION
+    if kill_after is None:
+        return min(_DEFAULT_KILL_AFTER_S, longest)
+    if kill_after > longest:
+        given = f"{source}{'=' if source.startswith('DYNALEASE') else ' '}{kill_after:g}"
+        raise CommandError(
+            f"{given} does not fit in a {lease:g} s lease: after a lost lease "
+            "the command must be dead before another owner can take the lock, so it gets at "
+            f"most a third of the lease between SIGTERM and SIGKILL; use {source} "
+            f"{longest:.3g} or less, or --lease {kill_after * 3:g} or more",
+            EXIT_USAGE,
+        )
+    return kill_after
+
+
 def _supervise(guard: Any, command: list[str], kill_after: float) -> int:
-    """Run ``command`` in its own process group while ``guard`` holds; its exit status."""
-    env = dict(os.environ)
+    """Run ``command`` in its own process group while ``guard`` holds; its exit status.
+
+    The group is dead before the lease can pass to another owner: SIGTERM once the
+    validity left falls to ``kill_after`` (renewals have been failing), SIGKILL when
+    ``kill_after`` has passed or validity is about to end, whichever comes first,
+    and ``run`` waits until no process of the group is left.
+    """
+    from .command_group import CommandGroup
+
+    group = CommandGroup(command, _command_environment(guard))
+
+    def forward(signum: int, frame: object) -> None:
+        group.signal(signum)
+
+    previous = {signum: signal.signal(signum, forward) for signum in _FORWARDED}
+    ending_since: float | None = None
+    lease_lost = False
+    try:
+        while True:
+            group.poll()
+            if group.gone:
+                break
+            left = 0.0 if guard.lost else guard.time_left
+            if ending_since is None:
+                reason = _why_end(group, guard, left, kill_after)
+                if reason is not None:
+                    lease_lost = left <= kill_after
+                    print(f"dynalease run: {reason}", file=sys.stderr)
+                    group.signal(signal.SIGTERM)
+                    group.signal(signal.SIGCONT)  # a stopped process must see it
+                    ending_since = time.monotonic()
+            elif left <= _KILL_MARGIN_S or time.monotonic() - ending_since >= kill_after:
+                group.signal(signal.SIGKILL)
+            time.sleep(_POLL_S)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        group.close()  # whatever is left is SIGKILLed and reaped
+    if lease_lost or guard.lost:
+        return EXIT_LEASE_LOST
+    assert group.status is not None
+    return group.status
+
+
+def _why_end(group: Any, guard: Any, left: float, kill_after: float) -> str | None:
+    """Why the command's group must be ended now (SIGTERM), or None while it may run."""
+    then = f"SIGTERM to the command, SIGKILL in {kill_after:g} s"
+    if left <= kill_after:
+        state = "was lost" if guard.lost else f"ends in {left:.1f} s (renewals are failing)"
+        return f"the lease on {guard.key!r} {state}; {then}, before another owner can take it"
+    if group.stopped_by is not None:
+        name = signal.Signals(group.stopped_by).name if group.stopped_by else "a stop signal"
+        return (
+            f"the command was stopped by {name}, and a stopped command would hold the lock "
+            f"indefinitely (a command that reads the terminal must run in the foreground); {then}"
+        )
+    if group.status is not None:
+        return f"the command exited; ending what it left running in its process group ({then})"
+    return None
+
+
+def _command_environment(guard: Any) -> dict[str, str]:
+    """``run``'s environment with this lock's variables (and no stale ones of another)."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in ("DYNALEASE_PERMIT_KEY", "DYNALEASE_FENCING_TOKEN")
+    }
     env.update(DYNALEASE_TABLE=guard.table, DYNALEASE_KEY=guard.key, DYNALEASE_OWNER=guard.owner)
     permit = getattr(guard, "permit_key", None)
     if permit is not None:
         env["DYNALEASE_PERMIT_KEY"] = permit
     if getattr(guard, "fencing", False):
         env["DYNALEASE_FENCING_TOKEN"] = str(guard.fencing_token)
-    try:
-        child = subprocess.Popen(command, env=env, process_group=0, preexec_fn=_die_with_parent())
-    except FileNotFoundError:
-        print(f"dynalease run: {command[0]}: command not found", file=sys.stderr)
-        return 127
-    except PermissionError:
-        print(f"dynalease run: {command[0]}: permission denied", file=sys.stderr)
-        return 126
-
-    def forward(signum: int, frame: object) -> None:
-        _signal_group(child.pid, signum)
-
-    previous = {signum: signal.signal(signum, forward) for signum in _FORWARDED}
-    terminated_at: float | None = None
-    try:
-        while True:
-            try:
-                code = child.wait(timeout=_POLL_S)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            if terminated_at is None and guard.lost:
-                print(
-                    f"dynalease run: the lease on {guard.key!r} was lost; sending SIGTERM to "
-                    f"the command (SIGKILL in {kill_after:g} s)",
-                    file=sys.stderr,
-                )
-                _signal_group(child.pid, signal.SIGTERM)
-                terminated_at = time.monotonic()
-            elif terminated_at is not None and time.monotonic() - terminated_at >= kill_after:
-                _signal_group(child.pid, signal.SIGKILL)
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-    if terminated_at is not None or guard.lost:
-        _signal_group(child.pid, signal.SIGKILL)  # what is left of its group
-        return EXIT_LEASE_LOST
-    return code if code >= 0 else 128 - code
-
-
-def _die_with_parent() -> Any:
-    """On Linux, a ``preexec_fn`` asking for SIGKILL when ``run`` dies (PR_SET_PDEATHSIG).
-
-    A ``run`` killed with SIGKILL cannot release or stop its child; without this
-    the command would go on unprotected once the lease is taken over.
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        prctl = libc.prctl
-    except (OSError, AttributeError):
-        return None
-
-    def arm() -> None:
-        prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-
-    return arm
-
-
-def _signal_group(pgid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signum)
+    return env

@@ -1,16 +1,24 @@
-"""A local DynamoDB-compatible server: moto's application in its own process.
+"""A local DynamoDB-compatible server: moto's DynamoDB in its own process.
 
-The demo, the test suite and the benchmarks all start it. Two things differ
-from ``python -m moto.server``, both to behave more like DynamoDB:
+The demo, the test suite, the benchmarks and ``dynalease local`` all start it.
+It differs from ``python -m moto.server`` to behave more like DynamoDB, and to
+be safe to leave running on a developer's machine:
 
-- Requests are served one at a time. moto's TransactWriteItems snapshots the
-  tables it touches and puts the snapshots back when the transaction is
-  cancelled, so with concurrent requests it silently undoes writes that other
-  requests committed (and that were acknowledged) in between, lock rows
-  included. A cancelled ``check_in`` transaction is an everyday event for a
-  lock, so a threaded moto would report lost renewals and false violations.
-  Serving one request at a time removes the window; DynamoDB has no such
-  behaviour.
+- Only DynamoDB is served (``dynalease.testing._moto.ServedDynamoDB``): no other
+  moto service and none of moto's ``/moto-api``, except ``POST /moto-api/reset``
+  (forget every table) for the tests. A request with an ``Origin`` header (a web
+  page's, which SDKs never send) is refused, and no CORS header is ever sent, so
+  no web page can read from or reset it; on loopback, a ``Host`` that is not a
+  loopback address or ``localhost`` is refused too (DNS rebinding).
+- Requests are served one at a time. moto's TransactWriteItems puts back what
+  it touched when the transaction is cancelled, so with concurrent requests it
+  would silently undo writes that other requests committed (and that were
+  acknowledged) in between, lock rows included. A cancelled ``check_in``
+  transaction is an everyday event for a lock, so a threaded moto would report
+  lost renewals and false violations. DynamoDB has no such behaviour.
+- A transaction snapshots only the items it touches, and the objects a request
+  makes are not kept: memory stays flat however long it runs (moto copies every
+  table a transaction names, and keeps the copies).
 - Connections are kept alive (HTTP/1.1 with lengths on every answer), as
   DynamoDB's are, unless ``keep_alive=False`` asks for werkzeug's
   close-after-every-answer server.
@@ -24,10 +32,11 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import io
+import ipaddress
+import json
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterable
@@ -53,21 +62,72 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _serialized(app: WsgiApp) -> WsgiApp:
-    """The application, answering one request at a time (see the module docstring)."""
-    one_at_a_time = threading.Lock()
+#: The target prefix of every DynamoDB operation (``X-Amz-Target``).
+DYNAMODB_TARGET = "DynamoDB_20120810."
+RESET_PATH = "/moto-api/reset"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address, IPv6 with or without brackets) is loopback."""
+    name = host.strip("[]").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_name(header: str) -> str:
+    """The host in a ``Host`` header, without its port."""
+    if header.startswith("["):
+        return header[: header.find("]") + 1]
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def dynamodb_app(*, loopback_only: bool = True) -> WsgiApp:
+    """The server's WSGI application: moto's DynamoDB and nothing else.
+
+    ``loopback_only``: refuse a ``Host`` that is not loopback (a name that a web
+    page could make resolve to this machine).
+    """
+    from ..testing._moto import ServedDynamoDB
+
+    dynamodb = ServedDynamoDB()
+
+    def answer(environ: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        method, path = environ.get("REQUEST_METHOD", ""), environ.get("PATH_INFO", "")
+        if environ.get("HTTP_ORIGIN") is not None or method == "OPTIONS":
+            return _refused(403, "AccessDeniedException", "cross-origin requests are not served")
+        host = _host_name(environ.get("HTTP_HOST", ""))
+        if loopback_only and host and not is_loopback(host):
+            return _refused(403, "AccessDeniedException", f"host {host!r} is not served")
+        if method == "POST" and path == RESET_PATH:
+            dynamodb.reset()
+            return 200, {"Content-Type": "application/json"}, b'{"status": "ok"}'
+        if method in ("GET", "HEAD") and path == "/":
+            return 200, {"Content-Type": "text/plain"}, b"dynalease local: DynamoDB only\n"
+        if method == "POST" and environ.get("HTTP_X_AMZ_TARGET", "").startswith(DYNAMODB_TARGET):
+            return dynamodb.answer(environ)
+        return _refused(400, "UnknownOperationException", "only DynamoDB is served here")
 
     def serve(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
-        with one_at_a_time:
-            chunks = app(environ, start_response)
-            try:
-                return [b"".join(chunks)]
-            finally:
-                close = getattr(chunks, "close", None)
-                if close is not None:
-                    close()
+        status, headers, body = answer(environ)
+        reason = {200: "OK", 400: "Bad Request", 403: "Forbidden"}.get(status, "Status")
+        shown = [
+            (name, value)
+            for name, value in headers.items()
+            if not name.lower().startswith("access-control-") and name.lower() != "content-length"
+        ]
+        start_response(f"{status} {reason}", [*shown, ("Content-Length", str(len(body)))])
+        return [body]
 
     return serve
+
+
+def _refused(status: int, code: str, message: str) -> tuple[int, dict[str, str], bytes]:
+    body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": message})
+    return status, {"Content-Type": "application/x-amz-json-1.0"}, body.encode()
 
 
 def _keep_alive_handler(app: WsgiApp) -> type[BaseHTTPRequestHandler]:
@@ -121,7 +181,7 @@ def _keep_alive_handler(app: WsgiApp) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(payload)
 
-        do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _serve
+        do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_OPTIONS = do_PATCH = _serve
 
     return KeepAliveHandler
 
@@ -138,9 +198,7 @@ def make_server(host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
 
     Raises ImportError without moto's server extra and OSError if the address is taken.
     """
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
-
-    app = _serialized(DomainDispatcherApplication(create_backend_app))
+    app = dynamodb_app(loopback_only=is_loopback(host))
     return _Server((host, port), _keep_alive_handler(app))
 
 
@@ -149,11 +207,9 @@ def serve(port: int, *, keep_alive: bool = True) -> None:
     if keep_alive:
         make_server("127.0.0.1", port).serve_forever()
     else:
-        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
         from werkzeug.serving import run_simple
 
-        app = _serialized(DomainDispatcherApplication(create_backend_app))
-        run_simple("127.0.0.1", port, app, threaded=True)
+        run_simple("127.0.0.1", port, dynamodb_app(), threaded=True)
 
 
 class LocalServer:
@@ -198,8 +254,13 @@ class LocalServer:
                     ) from None
                 time.sleep(0.1)
 
+    @property
+    def pid(self) -> int | None:
+        """The server process's id while it runs (for measuring it), else None."""
+        return None if self._process is None else self._process.pid
+
     def reset(self) -> None:
-        """Forget every table (moto's reset endpoint)."""
+        """Forget every table (``POST /moto-api/reset``)."""
         request = urllib.request.Request(f"{self.url}/moto-api/reset", method="POST", data=b"")
         urllib.request.urlopen(request, timeout=10).close()
 
@@ -225,7 +286,9 @@ class LocalServer:
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m dynalease.demo.local_server --port N [--close-connections]``."""
-    parser = argparse.ArgumentParser(description="Serve moto's DynamoDB one request at a time.")
+    parser = argparse.ArgumentParser(
+        description="Serve moto's DynamoDB (only) on 127.0.0.1, one request at a time."
+    )
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--close-connections", action="store_true")
     args = parser.parse_args(argv)

@@ -27,16 +27,13 @@ from .local_server import LOCAL_CREDENTIALS, LOCAL_REGION, LocalServer
 from .plan import DemoError, DemoOptions, Plan
 from .processes import Events, Process
 from .state import RELEASED_ROW, DemoState
-from .view import live_view, progress_line, summary_table
+from .view import SUMMARY_FOOTNOTE, live_view, progress_line, summary_table
 
 KILL_AT = 0.3
 PROGRESS_EVERY_S = 5.0
 ROW_CHECK_S = 0.1
 FRAME_S = 0.25
-LAMBDA_FOOTNOTE = (
-    "lambda: completions = invocations that returned, gave up = invocations that found "
-    "the lock busy, wait = invocation time"
-)
+LAMBDA_FOOTNOTE = "lambda: done = invocations returned, gave up = lock busy, wait = invocation time"
 EXIT_GRACE_S = 30.0
 START_TIMEOUT_S = 120.0
 
@@ -320,15 +317,9 @@ class Demo:
                 if self.server is not None:
                     self.server.stop()
         print()
-        if use_rich(self.options.plain):
-            from rich.console import Console
-
-            from .._tooling.console import rich_table
-            from .view import SUMMARY_HEADERS, summary_rows
-
-            Console().print(rich_table("summary", SUMMARY_HEADERS, summary_rows(self.state)))
-        else:
-            print(summary_table(self.state))
+        # Plain text even on a terminal: it fits 80 columns, as the README shows it.
+        print(summary_table(self.state))
+        print(SUMMARY_FOOTNOTE)
         if "lambda" in self.state.workers:
             print(LAMBDA_FOOTNOTE)
         print()

@@ -10,17 +10,19 @@ from .state import COMPLETED, GAVE_UP, LOST, DemoState, WorkerStats, percentile
 
 RECENT = 8
 
+#: Short enough for an 80-column terminal; SUMMARY_FOOTNOTE says what they count.
 SUMMARY_HEADERS = (
     "worker",
-    "completions",
+    "done",
     "gave up",
     "lost",
     "wait p50",
     "wait p95",
-    "writes/lock",
-    "reads/lock",
+    "writes",
+    "reads",
     "renewals",
 )
+SUMMARY_FOOTNOTE = "done = guards completed, wait = time to acquire, writes/reads = requests a lock"
 
 
 def _ms(value: float | None) -> str:

@@ -443,7 +443,7 @@ def test_a_table_deleted_under_a_held_lock_loses_the_lease_and_release_names_it(
             assert guard.wait_lost(timeout=3)
             with pytest.raises(LockLost, match="expired"):
                 guard.raise_if_lost()
-    assert "Create it first" in str(caught.value)
+    assert "create it first" in str(caught.value)
     assert guard.metrics.renewals == 0 and guard.metrics.cleanup_failures == 1
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from dynalease.demo import history
 from dynalease.demo.history import ACQUIRED, RELEASED, WRITE, check_records
-from dynalease.exceptions import LockLost, LockOwnershipLost
+from dynalease.exceptions import LockLost, LockOwnershipLost, TransactionCanceledException
 from dynalease.lock import SyncDistributedLock
 from dynalease.testing import MemoryBackend
 from dynalease.transaction import SyncTransaction
@@ -203,7 +203,7 @@ def test_an_append_with_a_stale_sequence_number_is_cancelled(backend: MemoryBack
     client = backend.client
     with SyncDistributedLock(client, table="locks", key="job") as guard:
         history.commit(client, guard, table="history", kind=ACQUIRED)
-        with pytest.raises(Exception, match="ConditionalCheckFailed"):
+        with pytest.raises(TransactionCanceledException, match="ConditionalCheckFailed"):
             with SyncTransaction(client) as transaction:
                 history.append(transaction, guard, table="history", sequence=1)
     assert history.read_head(client, "history", "job") == 1

@@ -1,4 +1,4 @@
-"""Acquiring under DESIGN.md section 3: budgets, contention, observation, ambiguous and late writes.
+"""Acquiring under docs/protocol.md: budgets, contention, observation, ambiguous and late writes.
 
 Each test runs one lease on the test's own event loop (see ``lease_harness``):
 time moves only when the test says so, and every request is recorded with the

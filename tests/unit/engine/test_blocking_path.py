@@ -49,7 +49,7 @@ def test_a_held_row_found_by_the_blocking_create_is_used_without_reading_it_agai
         lease = h.lease(wait=0)
         first = lease.acquire_blocking()
         assert first is not None
-        with pytest.raises(LockNotAcquired, match="held by owner someone"):
+        with pytest.raises(LockNotAcquired, match="held by another owner"):
             await lease.acquire(first)
         # The failed condition returned the row: no GetItem, and no second create.
         assert h.transport.operations() == ["PutItem"]

@@ -74,7 +74,7 @@ def test_a_contender_reads_the_row_instead_of_retrying_the_create_in_a_loop() ->
         clock, transport = ManualClock(), SilentConflicts()
         transport.put("holder", "v1", 30_000)
         contender = lease(transport, clock, wait=1.0)
-        with pytest.raises(LockNotAcquired, match="held by owner holder"):
+        with pytest.raises(LockNotAcquired, match="held by another owner"):
             await clock.run(contender.acquire())
         return transport
 

@@ -13,7 +13,12 @@ from support.lease_harness import Fault, Harness, lost_answer, run
 
 from dynalease._engine import fenced
 from dynalease._engine.states import State
-from dynalease.exceptions import FencingMismatch, LockNotAcquired, RequestFailedError
+from dynalease.exceptions import (
+    FencingMismatch,
+    LockNotAcquired,
+    MalformedLockRow,
+    RequestFailedError,
+)
 
 
 def free(fence: int, key: str = "k") -> dict[str, Any]:
@@ -146,7 +151,7 @@ def test_a_win_without_the_counter_in_the_answer_is_refused_and_cleaned_up() -> 
 
         h.transport.inner.call = without_attributes  # type: ignore[method-assign]
         lease = h.lease(fencing=True)
-        with pytest.raises(Exception, match="fence is missing"):
+        with pytest.raises(MalformedLockRow, match="fence is missing"):
             await h.clock.run(lease.acquire())
         await h.clock.advance(0.1)
         assert h.row() == free(1)  # released, never left held

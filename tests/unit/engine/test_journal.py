@@ -22,7 +22,7 @@ from dynalease._engine import journal
 from dynalease._engine.journal import Journal, entries, writer_alive
 from dynalease._engine.store import LoopTransport
 from dynalease.constants import ENV_EXTENSIONS_DIR, ENV_JOURNAL_DIR, ENV_RUNTIME_API
-from dynalease.exceptions import LockNotAcquired, LockReleaseError
+from dynalease.exceptions import LockLost, LockNotAcquired, LockReleaseError
 from dynalease.lock import SyncDistributedLock
 
 
@@ -63,8 +63,9 @@ def test_an_entry_exists_before_the_first_request_and_is_gone_after_release(
         assert peeking.seen[0] == ("PutItem", [name])
         body = json.loads((tmp_path / name).read_text())
         assert body["table"] == "locks" and body["key"] == "k" and body["owner"] == lease.owner
-        assert body["pid"] == os.getpid() and body["region"] == "eu-west-1"
-        assert body["endpoint_url"] == "http://x:1"
+        assert body["pid"] == os.getpid()
+        # Where requests go is never written: the extension uses its own environment.
+        assert "region" not in body and "endpoint_url" not in body
         await lease.release()
         assert os.listdir(tmp_path) == []
 
@@ -116,7 +117,7 @@ def test_a_lost_guard_forgets_its_entry_once_the_release_finds_another_owner(
         lease, _ = _journaled(h, tmp_path, lease=5.0)
         await lease.acquire()
         h.write_lock("thief", "v9", 5_000)
-        with pytest.raises(Exception, match="no longer owned"):
+        with pytest.raises(LockLost, match="no longer owned"):
             await lease.release()
         assert os.listdir(tmp_path) == []
         assert h.owner_of() == "thief"
@@ -203,14 +204,164 @@ def test_writer_alive_checks_the_process_table_and_its_start_time() -> None:
     assert not writer_alive(child.pid, None)
 
 
+OWNER = "0b1e0e5e-aaaa-4bbb-8ccc-000000000001"
+
+
+def _owner(n: int) -> str:
+    return f"0b1e0e5e-aaaa-4bbb-8ccc-{n:012d}"
+
+
+def _write_entry(directory: Path, name: str | None = None, **fields: Any) -> Path:
+    body = {"format": 1, "table": "locks", "key": "k", "owner": OWNER, "pid": 999_999_999}
+    body.update(fields)
+    path = directory / (name or f"{body['owner']}.json")
+    path.write_text(json.dumps(body))
+    return path
+
+
 def test_entries_skips_temporary_foreign_and_broken_files(tmp_path: Path) -> None:
-    Journal(str(tmp_path)).record("locks", "k", "o-1")
-    (tmp_path / "o-2.json.tmp").write_text("{")
-    (tmp_path / "o-3.json").write_text("not json")
-    (tmp_path / "o-4.json").write_text(json.dumps({"format": 99, "table": "t", "key": "k"}))
+    Journal(str(tmp_path)).record("locks", "k", _owner(1))
+    (tmp_path / f"{_owner(2)}.json.tmp").write_text("{")
+    (tmp_path / f"{_owner(3)}.json").write_text("not json")
+    (tmp_path / f"{_owner(4)}.json").write_text(json.dumps({"format": 99, "table": "t"}))
     (tmp_path / "notes.txt").write_text("x")
-    assert [(e.table, e.key, e.owner) for e in entries(str(tmp_path))] == [("locks", "k", "o-1")]
+    assert [(e.table, e.key, e.owner) for e in entries(str(tmp_path))] == [
+        ("locks", "k", _owner(1))
+    ]
     assert list(entries(str(tmp_path / "missing"))) == []
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"owner": "x"}, "owner is not an owner token"),
+        ({"owner": OWNER.upper()}, "owner is not an owner token"),
+        ({"owner": ["x"]}, "owner is not an owner token"),
+        ({"table": "Documents\n"}, "table is not a DynamoDB table name"),
+        ({"table": "../locks"}, "table is not a DynamoDB table name"),
+        ({"table": 7}, "table is not a DynamoDB table name"),
+        ({"key": ""}, "key is not text"),
+        ({"key": "a" * 2049}, "key is not text"),
+        ({"key": "\ud800"}, "key is not text"),
+        ({"key": ["k"]}, "key is not text"),
+        ({"pid": "1"}, "pid is not a process id"),
+        ({"pid": True}, "pid is not a process id"),
+        ({"pid": 0}, "pid is not a process id"),
+        ({"started": 5}, "started is not a process start time"),
+        ({"started": "1 2"}, "started is not a process start time"),
+        ({"fencing": "false"}, "fencing is not true or false"),
+        ({"format": True}, "format is not 1"),
+    ],
+)
+def test_every_field_of_an_entry_is_checked(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, fields: dict[str, Any], said: str
+) -> None:
+    name = f"{OWNER}.json" if "owner" in fields else None
+    _write_entry(tmp_path, name, **fields)
+    good = _write_entry(tmp_path, owner=_owner(9), key="k" * 2048, table="a.b_c-D")
+    with caplog.at_level("WARNING", logger="dynalease"):
+        found = list(entries(str(tmp_path)))
+    assert [e.path for e in found] == [str(good)]  # the bad file costs only itself
+    assert said in caplog.text
+
+
+def test_the_file_name_must_be_the_owner_s(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    _write_entry(tmp_path, f"{_owner(2)}.json")
+    with caplog.at_level("WARNING", logger="dynalease"):
+        assert list(entries(str(tmp_path))) == []
+    assert "the file name is not its owner's" in caplog.text
+
+
+def test_where_requests_go_is_never_read_from_an_entry(tmp_path: Path) -> None:
+    _write_entry(tmp_path, region=["us-east-1"], endpoint_url="http://attacker.example:1")
+    (entry,) = entries(str(tmp_path))
+    assert not hasattr(entry, "region") and not hasattr(entry, "endpoint_url")
+
+
+def test_a_skipped_file_s_name_cannot_forge_a_log_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    forged = "x\ndynalease-recovery: released lock key_hash=0000 in table 'payments'"
+    (tmp_path / f"{forged}.json").write_text("{}")
+    with caplog.at_level("WARNING", logger="dynalease"):
+        assert list(entries(str(tmp_path))) == []
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "\n" not in line and "\\n" in line
+
+
+def test_fifos_symlinks_and_huge_files_are_skipped_without_blocking(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    os.mkfifo(tmp_path / f"{_owner(1)}.json")  # opened blocking, this would hang
+    (tmp_path / f"{_owner(2)}.json").symlink_to("/dev/zero")  # read whole: endless
+    target = _write_entry(tmp_path, "target.txt", owner=_owner(3))
+    (tmp_path / f"{_owner(3)}.json").symlink_to(target)  # a valid entry, but through a link
+    (tmp_path / f"{_owner(4)}.json").write_text(" " * (journal.MAX_ENTRY_BYTES + 1))
+    (tmp_path / f"{_owner(5)}.json").mkdir()
+    good = _write_entry(tmp_path, owner=_owner(6))
+    with caplog.at_level("WARNING", logger="dynalease"):
+        assert [e.path for e in entries(str(tmp_path))] == [str(good)]
+    assert caplog.text.count("skipping journal entry") == 5
+    assert "not a regular file" in caplog.text and "cannot be opened" in caplog.text
+
+
+def _mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+def test_the_directory_is_created_0700_and_entries_0600(tmp_path: Path) -> None:
+    directory = tmp_path / "journal"
+    Journal(str(directory)).record("locks", "k", OWNER)
+    assert _mode(directory) == 0o700
+    assert _mode(directory / f"{OWNER}.json") == 0o600
+
+
+def test_a_directory_others_can_write_is_refused_for_writing_and_reading(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    directory = tmp_path / "journal"
+    directory.mkdir()
+    _write_entry(directory)  # planted before the mode was opened up
+    directory.chmod(0o777)
+    with caplog.at_level("WARNING", logger="dynalease"):
+        Journal(str(directory)).record("locks", "k", _owner(2))
+        assert list(entries(str(directory))) == []
+    assert sorted(os.listdir(directory)) == [f"{OWNER}.json"]  # nothing written
+    assert "writable by other users (mode 0777)" in caplog.text
+    assert _mode(directory) == 0o777  # left as it is: it is not ours to change
+
+
+def test_a_symlinked_directory_is_refused(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    (tmp_path / "journal").symlink_to(elsewhere)
+    with caplog.at_level("WARNING", logger="dynalease"):
+        Journal(str(tmp_path / "journal")).record("locks", "k", OWNER)
+    assert os.listdir(elsewhere) == []
+    assert "is a symbolic link" in caplog.text
+    # Nor is anything read through it.
+    _write_entry(elsewhere)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="dynalease"):
+        assert list(entries(str(tmp_path / "journal"))) == []
+    assert "is a symbolic link, not a directory; its entries are ignored" in caplog.text
+
+
+def test_a_planted_temporary_symlink_is_never_written_through(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    directory = tmp_path / "journal"
+    directory.mkdir(mode=0o700)
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (directory / f"{OWNER}.json.tmp").symlink_to(victim)
+    with caplog.at_level("WARNING", logger="dynalease"):
+        Journal(str(directory)).record("locks", "k", OWNER)
+    assert victim.read_text() == "precious"
+    assert not (directory / f"{OWNER}.json").exists()
+    assert "could not write a journal entry" in caplog.text
 
 
 def test_a_journal_that_cannot_write_warns_once_and_the_lock_still_works(

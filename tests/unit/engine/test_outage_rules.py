@@ -18,6 +18,7 @@ from collections.abc import Callable
 import pytest
 from support.lease_harness import Fault, Harness, hang, run
 
+from dynalease._engine.acquire import UNREACHABLE_REQUESTS, UNREACHABLE_S
 from dynalease._engine.base import key_hash, logged_key
 from dynalease.constants import ENV_LOG_KEYS
 from dynalease.exceptions import (
@@ -33,10 +34,10 @@ from dynalease.exceptions import (
 FaultFor = Callable[[str], Fault]
 
 
-def _refused(operation: str) -> Fault:
+def _refused(operation: str, *, code: str = "ConnectionError") -> Fault:
     error = RequestFailedError(
-        "could not connect to the endpoint: connection refused",
-        code="ConnectionError",
+        'could not connect to the endpoint URL "http://127.0.0.1:9": connection refused',
+        code=code,
         operation=operation,
         may_have_committed=False,
     )
@@ -108,6 +109,61 @@ def test_a_failed_blocking_create_and_failing_retries_are_lock_unavailable() -> 
     run(scenario, blocking=True)
 
 
+# --- a wrong endpoint stops early; a real outage waits out the budget ---------------------
+#
+# When every request is refused before it is sent (botocore's EndpointConnectionError: a
+# closed port, a host name that does not resolve), the acquisition raises LockUnavailable
+# once UNREACHABLE_S and UNREACHABLE_REQUESTS have passed, not after its 35 s wait.
+# Timeouts, 5xx answers and throttling, or refusals after another failure, keep the wait.
+
+WAIT_S = 35.0
+
+
+def _unreachable(operation: str) -> Fault:
+    """A refusal as botocore reports it: nothing was sent."""
+    return _refused(operation, code="EndpointConnectionError")
+
+
+def test_an_endpoint_that_refuses_everything_is_reported_after_a_second() -> None:
+    async def scenario(h: Harness) -> None:
+        _down(h, _unreachable)
+        lease = h.lease(lease=30, wait=WAIT_S)
+        start = h.clock.monotonic()
+        with pytest.raises(LockUnavailable) as caught:
+            await h.clock.run(lease.acquire())
+        elapsed = h.clock.monotonic() - start
+        assert UNREACHABLE_S <= elapsed < 2 * UNREACHABLE_S
+        message = str(caught.value)
+        assert "127.0.0.1:9" in message and "could connect" in message
+        assert f"wait_timeout of {WAIT_S:g} s" in message and "dynalease doctor" in message
+        assert lease.counters().request_failures >= UNREACHABLE_REQUESTS
+        assert lease.counters().wait_timeouts == 1
+        assert h.row() is None
+
+    run(scenario)
+
+
+@pytest.mark.parametrize(
+    ("fault", "first"),
+    [(_timeout, None), (_server_error, None), (_throttled, None), (_unreachable, _server_error)],
+    ids=["timeout", "5xx", "throttled", "refusals-after-a-5xx"],
+)
+def test_an_outage_that_is_not_only_refusals_waits_out_the_whole_budget(
+    fault: FaultFor, first: FaultFor | None
+) -> None:
+    async def scenario(h: Harness) -> None:
+        if first is not None:
+            h.transport.faults.append(first("PutItem"))
+        _down(h, fault)
+        lease = h.lease(lease=30, wait=WAIT_S)
+        start = h.clock.monotonic()
+        with pytest.raises(LockUnavailable, match="ran out"):
+            await h.clock.run(lease.acquire())
+        assert h.clock.monotonic() - start > WAIT_S - 5  # the wait, not a second
+
+    run(scenario)
+
+
 # --- plain LockNotAcquired: an answer showed the lock ------------------------------------
 
 
@@ -115,7 +171,7 @@ def test_a_row_held_by_another_owner_is_plain_not_acquired() -> None:
     async def scenario(h: Harness) -> None:
         h.write_lock("holder", "v1", 30_000)
         lease = h.lease(wait=2)
-        with pytest.raises(LockNotAcquired, match="held by owner holder") as caught:
+        with pytest.raises(LockNotAcquired, match="held by another owner") as caught:
             await h.clock.run(lease.acquire())
         assert type(caught.value) is LockNotAcquired
         assert lease.counters().wait_timeouts == 1

@@ -1,4 +1,4 @@
-"""The rows and requests of DESIGN.md section 3: what is sent, what is stored, what is refused.
+"""The rows and requests of docs/protocol.md: what is sent, what is stored, what is refused.
 
 Each test runs one lease on the test's own event loop (see ``lease_harness``):
 time moves only when the test says so, and every request is recorded with the

@@ -1,4 +1,4 @@
-"""Release under DESIGN.md section 3: the cleanup budget, reconciliation, losses found late.
+"""Release under docs/protocol.md: the cleanup budget, reconciliation, losses found late.
 
 Each test runs one lease on the test's own event loop (see ``lease_harness``):
 time moves only when the test says so, and every request is recorded with the

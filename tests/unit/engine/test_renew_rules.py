@@ -1,4 +1,4 @@
-"""Validity and renewal under DESIGN.md section 3, and how a loss is noticed and signalled.
+"""Validity and renewal under docs/protocol.md, and how a loss is noticed and signalled.
 
 Each test runs one lease on the test's own event loop (see ``lease_harness``):
 time moves only when the test says so, and every request is recorded with the

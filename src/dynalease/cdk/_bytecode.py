@@ -1,0 +1,149 @@
+"""Bytecode for the layer: find an interpreter of the target Python version and compile with it.
+
+Lambda unpacks a layer under ``/opt``, which is read-only, so a module without a
+``.pyc`` beside it is compiled from source on every cold start. The layer
+therefore carries, for every ``.py``, the bytecode an interpreter of the
+runtime's own version writes: as unchecked-hash ``.pyc`` files (PEP 552), which
+hold no timestamp, so two builds give the same bytes, and which the importer
+trusts without reading the source again.
+
+The interpreter is looked up, in order: the ``interpreter`` argument (``layer/build.py
+--interpreter``), the environment variable ``DYNALEASE_PYTHON_3_13`` (for 3.13), the
+interpreter running the build if its version matches, ``python3.13`` on ``PATH``,
+and pyenv's ``$PYENV_ROOT/versions/3.13.*`` (newest patch release first).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+
+__all__ = ["compile_sources", "find_interpreter", "interpreter_env_var"]
+
+# Run by the target interpreter with -I (no environment, no user site, no working
+# directory on sys.path): compiles each named .py under ROOT, recording the path the
+# module has in Lambda (the importer puts the real path in tracebacks anyway).
+_COMPILE = """
+import py_compile, sys
+root, want = sys.argv[1], sys.argv[2]
+if "%d.%d" % sys.version_info[:2] != want:
+    sys.exit("this interpreter is Python %d.%d, not %s" % (sys.version_info[:2] + (want,)))
+for name in sys.stdin.read().split("\\0"):
+    if name:
+        py_compile.compile(
+            root + "/" + name, dfile="/opt/" + name, doraise=True,
+            invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+        )
+print(sys.implementation.cache_tag)
+"""
+_COMPILE_TIMEOUT_S = 300
+_PROBE_TIMEOUT_S = 30
+
+
+def interpreter_env_var(version: str) -> str:
+    """The environment variable naming an interpreter for ``version``: ``DYNALEASE_PYTHON_3_13``."""
+    return "DYNALEASE_PYTHON_" + version.replace(".", "_")
+
+
+def _how_to_provide(version: str) -> str:
+    return (
+        f"install Python {version} (e.g. pyenv install {version}) so that python{version} is on "
+        f"PATH or under $PYENV_ROOT/versions, or set {interpreter_env_var(version)} to its path "
+        f"(layer/build.py: --interpreter PATH)"
+    )
+
+
+def _pyenv_candidates(version: str) -> list[Path]:
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    found: list[tuple[int, Path]] = []
+    if root.is_dir():
+        for entry in root.iterdir():
+            match = re.fullmatch(re.escape(version) + r"\.(\d+)", entry.name)
+            if match:
+                found.append((int(match.group(1)), entry / "bin" / f"python{version}"))
+    return [path for _, path in sorted(found, reverse=True)]
+
+
+def _version_of(path: Path) -> str | None:
+    """The ``3.N`` version ``path`` runs as, or None if it does not run (e.g. a pyenv shim)."""
+    try:
+        done = subprocess.run(
+            [str(path), "-I", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=_PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _given(path: Path, version: str, where: str) -> Path:
+    found = _version_of(path) if path.is_file() and os.access(path, os.X_OK) else None
+    if found != version:
+        what = "is not an executable Python" if found is None else f"is Python {found}"
+        raise LookupError(f"{where} {str(path)!r} {what}, not Python {version}")
+    return path
+
+
+def find_interpreter(version: str, interpreter: str | os.PathLike[str] | None = None) -> Path:
+    """A Python ``version`` interpreter (``'3.13'``); ``LookupError`` says how to provide one."""
+    if interpreter is not None:
+        return _given(Path(interpreter), version, "the interpreter")
+    explicit = os.environ.get(interpreter_env_var(version))
+    if explicit:
+        return _given(Path(explicit), version, interpreter_env_var(version))
+    if f"{sys.version_info.major}.{sys.version_info.minor}" == version:
+        return Path(sys.executable)
+    on_path = shutil.which(f"python{version}")
+    candidates = ([Path(on_path)] if on_path else []) + _pyenv_candidates(version)
+    for candidate in candidates:
+        if candidate.is_file() and _version_of(candidate) == version:
+            return candidate
+    raise LookupError(
+        f"no Python {version} interpreter found to compile the layer's bytecode: "
+        + _how_to_provide(version)
+    )
+
+
+def compile_sources(
+    interpreter: Path, version: str, sources: Mapping[str, bytes]
+) -> dict[str, bytes]:
+    """Compile ``sources`` (zip path to ``.py`` bytes) with ``interpreter``: ``.pyc`` by zip path.
+
+    Raises ``RuntimeError`` when the interpreter is not Python ``version`` or a
+    module does not compile.
+    """
+    with tempfile.TemporaryDirectory(prefix="dynalease-bytecode-") as directory:
+        root = Path(directory)
+        for name, content in sources.items():
+            target = root / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+        done = subprocess.run(
+            [str(interpreter), "-I", "-c", _COMPILE, directory, version],
+            input="\0".join(sorted(sources)),
+            capture_output=True,
+            text=True,
+            timeout=_COMPILE_TIMEOUT_S,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(
+                f"compiling the layer's bytecode with {interpreter} (for Python {version}) "
+                f"failed: {done.stderr.strip()[-1500:]}"
+            )
+        tag = done.stdout.strip()
+        compiled: dict[str, bytes] = {}
+        for name in sources:
+            source = PurePosixPath(name)
+            pyc = source.parent / "__pycache__" / f"{source.stem}.{tag}.pyc"
+            compiled[str(pyc)] = (root / pyc).read_bytes()
+        return compiled

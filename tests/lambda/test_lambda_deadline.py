@@ -1,0 +1,222 @@
+"""No lock outlives its invocation: guards under the middleware end at the invocation's deadline.
+
+On Lambda Managed Instances a handler that overruns its timeout keeps running, and so
+would its renewals; these tests run handlers past a ``CountdownContext``'s deadline in
+this process (nothing stops them either) against the moto server.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+from dynalease import DynamoDBClient
+from dynalease._lambda.budget import remaining_seconds
+from dynalease._lambda.invoke import CountdownContext
+from dynalease.exceptions import LockLost
+from dynalease.lock import SyncDistributedLock, distributed_lock
+from dynalease.middleware import bound_locks, current_lock, lock_handler
+from dynalease.transaction import SyncTransaction
+
+LEASE_S = 3.0  # cleanup budget 1.8 s: a 4 s invocation can still afford to acquire
+
+
+def _key() -> str:
+    return f"deadline-{uuid.uuid4().hex[:8]}"
+
+
+def _row(client: DynamoDBClient, table: str, key: str) -> Any:
+    return client.sync_get_item(table, {"key": key}, consistent_read=True)
+
+
+def _gone(client: DynamoDBClient, table: str, key: str, within: float = 1.5) -> bool:
+    """Whether the row is gone, or goes within ``within`` seconds (its delete is under way)."""
+    give_up = time.monotonic() + within
+    while _row(client, table, key) is not None:
+        if time.monotonic() > give_up:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _until_lost(guard: SyncDistributedLock, limit_s: float = 10.0) -> float:
+    """Work until ``raise_if_lost`` raises, as a careful handler does; when it did."""
+    give_up = time.monotonic() + limit_s
+    while time.monotonic() < give_up:
+        try:
+            guard.raise_if_lost()
+        except LockLost:
+            return time.monotonic()
+        time.sleep(0.02)
+    raise AssertionError("raise_if_lost never raised past the invocation's deadline")
+
+
+class _NegativeContext:
+    """A Managed Instances context after its timeout: the remaining time reads below zero."""
+
+    def get_remaining_time_in_millis(self) -> int:
+        return -250
+
+
+def test_zero_or_negative_remaining_time_is_expired_not_unknown() -> None:
+    assert remaining_seconds(_NegativeContext()) == 0.0
+    assert remaining_seconds(None) is None
+
+
+def test_an_overrunning_handler_loses_its_lock_and_its_row_is_deleted_at_the_deadline(
+    lock_table: str, other_client: DynamoDBClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    key = _key()
+    seen: dict[str, Any] = {}
+
+    @lock_handler(key=key, lease_duration=LEASE_S)
+    def handler(event: Any, context: Any) -> str:
+        guard = current_lock()
+        seen["deadline"] = time.monotonic() + context.get_remaining_time_in_millis() / 1000
+        seen["lost_at"] = _until_lost(guard)
+        with pytest.raises(LockLost), SyncTransaction(guard._client) as transaction:
+            guard.check_in(transaction)  # a write conditioned on the lock is refused too
+        # The handler is still running: its row is gone and another owner takes the key.
+        seen["gone"] = _gone(other_client, lock_table, key)
+        with SyncDistributedLock(other_client, table=lock_table, key=key, wait_timeout=0):
+            seen["other_acquired_at"] = time.monotonic()
+        return "overran"
+
+    with caplog.at_level(logging.WARNING, logger="dynalease"), pytest.raises(LockLost) as lost:
+        handler({}, CountdownContext(4.0))
+    # The handler's own exit reports the loss; its row had been deleted long before.
+    assert "reached its deadline" in str(lost.value)
+    assert seen["gone"]
+    assert 0 <= seen["lost_at"] - seen["deadline"] < 1.0
+    assert seen["other_acquired_at"] - seen["deadline"] < 1.5
+    assert any("reached its deadline" in record.getMessage() for record in caplog.records)
+
+
+def test_bound_locks_bounds_guards_taken_deeper_in_the_handler(
+    lock_table: str, other_client: DynamoDBClient, aws_env: str
+) -> None:
+    key = _key()
+    client = DynamoDBClient()
+    seen: dict[str, Any] = {}
+
+    @distributed_lock(client, table=lock_table, key="{name}", lease_duration=LEASE_S)
+    def overrun(name: str, context: Any) -> None:
+        from dynalease.lock import current_guard
+
+        guard = current_guard()
+        assert isinstance(guard, SyncDistributedLock)
+        seen["lost_at"] = _until_lost(guard)
+        seen["gone"] = _gone(other_client, lock_table, name)
+
+    @bound_locks
+    def handler(event: Any, context: Any) -> None:
+        overrun(event["name"], context)
+
+    with pytest.raises(LockLost):
+        handler({"name": key}, CountdownContext(1.5))
+    assert seen["gone"]
+
+
+def test_a_guard_outside_any_handler_is_not_bounded(lock_table: str, aws_env: str) -> None:
+    client = DynamoDBClient()
+    with SyncDistributedLock(client, table=lock_table, key=_key(), lease_duration=LEASE_S) as guard:
+        assert guard._lease.deadline is None
+
+
+def test_an_invocation_that_ends_in_time_sends_the_same_requests(
+    lock_table: str, counted_client: DynamoDBClient, counting_proxy: Any
+) -> None:
+    def cycle(key: str) -> None:
+        with SyncDistributedLock(counted_client, table=lock_table, key=key, lease_duration=LEASE_S):
+            time.sleep(0.05)
+
+    cycle(_key())  # warm: the first cycle also builds the client
+    counting_proxy.reset()
+    cycle(_key())
+    unbounded = dict(counting_proxy.counts)
+
+    @bound_locks
+    def handler(event: Any, context: Any) -> None:
+        cycle(event["key"])
+
+    counting_proxy.reset()
+    handler({"key": _key()}, CountdownContext(30.0))
+    assert dict(counting_proxy.counts) == unbounded
+
+
+def test_a_guard_acquired_after_the_deadline_is_lost_at_once(
+    lock_table: str, other_client: DynamoDBClient, aws_env: str
+) -> None:
+    client = DynamoDBClient()
+    key = _key()
+
+    @bound_locks
+    def handler(event: Any, context: Any) -> None:
+        with SyncDistributedLock(client, table=lock_table, key=key, lease_duration=LEASE_S) as g:
+            _until_lost(g, limit_s=3.0)
+
+    with pytest.raises(LockLost):
+        handler({}, _NegativeContext())
+    assert _gone(other_client, lock_table, key)
+
+
+# --- tenant isolation: {tenant_id} from the invocation ----------------------------------
+
+
+def test_a_tenant_id_placeholder_is_the_invocations_tenant(lock_table: str) -> None:
+    @lock_handler(key="tenant:{tenant_id}:{job}", lease_duration=LEASE_S)
+    def handler(event: Any, context: Any) -> str:
+        return current_lock().key
+
+    key = handler({"job": "nightly"}, CountdownContext(30.0, tenant_id="acme"))
+    assert key == "tenant:" + "4:acme:7:nightly"
+
+
+def test_a_missing_tenant_id_is_a_clear_error_before_any_request(
+    lock_table: str, counting_proxy: Any
+) -> None:
+    @lock_handler(key="tenant:{tenant_id}", lease_duration=LEASE_S)
+    def handler(event: Any, context: Any) -> str:
+        return "ran"
+
+    counting_proxy.reset()
+    with pytest.raises(ValueError, match=r"placeholder \{tenant_id\}: the invocation's tenant id"):
+        handler({"tenant_id": "from-the-event"}, CountdownContext(30.0))
+    assert counting_proxy.total() == 0
+
+
+def test_fields_can_still_map_tenant_id_to_the_event(lock_table: str) -> None:
+    @lock_handler(key="{tenant_id}", fields={"tenant_id": "detail.tenant"}, lease_duration=LEASE_S)
+    def handler(event: Any, context: Any) -> str:
+        return current_lock().key
+
+    assert handler({"detail": {"tenant": "t-9"}}, CountdownContext(30.0, tenant_id="x")) == "t-9"
+
+
+def test_an_async_guard_in_a_bounded_handler_ends_at_the_deadline_too(
+    lock_table: str, other_client: DynamoDBClient, aws_env: str
+) -> None:
+    import asyncio
+
+    from dynalease.lock import DistributedLock
+
+    client = DynamoDBClient()
+    key = _key()
+    seen: dict[str, Any] = {}
+
+    async def work() -> None:
+        async with DistributedLock(client, table=lock_table, key=key, lease_duration=LEASE_S) as g:
+            await g.until_lost()  # woken by the loss at the deadline
+            seen["gone"] = _gone(other_client, lock_table, key)
+
+    @bound_locks
+    def handler(event: Any, context: Any) -> None:
+        asyncio.run(work())
+
+    with pytest.raises(LockLost):
+        handler({}, CountdownContext(1.0))
+    assert seen["gone"]

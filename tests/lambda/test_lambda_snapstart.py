@@ -1,0 +1,85 @@
+"""SnapStart: dynalease's hooks, run from snapshot_restore_py's registry as the runtime does."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from typing import Any
+
+import pytest
+import snapshot_restore_py
+
+import dynalease.middleware  # noqa: F401  (importing it registers the hooks)
+from dynalease import DynamoDBClient
+from dynalease._lambda import snapstart
+from dynalease._lambda.snapstart import LockHeldAtSnapshot
+from dynalease.exceptions import LockNotAcquired
+from dynalease.lock import SyncDistributedLock
+
+
+def _run(registry: list[Any], *, reverse: bool) -> None:
+    """Run a registry's hooks as awslambdaric's hooks runner does (before-snapshot ones
+    last registered first), without emptying it for the next test."""
+    for func, args, kwargs in reversed(registry) if reverse else list(registry):
+        func(*args, **kwargs)
+
+
+def _before_snapshot() -> None:
+    _run(snapshot_restore_py.get_before_snapshot(), reverse=True)  # type: ignore[attr-defined]
+
+
+def _after_restore() -> None:
+    _run(snapshot_restore_py.get_after_restore(), reverse=False)  # type: ignore[attr-defined]
+
+
+def test_importing_the_middleware_registers_both_hooks_once() -> None:
+    befores = [func for func, _, _ in snapshot_restore_py.get_before_snapshot()]  # type: ignore[attr-defined]
+    afters = [func for func, _, _ in snapshot_restore_py.get_after_restore()]  # type: ignore[attr-defined]
+    assert befores.count(snapstart.before_snapshot) == 1
+    assert afters.count(snapstart.after_restore) == 1
+    assert snapstart.register()  # a second call registers nothing more
+    assert [f for f, _, _ in snapshot_restore_py.get_before_snapshot()].count(  # type: ignore[attr-defined]
+        snapstart.before_snapshot
+    ) == 1
+
+
+def test_a_snapshot_with_a_lock_held_is_refused_naming_the_key(
+    lock_table: str, aws_env: str
+) -> None:
+    client = DynamoDBClient()
+    key = f"snap-{uuid.uuid4().hex[:8]}"
+    with SyncDistributedLock(client, table=lock_table, key=key, lease_duration=5):
+        with pytest.raises(LockHeldAtSnapshot) as refused:
+            _before_snapshot()
+    assert repr(key) in str(refused.value)
+    assert lock_table in str(refused.value)
+    _before_snapshot()  # released: the snapshot may go ahead
+
+
+def test_after_restore_reseeds_jitter_and_forgets_observations_and_connections(
+    lock_table: str, aws_env: str, other_client: DynamoDBClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = DynamoDBClient()
+    key = f"snap-{uuid.uuid4().hex[:8]}"
+    # A contended acquire leaves an observation (with monotonic times) in the client.
+    with (
+        SyncDistributedLock(other_client, table=lock_table, key=key, lease_duration=5),
+        pytest.raises(LockNotAcquired),
+        SyncDistributedLock(client, table=lock_table, key=key, wait_timeout=0.2),
+    ):
+        pass
+    assert len(client._observations) == 1
+    dropped: list[DynamoDBClient] = []
+    # The transport closes its pool in ``_drop_connections``; here we only see it asked.
+    monkeypatch.setattr(
+        client, snapstart.DROP_CONNECTIONS, lambda: dropped.append(client), raising=False
+    )
+    random.seed(7)
+    state = random.getstate()
+    _before_snapshot()
+    _after_restore()
+    assert dropped == [client, client]  # closed before the snapshot, dropped after the restore
+    assert len(client._observations) == 0
+    assert random.getstate() != state
+    with SyncDistributedLock(client, table=lock_table, key=key, wait_timeout=5) as guard:
+        assert not guard.lost
