@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test lint typecheck unit system-deps layer cdk-range bench dist clean
+.PHONY: demo test test-pythons lint typecheck unit system-deps layer cdk-range bench dist clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,12 +48,31 @@ typecheck: $(STAMP)
 
 # The default run takes the lean request path; the protocol tests run again over botocore.
 # Unit, docs and CDK tests on two workers; the suites about timing, processes and
-# Lambda alone, so their generous bounds stay generous.
+# Lambda alone, so their generous bounds stay generous. Then the engine, Lambda and
+# integration suites again on Lambda's other Python versions (test-pythons).
+# The Managed Instances tests run awslambdaric on Python 3.13 whatever runs the suite.
+PYTHON313 = $$(bash tests/support/python_venv.sh 3.13)
 test: $(STAMP) system-deps lint typecheck
 	$(BIN)/pytest -n 2 --dist loadfile tests/unit tests/docs tests/infra
-	$(BIN)/pytest tests/integration tests/lambda tests/cli
+	DYNALEASE_PYTHON313=$(PYTHON313) $(BIN)/pytest tests/integration tests/lambda tests/cli
 	DYNALEASE_TRANSPORT=boto $(BIN)/pytest -q -p no:cacheprovider \
 	  tests/integration/test_locks.py tests/integration/test_lock_examples.py
+	$(MAKE) --no-print-directory test-pythons
+
+# Lambda's Python runtimes besides the venv's (SnapStart needs 3.12+, Managed Instances
+# 3.13+): each gets .venv-3.X with the test extra. A missing interpreter is skipped
+# with a warning here and fails under CI=true.
+OTHER_PYTHONS ?= 3.12 3.13
+SUITES_ON_EVERY_PYTHON := tests/unit/engine tests/lambda tests/integration
+test-pythons: system-deps
+	@for version in $(OTHER_PYTHONS); do \
+	  if python=$$(bash tests/support/python_venv.sh $$version); then \
+	    echo "make: the engine, Lambda and integration suites on Python $$version"; \
+	    $$python -m pytest -q -n 2 --dist loadfile -p no:cacheprovider \
+	      $(SUITES_ON_EVERY_PYTHON) || exit 1; \
+	  elif [ "$${CI:-}" = true ]; then exit 1; \
+	  else echo "warning: Python $$version not found: its suites are skipped"; fi; \
+	done
 
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit -q
@@ -82,4 +101,4 @@ dist: $(STAMP)
 	$(BIN)/twine check --strict dist/*
 
 clean:
-	rm -rf $(VENV) cdk.out layer/dist dist .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-3.* cdk.out layer/dist dist .mypy_cache .pytest_cache .ruff_cache

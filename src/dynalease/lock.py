@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
-import copy
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from . import shutdown
+from ._advice import explain
 from ._calls import CALL, guarded_calls
 from ._engine.deadline import suspension_warning
 from ._engine.lease import Lease
@@ -21,14 +21,7 @@ from ._engine.protocol import check_durations
 from ._engine.states import NEW, State
 from ._redact import logged_key
 from .client import DynamoDBClient, check_table_name
-from .exceptions import (
-    DynamoDBError,
-    FencingUnavailable,
-    GuardReused,
-    LockLost,
-    TableNotFoundError,
-    ValidationError,
-)
+from .exceptions import DynamoDBError, FencingUnavailable, GuardReused, LockLost
 from .keys import KeyTemplate, validate_key
 from .metrics import LockMetrics
 
@@ -47,12 +40,6 @@ __all__ = [
 P = ParamSpec("P")
 R = TypeVar("R")
 OnLost = Callable[[LockLost], object]
-
-_SCHEMA_HINT = (
-    "lock tables need a partition key named 'key' of type S and no sort key; "
-    "check the table with `dynalease doctor --table {table}`"
-)
-
 
 #: Set when the interpreter starts to exit: a held guard dropped from then on is
 #: not released in the background (``_Guard.__del__``), as a ``weakref.finalize``
@@ -237,32 +224,13 @@ class _Guard:
 
     def _explain(self, error: DynamoDBError) -> DynamoDBError:
         """The same error, saying which lock it concerns (DynamoDB's messages do not)."""
-        hint = (
-            f" ({_SCHEMA_HINT.format(table=self.table)})"
-            if isinstance(error, ValidationError)
-            else ""
-        )
-        explained = copy.copy(error)  # same class, code, operation and flags
-        if isinstance(error, TableNotFoundError):
-            explained.args = (f"lock {logged_key(self.key)}: {self._missing_table()}",)
-        else:
-            explained.args = (
-                f"lock {logged_key(self.key)} in table {self.table!r}: {error}{hint}",
-            )
-        return explained
-
-    def _missing_table(self) -> str:
-        """Where the table was looked for, and what to do: check where, or create it."""
-        region, endpoint = self._client.region, self._client.endpoint_url
-        where = f"Region {region!r} at " + (endpoint or "AWS's endpoint for that Region")
-        doctor = f"dynalease doctor --table {self.table} --region {region}" + (
-            f" --endpoint {endpoint}" if endpoint else ""
-        )
-        return (
-            f"table {self.table!r} does not exist in {where}. If it exists elsewhere, the "
-            f"Region or endpoint is wrong (`{doctor}` checks where requests go); if not, "
-            f"create it first, e.g. client.sync_create_table({self.table!r}, "
-            "partition_key=('key', 'S'), wait=True)"
+        client = self._client
+        return explain(
+            error,
+            key=self.key,
+            table=self.table,
+            region=client.region,
+            endpoint=client.endpoint_url,
         )
 
     def _limit_single_attempt(self, seconds: float) -> None:

@@ -32,7 +32,9 @@ ALLOWED: dict[str, set[str]] = {
     "_engine": BASE | {"metrics"},
     "_values": BASE,
     "_transport": BASE | {"_engine", "_values"},
-    "lock": BASE | {"_engine", "metrics", "keys", "client", "transaction", "shutdown", "_calls"},
+    "_advice": BASE,
+    "lock": BASE
+    | {"_engine", "metrics", "keys", "client", "transaction", "shutdown", "_calls", "_advice"},
     "transaction": BASE | {"_engine", "_values", "client"},
     "client": BASE | {"_engine", "_transport", "_values"},
     "semaphore": BASE | {"_engine", "keys", "client", "lock", "_calls"},
