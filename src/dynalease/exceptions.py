@@ -51,7 +51,7 @@ class DynaleaseError(Exception):
 
     def __str__(self) -> str:
         text = super().__str__()
-        if self.request_id:
+        if self.request_id and self.request_id not in text:  # a re-worded error has it already
             return f"{text} (AWS request id {self.request_id})"
         return text
 

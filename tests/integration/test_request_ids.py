@@ -95,3 +95,17 @@ def test_a_lock_lost_carries_the_last_answers_request_id(
             # Someone deletes the row by hand: the release's answer says it is gone.
             client.sync_delete_item(table, {"key": "taken"})
     _shows_its_request_id(raised.value)
+
+
+@PATHS
+def test_a_lock_error_reworded_with_advice_shows_its_request_id_once(
+    make_client: object, transport: str
+) -> None:
+    client = make_client(transport)  # type: ignore[operator]
+    table = f"wrong-schema-{uuid.uuid4().hex[:8]}"
+    client.sync_create_table(table, partition_key=("pk", "S"), wait=True)
+    with pytest.raises(ValidationError) as raised:
+        with SyncDistributedLock(client, table=table, key="k", wait_timeout=0):
+            pass
+    _shows_its_request_id(raised.value)
+    assert str(raised.value).count(str(raised.value.request_id)) == 1
