@@ -19,7 +19,7 @@ from dynalease._engine.clock import ManualClock, wait_for
 from dynalease._engine.lease import Lease
 from dynalease._engine.observations import Observations
 from dynalease._engine.permits import PermitTarget
-from dynalease._engine.store import LockStore, TimedOut
+from dynalease._engine.store import LockStore, LoopTransport, TimedOut
 from dynalease.exceptions import LockLost, RequestFailedError
 from dynalease.keys import permit_keys
 from support.memory import MemoryDynamoDB
@@ -64,7 +64,7 @@ class Sent:
     at: float
 
 
-class FaultyTransport:
+class FaultyTransport(LoopTransport):
     """Records requests and plays scripted faults in front of the in-memory table."""
 
     def __init__(

@@ -150,6 +150,7 @@ class Releaser:
             table=core.table,
             key=key,
             owner=core.owner,
+            request_id=core.last_request_id,
         )
 
     async def _pause(self, retry: float, deadline: float) -> None:

@@ -128,21 +128,26 @@ class Requests:
         return self._settle("write", outcome)
 
     def _settle(self, kind: str, outcome: asyncio.Future[Reply]) -> Reply | None:
-        tally = self.core.tally
+        core = self.core
+        tally = core.tally
         try:
             reply = outcome.result()
         except ConditionFailed as failed:
             tally.conditional_failures += 1
+            core.note_answer(failed.request_id)
             self.conflict_item = failed.item
             return None
         except RequestFailedError as error:
             tally.request_failures += 1
+            core.note_answer(error.request_id)
             if error.may_have_committed and kind != "read":
                 raise OutcomeUnknown(outcome, error) from error
             raise
-        except DynamoDBError:
+        except DynamoDBError as error:
             tally.request_failures += 1
+            core.note_answer(error.request_id)
             raise
+        core.note_answer(reply.request_id)
         if kind == "read":
             tally.consumed_rcu += reply.capacity
         else:

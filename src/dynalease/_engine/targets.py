@@ -75,7 +75,9 @@ def not_acquired(
     core: LeaseCore, message: str, key: str, cause: BaseException | None
 ) -> LockNotAcquired:
     """:class:`LockNotAcquired` with ``message``, naming ``key`` and this guard's owner."""
-    error = LockNotAcquired(message, table=core.table, key=key, owner=core.owner)
+    error = LockNotAcquired(
+        message, table=core.table, key=key, owner=core.owner, request_id=core.last_request_id
+    )
     error.__cause__ = cause
     return error
 
@@ -116,6 +118,7 @@ def _budget_spent(core: LeaseCore, target: Target, attempt: Attempt) -> LockNotA
         table=core.table,
         key=attempt.key,
         owner=core.owner,
+        request_id=core.last_request_id,
     )
     error.__cause__ = cause
     return error
@@ -133,6 +136,7 @@ def _unreachable(core: LeaseCore, attempt: Attempt) -> LockUnavailable:
         table=core.table,
         key=attempt.key,
         owner=core.owner,
+        request_id=core.last_request_id,
     )
     error.__cause__ = attempt.last_error
     return error

@@ -20,12 +20,13 @@ from support.lease_harness import BlockingFaultyTransport, Harness, hang, record
 from dynalease import DynamoDBClient
 from dynalease._engine import journal
 from dynalease._engine.journal import Journal, entries, writer_alive
+from dynalease._engine.store import LoopTransport
 from dynalease.constants import ENV_EXTENSIONS_DIR, ENV_JOURNAL_DIR, ENV_RUNTIME_API
 from dynalease.exceptions import LockLost, LockNotAcquired, LockReleaseError
 from dynalease.lock import SyncDistributedLock
 
 
-class Peeking:
+class Peeking(LoopTransport):
     """A transport that lists the journal directory as each request is sent."""
 
     def __init__(self, inner: Any, directory: Path) -> None:

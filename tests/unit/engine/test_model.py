@@ -51,7 +51,7 @@ from dynalease._engine.clock import ManualClock
 from dynalease._engine.lease import Lease
 from dynalease._engine.observations import Observations
 from dynalease._engine.states import State
-from dynalease._engine.store import LockStore
+from dynalease._engine.store import LockStore, LoopTransport
 from dynalease.exceptions import (
     LockLost,
     LockNotAcquired,
@@ -157,7 +157,7 @@ class ClientNet:
     slow_next: float = 0.0
 
 
-class ModelTransport:
+class ModelTransport(LoopTransport):
     """The in-memory table behind one client's faults; checks each commit as it lands."""
 
     def __init__(self, model: LeaseModel, client: int) -> None:
