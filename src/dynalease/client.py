@@ -256,6 +256,11 @@ class DynamoDBClient:
         """
         self._runtime().run(self._lock_store.prepare())
 
+    def _drop_connections(self) -> None:
+        """Close the lock path's idle pooled connections (SnapStart's hooks; no request)."""
+        self._lock_store.transport.drop_connections()
+        self._items.drop_connections()
+
     async def _in_pool(self, function: Callable[[], T]) -> T:
         runtime = self._runtime()
         return await asyncio.wrap_future(runtime.executor.submit(function))

@@ -105,6 +105,14 @@ class Transport(Protocol):
         """The answer to a request handed to ``on_late`` (on the runtime loop)."""
         ...
 
+    def drop_connections(self) -> None:
+        """Close the idle pooled connections and forget them; the next request opens anew.
+
+        For SnapStart: a connection open in the snapshot would be shared by every
+        restored copy. Called with no request in flight.
+        """
+        ...
+
 
 class TimedOut(Exception):
     """No answer within the caller's :class:`Limit`; the rest went to its ``on_late``."""
@@ -185,6 +193,9 @@ class LoopTransport:
         """The answer :func:`bounded` handed to ``on_late``."""
         answer: dict[str, Any] = await late
         return answer
+
+    def drop_connections(self) -> None:
+        """Nothing pooled of ours (botocore keeps its own pool)."""
 
 
 class LockStore:

@@ -86,6 +86,9 @@ class _Timed:
     async def finish_late(self, operation: str, late: Any) -> dict[str, Any]:
         return await self._inner.finish_late(operation, late)
 
+    def drop_connections(self) -> None:
+        self._inner.drop_connections()
+
     @contextlib.contextmanager
     def _timed(self, operation: str) -> Iterator[None]:
         start = time.perf_counter()

@@ -123,6 +123,17 @@ class Connections:
         self._pool = None if proxy else manager.connection_from_url(url)
         self._urllib3 = urllib3
 
+    def drop(self) -> None:
+        """Close every idle connection; the next request connects anew."""
+        pools = self._manager.pools  # urllib3 2 forgets pools on clear() without closing them
+        for key in list(pools.keys()):
+            pool = pools.get(key)
+            if pool is not None:
+                pool.close()
+        self._manager.clear()
+        if self._pool is not None:
+            self._pool = self._manager.connection_from_url(self.url)
+
     def post(
         self, headers: dict[str, str], body: bytes, *, timeout: float, retry_stale: bool
     ) -> Answer:

@@ -214,6 +214,11 @@ class LeanTransport:
         assert route is not None, "send_blocking before the lean path was chosen"
         return _exchange(route, operation, params, timeout)
 
+    def drop_connections(self) -> None:
+        """Close the route's idle connections (the item helpers share them)."""
+        if self._route is not None:
+            self._route.connections.drop()
+
     async def finish_late(self, operation: str, late: Any) -> dict[str, Any]:
         """The answer to a late request (:meth:`send_blocking` hands none over)."""
         answer: dict[str, Any] = await late
