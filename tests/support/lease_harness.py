@@ -10,7 +10,7 @@ committing, or fail it, one scripted :class:`Fault` at a time.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +64,26 @@ class Sent:
     at: float
 
 
+async def bounded_on(
+    clock: ManualClock,
+    request: Awaitable[dict[str, Any]],
+    timeout: float,
+    on_late: Callable[[Any], object],
+) -> dict[str, Any]:
+    """Await ``request`` for at most ``timeout`` seconds of ``clock``, as a transport
+    bounds a request: an answer still to come is handed to ``on_late``."""
+    exchange = asyncio.ensure_future(request)
+    try:
+        finished = await wait_for(clock, exchange, timeout)
+    except asyncio.CancelledError:
+        on_late(exchange)
+        raise
+    if not finished:
+        on_late(exchange)
+        raise TimedOut
+    return exchange.result()
+
+
 class FaultyTransport(LoopTransport):
     """Records requests and plays scripted faults in front of the in-memory table."""
 
@@ -90,16 +110,7 @@ class FaultyTransport(LoopTransport):
     ) -> dict[str, Any]:
         """:meth:`send`, bounded by ``timeout`` seconds of the manual clock, as the lean
         transport bounds it: an answer still to come is handed to ``on_late``."""
-        exchange = asyncio.ensure_future(self.send(operation, params))
-        try:
-            finished = await wait_for(self.clock, exchange, timeout)
-        except asyncio.CancelledError:
-            on_late(exchange)
-            raise
-        if not finished:
-            on_late(exchange)
-            raise TimedOut
-        return exchange.result()
+        return await bounded_on(self.clock, self.send(operation, params), timeout, on_late)
 
     def operations(self) -> list[str]:
         return [request.operation for request in self.sent]

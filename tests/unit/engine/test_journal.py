@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.lease_harness import BlockingFaultyTransport, Harness, hang, recording_client, run
+from support.lease_harness import (
+    BlockingFaultyTransport,
+    Harness,
+    bounded_on,
+    hang,
+    recording_client,
+    run,
+)
 
 from dynalease import DynamoDBClient
 from dynalease._engine import journal
@@ -43,6 +50,11 @@ class Peeking(LoopTransport):
         self.seen.append((operation, sorted(os.listdir(self.directory))))
         self.keys.append((operation, [e.key for e in entries(str(self.directory))]))
         return dict(await self.inner.send(operation, params))
+
+    async def send_within(
+        self, operation: str, params: dict[str, Any], timeout: float, on_late: Any
+    ) -> dict[str, Any]:
+        return await bounded_on(self.inner.clock, self.send(operation, params), timeout, on_late)
 
 
 def _journaled(h: Harness, directory: Path, **options: Any) -> tuple[Any, Peeking]:

@@ -42,6 +42,7 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
+from support.lease_harness import bounded_on
 from support.memory import MemoryTransport as _MemoryTransport
 from support.memory import memory_lock_table
 
@@ -195,6 +196,12 @@ class ModelTransport(LoopTransport):
             net.lose_next_write = False
             raise RequestFailedError("connection reset after commit", operation=operation)
         return answer
+
+    async def send_within(
+        self, operation: str, params: dict[str, Any], timeout: float, on_late: Any
+    ) -> dict[str, Any]:
+        """:meth:`send`, bounded on the model's clock as a real transport bounds it."""
+        return await bounded_on(self.model.clock, self.send(operation, params), timeout, on_late)
 
 
 def kind_of(operation: str, params: dict[str, Any]) -> str:
