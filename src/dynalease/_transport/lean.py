@@ -26,6 +26,7 @@ Answers are read by :mod:`.codec`; they and failures are mapped by
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import os
 import threading
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from botocore.client import BaseClient
 
+from .._engine.runtime import get_runtime
 from .._engine.store import Transport, bounded
 from ..constants import ENV_TRANSPORT
 from .boto import BotoTransport
@@ -53,6 +55,9 @@ TRANSPORTS = ("lean", "boto")
 DEFAULT_TRANSPORT = "lean"
 #: Operations that change nothing: safe to resend when a reused connection was dropped.
 _READS = frozenset({"GetItem", "BatchGetItem", "DescribeTable"})
+#: Writes sent from a caller's thread that leave a row behind if they land after their wait
+#: (a create; a fenced create is an UpdateItem): their answers are kept (``send_blocking``).
+_MAY_LEAVE_A_ROW = frozenset({"PutItem", "UpdateItem"})
 
 
 def transport_choice(explicit: str | None) -> str:
@@ -206,13 +211,31 @@ class LeanTransport:
     ) -> dict[str, Any]:
         """Send one request from the calling thread, waiting at most ``timeout`` seconds.
 
-        Only after :meth:`blocking_ready`. A request sent but not answered in
-        time is raised as a failure that may have been applied (urllib3 closes
-        its connection, so nothing is left for ``on_late``).
+        Only after :meth:`blocking_ready`. A request that could leave a row behind
+        if it landed after its wait (a create) runs on the runtime's thread pool
+        instead, so that its answer is not lost: one not answered in time goes to
+        ``on_late`` (a future of the answer) and is raised as a failure that may
+        have been applied, and the lease deletes the row if the answer says it
+        landed. Any other request is sent from this thread; one not answered in
+        time is raised the same way (urllib3 closes its connection).
         """
         route = self._route
         assert route is not None, "send_blocking before the lean path was chosen"
-        return _exchange(route, operation, params, timeout)
+        if operation not in _MAY_LEAVE_A_ROW:
+            return _exchange(route, operation, params, timeout)
+        pool = get_runtime().executor
+        read_timeout = route.connections.read_timeout
+        exchange = pool.submit(_exchange, route, operation, params, read_timeout)
+        try:
+            return exchange.result(timeout=max(0.0, timeout))
+        except concurrent.futures.TimeoutError:
+            on_late(exchange)
+            unanswered = Unanswered(None, timeout=True)
+            raise map_lean_failure(unanswered, route.url, operation) from None
+        except BaseException:  # interrupted (Ctrl-C): the answer may still come
+            if not exchange.done():
+                on_late(exchange)
+            raise
 
     def drop_connections(self) -> None:
         """Close the route's idle connections (the item helpers share them)."""
@@ -220,7 +243,10 @@ class LeanTransport:
             self._route.connections.drop()
 
     async def finish_late(self, operation: str, late: Any) -> dict[str, Any]:
-        """The answer to a late request (:meth:`send_blocking` hands none over)."""
+        """The answer to a request handed to ``on_late``: a future of the pool's, or
+        the awaitable :meth:`send_within` handed over."""
+        if isinstance(late, concurrent.futures.Future):
+            late = asyncio.wrap_future(late)
         answer: dict[str, Any] = await late
         return answer
 
