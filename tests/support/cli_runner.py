@@ -41,15 +41,24 @@ def cli_env(**overrides: str | None) -> dict[str, str]:
 
 @contextlib.contextmanager
 def environment(env: dict[str, str]) -> Iterator[None]:
-    """Replace os.environ for the duration of the block."""
-    saved = dict(os.environ)
+    """Replace os.environ for the duration of the block, as a new process would see it.
+
+    boto3's default session (which clients without keys, profile or session use)
+    caches the credentials it found: it is set aside too, so the block starts with
+    none, as a new process does.
+    """
+    import boto3
+
+    saved, saved_session = dict(os.environ), boto3.DEFAULT_SESSION
     os.environ.clear()
     os.environ.update(env)
+    boto3.DEFAULT_SESSION = None
     try:
         yield
     finally:
         os.environ.clear()
         os.environ.update(saved)
+        boto3.DEFAULT_SESSION = saved_session
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> Result:
