@@ -37,10 +37,10 @@ from typing import Any
 
 from dynalease import DynamoDBClient, SyncDistributedLock
 from dynalease._engine.journal import Journal
-from dynalease._tooling.counting_proxy import CountingProxy
 from dynalease._tooling.lambda_plane import ControlPlane
 from dynalease.cdk.build import build_layer
 from dynalease.demo.local_server import LocalServer
+from tests.support.counting_proxy import CountingProxy  # a test tool: not in the wheel
 
 from .libs import use_test_credentials
 

@@ -1,5 +1,5 @@
 """Tooling for a developer's machine: console tables, the table diagnosis and its
-timings, the local Lambda control plane and a request-counting proxy.
+timings, and the local Lambda control plane.
 
 It sits below both :mod:`dynalease.cli` and :mod:`dynalease.demo`, so neither has
 to import the other for them; it imports only the library faces. The tests and the
