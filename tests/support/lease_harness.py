@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynalease import DynamoDBClient
-from dynalease._engine.clock import ManualClock
 from dynalease._engine.lease import Lease
 from dynalease._engine.observations import Observations
 from dynalease._engine.permits import PermitLease
 from dynalease._engine.store import LockStore
 from dynalease.exceptions import LockLost, RequestFailedError
 from dynalease.keys import permit_keys
+from support.manual_clock import ManualClock
 from support.memory import MemoryDynamoDB
 from support.memory import MemoryTransport as _MemoryTransport
 
