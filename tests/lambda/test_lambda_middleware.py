@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools import Logger, Metrics
+from dynalease_dev.invoke import CountdownContext
 
 import dynalease.middleware as middleware
 from dynalease import DynamoDBClient
-from dynalease._lambda.invoke import CountdownContext
 from dynalease.constants import ENV_LOG_KEYS, ENV_TABLE
 from dynalease.exceptions import LockLost, LockNotAcquired, LockUnavailable
 from dynalease.lock import SyncDistributedLock
@@ -534,7 +534,7 @@ def test_importing_the_middleware_pulls_in_no_cdk_boto3_or_cli() -> None:
         "import sys, time; t = time.perf_counter(); import dynalease.middleware; "
         "print(round((time.perf_counter() - t) * 1000)); "
         "print(sorted(m for m in ('aws_cdk', 'boto3', 'rich', 'dynalease.cdk', "
-        "'dynalease.cli', 'dynalease.demo', 'dynalease._lambda.invoke') if m in sys.modules))"
+        "'dynalease.cli', 'dynalease_dev.demo', 'dynalease_dev.invoke') if m in sys.modules))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
