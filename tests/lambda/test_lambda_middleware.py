@@ -577,3 +577,34 @@ def test_a_bad_permits_count_is_rejected_when_decorating() -> None:
         lock_handler(key="k", permits=0)
     with pytest.raises(TypeError, match="permits must be an int"):
         lock_handler(key="k", permits="3")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("decorator", [middleware.lock_handler, middleware.lock_record])
+def test_a_misspelled_or_missing_option_is_python_s_own_type_error_naming_it(
+    decorator: Callable[..., Any],
+) -> None:
+    """The options are one shared list (``LockOptions``): a wrong name still fails at once."""
+    name = decorator.__name__
+    with pytest.raises(
+        TypeError,
+        match=rf"^{name}\(\) got an unexpected keyword argument 'wait_timout'; "
+        r"did you mean 'wait_timeout'\?$",
+    ):
+        decorator(table="locks", key="k", wait_timout=5)
+    with pytest.raises(TypeError, match=rf"^{name}\(\) missing required keyword argument: 'key'$"):
+        decorator(table="locks")
+
+
+def test_lock_record_takes_no_on_contention() -> None:
+    with pytest.raises(TypeError, match="unexpected keyword argument 'on_contention'"):
+        middleware.lock_record(key="k", on_contention=lambda *_: None)
+
+
+def test_both_decorators_show_every_option_to_an_editor() -> None:
+    """``**options: Unpack[LockOptions]``: the names come from one TypedDict."""
+    from dynalease._lambda.plan import LockOptions
+
+    names = LockOptions.__required_keys__ | LockOptions.__optional_keys__
+    assert {"key", "table", "fields", "lease_duration", "wait_timeout", "permits"} <= names
+    for decorator in (middleware.lock_handler, middleware.lock_record):
+        assert "Unpack[LockOptions]" in str(decorator.__annotations__["options"])

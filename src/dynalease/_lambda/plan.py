@@ -8,11 +8,12 @@ checked at import time) and enter a :class:`Holding` per invocation or record.
 from __future__ import annotations
 
 import contextvars
+import difflib
 import os
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from .._engine.protocol import check_durations
 from ..client import DynamoDBClient, check_table_name
@@ -88,6 +89,41 @@ def _prepare(client: DynamoDBClient) -> None:
     client._prepare_locks()
 
 
+class LockOptions(TypedDict, total=False):
+    """The options ``lock_handler`` and ``lock_record`` share, each documented there.
+
+    One list for both decorators (their signatures take ``**options:
+    Unpack[LockOptions]``, so editors show every name); the defaults are
+    :class:`LockPlan`'s.
+    """
+
+    table: str | None
+    key: Required[str]
+    fields: Mapping[str, str] | None
+    lease_duration: float
+    wait_timeout: float | None
+    reserve_time: float
+    logger: Any
+    metrics: Any
+    log_key: str | None
+    permits: int
+    fencing: bool
+
+
+_OPTION_NAMES = sorted(LockOptions.__required_keys__ | LockOptions.__optional_keys__)
+
+
+def _check_names(decorator: str, options: Mapping[str, object]) -> None:
+    """Python's own errors for a misspelled or missing keyword, with the closest name."""
+    for name in options:
+        if name not in _OPTION_NAMES:
+            close = difflib.get_close_matches(name, _OPTION_NAMES, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise TypeError(f"{decorator}() got an unexpected keyword argument {name!r}{hint}")
+    if "key" not in options:
+        raise TypeError(f"{decorator}() missing required keyword argument: 'key'")
+
+
 class LockPlan:
     """Validated options of one decorated handler; builds a :class:`Holding` per call."""
 
@@ -103,24 +139,19 @@ class LockPlan:
         "event_key",
     )
 
-    def __init__(
-        self,
-        what: str,
-        client: object,
-        table: object,
-        key: object,
-        fields: Mapping[str, str] | None,
-        lease_duration: object,
-        wait_timeout: object,
-        reserve_time: object,
-        logger: object,
-        metrics: object,
-        log_key: object,
-        permits: object = 1,
-        fencing: object = False,
-        /,
-    ) -> None:
-        """Check every option; the positional order is the decorators' own."""
+    def __init__(self, what: str, client: object, options: LockOptions, /) -> None:
+        """Check every option (``what`` is ``"event"`` or ``"record"``); the defaults are here."""
+        _check_names("lock_handler" if what == "event" else "lock_record", options)
+        table: object = options.get("table")
+        key: object = options["key"]
+        fields = options.get("fields")
+        lease_duration: object = options.get("lease_duration", 30.0)
+        wait_timeout: object = options.get("wait_timeout")
+        reserve_time: object = options.get("reserve_time", 0.0)
+        logger, metrics = options.get("logger"), options.get("metrics")
+        log_key: object = options.get("log_key")
+        permits: object = options.get("permits", 1)
+        fencing: object = options.get("fencing", False)
         if client is not None and not isinstance(client, DynamoDBClient):
             raise TypeError(
                 f"client must be a dynalease.DynamoDBClient or None (one shared client "
