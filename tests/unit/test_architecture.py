@@ -41,7 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     "client": BASE | {"_engine", "_transport", "_values"},
     "semaphore": BASE | {"_engine", "keys", "client", "lock", "_calls"},
     "__init__": BASE | {"client", "lock", "semaphore", "transaction", "metrics"},
-    "_lambda": BASE | {"_engine", "client", "lock", "semaphore", "keys", "metrics"},
+    "_lambda": BASE | {"_engine", "client", "lock", "semaphore", "keys", "metrics", "_calls"},
     "middleware": BASE | {"_lambda", "client", "lock", "keys", "metrics"},
     "testing": BASE | {"_engine", "_transport", "_values", "client"},
     "cdk": BASE,

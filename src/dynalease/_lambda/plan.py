@@ -8,13 +8,13 @@ checked at import time) and enter a :class:`Holding` per invocation or record.
 from __future__ import annotations
 
 import contextvars
-import difflib
 import os
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any, Required, TypedDict
+from typing import Any, TypedDict
 
+from .._calls import check_keywords
 from .._engine.protocol import check_durations
 from ..client import DynamoDBClient, check_table_name
 from ..constants import ENV_TABLE
@@ -89,7 +89,13 @@ def _prepare(client: DynamoDBClient) -> None:
     client._prepare_locks()
 
 
-class LockOptions(TypedDict, total=False):
+class _RequiredOptions(TypedDict):
+    # Required by ``total``, not ``Required[...]``: under postponed annotations only
+    # ``total`` reaches ``__required_keys__``, which the keyword check reads.
+    key: str
+
+
+class LockOptions(_RequiredOptions, total=False):
     """The options ``lock_handler`` and ``lock_record`` share, each documented there.
 
     One list for both decorators (their signatures take ``**options:
@@ -98,7 +104,6 @@ class LockOptions(TypedDict, total=False):
     """
 
     table: str | None
-    key: Required[str]
     fields: Mapping[str, str] | None
     lease_duration: float
     wait_timeout: float | None
@@ -108,20 +113,6 @@ class LockOptions(TypedDict, total=False):
     log_key: str | None
     permits: int
     fencing: bool
-
-
-_OPTION_NAMES = sorted(LockOptions.__required_keys__ | LockOptions.__optional_keys__)
-
-
-def _check_names(decorator: str, options: Mapping[str, object]) -> None:
-    """Python's own errors for a misspelled or missing keyword, with the closest name."""
-    for name in options:
-        if name not in _OPTION_NAMES:
-            close = difflib.get_close_matches(name, _OPTION_NAMES, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise TypeError(f"{decorator}() got an unexpected keyword argument {name!r}{hint}")
-    if "key" not in options:
-        raise TypeError(f"{decorator}() missing required keyword argument: 'key'")
 
 
 class LockPlan:
@@ -141,7 +132,7 @@ class LockPlan:
 
     def __init__(self, what: str, client: object, options: LockOptions, /) -> None:
         """Check every option (``what`` is ``"event"`` or ``"record"``); the defaults are here."""
-        _check_names("lock_handler" if what == "event" else "lock_record", options)
+        check_keywords("lock_handler" if what == "event" else "lock_record", options, LockOptions)
         table: object = options.get("table")
         key: object = options["key"]
         fields = options.get("fields")
