@@ -178,7 +178,8 @@ def test_a_missing_interpreter_fails_naming_the_version_and_how_to_provide_it(
 #: The runtime library: the only parts of dynalease the layer may hold. A new module
 #: of the library is added here; everything else (the command, test doubles, the
 #: constructs and their builder, development tooling) stays out of the layer.
-RUNTIME_ROOMS = frozenset({"_engine", "_transport", "_lambda", "_extension"})
+#: The engine and the transports are runtime through and through: whole rooms.
+RUNTIME_ROOMS = frozenset({"_engine", "_transport"})
 RUNTIME_MODULES = frozenset(
     {
         "__init__",
@@ -197,15 +198,28 @@ RUNTIME_MODULES = frozenset(
         "semaphore",
         "shutdown",
         "transaction",
+        "_lambda.__init__",
+        "_lambda.budget",
+        "_lambda.fields",
+        "_lambda.invocation",
+        "_lambda.plan",
+        "_lambda.report",
+        "_lambda.snapstart",
+        "_extension.__init__",
+        "_extension.recovery",
+        "_extension.release",
+        "_extension.workers",
     }
 )
 
 
 def _module_of(path: PurePosixPath) -> str:
-    """``lock.py`` and ``__pycache__/lock.cpython-313.pyc`` -> ``lock``; a room's files -> it."""
-    if len(path.parts) > 1 and path.parts[0] != "__pycache__":
+    """``_lambda/plan.py`` and ``_lambda/__pycache__/plan.cpython-313.pyc`` -> ``_lambda.plan``;
+    any file of a whole runtime room -> the room."""
+    if path.parts[0] in RUNTIME_ROOMS:
         return path.parts[0]
-    return path.name.split(".")[0]
+    rooms = [part for part in path.parts[:-1] if part != "__pycache__"]
+    return ".".join([*rooms, path.name.split(".")[0]])
 
 
 def test_the_layer_holds_only_the_runtime_library_of_dynalease(full: LayerBuild) -> None:
