@@ -21,7 +21,7 @@ from ._engine.clock import SYSTEM_CLOCK, Clock
 from ._engine.journal import process_journal
 from ._engine.lease import Lease
 from ._engine.observations import Observations
-from ._engine.permits import PermitLease
+from ._engine.permits import PermitTarget
 from ._engine.runtime import Runtime, get_runtime
 from ._engine.store import LockStore, Transport
 from ._values import from_item, to_item
@@ -254,32 +254,18 @@ class DynamoDBClient:
     ) -> Lease:
         """A lease on ``key``; with ``permit_keys``, a semaphore's on one of them."""
         self._check_process()
-        if permit_keys:
-            return PermitLease(
-                name=key,
-                permit_keys=permit_keys,
-                store=self._lock_store,
-                clock=self._clock,
-                observations=self._observations,
-                table=table,
-                lease_s=lease_s,
-                wait_s=wait_s,
-                on_lost=on_lost,
-                journal=self._journal,
-            )
-        # Positional: calling a class with keywords builds a dict of them and unpacks
-        # it again, which a guard per lock cycle pays for.
         return Lease(
-            self._lock_store,
-            self._clock,
-            self._observations,
-            table,
-            key,
-            lease_s,
-            wait_s,
-            on_lost,
-            fencing,
-            self._journal,
+            store=self._lock_store,
+            clock=self._clock,
+            observations=self._observations,
+            table=table,
+            key=key,
+            target=PermitTarget(key, permit_keys) if permit_keys else None,
+            lease_s=lease_s,
+            wait_s=wait_s,
+            on_lost=on_lost,
+            fencing=fencing,
+            journal=self._journal,
         )
 
     def _prepare_locks(self) -> None:
@@ -290,6 +276,11 @@ class DynamoDBClient:
         middleware) pays for it here, before it reads the time left.
         """
         self._runtime().run(self._lock_store.prepare())
+
+    def _drop_connections(self) -> None:
+        """Close the lock path's idle pooled connections (SnapStart's hooks; no request)."""
+        self._lock_store.transport.drop_connections()
+        self._items.drop_connections()
 
     async def _in_pool(self, function: Callable[[], T]) -> T:
         runtime = self._runtime()

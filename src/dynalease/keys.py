@@ -72,8 +72,7 @@ def validate_key(key: object, *, parameter: str = "key") -> str:
     """
     if not isinstance(key, str):
         raise TypeError(f"{parameter} must be a str, got {_describe(key)}; {_convert_hint(key)}")
-    # An ASCII key is one UTF-8 byte per character: no need to encode it to count.
-    size = len(key) if key.isascii() else _utf8_size(key, parameter)
+    size = _utf8_size(key, parameter)
     if size == 0:
         raise ValueError(f"{parameter} is empty (0 UTF-8 bytes); a key needs at least 1 byte")
     if size > MAX_KEY_BYTES:

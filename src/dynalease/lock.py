@@ -18,7 +18,7 @@ from ._calls import CALL, guarded_calls
 from ._engine.deadline import suspension_warning
 from ._engine.lease import Lease
 from ._engine.protocol import check_durations
-from ._engine.states import NEW, State
+from ._engine.states import State
 from ._redact import logged_key
 from .client import DynamoDBClient, check_table_name
 from .exceptions import DynamoDBError, FencingUnavailable, GuardReused, LockLost
@@ -216,7 +216,7 @@ class _Guard:
         return self._lease.counters()
 
     def _prepare(self) -> None:
-        if self._lease.state is not NEW:
+        if self._lease.state is not State.NEW:
             raise GuardReused(
                 f"this guard for {logged_key(self.key)} was already used; guards are single use "
                 "and locks are not reentrant: create a new guard"

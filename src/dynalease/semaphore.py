@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import ParamSpec, TypedDict, TypeVar, Unpack, cast
 
 from ._calls import check_keywords, guarded_calls
-from ._engine.permits import PermitLease
+from ._engine.permits import PermitTarget
 from ._engine.states import State
 from .client import DynamoDBClient
 from .keys import KeyTemplate, permit_keys
@@ -83,8 +83,8 @@ class _SemaphoreGuard(_Guard):
         )
 
     @property
-    def _permit(self) -> PermitLease:
-        return cast(PermitLease, self._lease)
+    def _permit(self) -> PermitTarget:
+        return cast(PermitTarget, self._lease.target)
 
     @property
     def key(self) -> str:
@@ -103,7 +103,7 @@ class _SemaphoreGuard(_Guard):
         That row is an ordinary lock row: ``dynalease inspect --key`` shows it,
         and ``check_in`` conditions a transaction on it.
         """
-        lease = self._permit
+        lease = self._lease
         return None if lease.state in _UNHELD else lease.key
 
     def __repr__(self) -> str:

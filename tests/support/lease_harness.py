@@ -10,15 +10,16 @@ committing, or fail it, one scripted :class:`Fault` at a time.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from dynalease import DynamoDBClient
+from dynalease._engine.clock import wait_for
 from dynalease._engine.lease import Lease
 from dynalease._engine.observations import Observations
-from dynalease._engine.permits import PermitLease
-from dynalease._engine.store import LockStore
+from dynalease._engine.permits import PermitTarget
+from dynalease._engine.store import LockStore, LoopTransport, TimedOut
 from dynalease.exceptions import LockLost, RequestFailedError
 from dynalease.keys import permit_keys
 from support.manual_clock import ManualClock
@@ -64,7 +65,27 @@ class Sent:
     at: float
 
 
-class FaultyTransport:
+async def bounded_on(
+    clock: ManualClock,
+    request: Awaitable[dict[str, Any]],
+    timeout: float,
+    on_late: Callable[[Any], object],
+) -> dict[str, Any]:
+    """Await ``request`` for at most ``timeout`` seconds of ``clock``, as a transport
+    bounds a request: an answer still to come is handed to ``on_late``."""
+    exchange = asyncio.ensure_future(request)
+    try:
+        finished = await wait_for(clock, exchange, timeout)
+    except asyncio.CancelledError:
+        on_late(exchange)
+        raise
+    if not finished:
+        on_late(exchange)
+        raise TimedOut
+    return exchange.result()
+
+
+class FaultyTransport(LoopTransport):
     """Records requests and plays scripted faults in front of the in-memory table."""
 
     def __init__(
@@ -80,6 +101,17 @@ class FaultyTransport:
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         self.sent.append(Sent(operation, params, self.clock.monotonic()))
         return self.inner.call(operation, params)
+
+    async def send_within(
+        self,
+        operation: str,
+        params: dict[str, Any],
+        timeout: float,
+        on_late: Callable[[Any], object],
+    ) -> dict[str, Any]:
+        """:meth:`send`, bounded by ``timeout`` seconds of the manual clock, as the lean
+        transport bounds it: an answer still to come is handed to ``on_late``."""
+        return await bounded_on(self.clock, self.send(operation, params), timeout, on_late)
 
     def operations(self) -> list[str]:
         return [request.operation for request in self.sent]
@@ -230,11 +262,10 @@ class Harness:
 
     def permit_lease(
         self, *, key: str = "k", permits: int = 3, lease: float = 30.0, wait: float = 35.0
-    ) -> PermitLease:
+    ) -> Lease:
         """A semaphore guard's lease on ``permits`` permits of ``key``."""
-        return PermitLease(
-            name=key,
-            permit_keys=permit_keys(key, permits),
+        return Lease(
+            target=PermitTarget(key, permit_keys(key, permits)),
             store=LockStore(self.transport),
             clock=self.clock,
             observations=self.observations,

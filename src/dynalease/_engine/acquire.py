@@ -1,18 +1,21 @@
-"""Acquire: create the row, or observe the holder and take over once it is stale.
+"""Acquire: the one driver of a lock's and a semaphore's acquisitions.
 
-A create (``attribute_not_exists``) that fails shows the current row; the
-client's observation cache remembers when it first saw that (owner, version,
-lease_ms), and the row may be taken over only once it has stayed unchanged for
-its stored lease. Until then the acquirer waits, woken early when a holder in
-this process releases. Everything happens within the wait budget (a single
-attempt's network budget when ``wait_s == 0``).
+The driver performs the actions :func:`.attempts.decide` chooses (create, take
+over, read, look at the rows, sleep) and records how each ended; a
+:class:`.targets.Target` says which rows it aims at (a lock's key, or a semaphore's
+permits: ``permits.py``) and how its pacing goes (``targets.py``). A create
+(``attribute_not_exists``) that fails shows the current row; the client's
+observation cache remembers when it first saw that (owner, version, lease_ms),
+and the row may be taken over only once it has stayed unchanged for its stored
+lease. Until then the acquirer waits, woken early when a holder in this process
+releases. Everything happens within the wait budget (a single attempt's network
+budget when ``wait_s == 0``).
 
 When the budget ends, the error says which of two things happened: DynamoDB
 answered at least one request (a reply, a failed condition, a read that found a
 row or none), so the lock was busy or the answers came too slowly, and that is
 :class:`LockNotAcquired`; or every request failed (connection errors, timeouts,
-5xx, throttling), which is an outage, :class:`LockUnavailable`. Only a bool is
-kept for it, set on the paths where a definite answer arrives.
+5xx, throttling), which is an outage, :class:`LockUnavailable`.
 
 One outage ends early: when every request so far could not even connect (the
 endpoint refused the connection or its host name did not resolve) for
@@ -25,63 +28,92 @@ wait to its end, as a transient outage needs.
 from __future__ import annotations
 
 import asyncio
-import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
-from .._redact import logged_key
 from ..exceptions import (
     DynamoDBError,
     GuardReused,
-    LockNotAcquired,
-    LockUnavailable,
+    MalformedLockRow,
     RequestFailedError,
     ThrottledError,
 )
 from . import protocol as p
-from .clock import Stamp, SystemClock, sleep_or_wake
+from .attempts import (
+    UNREACHABLE_CODES,
+    UNREACHABLE_REQUESTS,
+    UNREACHABLE_S,
+    Action,
+    Adopt,
+    Attempt,
+    Create,
+    Failed,
+    GiveUp,
+    Item,
+    Look,
+    Looked,
+    Outcome,
+    Read,
+    Seen,
+    Sleep,
+    Slept,
+    Spent,
+    TakeOver,
+    decide,
+)
+from .base import LeaseCore, logged_key
+from .clock import Stamp, sleep_or_wake
 from .deadline import deadline_on
-from .renew import Renewing
-from .requests import BudgetSpent, FirstWrite, OutcomeUnknown
-from .scheduling import deferred_renewals
-from .states import NEW, START, WON, Event
-from .store import Limit, Reply
+from .pacing import Sighting, first_pause, next_pause
+from .renew import Renewer
+from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
+from .states import Event, State
+from .targets import Target, give_up_error
 
-FIRST_POLL_S = 0.025
-#: A request that never connected: refused, or no such host (a timeout is not one).
-UNREACHABLE_CODES = frozenset({"EndpointConnectionError"})
-#: How long, and for how many requests, nothing may connect before the acquisition stops.
-UNREACHABLE_S = 1.0
-UNREACHABLE_REQUESTS = 3
+__all__ = ["UNREACHABLE_REQUESTS", "UNREACHABLE_S", "Acquirer"]
 
 
-class Acquiring(Renewing):
+class Acquirer:
     """Getting a guard from NEW to HELD, or to NOT_ACQUIRED or CANCELLED."""
 
-    #: Whether DynamoDB gave any request of this acquisition a definite answer (a
-    #: failed condition, a read); a class default, so an uncontended acquire that
-    #: wins at once never writes it. Without one, a spent budget is an outage.
-    _answered = False
+    def __init__(
+        self,
+        core: LeaseCore,
+        requests: Requests,
+        renewer: Renewer,
+        target: Target,
+        cleanup: Callable[[], Coroutine[Any, Any, None]],
+    ) -> None:
+        self.core = core
+        self.requests = requests
+        self.renewer = renewer
+        self.target = target
+        self._cleanup = cleanup
+        #: Every row this guard aimed a write at (for a cleanup after giving up).
+        self.written = [target.first_key]
+        #: The waiters registered when the rows were last looked at (see :meth:`_look`).
+        self._waiters: list[tuple[str, asyncio.Future[None]]] = []
 
-    def _begin_acquire(self) -> tuple[float, float, bool]:
+    def begin(self) -> tuple[float, float, bool]:
         """Leave NEW; (start, deadline, single attempt) of this acquisition."""
-        if self.state is not NEW:
+        core = self.core
+        if core.state is not State.NEW:
             raise GuardReused(
-                f"this guard for {logged_key(self.key)} was already used ({self.state.value}); "
+                f"this guard for {logged_key(core.key)} was already used ({core.state.value}); "
                 "guards are single use, create a new one"
             )
-        self._move(START)
-        deadline = deadline_on(self.clock)
+        core._move(Event.START)
+        deadline = deadline_on(core.clock)
         if deadline is not None:  # bounded by the caller's deadline (``deadline.py``)
-            self.deadline = deadline
-        if self.journal is not None:  # before the first request: it may commit unanswered
-            self.journal.record(self.table, self.key, self.owner, fencing=self.fencing)
-        start = self.clock.monotonic()
-        if self.wait_s != 0:
-            return start, start + self.wait_s, False
-        budget = p.zero_wait_budget(self.lease_s)
-        if self.single_attempt_cap is not None:
-            budget = min(budget, self.single_attempt_cap)
+            core.deadline = deadline
+        if core.journal is not None:  # before the first request: it may commit unanswered
+            core.journal.record(core.table, core.key, core.owner, fencing=core.fencing)
+        start = core.clock.monotonic()
+        if core.wait_s != 0:
+            return start, start + core.wait_s, False
+        budget = p.zero_wait_budget(core.lease_s)
+        if core.single_attempt_cap is not None:
+            budget = min(budget, core.single_attempt_cap)
         return start, start + budget, True
 
     async def acquire(self, first: FirstWrite | None = None) -> None:
@@ -90,272 +122,257 @@ class Acquiring(Renewing):
         ``first`` is the outcome of ``acquire_blocking`` when that did not end
         the acquisition; the engine goes on from it.
         """
+        core = self.core
         if first is None:
-            start, deadline, single = self._begin_acquire()
+            start, deadline, single = self.begin()
         else:
             start, deadline, single = first.start, first.deadline, first.single
         try:
             # One-time setup (a client to build, credentials to resolve) counts toward
             # the wait, but is not charged to the first request's timeout: a cold
             # client with a short budget would otherwise time out before it sent.
-            await self.store.prepare()
-            await self._acquire(deadline, single, first)
+            await core.store.prepare()
+            await self._drive(self._attempt(start, deadline, single), first)
         except asyncio.CancelledError:
-            self._finish_unacquired(Event.CANCEL)
+            self.finish_unacquired(Event.CANCEL)
             raise
         except BaseException:
-            self._finish_unacquired(Event.GAVE_UP)
+            self.finish_unacquired(Event.GAVE_UP)
             raise
         finally:
-            self.tally.wait_ms = (self.clock.monotonic() - start) * 1000
-        self._now_held()
-        if isinstance(self.clock, SystemClock):
-            # No renewal task until the first renewal is due: a short hold ends
-            # before, and then costs no task at all.
-            deferred_renewals(asyncio.get_running_loop()).add(self)
-        else:
-            self.start_renewing()
+            core.tally.wait_ms = (core.clock.monotonic() - start) * 1000
+        self.now_held()
+        self.renewer.defer(asyncio.get_running_loop())
 
-    def _now_held(self) -> None:
-        self._move(WON)
-        self.observations.forget(self._resource)
-        self.observations.held(self._resource, self.owner)
+    def _attempt(self, start: float, deadline: float, single: bool) -> Attempt:
+        core = self.core
+        pause = first_pause(core.lease_s)
+        began = core.clock.monotonic()  # after the transport's setup
+        return Attempt(core.lease_s, deadline, single, began, core.key, pause, pause)
 
-    def _finish_unacquired(self, event: Event) -> None:
-        self._move(event)
-        self._pending.clear()
-        if self._validity is not None or self._late:
+    def now_held(self) -> None:
+        """The acquisition won: HELD, and this client knows who holds the row."""
+        core = self.core
+        core._move(Event.WON)
+        core.observations.forget(core.resource)
+        core.observations.held(core.resource, core.owner)
+
+    def finish_unacquired(self, event: Event) -> None:
+        """The acquisition ended without the row: clean up what may have been written."""
+        core = self.core
+        core._move(event)
+        core.pending.clear()
+        if core.validity is not None or core.late:
             # Acquired just as we were cancelled, or a write may still land.
-            self._background(self._cleanup_late())
+            core.background(self._cleanup())
         else:
-            self._forget()
+            core.forget()
 
-    def _not_acquired(self, why: str, cause: BaseException | None = None) -> LockNotAcquired:
-        error = LockNotAcquired(
-            f"lock {self.key!r} in table {self.table!r} was not acquired: {why}",
-            table=self.table,
-            key=self.key,
-            owner=self.owner,
-        )
-        error.__cause__ = cause
-        return error
+    # --- the driver -------------------------------------------------------------
 
-    async def _acquire(self, deadline: float, single: bool, first: FirstWrite | None) -> None:
-        create = True
-        poll = min(FIRST_POLL_S, p.poll_cap(self.lease_s))
-        backoff = poll  # after failed or unconfirmed writes; grows like the poll
-        seen: tuple[str, str, int] | None = None  # the row our last contention read saw
-        pace: float | None = None  # the last contention pause (p.contention_poll)
-        began = self.clock.monotonic()
-        last_error: BaseException | None = None
-        refused = 0  # requests that could not connect, while nothing else happened
-        while True:
-            try:
-                if create:
-                    replay, first = first, None  # the first outcome is used once
-                    item, won = await self._write_attempt(deadline, None, replay)
-                    if won:
-                        return
-                else:
-                    item = await self._read_row(deadline)
-                    self._answered = True
-            except BudgetSpent:
-                raise self._budget_spent(single, last_error) from last_error
-            except OutcomeUnknown as unknown:
-                # Not confirmed as ours: back off before retrying, so a server that
-                # keeps answering 5xx (or resetting) is not hammered in a tight loop.
-                last_error = unknown.cause or last_error
-                create, refused = False, -1
-                if not await self._pause(backoff, deadline):
-                    raise self._budget_spent(single, last_error) from last_error
-                backoff = self._next_poll(backoff)
-                continue
-            except (ThrottledError, RequestFailedError) as error:
-                last_error = error
-                refused = refused + 1 if refused >= 0 and error.code in UNREACHABLE_CODES else -1
-                if (
-                    refused >= UNREACHABLE_REQUESTS
-                    and not self._answered
-                    and self.clock.monotonic() - began >= UNREACHABLE_S
-                ):
-                    raise self._unreachable(refused, error) from error
-                if single or not await self._pause(poll, deadline):
-                    raise self._budget_spent(single, error) from error
-                poll = self._next_poll(poll)
-                continue
-            if item is None or (self.fencing and p.is_free(item)):
-                create = True
-                continue
-            stamp = self._ours(item)
-            if stamp is not None:  # an earlier attempt of ours landed after all
-                self._won(item[p.VERSION_ATTR]["S"], stamp, item)
-                return
-            row = p.parse_row(item, table=self.table, key=self.key, protocol=self._protocol)
-            now = self.clock.monotonic()
-            first_seen = self.observations.observe(self._resource, row.identity, now)
-            eligible = first_seen + row.lease_ms / 1000
-            if now >= eligible:
-                try:
-                    item, won = await self._write_attempt(deadline, row)
-                except BudgetSpent:
-                    raise self._budget_spent(single, last_error) from last_error
-                except (OutcomeUnknown, ThrottledError, RequestFailedError) as error:
-                    cause = error.cause if isinstance(error, OutcomeUnknown) else error
-                    last_error = cause or last_error
-                    create = False
-                    if not await self._pause(backoff, deadline):
-                        raise self._budget_spent(single, last_error) from last_error
-                    backoff = self._next_poll(backoff)
-                    continue
-                if won:
+    async def _drive(self, attempt: Attempt, first: FirstWrite | None) -> None:
+        """Perform what :func:`decide` says until a write wins or it gives up."""
+        action: Action = Create(attempt.key)
+        try:
+            while not isinstance(action, GiveUp):
+                if await self._perform(attempt, action, first):
                     return
-                create = item is None or (self.fencing and p.is_free(item))
-                continue
-            if single:
-                self.tally.wait_timeouts += 1  # a failed single attempt, as pydynox counts it
-                raise self._not_acquired(
-                    "it is held by another owner and wait_timeout=0 allows one attempt"
+                first = None  # the caller's first outcome is used once
+                action = decide(attempt, self.target.rules)
+        finally:
+            self._release_waiters(None)
+        raise give_up_error(self.core, self.target, attempt, action)
+
+    async def _perform(self, attempt: Attempt, action: Action, first: FirstWrite | None) -> bool:
+        """Do ``action``; True when the row is now ours, else its outcome is in ``attempt``."""
+        attempt.step = action
+        outcome: Outcome
+        try:
+            if isinstance(action, Create | TakeOver):
+                rows = await self._write(attempt, action, first)
+                if rows is None:
+                    return True
+                outcome = Seen(rows)
+            elif isinstance(action, Read):
+                outcome = Seen(
+                    self._free_as_none(await self.target.read(self.requests, attempt.deadline))
                 )
-            create = False
-            # Registered before the holder is looked at: a release in a sync caller's
-            # thread clears the holder first and then looks for waiters, so it either
-            # sees this waiter or we see that the key is no longer held here.
-            waiter = self.observations.waiter(self._resource)
-            # Jitter spreads the polls; a first wait starts at a random phase, so waiters
-            # that arrived together do not read together. Never past the row's eligibility.
-            spread = random.uniform(0.8, 1.2) if pace else random.uniform(0.1, 1.0)
-            pace = p.contention_poll(self.lease_s, pace, row.identity == seen, now - began)
-            seen = row.identity
-            # A holder in this process wakes us when it releases: poll it only slowly.
-            if self.observations.held_here(self._resource, row.owner):
-                pace, spread = p.poll_cap(self.lease_s), random.uniform(0.8, 1.2)
-            # A short wait still reads: no pause is over half the wait left (>= 50 ms).
-            pause = min(pace * spread, eligible - now, max((deadline - now) / 2, 0.05))
-            try:
-                woke = await self._pause(pause, deadline, waiter, jitter=False)
-            except BaseException:
-                if waiter.done():  # woken but leaving (cancelled): hand the wake on
-                    self.observations.wake_next(self._resource)
-                raise
-            finally:
-                self.observations.discard_waiter(self._resource, waiter)
-            if not woke:
-                self.tally.wait_timeouts += 1
-                raise self._not_acquired(
-                    "it is held by another owner and the wait_timeout of "
-                    f"{self.wait_s:g} s ran out. Retry later or raise wait_timeout"
-                )
-            if waiter.done():
-                create = True
+                attempt.answered = True
+            elif isinstance(action, Look):
+                outcome = self._look(attempt, action.rows)
+            elif isinstance(action, Adopt):
+                self._aim(attempt, action.key)
+                stamp = self.core.ours(action.item)
+                assert stamp is not None
+                self._win(action.key, action.item[p.VERSION_ATTR]["S"], stamp, action.item)
+                return True
+            else:
+                assert isinstance(action, Sleep)
+                outcome = await self._sleep(attempt, action)
+        except BudgetSpent:
+            outcome = Spent()
+        except OutcomeUnknown as unknown:
+            attempt.last_error = unknown.cause or attempt.last_error
+            attempt.refused, attempt.now = -1, self.core.clock.monotonic()
+            outcome = Failed(unknown=True)
+        except (ThrottledError, RequestFailedError) as error:
+            attempt.last_error = error
+            refused = attempt.refused >= 0 and error.code in UNREACHABLE_CODES
+            attempt.refused = attempt.refused + 1 if refused else -1
+            attempt.now = self.core.clock.monotonic()
+            outcome = Failed(unknown=False)
+        attempt.outcome = outcome
+        return False
 
-    def _budget_spent(self, single: bool, cause: BaseException | None) -> LockNotAcquired:
-        tally = self.tally
-        tally.wait_timeouts += 1
-        budget = "network budget of the single attempt" if single else "wait_timeout"
-        sent = tally.read_requests + tally.write_requests
-        if self._answered or not sent:
-            detail = f" (last failure: {cause})" if cause is not None else ""
-            return self._not_acquired(f"the {budget} ran out{detail}", cause)
-        failure = cause if cause is not None else "no answer within the request timeout"
-        error = LockUnavailable(
-            f"lock {self.key!r} in table {self.table!r} was not acquired: the {budget} ran "
-            f"out and DynamoDB answered none of its {sent} request{'s' if sent > 1 else ''} "
-            f"(last failure: {failure}). This is an outage, not contention: check the "
-            "endpoint and Region, the network path to DynamoDB (a Lambda function in a VPC "
-            "needs a DynamoDB VPC endpoint or a NAT gateway), the credentials and the "
-            "table's throughput, then retry",
-            table=self.table,
-            key=self.key,
-            owner=self.owner,
-        )
-        error.__cause__ = cause
-        return error
+    def _aim(self, attempt: Attempt, key: str) -> None:
+        """The next write goes to ``key``: the journal names its row before it is sent."""
+        core = self.core
+        if key != attempt.key and core.journal is not None:
+            core.journal.record(core.table, key, core.owner)
+        attempt.key = key
+        if key not in self.written:
+            self.written.append(key)
 
-    def _unreachable(self, refused: int, cause: DynamoDBError) -> LockUnavailable:
-        self.tally.wait_timeouts += 1
-        return LockUnavailable(
-            f"lock {self.key!r} in table {self.table!r} was not acquired: none of its "
-            f"{refused} requests could connect (last failure: {cause}); the endpoint refused "
-            "the connection or its host name did not resolve. This is not contention: the "
-            f"acquisition stopped at once instead of waiting out its wait_timeout of "
-            f"{self.wait_s:g} s. Check the endpoint URL and Region (`dynalease doctor "
-            f"--table {self.table}` checks them) and that the server is running",
-            table=self.table,
-            key=self.key,
-            owner=self.owner,
-        )
+    def _win(self, key: str, version: str, stamp: Stamp, item: Item | None) -> None:
+        """A write of ours at ``key`` is confirmed: it is the row this guard holds."""
+        self.core.key = key
+        self.core.won(version, stamp, item)
 
-    def _next_poll(self, poll: float) -> float:
-        return min(poll * 1.6, p.poll_cap(self.lease_s))
+    def _free_as_none(self, rows: dict[str, Item | None]) -> dict[str, Item | None]:
+        """``rows`` with a free fenced row (no owner, counter kept) as no row at all."""
+        fencing = self.core.fencing
+        return {key: None if fencing and p.is_free(item) else item for key, item in rows.items()}
 
-    async def _pause(
-        self,
-        seconds: float,
-        deadline: float,
-        waiter: asyncio.Future[None] | None = None,
-        *,
-        jitter: bool = True,
-    ) -> bool:
-        """Sleep (with jitter) unless that passes the deadline; False when time is up."""
-        left = deadline - self.clock.monotonic()
-        if left <= 0:
-            return False
-        if jitter:
-            seconds *= random.uniform(0.8, 1.2)
-        await sleep_or_wake(self.clock, min(left, seconds), waiter)
-        return (waiter is not None and waiter.done()) or self.clock.monotonic() < deadline
-
-    async def _write_attempt(
-        self, deadline: float, observed: p.LockRow | None, first: FirstWrite | None = None
-    ) -> tuple[dict[str, Any] | None, bool]:
-        """Create (``observed`` None) or take over; returns (current row, won).
+    async def _write(
+        self, attempt: Attempt, action: Create | TakeOver, first: FirstWrite | None
+    ) -> dict[str, Item | None] | None:
+        """Create or take over; None when it won, else the row its failed condition showed.
 
         With ``first`` (a create already sent from the caller's thread), goes on
         from its outcome instead of sending.
         """
-        make: Callable[[Limit | None], Awaitable[Reply]]
-        if first is not None and first.version:
-            replayed = first
-            version = first.version
-            stamp = self._pending[version]
-
-            def make(limit: Limit | None) -> Awaitable[Reply]:
-                return self._replay(replayed)
-
-        else:
-            version = p.new_token()
-            row = p.LockRow(self.key, self.owner, version, self._lease_ms, self._protocol)
-            stamp = Stamp.now(self.clock)
-            self._pending[version] = stamp
-
-            def make(limit: Limit | None) -> Awaitable[Reply]:
-                if observed is None:
-                    return self.store.create(self.table, row, limit)
-                return self.store.replace(self.table, row, observed, limit)
-
+        core, requests, key = self.core, self.requests, action.key
+        self._aim(attempt, key)
         try:
-            reply = await self._request(
-                "write", make, deadline, replayed=first is not None and bool(first.version)
-            )
+            if first is not None and first.sent:
+                version, stamp = first.version, core.pending[first.version]
+                reply = requests.replay(first)
+            else:
+                row, stamp = core.new_write(key)
+                version = row.version
+                observed = action.row if isinstance(action, TakeOver) else None
+                reply = await requests.send(
+                    "write",
+                    lambda limit: (
+                        core.store.create(core.table, row, limit)
+                        if observed is None
+                        else core.store.replace(core.table, row, observed, limit)
+                    ),
+                    attempt.deadline,
+                )
         except OutcomeUnknown as unknown:
-            self._watch_late(unknown.task)
+            requests.watch_late(unknown.task)
             try:
-                item = await self._read_row(deadline)
+                item = await requests.read_row(key, attempt.deadline)
             except (BudgetSpent, OutcomeUnknown, DynamoDBError):
                 raise unknown from None
-            if self._ours(item) is not None:
-                self._won(version, self._pending[version], item)
-                return item, True
-            self._answered = True  # the read was answered: DynamoDB is reachable
-            raise unknown from None  # not applied, or not yet: the caller backs off
-        if reply is None:
-            self._answered = True
-            item = self._conflict_item
-            if item is None:
-                # DynamoDB returns the row with a failed condition (ALL_OLD), but some
-                # implementations do not (docs/emulators.md). "No item" must not mean
-                # "no row", or a contender retries its create in a tight loop: read it.
-                item = await self._read_row(deadline)
-            return item, False
-        self._won(version, stamp, reply.item)
-        return None, True
+            if core.ours(item) is not None:
+                self._win(key, version, core.pending[version], item)
+                return None
+            attempt.answered = True  # the read was answered: DynamoDB is reachable
+            raise unknown from None  # not applied, or not yet: the decision backs off
+        if reply is not None:
+            self._win(key, version, stamp, reply.item)
+            return None
+        attempt.answered = True
+        item = requests.conflict_item
+        if item is None:
+            # DynamoDB returns the row with a failed condition (ALL_OLD), but some
+            # implementations do not (docs/emulators.md). "No item" must not mean
+            # "no row", or a contender retries its create in a tight loop: read it.
+            item = await requests.read_row(key, attempt.deadline)
+        return self._free_as_none({key: item})
+
+    def _look(self, attempt: Attempt, rows: dict[str, Item | None]) -> Looked:
+        """Ours, free or held: each held row observed in the client's cache."""
+        core, observations = self.core, self.core.observations
+        # Registered before the holders are looked at: a release in a sync caller's
+        # thread clears the holder first and then looks for waiters, so it either
+        # sees this waiter or we see that the key is no longer held here.
+        self._release_waiters(None)
+        self._waiters = [
+            (key, observations.waiter((core.table, key))) for key in self.target.wake_keys
+        ]
+        now = attempt.now = core.clock.monotonic()
+        for key, item in rows.items():
+            if item is not None and core.ours(item) is not None:
+                return Looked((key, item), [], [], ())  # an earlier attempt of ours landed
+        free = [key for key, item in rows.items() if item is None]
+        if free:
+            return Looked(None, free, [], ())
+        held: list[Sighting] = []
+        malformed: MalformedLockRow | None = None
+        for key, item in rows.items():
+            assert item is not None
+            try:
+                row = p.parse_row(item, table=core.table, key=key, protocol=core.protocol)
+            except MalformedLockRow as error:  # never taken over; other permits may be
+                malformed = malformed or error
+                continue
+            first_seen = observations.observe((core.table, key), row.identity, now)
+            here = observations.held_here((core.table, key), row.owner)
+            held.append(Sighting(key, row, first_seen + row.lease_ms / 1000, here))
+        if not held and malformed is not None:
+            raise malformed
+        return Looked(None, [], held, tuple(sighting.row.owner for sighting in held))
+
+    async def _sleep(self, attempt: Attempt, sleep: Sleep) -> Slept:
+        """Sleep (a wait on held rows ends early when a guard of this client releases one)."""
+        clock = self.core.clock
+        left = attempt.deadline - clock.monotonic()
+        if left <= 0:
+            return Slept(None, time_left=False)
+        waiters = self._waiters if sleep.wake else []
+        woken: str | None = None
+        try:
+            await sleep_or_wake(clock, min(left, sleep.seconds), _any_of(waiters))
+            woken = next((key for key, future in waiters if future.done()), None)
+        finally:
+            self._release_waiters(woken)
+        if sleep.pace is not None:
+            attempt.pace = sleep.pace
+        time_left = woken is not None or clock.monotonic() < attempt.deadline
+        if woken is None and time_left and sleep.grow is not None:
+            lease_s = self.core.lease_s
+            if sleep.grow == "poll":
+                attempt.poll = next_pause(lease_s, attempt.poll)
+            else:
+                attempt.backoff = next_pause(lease_s, attempt.backoff)
+        return Slept(woken, time_left)
+
+    def _release_waiters(self, used: str | None) -> None:
+        """Stop waiting; a wake this guard does not use is handed to the next waiter."""
+        waiters, self._waiters = self._waiters, []
+        observations = self.core.observations
+        for key, future in waiters:
+            resource = (self.core.table, key)
+            observations.discard_waiter(resource, future)
+            if future.done() and not future.cancelled() and key != used:
+                observations.wake_next(resource)
+
+
+def _any_of(waiters: list[tuple[str, asyncio.Future[None]]]) -> asyncio.Future[None] | None:
+    """A future done when any of ``waiters`` is (None when there are none)."""
+    if not waiters:
+        return None
+    if len(waiters) == 1:
+        return waiters[0][1]
+    wake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def woke(future: asyncio.Future[None]) -> None:
+        if not future.cancelled() and not wake.done():
+            wake.set_result(None)
+
+    for _, future in waiters:
+        future.add_done_callback(woke)
+    return wake

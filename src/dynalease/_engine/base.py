@@ -1,9 +1,10 @@
 """What every part of a lease shares: its identity, state, loss, validity and counts.
 
-:class:`LeaseBase` holds no I/O. The parts that send requests (``requests``,
-``acquire``, ``renew``, ``release``, ``caller``) build on it, and ``lease.Lease``
-puts them together. The state changes only in :meth:`LeaseBase._move`, along
-``states.TRANSITIONS``; a loss is recorded only in :meth:`LeaseBase._lose`.
+:class:`LeaseCore` holds no I/O. The parts that send requests (``requests``,
+``acquire``, ``renew``, ``release``, ``caller``) are each handed the core, and
+``lease.Lease`` puts them together. The state changes only in
+:meth:`LeaseCore._move`, along ``states.TRANSITIONS``; a loss is recorded only in
+:meth:`LeaseCore._lose`.
 """
 
 from __future__ import annotations
@@ -18,15 +19,16 @@ from typing import Any
 from .._redact import escaped, key_hash, log_keys, logged_key
 from ..exceptions import LockLost
 from ..metrics import LockMetrics
+from . import fenced
 from . import protocol as p
-from .clock import Clock, Stamp, SystemClock
+from .clock import Clock, Stamp
 from .counters import Tally
 from .journal import Journal
 from .observations import Observations
-from .states import HELD, NEW, NEXT_STATE, Event, IllegalTransition, State
-from .store import LockStore, Reply
+from .states import TRANSITIONS, Event, IllegalTransition, State
+from .store import LockStore
 
-__all__ = ["LeaseBase", "key_hash", "log_keys", "logged_key"]
+__all__ = ["LeaseCore", "key_hash", "log_keys", "logged_key"]
 
 log = logging.getLogger("dynalease")
 #: Why a lease was lost at its caller's deadline (``deadline.py``): what ``raise_if_lost``
@@ -39,33 +41,12 @@ DEADLINE_PASSED = (
 _SIGNALS = threading.Lock()
 
 
-class LeaseBase:
+class LeaseCore:
     """One guard's identity, state and validity, and what other threads may ask of it."""
-
-    # What every guard starts with, kept on the class: the constructor (one per lock
-    # cycle) sets only what differs per guard. It also keeps a lease's attributes
-    # under CPython's 30 for a compact, shared-key instance dict; past it the dict
-    # is rebuilt as a full one of 1.5 KB per guard, which cost about 2% of a cycle.
-    #: The fencing token of the acquisition (fenced leases only), set once when it wins.
-    fencing_token: int | None = None
-    #: A tighter network budget for a ``wait_s == 0`` attempt (set by the Lambda
-    #: middleware from the invocation's remaining time).
-    single_attempt_cap: float | None = None
-    _lost_signal: concurrent.futures.Future[None] | None = None  # made when asked
-    _version: str | None = None
-    _validity: Stamp | None = None
-    #: The row a failed condition returned with (the last one), if DynamoDB sent it.
-    _conflict_item: dict[str, Any] | None = None
-    _renewer: asyncio.Task[None] | None = None
-    #: The monotonic time (on ``clock``) past which the lease is not held: the
-    #: deadline of the context its acquisition started in (``deadline.py``).
-    deadline: float | None = None
-    #: Set when that deadline ended the hold and deleted the row: the caller's own
-    #: release then only reports the loss.
-    released_at_deadline = False
 
     def __init__(
         self,
+        *,
         store: LockStore,
         clock: Clock,
         observations: Observations,
@@ -81,29 +62,51 @@ class LeaseBase:
         self.clock = clock
         self.observations = observations
         self.table = table
+        #: The row this guard holds (a semaphore's: the permit it won, once it won one).
         self.key = key
         self.lease_s = lease_s
         self.wait_s = wait_s
         self.owner = p.new_token()
         #: Protocol 2 (fenced rows) when true; see ``fenced.py``.
         self.fencing = fencing
-        self._protocol = p.FENCED_PROTOCOL if fencing else p.PROTOCOL
-        self.state = NEW
+        self.protocol = p.FENCED_PROTOCOL if fencing else p.PROTOCOL
+        self.lease_ms = p.lease_ms(lease_s)
+        self.span = p.validity_span(lease_s)
+        self.state = State.NEW
         #: Why ownership was lost, or None; written only by :meth:`_lose`, with the
         #: LOSE transition. ``counters().lost`` and :meth:`raise_if_lost` read it.
         self.loss: str | None = None
         self.tally = Tally()
-        self._resource = (table, key)
-        self._lease_ms = p.lease_ms(lease_s)
-        self._span = p.validity_span(lease_s)
-        self._pending: dict[str, Stamp] = {}
-        self._late: set[asyncio.Future[Reply]] = set()
-        self._tasks: set[asyncio.Future[None]] = set()
-        self._on_lost = on_lost
         #: Where this guard notes the row it may hold (``journal``); None when off.
         self.journal = journal
-        #: The transport bounds requests itself, in the loop's (the system clock's) time.
-        self._limited = store.limits and isinstance(clock, SystemClock)
+        #: The fencing token of the acquisition (fenced leases only), set once when it wins.
+        self.fencing_token: int | None = None
+        #: A tighter network budget for a ``wait_s == 0`` attempt (set by the Lambda
+        #: middleware from the invocation's remaining time).
+        self.single_attempt_cap: float | None = None
+        #: The confirmed version and when the write that made it was sent.
+        self.version: str | None = None
+        self.validity: Stamp | None = None
+        #: The AWS request id of the last DynamoDB answer, for the errors a guard raises.
+        self.last_request_id: str | None = None
+        #: The monotonic time (on ``clock``) past which the lease is not held: the
+        #: deadline of the context its acquisition started in (``deadline.py``).
+        self.deadline: float | None = None
+        #: Set when that deadline ended the hold and deleted the row: the caller's own
+        #: release then only reports the loss.
+        self.released_at_deadline = False
+        #: Versions written but not yet confirmed, with when each was sent.
+        self.pending: dict[str, Stamp] = {}
+        #: Writes that may still land after we stopped waiting (see ``requests``).
+        self.late: set[asyncio.Future[Any]] = set()
+        self._tasks: set[asyncio.Future[None]] = set()
+        self._on_lost = on_lost
+        self._lost_signal: concurrent.futures.Future[None] | None = None  # made when asked
+
+    @property
+    def resource(self) -> tuple[str, str]:
+        """The (table, key) the client's observation cache knows this guard's row by."""
+        return (self.table, self.key)
 
     @property
     def lost_signal(self) -> concurrent.futures.Future[None]:
@@ -119,13 +122,9 @@ class LeaseBase:
     # --- the state machine ------------------------------------------------------
 
     def _move(self, event: Event) -> None:
-        """The one way the state changes: along ``states.TRANSITIONS``, or raise.
-
-        ``states.advance`` inlined: on the hot path a transition is two dict
-        lookups and an assignment, with no call and nothing allocated.
-        """
+        """The one way the state changes: along ``states.TRANSITIONS``, or raise."""
         try:
-            self.state = NEXT_STATE[event][self.state]
+            self.state = TRANSITIONS[self.state, event]
         except KeyError:
             raise IllegalTransition(self.state, event) from None
 
@@ -139,7 +138,7 @@ class LeaseBase:
         log.warning(
             "dynalease: lock %s in table %r lost: %s", logged_key(self.key), self.table, reason
         )
-        error = self._lost_error()
+        error = self.lost_error()
         with _SIGNALS:
             signal = self._lost_signal
         if signal is not None and not signal.done():
@@ -151,9 +150,37 @@ class LeaseBase:
                 target=_run_callback, args=(callback, error), name="dynalease-on-lost", daemon=True
             ).start()
 
-    def mark_lost(self, reason: str) -> None:
-        """Record that ownership is known to be gone (e.g. a rejected check_in)."""
-        self._lose(reason)
+    # --- validity ----------------------------------------------------------------
+
+    def confirm(self, version: str, stamp: Stamp) -> None:
+        """A write of ``version``, sent at ``stamp``, is confirmed: validity runs from there."""
+        self.version = version
+        self.validity = stamp
+        self.pending.clear()
+
+    def won(self, version: str, stamp: Stamp, item: dict[str, Any] | None) -> None:
+        """An acquisition confirmed; a fenced one's token is the counter in ``item``.
+
+        ``item`` is what the winning write returned (``UPDATED_NEW``) or the row
+        a reconciling read found showing our owner and version: either way the
+        counter our write set, since only a change of owner changes it.
+        """
+        self.confirm(version, stamp)
+        if self.fencing:
+            self.fencing_token = fenced.token_of(item, table=self.table, key=self.key)
+
+    def ours(self, item: dict[str, Any] | None) -> Stamp | None:
+        """If the row shows one of our attempted versions, the stamp of that attempt."""
+        if item is None or item.get(p.OWNER_ATTR) != {"S": self.owner}:
+            return None
+        version = item.get(p.VERSION_ATTR, {}).get("S")
+        return self.pending.get(version) if isinstance(version, str) else None
+
+    def new_write(self, key: str) -> tuple[p.LockRow, Stamp]:
+        """The row of our next create or takeover at ``key``, stamped and noted as pending."""
+        row = p.LockRow(key, self.owner, p.new_token(), self.lease_ms, self.protocol)
+        stamp = self.pending[row.version] = Stamp.now(self.clock)
+        return row, stamp
 
     # --- what other threads may ask ------------------------------------------
 
@@ -163,20 +190,22 @@ class LeaseBase:
 
     def time_left(self) -> float:
         """Seconds of local validity left; 0 when not held."""
-        validity = self._validity
-        if self.state is not HELD or validity is None:
+        validity = self.validity
+        if self.state is not State.HELD or validity is None:
             return 0.0
-        clock = self.clock
-        now = clock.monotonic()
-        left = validity.remaining_at(now, clock.wall(), self._span)
-        deadline = self.deadline
-        return left if deadline is None else min(left, max(0.0, deadline - now))
+        now = self.clock.monotonic()
+        left = validity.remaining_at(now, self.clock.wall(), self.span)
+        return left if self.deadline is None else min(left, max(0.0, self.deadline - now))
+
+    def deadline_passed(self) -> bool:
+        """True once the caller's deadline (if any) has passed."""
+        return self.deadline is not None and self.clock.monotonic() >= self.deadline
 
     def raise_if_lost(self) -> None:
         """Raise LockLost unless the guard holds a valid lease right now."""
         if self.state is State.HELD and self.loss is None and self.time_left() > 0:
             return
-        raise self._lost_error()
+        raise self.lost_error()
 
     def condition_item(self) -> dict[str, Any]:
         """The ownership ConditionCheck for a transaction; the guard must be valid."""
@@ -184,18 +213,13 @@ class LeaseBase:
         return self.store.condition_item(self.table, self.key, self.owner)
 
     def lost_error(self) -> LockLost:
-        """The error a release of a lost guard raises."""
-        return self._lost_error()
-
-    def _lost_error(self) -> LockLost:
+        """The error for a guard that no longer owns its lock (a release of a lost guard)."""
         if self.loss is not None:
             reason = self.loss
+        elif self.state is State.HELD and self.deadline_passed():
+            reason = DEADLINE_PASSED  # the renewal schedule deletes the row right now
         elif self.state is State.HELD:
-            deadline = self.deadline
-            if deadline is not None and self.clock.monotonic() >= deadline:
-                reason = DEADLINE_PASSED  # the renewal schedule deletes the row right now
-            else:
-                reason = "its lease expired locally before a renewal was confirmed"
+            reason = "its lease expired locally before a renewal was confirmed"
         else:
             reason = f"the guard is {self.state.value}, not held"
         return LockLost(
@@ -204,43 +228,43 @@ class LeaseBase:
             table=self.table,
             key=self.key,
             owner=self.owner,
+            request_id=self.last_request_id,
         )
 
-    def _log_text(self, error: BaseException) -> str:
+    def note_answer(self, request_id: str | None) -> None:
+        """Remember the request id of a DynamoDB answer (when it had one) for later errors."""
+        if request_id:
+            self.last_request_id = request_id
+
+    def log_text(self, error: BaseException, key: str | None = None) -> str:
         """``error``'s message for a log line: the key as the line names it, controls escaped.
 
         Lock errors already follow :func:`logged_key`; other errors (a transport's)
-        may name the key as its repr, and any may carry a server's text.
+        may name the key (``key``, by default the guard's) as its repr, and any may
+        carry a server's text.
         """
-        text = str(error)
-        name = logged_key(self.key)
-        if name != repr(self.key):
-            text = text.replace(repr(self.key), name)
+        key = self.key if key is None else key
+        text, name = str(error), logged_key(key)
+        if name != repr(key):
+            text = text.replace(repr(key), name)
         return escaped(text)
 
-    def _forget(self) -> None:
+    def forget(self) -> None:
         """After giving up: drop the journal entry once no write of ours may still land.
 
-        (A confirmed release drops it at once, in ``release`` and ``caller``.)
+        (A confirmed release drops it at once.)
         """
         journal = self.journal
-        if journal is not None and not self._late:
+        if journal is not None and not self.late:
             journal.forget(self.owner)
 
     # --- background work -------------------------------------------------------
 
-    def _background(self, coroutine: Coroutine[Any, Any, None]) -> None:
+    def background(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        """Run ``coroutine`` on this loop as a task the lease keeps until it ends."""
         task = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-    async def _cleanup_late(self) -> None:
-        """Delete a row this guard wrote after it stopped wanting it (see ``release``)."""
-        raise NotImplementedError
-
-    def end_at_deadline(self) -> None:
-        """The deadline passed while held: lose ownership, delete the row (``release``)."""
-        raise NotImplementedError
 
 
 def _run_callback(callback: Callable[[LockLost], object], error: LockLost) -> None:

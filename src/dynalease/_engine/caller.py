@@ -4,7 +4,7 @@ A sync caller blocks anyway, so sending the request itself spares two
 hand-overs between threads, which cost more CPU than the request. Only a clean
 answer is handled here; anything else is returned as a :class:`FirstWrite`
 for the engine to go on from on the runtime loop, where it reconciles, waits
-and retries. Requires ``store.blocking_ready()``.
+and retries. Used only when ``store.blocking_ready()``.
 """
 
 from __future__ import annotations
@@ -14,29 +14,51 @@ from typing import Any
 
 from ..exceptions import DynamoDBError
 from . import protocol as p
-from .acquire import Acquiring
-from .clock import SYSTEM_CLOCK, Stamp
-from .release import Releasing
-from .requests import FirstWrite, interrupted_failure
+from .acquire import Acquirer
+from .base import LeaseCore
+from .release import Releaser
+from .renew import Renewer
+from .requests import FirstWrite, Requests, interrupted_failure
 from .runtime import Runtime
 from .shapes import create_operation, release_operation
-from .states import LOST, Event
+from .states import Event, State
 from .store import ConditionFailed
 
 
-class CallerPath(Acquiring, Releasing):
+class CallerPath:
     """The blocking halves of acquire and release, run in a sync caller's thread."""
 
-    def hold_from_caller(self, runtime: Runtime) -> None:
+    def __init__(
+        self,
+        core: LeaseCore,
+        requests: Requests,
+        acquirer: Acquirer,
+        renewer: Renewer,
+        releaser: Releaser,
+    ) -> None:
+        self.core = core
+        self.requests = requests
+        self.acquirer = acquirer
+        self.renewer = renewer
+        self.releaser = releaser
+        #: The open request a blocking write handed over (the transport's ``on_late``:
+        #: sent, not answered in time or interrupted), until a :class:`FirstWrite` or
+        #: :meth:`abandon_first` takes it. A clean answer never sets it.
+        self._late_write: Any = None
+        #: What an interrupt (Ctrl-C) during :meth:`release_blocking` leaves for the
+        #: runtime loop to finish (:meth:`interrupted_release`).
+        self._interrupted: FirstWrite | None = None
+
+    def hold(self, runtime: Runtime) -> None:
         """Acquire for a sync caller, blocking; the first create goes out from this thread.
 
         The engine on the runtime loop takes over only if that create did not
-        simply succeed. A lease acquired here gets its renewal task when the
-        first renewal is due (:class:`.scheduling.DeferredRenewals`), so a short
-        hold never wakes the runtime loop at all.
+        simply succeed. The lease gets its renewal task when the first renewal
+        is due (:class:`.scheduling.DeferredRenewals`), so a short hold never
+        wakes the runtime loop at all.
         """
-        if not self.store.blocking_ready():
-            runtime.run(self.acquire())
+        if not self.core.store.blocking_ready():
+            runtime.run(self.acquirer.acquire())
             return
         try:
             first = self.acquire_blocking()
@@ -44,43 +66,33 @@ class CallerPath(Acquiring, Releasing):
             runtime.call_soon(self.abandon_first)
             raise
         if first is not None:
-            runtime.run(self.acquire(first))
-        elif self.clock is SYSTEM_CLOCK:
-            runtime.deferred.add(self)
+            runtime.run(self.acquirer.acquire(first))
         else:
-            runtime.call_soon(self.start_renewing)
+            self.renewer.defer(runtime.loop)
 
-    def release_from_caller(self, runtime: Runtime) -> None:
+    def release(self, runtime: Runtime) -> None:
         """Release for a sync caller, blocking; the delete goes out from this thread.
 
         The release is shielded, as an async guard's is: an interrupt (Ctrl-C)
         while waiting for it must not cancel it, or the row would wait out its
         lease; so the wait is on a submitted future, never a cancellable run.
-        Raises like :meth:`release`.
+        Raises like ``Releaser.release``.
         """
-        if not self.store.blocking_ready():
-            runtime.submit(self.release()).result()
+        if not self.core.store.blocking_ready():
+            runtime.submit(self.releaser.release()).result()
             return
         try:
             first = self.release_blocking()
         except BaseException:
-            runtime.submit(self.release(self.interrupted_release()))
+            runtime.submit(self.releaser.release(self.interrupted_release()))
             raise
         if first is not None:
-            runtime.submit(self.release(first)).result()
+            runtime.submit(self.releaser.release(first)).result()
             return
         if self.after_blocking_release():
             runtime.call_soon(self.released_elsewhere)
-        if self.state is LOST or self.released_at_deadline:
-            raise self.lost_error()
-
-    #: The open request a blocking write handed over (the transport's ``on_late``:
-    #: sent, not answered in time or interrupted), until a :class:`FirstWrite` or
-    #: :meth:`abandon_first` takes it. A clean answer never sets it.
-    _late_write: Any = None
-    #: What an interrupt (Ctrl-C) during :meth:`release_blocking` leaves for the
-    #: runtime loop to finish (:meth:`interrupted_release`).
-    _interrupted: FirstWrite | None = None
+        if self.core.state is State.LOST or self.core.released_at_deadline:
+            raise self.core.lost_error()
 
     def _adopt_late(self, late: Any) -> None:
         """Keep the still-open request of a blocking write (its ``on_late``)."""
@@ -94,47 +106,45 @@ class CallerPath(Acquiring, Releasing):
         """Try the first create from the calling thread; None when the lock is now held.
 
         Anything but a clean answer is returned for ``acquire`` to go on from on
-        the runtime loop. The caller then calls ``start_renewing`` on the
-        runtime loop. (A :class:`FirstWrite` is made only then: most creates
+        the runtime loop. (A :class:`FirstWrite` is made only then: most creates
         simply succeed.)
         """
-        start, deadline, single = self._begin_acquire()
-        timeout = p.request_timeout(self.lease_s, deadline - self.clock.monotonic())
+        core = self.core
+        start, deadline, single = self.acquirer.begin()
+        timeout = p.request_timeout(core.lease_s, deadline - core.clock.monotonic())
+        operation = create_operation(core.fencing)
         if timeout <= 0:
-            return FirstWrite(
-                create_operation(self.fencing), deadline, None, start=start, single=single
-            )
-        version = p.new_token()
-        stamp = Stamp.now(self.clock)
-        self._pending[version] = stamp
-        row = p.LockRow(self.key, self.owner, version, self._lease_ms, self._protocol)
-        tally = self.tally
-        tally.write_requests += 1
+            return FirstWrite(operation, deadline, None, start=start, single=single)
+        row, stamp = core.new_write(core.key)
+        core.tally.write_requests += 1
         try:
             # Interrupted here, the open request waits in ``_late_write`` for
             # ``abandon_first``, which cleans up on the runtime loop.
-            reply = self.store.create_blocking(self.table, row, timeout, self._adopt_late)
+            reply = core.store.create_blocking(core.table, row, timeout, self._adopt_late)
         except (ConditionFailed, DynamoDBError) as error:
-            operation = create_operation(self.fencing)
-            return FirstWrite(operation, deadline, error, self._take_late(), version, start, single)
+            core.note_answer(error.request_id)
+            late = self._take_late()
+            return FirstWrite(operation, deadline, error, late, row.version, start, single)
         finally:
-            tally.wait_ms = (self.clock.monotonic() - start) * 1000
-        tally.consumed_wcu += reply.capacity
-        # A token missing from the answer raises: ``hold_from_caller`` then cleans up.
-        self._won(version, stamp, reply.item)
-        self._now_held()
+            core.tally.wait_ms = (core.clock.monotonic() - start) * 1000
+        core.tally.consumed_wcu += reply.capacity
+        core.note_answer(reply.request_id)
+        # A token missing from the answer raises: ``hold`` then cleans up.
+        core.won(row.version, stamp, reply.item)
+        self.acquirer.now_held()
         return None
 
     def abandon_first(self) -> None:
         """On the runtime loop, after an interrupt cut :meth:`acquire_blocking` short."""
+        core = self.core
         late = self._take_late()
-        self._move(Event.CANCEL)
-        self._pending.clear()
+        core._move(Event.CANCEL)
+        core.pending.clear()
         if late is not None:
-            finished = self.store.finish_late(create_operation(self.fencing), late)
-            self._watch_late(asyncio.ensure_future(finished))
+            finished = core.store.finish_late(create_operation(core.fencing), late)
+            self.requests.watch_late(asyncio.ensure_future(finished))
         # The create may have landed with its answer unread: delete our row if so.
-        self._background(self._cleanup_late())
+        core.background(self.releaser.cleanup_late())
 
     def release_blocking(self) -> FirstWrite | None:
         """Try the release's delete from the calling thread; None when it is done.
@@ -144,28 +154,30 @@ class CallerPath(Acquiring, Releasing):
         :meth:`released_elsewhere` on the runtime loop, and raises
         ``lost_error()`` when ``state`` is LOST.
         """
-        deadline = self._begin_release()
+        core = self.core
+        deadline = self.releaser.begin()
         if deadline is None:
             return None
-        timeout = p.request_timeout(self.lease_s, deadline - self.clock.monotonic())
-        self.tally.caller_writes += 1
+        timeout = p.request_timeout(core.lease_s, deadline - core.clock.monotonic())
+        operation = release_operation(core.fencing)
+        core.tally.caller_writes += 1
         try:
-            reply = self.store.delete_blocking(
-                self.table, self.key, self.owner, timeout, self._adopt_late, fencing=self.fencing
+            reply = core.store.delete_blocking(
+                core.table, core.key, core.owner, timeout, self._adopt_late, fencing=core.fencing
             )
         except (ConditionFailed, DynamoDBError) as error:
-            return FirstWrite(release_operation(self.fencing), deadline, error, self._take_late())
+            return FirstWrite(operation, deadline, error, self._take_late())
         except BaseException:
             # Interrupted (Ctrl-C) with the delete sent: it counts as sent with an
             # unknown outcome, for ``interrupted_release`` to hand to ``release``.
-            operation = release_operation(self.fencing)
             failure = interrupted_failure(operation)
             self._interrupted = FirstWrite(operation, deadline, failure, self._take_late())
             raise
-        self.tally.caller_wcu += reply.capacity
-        self._end_release()
-        if self.journal is not None:
-            self.journal.forget(self.owner)
+        core.tally.caller_wcu += reply.capacity
+        core.note_answer(reply.request_id)
+        self.releaser.end()
+        if core.journal is not None:
+            core.journal.forget(core.owner)
         return None
 
     def interrupted_release(self) -> FirstWrite | None:
@@ -178,12 +190,13 @@ class CallerPath(Acquiring, Releasing):
 
         Returns True when :meth:`released_elsewhere` must still run on the runtime
         loop: a renewal task to stop or a waiter of this client to wake. (The
-        holder is cleared before waiters are looked for; see ``Acquiring._acquire``.)
+        holder is cleared before waiters are looked for; see ``Acquirer._look``.)
         """
-        self.observations.clear_holder(self._resource)
-        return self._renewer is not None or self.observations.has_waiters(self._resource)
+        core = self.core
+        core.observations.clear_holder(core.resource)
+        return self.renewer.task is not None or core.observations.has_waiters(core.resource)
 
     def released_elsewhere(self) -> None:
         """On the runtime loop, after :meth:`release_blocking` deleted the row."""
-        self._stop_renewer()
-        self.observations.released(self._resource)
+        self.renewer.stop()
+        self.core.observations.released(self.core.resource)

@@ -76,12 +76,7 @@ async def sleep_or_wake(clock: Clock, delay: float, wake: asyncio.Future[None] |
 
 
 class Stamp(NamedTuple):
-    """When a write was sent, on both clocks; validity is measured from here.
-
-    A named tuple: as immutable as a frozen dataclass, and made in one step
-    where a frozen dataclass sets each field through ``object.__setattr__``
-    (every acquisition and renewal takes one).
-    """
+    """When a write was sent, on both clocks; validity is measured from here."""
 
     monotonic: float
     wall: float
@@ -89,8 +84,7 @@ class Stamp(NamedTuple):
     @classmethod
     def now(cls, clock: Clock) -> Stamp:
         """Read both clocks."""
-        # What the named tuple's own __new__ does, without its extra Python frame.
-        return tuple.__new__(cls, (clock.monotonic(), clock.wall()))
+        return cls(clock.monotonic(), clock.wall())
 
     def remaining(self, clock: Clock, span: float) -> float:
         """Seconds of validity left, or 0 once either clock says the span is over.

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..metrics import LockMetrics
 
 
+@dataclass
 class Tally:
     """The counts one lease keeps while it runs; only the runtime loop writes most of them.
-
-    Every count starts as the class's zero and becomes the tally's own at its first
-    change: a new tally (one per guard) sets nothing, and defining the class costs
-    nothing at import (a dataclass is generated code, about a millisecond).
 
     The release's delete sent from a sync caller's thread may overlap a renewal
     counting on the runtime thread; ``+=`` on one attribute from both could lose
@@ -35,22 +34,17 @@ class Tally:
     caller_wcu: float = 0.0
 
     def snapshot(self, *, lost: bool) -> LockMetrics:
-        """A consistent-enough snapshot; each count is read once.
-
-        Positional, in LockMetrics' field order (``tests/unit/engine/test_counters.py``
-        checks each one): calling a class with keywords builds a dict of them and
-        unpacks it again, a third of what the snapshot costs.
-        """
+        """A consistent-enough snapshot; each count is read once."""
         return LockMetrics(
-            self.read_requests,
-            self.write_requests + self.caller_writes,  # write_requests
-            self.renewals,
-            self.wait_ms,
-            self.conditional_failures,
-            self.request_failures,
-            self.wait_timeouts,
-            self.cleanup_failures,
-            lost,
-            self.consumed_rcu,
-            self.consumed_wcu + self.caller_wcu,  # consumed_wcu
+            read_requests=self.read_requests,
+            write_requests=self.write_requests + self.caller_writes,
+            renewals=self.renewals,
+            wait_ms=self.wait_ms,
+            conditional_failures=self.conditional_failures,
+            request_failures=self.request_failures,
+            wait_timeouts=self.wait_timeouts,
+            cleanup_failures=self.cleanup_failures,
+            lost=lost,
+            consumed_rcu=self.consumed_rcu,
+            consumed_wcu=self.consumed_wcu + self.caller_wcu,
         )

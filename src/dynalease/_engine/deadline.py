@@ -16,7 +16,7 @@ import contextvars
 import logging
 from collections.abc import Callable
 
-from .base import DEADLINE_PASSED, LeaseBase, logged_key
+from .base import DEADLINE_PASSED, LeaseCore, logged_key
 from .clock import Clock
 
 __all__ = ["DEADLINE_PASSED", "TIME_LEFT", "deadline_on", "suspension_warning"]
@@ -38,7 +38,7 @@ def deadline_on(clock: Clock) -> float | None:
     return clock.monotonic() + time_left()
 
 
-def suspension_warning(lease: LeaseBase, exc: BaseException) -> None:
+def suspension_warning(lease: LeaseCore, exc: BaseException) -> None:
     """Warn when a durable function suspends (``SuspendExecution``) inside a held guard.
 
     The invocation ends at a durable wait, so the guard's block is left and the lock

@@ -11,7 +11,7 @@ the lease state machine and the tests share one definition.
 from __future__ import annotations
 
 import math
-import os
+import uuid
 from typing import Any, NamedTuple
 
 from ..exceptions import FencingMismatch, MalformedLockRow
@@ -45,18 +45,8 @@ FREE_ROW_ATTRS = frozenset({KEY_ATTR, PROTOCOL_ATTR, FENCE_ATTR})
 
 
 def new_token() -> str:
-    """A fresh owner or version token (UUID4 text, as pydynox writes them).
-
-    ``str(uuid.uuid4())`` built here without the ``UUID`` object, its integer
-    and its checks: the same 16 random bytes, version 4, RFC 4122 variant.
-    """
-    text = os.urandom(16).hex()
-    # The version nibble is 4; the variant's two high bits are 10 (8, 9, a or b).
-    return f"{text[:8]}-{text[8:12]}-4{text[13:16]}-{_VARIANT[text[16]]}{text[17:20]}-{text[20:]}"
-
-
-#: A random hex digit with its two high bits set to RFC 4122's variant, 10.
-_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
+    """A fresh owner or version token: UUID4 text, as pydynox writes them."""
+    return str(uuid.uuid4())
 
 
 class LockRow(NamedTuple):
@@ -205,16 +195,6 @@ def _describe(value: Any) -> str:
 
 def check_durations(lease_duration: object, wait_timeout: object) -> tuple[float, float]:
     """Validate the two durations a lock takes; raise before any request is made."""
-    if (
-        type(lease_duration) in _PLAIN_NUMBERS
-        and type(wait_timeout) in _PLAIN_NUMBERS
-        and MIN_LEASE_S <= lease_duration <= MAX_DURATION_S  # type: ignore[operator]
-        and 0 <= wait_timeout <= MAX_DURATION_S  # type: ignore[operator]
-    ):
-        # Every guard passes here: two numbers in range need none of the checks
-        # below, which then only say what is wrong (NaN and infinities fail these
-        # comparisons and go on to them too).
-        return float(lease_duration), float(wait_timeout)  # type: ignore[arg-type]
     lease = _duration("lease_duration", lease_duration)
     wait = _duration("wait_timeout", wait_timeout)
     if lease < MIN_LEASE_S:
@@ -225,10 +205,6 @@ def check_durations(lease_duration: object, wait_timeout: object) -> tuple[float
     if wait < 0:
         raise ValueError(f"wait_timeout must be 0 or more seconds, got {wait!r}")
     return lease, wait
-
-
-#: Exactly these types take the fast path of :func:`check_durations` (not bool, not subclasses).
-_PLAIN_NUMBERS = (int, float)
 
 
 def _duration(name: str, value: object) -> float:
@@ -242,18 +218,9 @@ def _duration(name: str, value: object) -> float:
     return seconds
 
 
-# The rules every lock cycle runs (lease_ms, request_timeout, the budgets) compare
-# instead of calling min() and max(): in CPython 3.11 those parse keyword arguments
-# on every call, which cost several times the rule itself. Each keeps min's and
-# max's exact results, ties and NaN included.
-
-
 def lease_ms(lease_s: float) -> int:
     """The whole milliseconds written to the row."""
-    ms = round(lease_s * 1000)
-    if ms >= MAX_LEASE_MS:
-        return MAX_LEASE_MS
-    return ms if ms > MIN_LEASE_MS else MIN_LEASE_MS
+    return min(max(round(lease_s * 1000), MIN_LEASE_MS), MAX_LEASE_MS)
 
 
 def validity_span(lease_s: float) -> float:
@@ -273,25 +240,17 @@ def renew_retry_interval(lease_s: float) -> float:
 
 def request_timeout(lease_s: float, time_left: float) -> float:
     """The bound on one request: never past the caller's deadline."""
-    # max(0.0, min(time_left, lease_s / 3, MAX_REQUEST_TIMEOUT_S))
-    timeout, cap = time_left, lease_s / 3
-    if cap < timeout:
-        timeout = cap
-    if timeout > MAX_REQUEST_TIMEOUT_S:
-        timeout = MAX_REQUEST_TIMEOUT_S
-    return timeout if timeout > 0.0 else 0.0
+    return max(0.0, min(time_left, lease_s / 3, MAX_REQUEST_TIMEOUT_S))
 
 
 def zero_wait_budget(lease_s: float) -> float:
     """Network budget of a ``wait_timeout=0`` call: one attempt, bounded requests."""
-    budget = 0.6 * lease_s
-    return MAX_ZERO_WAIT_BUDGET_S if budget > MAX_ZERO_WAIT_BUDGET_S else budget
+    return min(0.6 * lease_s, MAX_ZERO_WAIT_BUDGET_S)
 
 
 def cleanup_budget(lease_s: float) -> float:
     """Total time release may take, including reconciliation."""
-    budget = 0.6 * lease_s
-    return MAX_CLEANUP_BUDGET_S if budget > MAX_CLEANUP_BUDGET_S else budget
+    return min(0.6 * lease_s, MAX_CLEANUP_BUDGET_S)
 
 
 def poll_cap(lease_s: float) -> float:

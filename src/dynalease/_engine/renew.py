@@ -6,6 +6,10 @@ min(lease/12, 1 s). Validity is only ever extended by a confirmed renewal,
 stamped with the time it was sent. An attempt with an unknown outcome is
 reconciled with a strong read; a row that shows another owner (or none) means
 the lease is lost.
+
+A lease gets its renewal task only when its first renewal is due
+(:class:`.scheduling.DeferredRenewals`): a short hold ends before, and then
+costs no task at all. That is so whichever clock the lease runs on.
 """
 
 from __future__ import annotations
@@ -13,51 +17,82 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import DynamoDBError
 from . import protocol as p
-from .base import logged_key
+from .base import LeaseCore, logged_key
 from .clock import Stamp
 from .requests import EPSILON_S, BudgetSpent, OutcomeUnknown, Requests
-from .scheduling import ValidityWatch
+from .scheduling import ValidityWatch, deferred_renewals
 from .states import State
 
 log = logging.getLogger("dynalease")
 
 
-class Renewing(Requests):
+class Renewer:
     """The renewal task of a held lease and the validity checks around it."""
+
+    def __init__(
+        self, core: LeaseCore, requests: Requests, at_deadline: Callable[[], None]
+    ) -> None:
+        self.core = core
+        self.requests = requests
+        #: Ends the hold when the caller's deadline passes (``Releaser.end_at_deadline``).
+        self._at_deadline = at_deadline
+        #: The running renewal task, once started.
+        self.task: asyncio.Task[None] | None = None
+        self._stopped = False
+
+    @property
+    def state(self) -> State:
+        """The lease's state (what the shared watches look at)."""
+        return self.core.state
+
+    def defer(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Start renewing on ``loop`` when the first renewal is due (from any thread)."""
+        deferred_renewals(loop, self.core.clock).add(self)
 
     def start_renewing(self) -> None:
         """Start the renewal task (on the runtime loop) unless released meanwhile."""
-        if self.state is State.HELD and self._renewer is None:
-            self._renewer = asyncio.ensure_future(self._renew_loop())
+        if self.core.state is State.HELD and self.task is None and not self._stopped:
+            self.task = asyncio.ensure_future(self._run())
+
+    def stop(self) -> None:
+        """Stop renewing for good: cancel the task, and never start one."""
+        self._stopped = True
+        task, self.task = self.task, None
+        if task is not None and not task.done():
+            # A renewal in flight cannot recreate the row: its condition needs our
+            # owner and version on an existing row, and the delete removes it.
+            task.cancel()
 
     def renewal_due(self) -> float:
         """The monotonic time of the first renewal after acquiring, or the deadline if sooner."""
-        validity = self._validity
+        validity = self.core.validity
         if validity is None:
             return math.inf
-        due = validity.monotonic + p.renew_interval(self.lease_s)
-        deadline = self.deadline
-        return due if deadline is None or due < deadline else deadline
+        due = validity.monotonic + p.renew_interval(self.core.lease_s)
+        deadline = self.core.deadline
+        return due if deadline is None else min(due, deadline)
 
     def check_validity(self, monotonic: float, wall: float) -> None:
         """Mark the guard lost if its validity ran out by the given readings of its clock.
 
         Called by the shared watches, which read the clock once per sweep.
         """
-        validity = self._validity
+        core = self.core
+        validity = core.validity
         if (
-            self.state is State.HELD
+            core.state is State.HELD
             and validity is not None
-            and validity.remaining_at(monotonic, wall, self._span) <= EPSILON_S
+            and validity.remaining_at(monotonic, wall, core.span) <= EPSILON_S
         ):
-            self._lose("its lease expired before a renewal was confirmed")
+            core._lose("its lease expired before a renewal was confirmed")
 
-    async def _renew_loop(self) -> None:
-        watch = ValidityWatch.of(self.clock)
+    async def _run(self) -> None:
+        watch = ValidityWatch.of(self.core.clock)
         watch.add(self)
         try:
             await self._renew_until_done()
@@ -65,93 +100,90 @@ class Renewing(Requests):
             watch.discard(self)
 
     async def _renew_until_done(self) -> None:
-        interval = p.renew_interval(self.lease_s)
-        retry = p.renew_retry_interval(self.lease_s)
-        assert self._validity is not None
-        next_attempt = self._validity.monotonic + interval
-        while self.state is State.HELD:
-            validity = self._validity
+        core, clock = self.core, self.core.clock
+        interval = p.renew_interval(core.lease_s)
+        retry = p.renew_retry_interval(core.lease_s)
+        next_attempt = self.renewal_due()
+        while core.state is State.HELD:
+            validity = core.validity
             assert validity is not None
-            left = validity.remaining(self.clock, self._span)
+            left = validity.remaining(clock, core.span)
             if left <= EPSILON_S:  # a sub-microsecond remainder cannot be renewed in time
-                self._lose("its lease expired before a renewal was confirmed")
+                core._lose("its lease expired before a renewal was confirmed")
                 return
-            now = self.clock.monotonic()
-            deadline = self.deadline
-            if deadline is not None:
-                if now >= deadline:
-                    self.end_at_deadline()
-                    return
-                wait = min(next_attempt, deadline) - now
-            else:
-                wait = next_attempt - now
+            now = clock.monotonic()
+            if core.deadline is not None and now >= core.deadline:
+                self._at_deadline()
+                return
+            end = math.inf if core.deadline is None else core.deadline
+            wait = min(next_attempt, end) - now
             if wait > 0:
-                await self.clock.sleep(min(wait, left))  # the watch covers clock jumps
+                await clock.sleep(min(wait, left))  # the watch covers clock jumps
                 continue
-            confirmed = await self._renew_once()
-            if confirmed:
-                assert self._validity is not None
-                next_attempt = self._validity.monotonic + interval
+            if await self._renew_once():
+                assert core.validity is not None
+                next_attempt = core.validity.monotonic + interval
             else:
-                next_attempt = self.clock.monotonic() + retry
+                next_attempt = clock.monotonic() + retry
 
     async def _renew_once(self) -> bool:
         """One renewal attempt; True when confirmed, False to retry soon."""
-        assert self._validity is not None and self._version is not None
-        deadline = self.clock.monotonic() + self._validity.remaining(self.clock, self._span)
-        current = self._version
+        core = self.core
+        assert core.validity is not None and core.version is not None
+        deadline = core.clock.monotonic() + core.validity.remaining(core.clock, core.span)
+        current = core.version
         version = p.new_token()
-        stamp = Stamp.now(self.clock)
-        self._pending[version] = stamp
+        stamp = core.pending[version] = Stamp.now(core.clock)
         try:
-            reply = await self._request(
+            reply = await self.requests.send(
                 "write",
-                lambda limit: self.store.renew(
-                    self.table, self.key, self.owner, current, version, limit
+                lambda limit: core.store.renew(
+                    core.table, core.key, core.owner, current, version, limit
                 ),
                 deadline,
             )
         except BudgetSpent:
             return False
         except OutcomeUnknown:
-            try:
-                item = await self._read_row(deadline)
-            except (BudgetSpent, OutcomeUnknown, DynamoDBError):
-                return False
-            return self._reconcile_renewal(item, current)
+            return await self._read_and_reconcile(None, deadline, current)
         except DynamoDBError as error:
             log.debug(
-                "dynalease: renewal of %s failed: %s", logged_key(self.key), self._log_text(error)
+                "dynalease: renewal of %s failed: %s", logged_key(core.key), core.log_text(error)
             )
             return False
-        if reply is None:
-            item = self._conflict_item
-            if item is None:
-                try:
-                    item = await self._read_row(deadline)
-                except (BudgetSpent, OutcomeUnknown, DynamoDBError):
-                    return False
-            return self._reconcile_renewal(item, current)
-        if self.state is State.HELD:
-            self._confirm(version, stamp)
-            self.tally.renewals += 1
+        if reply is None:  # the condition failed: whose row is it now?
+            return await self._read_and_reconcile(self.requests.conflict_item, deadline, current)
+        if core.state is State.HELD:
+            core.confirm(version, stamp)
+            core.tally.renewals += 1
         return True
 
-    def _reconcile_renewal(self, item: dict[str, Any] | None, current: str) -> bool:
-        if self.state is not State.HELD:
+    async def _read_and_reconcile(
+        self, item: dict[str, Any] | None, deadline: float, current: str
+    ) -> bool:
+        """Reconcile with ``item``, or with a strong read of the row when there is none."""
+        if item is None:
+            try:
+                item = await self.requests.read_row(self.core.key, deadline)
+            except (BudgetSpent, OutcomeUnknown, DynamoDBError):
+                return False
+        return self._reconcile(item, current)
+
+    def _reconcile(self, item: dict[str, Any] | None, current: str) -> bool:
+        core = self.core
+        if core.state is not State.HELD:
             return False
-        stamp = self._ours(item)
+        stamp = core.ours(item)
         if stamp is not None:
-            version = item[p.VERSION_ATTR]["S"] if item else ""
-            self._confirm(version, stamp)
-            self.tally.renewals += 1
+            core.confirm(item[p.VERSION_ATTR]["S"] if item else "", stamp)
+            core.tally.renewals += 1
             return True
         if (
             item is not None
-            and item.get(p.OWNER_ATTR) == {"S": self.owner}
+            and item.get(p.OWNER_ATTR) == {"S": core.owner}
             and item.get(p.VERSION_ATTR) == {"S": current}
         ):
             return False  # not applied; retry
         holder = "the row is gone" if item is None else "another owner took it over"
-        self._lose(f"{holder} (renewal rejected)")
+        core._lose(f"{holder} (renewal rejected)")
         return False

@@ -1,10 +1,10 @@
 """Bounded requests: one deadline each, unknown outcomes, and answers that come late.
 
-Every request a lease sends goes through :meth:`Requests._request`: it is
+Every request a lease sends goes through :meth:`Requests.send`: it is
 counted, bounded by ``protocol.request_timeout`` of the time left, and ends in a
 reply, a failed condition (None), a definite failure (``DynamoDBError``) or
 :class:`OutcomeUnknown`. A write that may still commit after we stopped waiting
-is watched (:meth:`Requests._watch_late`) so that a late success never revives
+is watched (:meth:`Requests.watch_late`) so that a late success never revives
 a guard that gave up: its row is deleted instead.
 """
 
@@ -15,16 +15,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
 from ..exceptions import DynamoDBError, RequestFailedError
-from . import fenced
 from . import protocol as p
-from .base import LeaseBase
-from .clock import Stamp, wait_for
+from .base import LeaseCore
+from .clock import wait_for
 from .shapes import reply_of
 from .states import State
 from .store import ConditionFailed, Limit, Reply, TimedOut
 
-#: Validity below this cannot be renewed in time; a replayed request (already
-#: sent) gets at least this timeout to report how it ended.
+#: Validity below this cannot be renewed in time.
 EPSILON_S = 1e-6
 
 _GAVE_UP = (State.NOT_ACQUIRED, State.CANCELLED)
@@ -34,8 +32,10 @@ class FirstWrite(NamedTuple):
     """How a write sent from a sync caller's own thread ended, for the engine to go on from.
 
     ``error`` is what the request raised (a failed condition, an error, or a
-    failure that may have been applied); ``late`` is the still-open request
-    when its answer had not arrived (see ``LockStore.finish_late``).
+    failure that may have been applied), or None when nothing was sent (no time
+    was left for it); ``late`` is the still-open request when its answer had not
+    arrived (see ``LockStore.finish_late``). A create's carries its ``version``,
+    the acquisition's ``start`` and whether it is a ``single`` attempt.
     """
 
     operation: str
@@ -45,6 +45,11 @@ class FirstWrite(NamedTuple):
     version: str = ""
     start: float = 0.0
     single: bool = False
+
+    @property
+    def sent(self) -> bool:
+        """True when the write went out (its outcome is ``error``)."""
+        return self.error is not None
 
 
 class OutcomeUnknown(Exception):
@@ -70,81 +75,104 @@ def interrupted_failure(operation: str) -> RequestFailedError:
     )
 
 
-class Requests(LeaseBase):
-    """Sending, bounding and reconciling one lease's requests."""
+class Requests:
+    """Sending, bounding and reconciling one lease's requests.
 
-    async def _request(
-        self,
-        kind: str,
-        make: Callable[[Limit | None], Awaitable[Reply]],
-        deadline: float,
-        *,
-        replayed: bool = False,
+    ``landed`` is called when a write this lease gave up on may have landed
+    after all (the lease then deletes its row: ``release.Releaser.cleanup_late``).
+    """
+
+    def __init__(self, core: LeaseCore, landed: Callable[[], None]) -> None:
+        self.core = core
+        self._landed = landed
+        #: The row a failed condition returned with (the last one), if DynamoDB sent it.
+        self.conflict_item: dict[str, Any] | None = None
+
+    async def send(
+        self, kind: str, make: Callable[[Limit | None], Awaitable[Reply]], deadline: float
     ) -> Reply | None:
         """Send one request bounded by the deadline.
 
         Returns the reply, or None when the condition failed (the current row, if
-        DynamoDB returned it, is in ``self._conflict_item``). Raises
+        DynamoDB returned it, is in ``conflict_item``). Raises
         :class:`OutcomeUnknown` when the outcome is unknown and ``DynamoDBError``
         when the request was definitely not applied. ``make(limit)`` makes the
-        request; a ``replayed`` one is the outcome of a request already sent (and
-        counted) from a caller's thread.
+        request.
         """
-        tally = self.tally
-        timeout = p.request_timeout(self.lease_s, deadline - self.clock.monotonic())
-        if replayed:
-            timeout = max(timeout, EPSILON_S)
-        elif timeout <= 0:
+        core = self.core
+        timeout = p.request_timeout(core.lease_s, deadline - core.clock.monotonic())
+        if timeout <= 0:
             raise BudgetSpent
-        elif kind == "read":
-            tally.read_requests += 1
+        if kind == "read":
+            core.tally.read_requests += 1
         else:
-            tally.write_requests += 1
-        task: asyncio.Future[Reply]
-        if self._limited and not replayed:
-            task = await self._limited_request(kind, make, timeout)
+            core.tally.write_requests += 1
+        if core.store.limits:
+            outcome = await self._limited(kind, make, timeout)
         else:
-            task = await self._task_request(kind, make(None), timeout)
+            outcome = await self._in_task(kind, make(None), timeout)
+        return self._settle(kind, outcome)
+
+    def replay(self, first: FirstWrite) -> Reply | None:
+        """How a write sent from a caller's thread ended, as :meth:`send` would say it.
+
+        It was sent and counted there; ``first.late`` is still open when its
+        answer had not arrived, and may yet say that it was applied.
+        """
+        if first.late is not None:
+            finished = self.core.store.finish_late(first.operation, first.late)
+            self.watch_late(asyncio.ensure_future(finished))
+        assert first.error is not None
+        outcome: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        outcome.set_exception(first.error)
+        return self._settle("write", outcome)
+
+    def _settle(self, kind: str, outcome: asyncio.Future[Reply]) -> Reply | None:
+        core = self.core
+        tally = core.tally
         try:
-            reply = task.result()
+            reply = outcome.result()
         except ConditionFailed as failed:
             tally.conditional_failures += 1
-            self._conflict_item = failed.item
+            core.note_answer(failed.request_id)
+            self.conflict_item = failed.item
             return None
         except RequestFailedError as error:
             tally.request_failures += 1
+            core.note_answer(error.request_id)
             if error.may_have_committed and kind != "read":
-                raise OutcomeUnknown(task, error) from error
+                raise OutcomeUnknown(outcome, error) from error
             raise
-        except DynamoDBError:
+        except DynamoDBError as error:
             tally.request_failures += 1
+            core.note_answer(error.request_id)
             raise
+        core.note_answer(reply.request_id)
         if kind == "read":
             tally.consumed_rcu += reply.capacity
         else:
             tally.consumed_wcu += reply.capacity
         return reply
 
-    async def _limited_request(
+    async def _limited(
         self, kind: str, make: Callable[[Limit | None], Awaitable[Reply]], timeout: float
     ) -> asyncio.Future[Reply]:
         """Await the request itself; the transport bounds it and hands on a late answer.
 
-        Saves the task and ``asyncio.wait`` per request (three loop iterations
-        of about nine) that :meth:`_task_request` needs to keep a request
-        running past its time limit.
+        Spares the task and the ``asyncio.wait`` that :meth:`_in_task` needs to keep
+        a request running past its time limit.
         """
         late: list[Awaitable[dict[str, Any]]] = []
         outcome: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         try:
             outcome.set_result(await make(Limit(timeout, late.append)))
         except TimedOut:
-            self.tally.request_failures += 1
+            self.core.tally.request_failures += 1
             raise OutcomeUnknown(self._late_reply(kind, late), None) from None
         except asyncio.CancelledError:
-            if late and kind != "read" and self.state is State.ACQUIRING:
+            if late and kind != "read" and self.core.state is State.ACQUIRING:
                 # Cancelled with a create or takeover in flight: it may still land.
-                self._watch_late(self._late_reply(kind, late))
+                self.watch_late(self._late_reply(kind, late))
             elif late:
                 self._late_reply(kind, late)  # read to its end, for nobody
             raise
@@ -162,65 +190,45 @@ class Requests(LeaseBase):
         task.add_done_callback(retrieve)
         return task
 
-    async def _task_request(
+    async def _in_task(
         self, kind: str, operation: Awaitable[Reply], timeout: float
     ) -> asyncio.Future[Reply]:
         """Run the request as a task and wait up to ``timeout`` clock seconds for it."""
         task: asyncio.Future[Reply] = asyncio.ensure_future(operation)
         try:
-            finished = await wait_for(self.clock, task, timeout)
+            finished = await wait_for(self.core.clock, task, timeout)
         except asyncio.CancelledError:
-            if kind != "read" and self.state is State.ACQUIRING:
+            if kind != "read" and self.core.state is State.ACQUIRING:
                 # Cancelled with a create or takeover in flight: it may still land.
-                self._watch_late(task)
+                self.watch_late(task)
             # Nobody awaits it now (e.g. a renewal cut short by release): look at its
             # failure so asyncio does not log it as never retrieved.
             task.add_done_callback(retrieve)
             raise
         if not finished:
-            self.tally.request_failures += 1
+            self.core.tally.request_failures += 1
             # Nobody may await it again; retrieve its failure so asyncio does not
             # log "Task exception was never retrieved" when it finally fails.
             task.add_done_callback(retrieve)
             raise OutcomeUnknown(task, None)
         return task
 
-    async def _read_row(self, deadline: float) -> dict[str, Any] | None:
-        reply = await self._request(
-            "read", lambda limit: self.store.read(self.table, self.key, limit), deadline
+    async def read_row(self, key: str, deadline: float) -> dict[str, Any] | None:
+        """The row at ``key``, strongly consistent (None when there is none)."""
+        core = self.core
+        reply = await self.send(
+            "read", lambda limit: core.store.read(core.table, key, limit), deadline
         )
         assert reply is not None  # reads have no condition
         return reply.item
 
-    def _ours(self, item: dict[str, Any] | None) -> Stamp | None:
-        """If the row shows one of our attempted versions, the stamp of that attempt."""
-        if item is None or item.get(p.OWNER_ATTR) != {"S": self.owner}:
-            return None
-        version = item.get(p.VERSION_ATTR, {}).get("S")
-        return self._pending.get(version) if isinstance(version, str) else None
-
-    def _confirm(self, version: str, stamp: Stamp) -> None:
-        self._version = version
-        self._validity = stamp
-        self._pending.clear()
-
-    def _won(self, version: str, stamp: Stamp, item: dict[str, Any] | None) -> None:
-        """An acquisition confirmed; a fenced one's token is the counter in ``item``.
-
-        ``item`` is what the winning write returned (``UPDATED_NEW``) or the row
-        a reconciling read found showing our owner and version: either way the
-        counter our write set, since only a change of owner changes it.
-        """
-        self._confirm(version, stamp)
-        if self.fencing:
-            self.fencing_token = fenced.token_of(item, table=self.table, key=self.key)
-
-    def _watch_late(self, task: asyncio.Future[Reply]) -> None:
+    def watch_late(self, task: asyncio.Future[Reply]) -> None:
         """A write that may still commit: clean it up if it lands after we moved on."""
-        self._late.add(task)
+        core = self.core
+        core.late.add(task)
 
         def landed(done: asyncio.Future[Reply]) -> None:
-            self._late.discard(done)
+            core.late.discard(done)
             if done.cancelled():
                 return
             failure = done.exception()
@@ -229,26 +237,13 @@ class Requests(LeaseBase):
             if failure is not None and not (
                 isinstance(failure, RequestFailedError) and failure.may_have_committed
             ):
-                if self.state in _GAVE_UP:
-                    self._forget()  # it did not land: nothing of ours is left
+                if core.state in _GAVE_UP:
+                    core.forget()  # it did not land: nothing of ours is left
                 return
-            if self.state in _GAVE_UP:
-                self._background(self._cleanup_late())
+            if core.state in _GAVE_UP:
+                self._landed()
 
         task.add_done_callback(landed)
-
-    def _replay_with(self, first: FirstWrite, limit: Limit | None) -> Awaitable[Reply]:
-        return self._replay(first)
-
-    async def _replay(self, first: FirstWrite) -> Reply:
-        """The outcome of a write sent from a caller's thread, as a request would end."""
-        if first.late is not None:
-            # Still open: the answer may yet say it was applied (``_watch_late``).
-            self._watch_late(
-                asyncio.ensure_future(self.store.finish_late(first.operation, first.late))
-            )
-        assert first.error is not None
-        raise first.error
 
 
 def retrieve(task: asyncio.Future[Reply]) -> None:

@@ -21,7 +21,6 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from ..exceptions import ForkedProcessError
-from .scheduling import DeferredRenewals, deferred_renewals
 
 T = TypeVar("T")
 
@@ -45,8 +44,6 @@ class Runtime:
             max_workers=BLOCKING_WORKERS, thread_name_prefix="dynalease-io"
         )
         self.loop.set_default_executor(self.executor)
-        #: The loop's deferred renewal starts, found once (sync callers add to it).
-        self.deferred: DeferredRenewals = deferred_renewals(self.loop)
         ready = threading.Event()
         self.thread = threading.Thread(
             target=self._run, args=(ready,), name="dynalease-runtime", daemon=True

@@ -13,11 +13,10 @@ import heapq
 import itertools
 import math
 import threading
-import time
 import weakref
 from typing import Protocol
 
-from .clock import Clock
+from .clock import SYSTEM_CLOCK, Clock
 from .states import State
 
 #: The lost signal is pushed at least this often while renewal waits, so a wall
@@ -96,8 +95,8 @@ class DeferredRenewals:
     Instead the lease waits here: one timer on the loop starts each renewal
     task when it is due, and checks every waiting lease's validity once per
     :data:`WATCH_INTERVAL_S` (as the validity watch does for running ones). A
-    lease released before its first renewal never gets a task. Only for leases
-    on the system clock, whose times are the loop's times.
+    lease released before its first renewal never gets a task. One per event
+    loop and clock: its timer sleeps on that clock.
 
     Leases are held weakly: a released guard's lease is freed with its guard,
     not kept (with all it refers to, through the garbage collector's passes)
@@ -106,20 +105,22 @@ class DeferredRenewals:
     the guard's ``__del__`` schedules.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, clock: Clock = SYSTEM_CLOCK) -> None:
         self.loop = loop
+        self.clock = clock
         self._lock = threading.Lock()
         self._heap: list[tuple[float, int, weakref.ref[Scheduled]]] = []
         self._order = itertools.count()
         self._wake_at = math.inf  # when the loop looks next; guarded by _lock
         self._next_sweep = 0.0  # when waiting leases are next checked; guarded by _lock
-        self._timer: asyncio.TimerHandle | None = None  # loop only
+        #: The sleep until the loop looks next, and when it ends (loop only).
+        self._timer: asyncio.Task[None] | None = None
+        self._timer_at = math.inf
 
     def add(self, lease: Scheduled) -> None:
         """Take a lease just acquired in a caller's thread (any thread)."""
         due = lease.renewal_due()
-        sweep = time.monotonic() + WATCH_INTERVAL_S
-        when = sweep if sweep < due else due  # min(due, sweep), without min()'s call
+        when = min(due, self.clock.monotonic() + WATCH_INTERVAL_S)
         with self._lock:
             heapq.heappush(self._heap, (due, next(self._order), weakref.ref(lease)))
             if when >= self._wake_at:
@@ -134,14 +135,20 @@ class DeferredRenewals:
         with self._lock:
             wake_at = self._wake_at
         if self._timer is not None:
-            if self._timer.when() <= wake_at:
+            if self._timer_at <= wake_at:
                 return
             self._timer.cancel()
-        self._timer = None if wake_at == math.inf else self.loop.call_at(wake_at, self._tick)
+        self._timer, self._timer_at = None, wake_at
+        if wake_at != math.inf:
+            self._timer = self.loop.create_task(self._sleep_until(wake_at))
+
+    async def _sleep_until(self, wake_at: float) -> None:
+        await self.clock.sleep(wake_at - self.clock.monotonic())
+        self._timer = None
+        self._tick()
 
     def _tick(self) -> None:
-        self._timer = None
-        now = time.monotonic()
+        now = self.clock.monotonic()
         due: list[Scheduled] = []
         waiting: list[Scheduled] = []
         with self._lock:
@@ -168,24 +175,25 @@ class DeferredRenewals:
             if lease.state is State.HELD:
                 lease.start_renewing()
         if waiting:
-            wall = time.time()  # the system clock's reading, as SystemClock.wall
+            wall = self.clock.wall()
             for lease in waiting:
                 lease.check_validity(now, wall)
         self._schedule()
 
 
-_DEFERRED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, DeferredRenewals] = (
+_DEFERRED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, DeferredRenewals]] = (
     weakref.WeakKeyDictionary()
 )
 _DEFERRED_LOCK = threading.Lock()
 
 
-def deferred_renewals(loop: asyncio.AbstractEventLoop) -> DeferredRenewals:
-    """The :class:`DeferredRenewals` of ``loop`` (any thread)."""
-    deferred = _DEFERRED.get(loop)
-    if deferred is None:
-        with _DEFERRED_LOCK:
-            deferred = _DEFERRED.get(loop)
-            if deferred is None:
-                deferred = _DEFERRED[loop] = DeferredRenewals(loop)
+def deferred_renewals(
+    loop: asyncio.AbstractEventLoop, clock: Clock = SYSTEM_CLOCK
+) -> DeferredRenewals:
+    """The :class:`DeferredRenewals` of ``loop`` and ``clock`` (any thread)."""
+    with _DEFERRED_LOCK:
+        by_clock = _DEFERRED.setdefault(loop, {})
+        deferred = by_clock.get(id(clock))
+        if deferred is None or deferred.clock is not clock:
+            deferred = by_clock[id(clock)] = DeferredRenewals(loop, clock)
     return deferred

@@ -3,7 +3,7 @@
 Read it beside docs/protocol.md: each row of :data:`TABLE` says where a
 guard goes when an event happens in a state, and what the lease sends from
 there. The lease changes state only through
-``LeaseBase._move``, which looks the pair up as :func:`advance` does; a pair
+``LeaseCore._move``, which looks the pair up in :data:`TRANSITIONS`; a pair
 missing from the table is a bug in the engine, and raises
 :class:`IllegalTransition` instead of leaving a guard half-moved.
 
@@ -28,10 +28,6 @@ from typing import Final
 class State(enum.Enum):
     """Where a guard is in its single life."""
 
-    # Members are singletons, so identity is equality; the identity hash is C-fast
-    # where Enum's own hashes the name in Python, and every transition hashes one.
-    __hash__ = object.__hash__
-
     NEW = "new"
     ACQUIRING = "acquiring"
     HELD = "held"
@@ -44,8 +40,6 @@ class State(enum.Enum):
 
 class Event(enum.Enum):
     """What happens to a guard; each moves it along one row of :data:`TRANSITIONS`."""
-
-    __hash__ = object.__hash__  # as State's
 
     START = "acquire started"
     WON = "our create or takeover is confirmed"
@@ -96,33 +90,8 @@ def _parse(table: str) -> dict[tuple[State, Event], State]:
     return rows
 
 
-# The members the engine compares and moves by on every lock cycle, as module
-# globals. On CPython 3.11 EnumType defines __getattr__, which sends every
-# ``State.HELD`` through a slow attribute hook (about 120 ns, several times the
-# comparison it feeds); a global is one dict read. The per-cycle paths use these.
-NEW: Final = State.NEW
-HELD: Final = State.HELD
-LOST: Final = State.LOST
-RELEASING: Final = State.RELEASING
-START: Final = Event.START
-WON: Final = Event.WON
-RELEASE: Final = Event.RELEASE
-ENDED: Final = Event.ENDED
-ENDED_LOST: Final = Event.ENDED_LOST
-
 #: (state, event) -> next state, from :data:`TABLE`.
 TRANSITIONS: Final[dict[tuple[State, Event], State]] = _parse(TABLE)
-
-#: The states a guard's life ends in. Two rows leave them, on purpose: a LOST guard
-#: is still released (its row may still be there), and a RELEASED one may still
-#: learn that it had been lost.
-FINISHED: Final = frozenset({State.RELEASED, State.LOST, State.NOT_ACQUIRED, State.CANCELLED})
-
-#: The same table indexed by event, then state: a lookup builds no key tuple.
-NEXT_STATE: Final[dict[Event, dict[State, State]]] = {event: {} for event in Event}
-for (_state, _event), _next in TRANSITIONS.items():
-    NEXT_STATE[_event][_state] = _next
-del _state, _event, _next
 
 
 class IllegalTransition(RuntimeError):
@@ -135,11 +104,3 @@ class IllegalTransition(RuntimeError):
         )
         self.state = state
         self.event = event
-
-
-def advance(state: State, event: Event) -> State:
-    """The state after ``event`` in ``state``, by :data:`TRANSITIONS`; raises if not allowed."""
-    try:
-        return NEXT_STATE[event][state]
-    except KeyError:
-        raise IllegalTransition(state, event) from None

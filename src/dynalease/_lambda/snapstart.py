@@ -27,7 +27,7 @@ import random
 from collections.abc import Iterator
 from typing import TypeVar
 
-from .._engine.base import LeaseBase
+from .._engine.base import LeaseCore
 from .._engine.clock import SystemClock
 from .._engine.states import State
 from ..client import DynamoDBClient
@@ -36,10 +36,6 @@ from ..exceptions import DynaleaseError
 __all__ = ["LockHeldAtSnapshot", "after_restore", "before_snapshot", "register"]
 
 T = TypeVar("T")
-
-#: The name of the client method that closes (and forgets) its pooled connections;
-#: provided by the transport. A client without it has nothing pooled to close.
-DROP_CONNECTIONS = "_drop_connections"
 
 _registered = False
 
@@ -59,12 +55,10 @@ def _clients() -> list[DynamoDBClient]:
 
 
 def _drop_connections(client: DynamoDBClient) -> None:
-    drop = getattr(client, DROP_CONNECTIONS, None)
-    if drop is not None:
-        drop()
+    client._drop_connections()
 
 
-def _holding(lease: LeaseBase) -> bool:
+def _holding(lease: LeaseCore) -> bool:
     """A guard that holds a valid lease, or is acquiring one, on the real clock."""
     if not isinstance(lease.clock, SystemClock):
         return False  # a test's own clock: no lock any copy could hold
@@ -73,7 +67,7 @@ def _holding(lease: LeaseBase) -> bool:
 
 def before_snapshot() -> None:
     """Refuse a snapshot while a lock is held; close every client's pooled connections."""
-    held = sorted({(lease.table, lease.key) for lease in _live(LeaseBase) if _holding(lease)})
+    held = sorted({(lease.table, lease.key) for lease in _live(LeaseCore) if _holding(lease)})
     if held:
         named = ", ".join(f"{key!r} in table {table!r}" for table, key in held[:3])
         more = f" and {len(held) - 3} more" if len(held) > 3 else ""

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._engine.store import LoopTransport
 from .._transport.errors import map_error_code
 from ._moto import DynamoDBAnswer, InProcessDynamoDB
 
 _LOCK_OPERATIONS = frozenset({"GetItem", "PutItem", "UpdateItem", "DeleteItem"})
 
 
-class MemoryTransport:
+class MemoryTransport(LoopTransport):
     """Runs requests inline on the in-process DynamoDB, failures mapped as on the wire.
 
     Answers carry no ``ConsumedCapacity``: moto's figures are not DynamoDB's

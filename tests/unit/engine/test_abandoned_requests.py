@@ -19,10 +19,10 @@ from support.memory import memory_lock_table
 from dynalease._engine.lease import Lease
 from dynalease._engine.observations import Observations
 from dynalease._engine.states import State
-from dynalease._engine.store import LockStore
+from dynalease._engine.store import LockStore, LoopTransport
 
 
-class GatedRenewals:
+class GatedRenewals(LoopTransport):
     """The in-memory table; renewals wait at a gate the test opens."""
 
     def __init__(self) -> None:

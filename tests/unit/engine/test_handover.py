@@ -112,7 +112,8 @@ def test_many_held_leases_share_one_validity_watch() -> None:
         leases = [h.lease(key=f"k{i}", lease=30.0) for i in range(50)]
         for lease in leases:
             await lease.acquire()
-        await h.clock.settle()
+        # Renewal tasks start when the first renewal is due (deferred renewals).
+        await h.clock.advance(p.renew_interval(30.0))
         pending: Any = h.clock._sleepers  # (wake time, order, future)
         sleeping = [entry for entry in pending if not entry[2].done()]
         # One renewal sleep per lease plus one watch, not a one-second wake per lease.

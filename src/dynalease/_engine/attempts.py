@@ -1,0 +1,273 @@
+"""One acquisition as a state value, and the decision of what it does next.
+
+The acquire driver (``acquire.py``) performs one action at a time (create, take
+over, read, look at what a read saw, sleep), records what it ended with in the
+:class:`Attempt`, and asks :func:`decide` for the next action, as tenacity's
+``iter()`` decides "attempt, sleep or stop" from its retry state. :func:`decide`
+does no I/O and reads no clock: the unit tests drive it with plain values.
+
+A lock and a semaphore differ only in their :class:`Rules`: how a failed
+request is retried (:data:`LOCK_RETRIES`, :data:`PERMIT_RETRIES`), what follows
+a write whose condition failed, and how long to wait on held rows
+(``pacing``). Both share this decision and the driver.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from .pacing import Pace, Sighting, WaitRule, jittered
+from .protocol import LockRow
+
+Item = dict[str, Any]
+
+# --- actions: what the driver does next -------------------------------------
+
+
+class Create(NamedTuple):
+    """Create the row at ``key`` (a lock's key, or a permit)."""
+
+    key: str
+
+
+class TakeOver(NamedTuple):
+    """Replace ``row`` at ``key``, which stayed unchanged for its stored lease."""
+
+    key: str
+    row: LockRow
+
+
+class Read(NamedTuple):
+    """Read the row (a semaphore: every permit row), strongly consistent."""
+
+
+class Look(NamedTuple):
+    """Look at the rows just seen: ours, free, or held (observed in the client's cache)."""
+
+    rows: dict[str, Item | None]
+
+
+class Adopt(NamedTuple):
+    """An earlier write of ours landed after all: the row at ``key`` is ours."""
+
+    key: str
+    item: Item
+
+
+class Sleep(NamedTuple):
+    """Pause ``seconds`` (never past the deadline), then do ``then``.
+
+    A ``wake`` sleep is a wait on held rows, ended early when a guard of this
+    client releases one of them; the others are pauses after a failure.
+    """
+
+    seconds: float
+    then: Action
+    wake: bool = False
+    #: The backoff series that grows once this pause is over ("poll" or "backoff").
+    grow: str | None = None
+    #: The lock's pacing memory from this wait on.
+    pace: Pace | None = None
+    #: Who holds the rows waited on, for the error if the wait runs out.
+    holders: tuple[str, ...] = ()
+
+
+class GiveUp(NamedTuple):
+    """End the acquisition: the budget is spent, or the rows stay held."""
+
+    #: BUDGET, HELD (a single attempt), RAN_OUT (the wait ran out) or UNREACHABLE.
+    why: str
+    #: Who holds the rows, for the error message (empty when not known).
+    holders: tuple[str, ...] = ()
+
+
+BUDGET, HELD, RAN_OUT, UNREACHABLE = "budget", "held", "ran out", "unreachable"
+
+#: A request that never connected: refused, or no such host (a timeout is not one).
+UNREACHABLE_CODES = frozenset({"EndpointConnectionError"})
+#: How long, and for how many requests, nothing may connect before the acquisition
+#: stops: the endpoint or Region is most likely wrong, and waiting out the whole
+#: budget would only hide that. Any other failure or any answer waits to the end.
+UNREACHABLE_S = 1.0
+UNREACHABLE_REQUESTS = 3
+
+Action = Create | TakeOver | Read | Look | Adopt | Sleep | GiveUp
+
+# --- outcomes: what the last action ended with ---------------------------------
+
+
+class Seen(NamedTuple):
+    """The rows a read found, or the current row a write's failed condition showed."""
+
+    rows: dict[str, Item | None]
+
+
+class Looked(NamedTuple):
+    """What :class:`Look` found: an earlier write of ours, free rows, held rows."""
+
+    ours: tuple[str, Item] | None
+    free: list[str]
+    held: list[Sighting]
+    #: The owners of the well-formed held rows, for an error message.
+    holders: tuple[str, ...]
+
+
+class Failed(NamedTuple):
+    """The request failed: ``unknown`` when it may have been applied (or not answered)."""
+
+    unknown: bool
+
+
+class Spent(NamedTuple):
+    """No time was left for the request within the deadline."""
+
+
+class Slept(NamedTuple):
+    """A sleep ended: with the key a local release woke it for, and whether time is left."""
+
+    woken: str | None
+    time_left: bool
+
+
+Outcome = Seen | Looked | Failed | Spent | Slept
+
+
+@dataclass
+class Attempt:
+    """One acquisition's state: what :func:`decide` reads, kept up by the driver."""
+
+    lease_s: float
+    deadline: float
+    #: A ``wait_timeout=0`` call: one attempt within the network budget.
+    single: bool
+    began: float
+    #: The row the last write aimed at (a semaphore's: the last permit tried).
+    key: str
+    #: The backoff series: after failed reads (and a semaphore's polls), after failed writes.
+    poll: float
+    backoff: float
+    pace: Pace = field(default_factory=Pace)
+    #: The action just performed and how it ended.
+    step: Action = field(default_factory=Read)
+    outcome: Outcome = field(default_factory=Spent)
+    #: The monotonic time the rows were last looked at, or the last request failed.
+    now: float = 0.0
+    #: The last failure seen, named in the error if the acquisition gives up.
+    last_error: BaseException | None = None
+    #: Whether DynamoDB gave any request a definite answer (else a spent budget is an outage).
+    answered: bool = False
+    #: Requests that could not connect while nothing else happened (-1 once anything did).
+    refused: int = 0
+
+
+class Retry(NamedTuple):
+    """What follows a failed request: give up at once in a single attempt? pause, then?"""
+
+    single_gives_up: bool
+    #: The backoff series to pause by: "poll" or "backoff".
+    series: str
+    #: "same": the same request again; "read": a read.
+    then: str
+
+
+#: A lock: (step, outcome unknown) -> retry. A failed create is sent again; a
+#: takeover or an unknown outcome is followed by a read, after the write backoff.
+LOCK_RETRIES = {
+    ("create", False): Retry(True, "poll", "same"),
+    ("create", True): Retry(False, "backoff", "read"),
+    ("take over", False): Retry(False, "backoff", "read"),
+    ("take over", True): Retry(False, "backoff", "read"),
+    ("read", False): Retry(True, "poll", "read"),
+    ("read", True): Retry(False, "backoff", "read"),
+}
+
+#: A semaphore: every failed write is followed by a read of all permits (which
+#: shows whether it landed); a definite failure ends a single attempt.
+PERMIT_RETRIES = {
+    ("create", False): Retry(True, "backoff", "read"),
+    ("create", True): Retry(False, "backoff", "read"),
+    ("take over", False): Retry(True, "backoff", "read"),
+    ("take over", True): Retry(False, "backoff", "read"),
+    ("read", False): Retry(True, "poll", "read"),
+    ("read", True): Retry(True, "poll", "read"),
+}
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What differs between a lock's acquisition and a semaphore's."""
+
+    retries: dict[tuple[str, bool], Retry]
+    waits: WaitRule
+    #: After a takeover whose condition failed: look at the row it showed (a lock:
+    #: create at once when it is gone) or read again (False: a semaphore, always).
+    look_after_takeover: bool
+
+
+def decide(attempt: Attempt, rules: Rules) -> Action:
+    """The next action, from the last one and how it ended."""
+    step, outcome = attempt.step, attempt.outcome
+    if isinstance(outcome, Spent):
+        return GiveUp(BUDGET)
+    if isinstance(outcome, Failed):
+        return _retry(attempt, rules, outcome.unknown)
+    if isinstance(outcome, Slept):
+        assert isinstance(step, Sleep)
+        if outcome.woken is not None:
+            return Create(outcome.woken)
+        if not outcome.time_left:
+            return GiveUp(RAN_OUT, step.holders) if step.wake else GiveUp(BUDGET)
+        return step.then
+    if isinstance(outcome, Seen):
+        if isinstance(step, Create) and rules.look_after_takeover:
+            return Look(outcome.rows)  # a lock's create: the row it showed
+        if isinstance(step, TakeOver) and rules.look_after_takeover:
+            free = all(item is None for item in outcome.rows.values())
+            return Create(step.key) if free else Read()
+        if isinstance(step, Create | TakeOver):
+            return Read()
+        return Look(outcome.rows)
+    return _choose(attempt, rules, outcome)
+
+
+def _kind(step: Action) -> str:
+    if isinstance(step, Create):
+        return "create"
+    return "take over" if isinstance(step, TakeOver) else "read"
+
+
+def _retry(attempt: Attempt, rules: Rules, unknown: bool) -> Action:
+    if (
+        attempt.refused >= UNREACHABLE_REQUESTS
+        and not attempt.answered
+        and attempt.now - attempt.began >= UNREACHABLE_S
+    ):
+        return GiveUp(UNREACHABLE)
+    kind = _kind(attempt.step)
+    retry = rules.retries[kind, unknown]
+    if retry.single_gives_up and attempt.single:
+        return GiveUp(BUDGET)
+    pause = attempt.poll if retry.series == "poll" else attempt.backoff
+    again: Action = Create(attempt.key) if retry.then == "same" and kind == "create" else Read()
+    return Sleep(jittered(pause), again, grow=retry.series)
+
+
+def _choose(attempt: Attempt, rules: Rules, looked: Looked) -> Action:
+    """After a look at the rows: ours, a free one, a stale one, or wait for one."""
+    if looked.ours is not None:
+        return Adopt(*looked.ours)
+    if looked.free:
+        # The row last written, if free: a late landing of that write then fails.
+        key = attempt.key if attempt.key in looked.free else random.choice(looked.free)
+        return Create(key)
+    stale = [sighting for sighting in looked.held if attempt.now >= sighting.eligible]
+    if stale:
+        sighting = random.choice(stale)
+        return TakeOver(sighting.key, sighting.row)
+    if attempt.single:
+        return GiveUp(HELD, looked.holders)
+    pause, pace = rules.waits.pause(attempt, looked.held)
+    grow = "poll" if rules.waits.grows_poll else None
+    return Sleep(pause, Read(), wake=True, grow=grow, pace=pace, holders=looked.holders)

@@ -1,0 +1,137 @@
+"""The acquire decision on plain values, and the paths that no longer depend on the clock.
+
+``attempts.decide`` reads an explicit state and returns the next action, with no
+I/O and no clock, as tenacity's ``iter()`` does; the lock and the semaphore share
+it and differ only in their rules.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from support.lease_harness import Harness, run
+
+from dynalease._engine import protocol as p
+from dynalease._engine.attempts import (
+    BUDGET,
+    HELD,
+    RAN_OUT,
+    Attempt,
+    Create,
+    Failed,
+    GiveUp,
+    Look,
+    Looked,
+    Read,
+    Seen,
+    Sleep,
+    Slept,
+    Spent,
+    TakeOver,
+    decide,
+)
+from dynalease._engine.pacing import Sighting
+from dynalease._engine.permits import PermitTarget
+from dynalease._engine.protocol import LockRow
+from dynalease._engine.targets import KeyTarget
+
+LOCK = KeyTarget("k").rules
+PERMITS = PermitTarget("k", ("p1", "p2")).rules
+ROW = LockRow("k", "someone", "v1", 30_000)
+
+
+def attempt(**changes: Any) -> Attempt:
+    state = Attempt(30.0, 1_035.0, False, 1_000.0, "k", 0.025, 0.025, now=1_000.0)
+    for name, value in changes.items():
+        setattr(state, name, value)
+    return state
+
+
+def held(eligible: float, key: str = "k") -> Looked:
+    return Looked(None, [], [Sighting(key, ROW, eligible, False)], ("someone",))
+
+
+def test_a_lock_looks_at_the_row_its_create_showed_and_a_semaphore_reads_every_permit() -> None:
+    rows = {"k": ROW.to_item()}
+    assert decide(attempt(step=Create("k"), outcome=Seen(rows)), LOCK) == Look(rows)
+    assert decide(attempt(step=Create("k"), outcome=Seen(rows)), PERMITS) == Read()
+    assert decide(attempt(step=Read(), outcome=Seen(rows)), PERMITS) == Look(rows)
+
+
+def test_a_free_row_is_created_a_stale_one_taken_over_a_held_one_waited_for() -> None:
+    free = Looked(None, ["k"], [], ())
+    assert decide(attempt(step=Look({}), outcome=free), LOCK) == Create("k")
+    stale = decide(attempt(step=Look({}), outcome=held(eligible=999.0)), LOCK)
+    assert stale == TakeOver("k", ROW)
+    wait = decide(attempt(step=Look({}), outcome=held(eligible=1_010.0)), LOCK)
+    assert isinstance(wait, Sleep) and wait.wake and wait.then == Read()
+    assert 0 < wait.seconds <= p.poll_cap(30.0) * 1.2
+
+
+def test_a_single_attempt_gives_up_on_a_held_row_and_a_wait_that_ran_out_says_so() -> None:
+    single = attempt(step=Look({}), outcome=held(eligible=1_010.0), single=True)
+    assert decide(single, LOCK) == GiveUp(HELD, ("someone",))
+    waited = Sleep(0.5, Read(), wake=True, holders=("someone",))
+    out = attempt(step=waited, outcome=Slept(None, time_left=False))
+    assert decide(out, LOCK) == GiveUp(RAN_OUT, ("someone",))
+    woken = attempt(step=waited, outcome=Slept("k", time_left=False))
+    assert decide(woken, LOCK) == Create("k")
+
+
+@pytest.mark.parametrize(
+    ("rules", "step", "unknown", "expected"),
+    [
+        (LOCK, Create("k"), False, Create("k")),  # a lock sends its create again
+        (LOCK, Create("k"), True, Read()),  # an unknown outcome is followed by a read
+        (LOCK, TakeOver("k", ROW), False, Read()),
+        (PERMITS, Create("k"), False, Read()),  # a semaphore reads every permit
+    ],
+)
+def test_a_failed_request_is_followed_by_a_pause_and_the_rules_next_step(
+    rules: Any, step: Any, unknown: bool, expected: Any
+) -> None:
+    action = decide(attempt(step=step, outcome=Failed(unknown)), rules)
+    assert isinstance(action, Sleep) and not action.wake and action.then == expected
+
+
+def test_a_spent_budget_gives_up_and_a_definite_failure_ends_a_single_attempt() -> None:
+    assert decide(attempt(outcome=Spent()), LOCK) == GiveUp(BUDGET)
+    single = attempt(step=Read(), outcome=Failed(False), single=True)
+    assert decide(single, LOCK) == GiveUp(BUDGET)
+    assert decide(single, PERMITS) == GiveUp(BUDGET)
+
+
+# --- the same paths on the manual clock as on the system clock --------------------
+
+
+def test_requests_on_the_manual_clock_are_bounded_by_the_transport() -> None:
+    async def scenario(h: Harness) -> None:
+        bounded: list[float] = []
+        send_within = h.transport.send_within
+
+        async def recording(operation: str, params: Any, timeout: float, on_late: Any) -> Any:
+            bounded.append(timeout)
+            return await send_within(operation, params, timeout, on_late)
+
+        h.transport.send_within = recording  # type: ignore[method-assign]
+        lease = h.lease(lease=30.0)
+        await lease.acquire()
+        await lease.release()
+        assert bounded == [p.request_timeout(30.0, 35.0), p.request_timeout(30.0, 10.0)]
+
+    run(scenario)
+
+
+def test_renewals_on_the_manual_clock_start_only_when_the_first_one_is_due() -> None:
+    async def scenario(h: Harness) -> None:
+        lease = h.lease(lease=3.0)
+        await lease.acquire()
+        await h.clock.advance(0.9)
+        assert lease.renewer.task is None  # deferred: a short hold costs no task
+        await h.clock.advance(0.2)
+        assert lease.renewer.task is not None
+        assert h.transport.operations() == ["PutItem", "UpdateItem"]
+        await lease.release()
+
+    run(scenario)
