@@ -87,26 +87,32 @@ def spawn_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 12
     return Result(done.returncode, done.stdout, done.stderr)
 
 
-#: Runs ``dynalease.cli.main(argv)`` in an interpreter where moto cannot be imported.
-_WITHOUT_MOTO = """\
+#: Runs ``dynalease.cli.main(argv)`` in an interpreter where one package cannot be imported.
+_WITHOUT = """\
 import sys
+blocked = sys.argv.pop(1)
 class Block:
     def find_spec(self, name, path=None, target=None):
-        if name == 'moto' or name.startswith('moto.'):
-            raise ModuleNotFoundError(name)
+        if name == blocked or name.startswith(blocked + '.'):
+            raise ModuleNotFoundError(f'No module named {name!r}', name=name)
 sys.meta_path.insert(0, Block())
 from dynalease.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 
 
-def spawn_cli_without_moto(*args: str) -> Result:
-    """Run ``dynalease ARGS`` in a separate process as an installation without moto would."""
+def spawn_cli_without(package: str, *args: str) -> Result:
+    """Run ``dynalease ARGS`` in a separate process as an installation without ``package`` would."""
     done = subprocess.run(
-        [sys.executable, "-c", _WITHOUT_MOTO, *args],
+        [sys.executable, "-c", _WITHOUT, package, *args],
         env=cli_env(),
         capture_output=True,
         text=True,
         timeout=120,
     )
     return Result(done.returncode, done.stdout, done.stderr)
+
+
+def spawn_cli_without_moto(*args: str) -> Result:
+    """Run ``dynalease ARGS`` in a separate process as an installation without moto would."""
+    return spawn_cli_without("moto", *args)

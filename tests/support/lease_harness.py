@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynalease import DynamoDBClient
-from dynalease._engine.clock import ManualClock, wait_for
+from dynalease._engine.clock import wait_for
 from dynalease._engine.lease import Lease
 from dynalease._engine.observations import Observations
 from dynalease._engine.permits import PermitTarget
 from dynalease._engine.store import LockStore, LoopTransport, TimedOut
 from dynalease.exceptions import LockLost, RequestFailedError
 from dynalease.keys import permit_keys
+from support.manual_clock import ManualClock
 from support.memory import MemoryDynamoDB
 from support.memory import MemoryTransport as _MemoryTransport
 

@@ -43,12 +43,12 @@ from hypothesis.stateful import (
     rule,
 )
 from support.lease_harness import bounded_on
+from support.manual_clock import ManualClock
 from support.memory import MemoryTransport as _MemoryTransport
 from support.memory import memory_lock_table
 
 from dynalease._engine import fenced
 from dynalease._engine import protocol as p
-from dynalease._engine.clock import ManualClock
 from dynalease._engine.lease import Lease
 from dynalease._engine.observations import Observations
 from dynalease._engine.states import State
