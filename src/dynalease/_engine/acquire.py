@@ -62,6 +62,8 @@ class Acquiring(Renewing):
     #: failed condition, a read); a class default, so an uncontended acquire that
     #: wins at once never writes it. Without one, a spent budget is an outage.
     _answered = False
+    #: Whether the acquisition won by taking over a stale row (for its trace).
+    _took_over = False
 
     def _begin_acquire(self) -> tuple[float, float, bool]:
         """Leave NEW; (start, deadline, single attempt) of this acquisition."""
@@ -360,4 +362,6 @@ class Acquiring(Renewing):
                 item = await self._read_row(deadline)
             return item, False
         self._won(version, stamp, reply.item)
+        if observed is not None:
+            self._took_over = True
         return None, True

@@ -58,6 +58,8 @@ class LeaseBase:
     _conflict_item: dict[str, Any] | None = None
     #: The AWS request id of the last DynamoDB answer, for the errors a guard raises.
     _last_request_id: str | None = None
+    #: The acquisition's span context when it was traced; renewals link to it.
+    _trace_link: Any = None
     _renewer: asyncio.Task[None] | None = None
     #: The monotonic time (on ``clock``) past which the lease is not held: the
     #: deadline of the context its acquisition started in (``deadline.py``).

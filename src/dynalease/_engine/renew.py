@@ -15,6 +15,7 @@ import logging
 import math
 from typing import Any
 
+from .. import _tracing
 from ..exceptions import DynamoDBError
 from . import protocol as p
 from .base import logged_key
@@ -57,6 +58,8 @@ class Renewing(Requests):
             self._lose("its lease expired before a renewal was confirmed")
 
     async def _renew_loop(self) -> None:
+        if self._trace_link is not None:  # renewals: traces of their own, linked
+            _tracing.renewing(self._trace_link)
         watch = ValidityWatch.of(self.clock)
         watch.add(self)
         try:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from botocore.client import BaseClient
 
+from .. import _tracing
 from .._engine.store import Transport, bounded
 from ..constants import ENV_TRANSPORT
 from .boto import BotoTransport
@@ -190,7 +191,8 @@ class LeanTransport:
             return await bounded(self.boto.send(operation, params), timeout, on_late)
         loop = asyncio.get_running_loop()
         read_timeout = route.connections.read_timeout
-        exchange = loop.run_in_executor(None, _exchange, route, operation, params, read_timeout)
+        send = _tracing.carried(_exchange)  # its span is a child of the acquisition's
+        exchange = loop.run_in_executor(None, send, route, operation, params, read_timeout)
         return await bounded(exchange, timeout, on_late)
 
     def blocking_ready(self) -> bool:
@@ -225,8 +227,18 @@ def _exchange(
 ) -> dict[str, Any]:
     """Encode, sign and send one request, and read its answer (in a blocking thread).
 
-    A due refresh of the credentials runs here too, as botocore's would.
+    A due refresh of the credentials runs here too, as botocore's would. When
+    someone traces, the request is a CLIENT span (:mod:`dynalease._tracing`).
     """
+    span = _tracing.request_span(operation, params, route.region)
+    if span is None:
+        return _answer_of(route, operation, params, timeout, None)
+    return _tracing.traced(span, _answer_of, route, operation, params, timeout, span)
+
+
+def _answer_of(
+    route: Route, operation: str, params: dict[str, Any], timeout: float, span: Any
+) -> dict[str, Any]:
     frozen = _frozen_now(route.credentials, operation)
     body = ENCODER.encode(params).encode()
     try:
@@ -235,6 +247,8 @@ def _exchange(
         )
     except (NotSent, Unanswered) as failure:
         raise map_lean_failure(failure, route.url, operation) from failure.cause
+    if span is not None:
+        _tracing.answered(span, answer.status, answer.request_id)
     return read_answer(operation, answer, route.url)
 
 

@@ -1,0 +1,147 @@
+"""OpenTelemetry spans of lock cycles, against the moto server, with the SDK's in-memory exporter.
+
+Each test installs a tracer provider for its own duration (and removes it after),
+so the rest of the suite runs untraced, as an application without a provider does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+    InMemorySpanExporter,
+)
+from opentelemetry.trace import SpanKind, StatusCode
+from support.tables import fresh_lock_table
+
+from dynalease import DynamoDBClient
+from dynalease._redact import logged_key
+from dynalease.exceptions import LockNotAcquired
+from dynalease.lock import DistributedLock, SyncDistributedLock
+
+PATHS = pytest.mark.parametrize("transport", ["lean", "boto"])
+
+
+@pytest.fixture
+def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", provider)
+    yield exporter
+    provider.shutdown()
+
+
+@pytest.fixture
+def client(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> DynamoDBClient:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    return DynamoDBClient(region="us-east-1", endpoint_url=endpoint, transport="lean")
+
+
+def _named(exporter: InMemorySpanExporter, name: str) -> list[Any]:
+    return [span for span in exporter.get_finished_spans() if span.name == name]
+
+
+def _is_request_span(span: Any, operation: str, table: str) -> None:
+    assert span.kind is SpanKind.CLIENT
+    attributes = dict(span.attributes)
+    assert attributes["rpc.system"] == "aws-api"
+    assert attributes["rpc.service"] == "DynamoDB"
+    assert attributes["rpc.method"] == operation
+    assert list(attributes["aws.dynamodb.table_names"]) == [table]
+    assert attributes["cloud.region"] == "us-east-1"
+    assert attributes["http.status_code"] == 200
+    assert attributes["aws.request_id"]
+
+
+def test_a_sync_lock_cycle_is_an_acquire_and_a_release_span_with_their_requests(
+    client: DynamoDBClient, spans: InMemorySpanExporter
+) -> None:
+    table = fresh_lock_table(client, "traced")
+    spans.clear()
+    with trace.get_tracer("test").start_as_current_span("handler"):  # the function's span
+        with SyncDistributedLock(client, table=table, key="customer:1"):
+            pass
+    (acquire,) = _named(spans, "dynalease.acquire")
+    (release,) = _named(spans, "dynalease.release")
+    (put,) = _named(spans, "DynamoDB.PutItem")
+    (delete,) = _named(spans, "DynamoDB.DeleteItem")
+    _is_request_span(put, "PutItem", table)
+    _is_request_span(delete, "DeleteItem", table)
+    assert put.parent.span_id == acquire.context.span_id
+    assert delete.parent.span_id == release.context.span_id
+    (handler,) = _named(spans, "handler")
+    assert acquire.parent.span_id == release.parent.span_id == handler.context.span_id
+    assert put.context.trace_id == delete.context.trace_id == handler.context.trace_id
+    assert acquire.kind is SpanKind.INTERNAL
+    attributes = dict(acquire.attributes)
+    assert attributes["dynalease.outcome"] == "acquired"
+    assert attributes["dynalease.table"] == table
+    assert attributes["dynalease.key"] == logged_key("customer:1")  # hashed, as in logs
+    assert attributes["dynalease.attempts"] == 1
+    assert attributes["dynalease.takeover"] is False
+    assert "dynalease.wait_ms" in attributes
+
+
+def test_an_async_lock_cycles_requests_sent_from_the_runtime_are_children(
+    client: DynamoDBClient, spans: InMemorySpanExporter
+) -> None:
+    table = fresh_lock_table(client, "traced")
+    spans.clear()
+
+    async def cycle() -> None:
+        async with DistributedLock(client, table=table, key="k", fencing=True) as lease:
+            assert lease.fencing_token
+
+    asyncio.run(cycle())
+    (acquire,) = _named(spans, "dynalease.acquire")
+    (release,) = _named(spans, "dynalease.release")
+    (update,) = _named(spans, "DynamoDB.UpdateItem")[:1]  # the fenced create is an update
+    assert update.parent.span_id == acquire.context.span_id
+    assert dict(acquire.attributes)["dynalease.fencing_token"] >= 1
+    for request in _named(spans, "DynamoDB.UpdateItem")[1:]:  # the fenced release
+        assert request.parent.span_id == release.context.span_id
+
+
+def test_a_contended_zero_wait_attempt_says_so(
+    client: DynamoDBClient, spans: InMemorySpanExporter
+) -> None:
+    table = fresh_lock_table(client, "traced")
+    with SyncDistributedLock(client, table=table, key="busy"):
+        spans.clear()
+        with pytest.raises(LockNotAcquired):
+            with SyncDistributedLock(client, table=table, key="busy", wait_timeout=0):
+                pass
+        (acquire,) = _named(spans, "dynalease.acquire")
+    assert dict(acquire.attributes)["dynalease.outcome"] == "contended"
+    assert acquire.status.status_code is not StatusCode.ERROR  # contention is an answer
+    (put,) = _named(spans, "DynamoDB.PutItem")
+    assert put.status.status_code is StatusCode.ERROR  # the failed condition
+    assert dict(put.attributes)["aws.error_code"] == "ConditionalCheckFailedException"
+    assert put.parent.span_id == acquire.context.span_id
+
+
+@PATHS
+def test_no_request_span_is_made_for_requests_botocore_sends(
+    endpoint: str, spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch, transport: str
+) -> None:
+    """botocore's own instrumentation makes those: a second span would duplicate it."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    boto = DynamoDBClient(region="us-east-1", endpoint_url=endpoint, transport=transport)
+    table = fresh_lock_table(boto, "traced")
+    spans.clear()
+    with SyncDistributedLock(boto, table=table, key=f"k-{uuid.uuid4().hex[:6]}"):
+        pass
+    requests = [span for span in spans.get_finished_spans() if span.name.startswith("DynamoDB.")]
+    assert len(requests) == (2 if transport == "lean" else 0)
+    assert len(_named(spans, "dynalease.acquire")) == 1
