@@ -36,6 +36,8 @@ __all__ = [
     "acquiring",
     "add_throttling",
     "carried",
+    "no_time",
+    "recovering",
     "releasing",
     "renewing",
     "request_span",
@@ -48,7 +50,8 @@ SERVICE = "DynamoDB"
 REQUEST_ID = "aws.request_id"
 #: Set in a renewal task: the acquisition its request spans link to.
 _renewal_of: contextvars.ContextVar[Any] = contextvars.ContextVar("dynalease_renewal_of")
-_tracers: dict[int, Any] = {}
+#: The last provider seen and its ``dynalease`` tracer (kept, so the provider is the same object).
+_cached: tuple[Any, Any] | None = None
 
 
 def tracer() -> Any:
@@ -59,9 +62,12 @@ def tracer() -> Any:
     provider = trace.get_tracer_provider()
     if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
         return None
-    found = _tracers.get(id(provider))
-    if found is None:
-        found = _tracers[id(provider)] = provider.get_tracer("dynalease")
+    global _cached
+    cached = _cached
+    if cached is not None and cached[0] is provider:
+        return cached[1]
+    found = provider.get_tracer("dynalease")
+    _cached = (provider, found)
     return found
 
 
@@ -176,18 +182,14 @@ _UNTRACED = _Untraced()
 class _LockSpan:
     """An INTERNAL span around an acquisition or a release, current while it runs."""
 
-    def __init__(self, traced: Any, name: str, lease: Any) -> None:
+    def __init__(self, traced: Any, name: str, table: str, key: str, lease: Any = None) -> None:
         from opentelemetry.trace import SpanKind, use_span
 
         self.lease = lease
         self.span = traced.start_span(
             name,
             kind=SpanKind.INTERNAL,
-            attributes={
-                "dynalease.table": lease.table,
-                "dynalease.key": logged_key(lease.key),
-                "dynalease.lease_seconds": lease.lease_s,
-            },
+            attributes={"dynalease.table": table, "dynalease.key": logged_key(key)},
         )
         self._current = use_span(self.span, end_on_exit=False)
 
@@ -208,7 +210,8 @@ class _LockSpan:
 
 class _AcquireSpan(_LockSpan):
     def __init__(self, traced: Any, lease: Any) -> None:
-        super().__init__(traced, "dynalease.acquire", lease)
+        super().__init__(traced, "dynalease.acquire", lease.table, lease.key, lease)
+        self.span.set_attribute("dynalease.lease_seconds", lease.lease_s)
         self.span.set_attribute("dynalease.wait_timeout_seconds", lease.wait_s)
         lease._trace_link = self.span.get_span_context()
 
@@ -217,7 +220,7 @@ class _AcquireSpan(_LockSpan):
 
         lease, span = self.lease, self.span
         tally = lease.tally
-        span.set_attribute("dynalease.outcome", outcome(error, lease))
+        span.set_attribute("dynalease.outcome", outcome(error))
         span.set_attribute("dynalease.wait_ms", round(tally.wait_ms, 3))
         span.set_attribute("dynalease.attempts", tally.write_requests)
         span.set_attribute("dynalease.takeover", bool(getattr(lease, "_took_over", False)))
@@ -229,8 +232,8 @@ class _AcquireSpan(_LockSpan):
             failed(span, error)  # contention is an answer, not an error of the span
 
 
-def outcome(error: BaseException | None, lease: Any) -> str:
-    """acquired, contended, unavailable, insufficient time, or the error's type."""
+def outcome(error: BaseException | None) -> str:
+    """acquired, contended, unavailable, or the error's type (see also :func:`no_time`)."""
     from .exceptions import LockNotAcquired, LockUnavailable
 
     if error is None:
@@ -238,9 +241,6 @@ def outcome(error: BaseException | None, lease: Any) -> str:
     if isinstance(error, LockUnavailable):
         return "unavailable"
     if isinstance(error, LockNotAcquired):
-        cap = lease.single_attempt_cap
-        if cap is not None and cap <= 0:
-            return "insufficient time"
         return "contended"
     return type(error).__name__
 
@@ -251,12 +251,40 @@ def acquiring(lease: Any) -> Any:
     return _UNTRACED if traced is None else _AcquireSpan(traced, lease)
 
 
+def no_time(table: str, key: str, remaining_s: float | None) -> None:
+    """An acquisition the Lambda middleware did not start: too little of the invocation left."""
+    traced = tracer()
+    if traced is None:
+        return
+    from opentelemetry.trace import SpanKind
+
+    attributes: dict[str, Any] = {
+        "dynalease.table": table,
+        "dynalease.key": logged_key(key),
+        "dynalease.outcome": "insufficient time",
+        "dynalease.attempts": 0,
+    }
+    if remaining_s is not None:
+        attributes["dynalease.remaining_seconds"] = remaining_s
+    traced.start_span("dynalease.acquire", kind=SpanKind.INTERNAL, attributes=attributes).end()
+
+
 def releasing(lease: Any) -> Any:
     """A context manager that traces ``lease``'s release (nothing when nobody traces)."""
     traced = tracer()
     if traced is None or lease.state.value == "new":
         return _UNTRACED
-    return _LockSpan(traced, "dynalease.release", lease)
+    return _LockSpan(traced, "dynalease.release", lease.table, lease.key, lease)
+
+
+def recovering(table: str, key: str) -> Any:
+    """A context manager that traces the recovery extension's release of a dead writer's row."""
+    traced = tracer()
+    if traced is None:
+        return _UNTRACED
+    span = _LockSpan(traced, "dynalease.release", table, key)
+    span.span.set_attribute("dynalease.recovery", True)
+    return span
 
 
 def renewing(link: Any) -> None:

@@ -7,8 +7,10 @@ so the rest of the suite runs untraced, as an application without a provider doe
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +24,10 @@ from opentelemetry.trace import SpanKind, StatusCode
 from support.tables import fresh_lock_table
 
 from dynalease import DynamoDBClient
+from dynalease._engine import journal
+from dynalease._engine.journal import Journal
+from dynalease._engine.protocol import new_token
+from dynalease._extension import recovery
 from dynalease._redact import logged_key
 from dynalease.exceptions import LockNotAcquired
 from dynalease.lock import DistributedLock, SyncDistributedLock
@@ -145,3 +151,45 @@ def test_no_request_span_is_made_for_requests_botocore_sends(
     requests = [span for span in spans.get_finished_spans() if span.name.startswith("DynamoDB.")]
     assert len(requests) == (2 if transport == "lean" else 0)
     assert len(_named(spans, "dynalease.acquire")) == 1
+
+
+def test_the_recovery_extensions_release_is_a_span_with_its_request(
+    client: DynamoDBClient,
+    endpoint: str,
+    spans: InMemorySpanExporter,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    table = fresh_lock_table(client, "traced")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    Journal(str(tmp_path)).record(table, "left-behind", new_token())
+    monkeypatch.setattr(journal, "writer_alive", lambda pid, started: False)  # it died
+    spans.clear()
+    outcome = recovery.recover(str(tmp_path), deadline=time.time() + 5)
+    assert len(outcome.not_ours) == 1  # no such row any more: nothing to release
+    (release,) = _named(spans, "dynalease.release")
+    assert dict(release.attributes)["dynalease.recovery"] is True
+    assert dict(release.attributes)["dynalease.key"] == logged_key("left-behind")
+    (delete,) = _named(spans, "DynamoDB.DeleteItem")
+    assert delete.parent.span_id == release.context.span_id
+    assert dict(delete.attributes)["aws.error_code"] == "ConditionalCheckFailedException"
+
+
+def test_renewals_are_request_spans_of_their_own_linked_to_the_acquisition(
+    client: DynamoDBClient, spans: InMemorySpanExporter
+) -> None:
+    table = fresh_lock_table(client, "traced")
+    spans.clear()
+    with SyncDistributedLock(client, table=table, key="long", lease_duration=1.0) as lease:
+        deadline = time.monotonic() + 10
+        while lease.metrics.renewals < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert lease.metrics.renewals >= 1
+    (acquire,) = _named(spans, "dynalease.acquire")
+    renewals = [span for span in spans.get_finished_spans() if span.links]
+    assert renewals, "no linked renewal span"
+    for renewal in renewals:
+        assert renewal.name == "DynamoDB.UpdateItem"
+        assert renewal.parent is None  # a trace of its own
+        assert renewal.links[0].context.span_id == acquire.context.span_id

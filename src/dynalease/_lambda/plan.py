@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from .. import _tracing
 from .._engine.protocol import check_durations
 from ..client import DynamoDBClient, check_table_name
 from ..constants import ENV_TABLE
@@ -250,6 +251,7 @@ class Holding:
             )
         except NoTimeLeft as no_time:
             plan._reporter.no_time(table, key, remaining)
+            _tracing.no_time(table, key, remaining)
             raise no_time.to_lock_error(table, key) from None
         return wait, remaining
 
