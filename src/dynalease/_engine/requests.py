@@ -11,17 +11,20 @@ a guard that gave up: its row is deleted instead.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
-from ..exceptions import DynamoDBError, RequestFailedError
+from ..exceptions import DynamoDBError, RequestFailedError, ThrottledError
 from . import fenced
 from . import protocol as p
-from .base import LeaseBase
+from .base import LeaseBase, logged_key
 from .clock import Stamp, wait_for
 from .shapes import reply_of
 from .states import State
 from .store import ConditionFailed, Limit, Reply, TimedOut
+
+log = logging.getLogger("dynalease")
 
 #: Validity below this cannot be renewed in time; a replayed request (already
 #: sent) gets at least this timeout to report how it ended.
@@ -121,6 +124,8 @@ class Requests(LeaseBase):
         except DynamoDBError as error:
             tally.request_failures += 1
             self._last_request_id = error.request_id or self._last_request_id
+            if isinstance(error, ThrottledError):
+                self._note_throttled(error)
             raise
         self._last_request_id = reply.request_id or self._last_request_id
         if kind == "read":
@@ -155,6 +160,17 @@ class Requests(LeaseBase):
         except Exception as error:
             outcome.set_exception(error)
         return outcome
+
+    def _note_throttled(self, error: ThrottledError) -> None:
+        """Count a throttled request with its reasons, and log why it was throttled."""
+        self.tally.throttled(error.reasons)
+        log.warning(
+            "dynalease: DynamoDB throttled %s of lock %s in table %r: %s",
+            error.operation or "a request",
+            logged_key(self.key),
+            self.table,
+            ", ".join(r["reason"] for r in error.reasons) or error.code or "no reason given",
+        )
 
     def _late_reply(
         self, kind: str, late: list[Awaitable[dict[str, Any]]]

@@ -28,7 +28,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import random
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -38,12 +40,18 @@ if TYPE_CHECKING:
 from .. import _tracing
 from .._engine.store import Transport, bounded
 from ..constants import ENV_TRANSPORT
+from ..exceptions import RequestFailedError
 from .boto import BotoTransport
 from .botocore_internals import BotocoreChanged
 from .codec import ENCODER, read_answer
 from .config import DirectConfig
 from .connections import NotSent, Unanswered
-from .errors import map_lean_failure, map_transport_error, transport_failures
+from .errors import (
+    REPLICATED_WRITE_CONFLICT,
+    map_lean_failure,
+    map_transport_error,
+    transport_failures,
+)
 from .route import Route, Unsupported
 
 __all__ = ["TRANSPORTS", "LeanTransport", "lock_transport", "transport_choice"]
@@ -54,6 +62,8 @@ TRANSPORTS = ("lean", "boto")
 DEFAULT_TRANSPORT = "lean"
 #: Operations that change nothing: safe to resend when a reused connection was dropped.
 _READS = frozenset({"GetItem", "BatchGetItem", "DescribeTable"})
+#: The first pause before resending a write that conflicted with another Region's.
+CONFLICT_PAUSE_S = 0.02
 
 
 def transport_choice(explicit: str | None) -> str:
@@ -237,6 +247,31 @@ def _exchange(
 
 
 def _answer_of(
+    route: Route, operation: str, params: dict[str, Any], timeout: float, span: Any
+) -> dict[str, Any]:
+    """The answer, with a write that lost to another Region's retried within ``timeout``.
+
+    On a multi-Region strongly consistent global table a write conflicting with a
+    concurrent write from another Region fails with ``ReplicatedWriteConflictException``;
+    it was not applied and is safe to resend: neither contention nor an outage.
+    """
+    end = time.monotonic() + timeout
+    attempt = 1
+    while True:
+        try:
+            return _answer_once(route, operation, params, timeout, span)
+        except RequestFailedError as error:
+            pause = random.uniform(0.5, 1.0) * CONFLICT_PAUSE_S * attempt
+            left = end - time.monotonic()
+            if error.code != REPLICATED_WRITE_CONFLICT or left <= pause + CONFLICT_PAUSE_S:
+                raise
+            log.debug("dynalease: %s conflicted with another Region's write; resent", operation)
+        time.sleep(pause)
+        timeout = end - time.monotonic()
+        attempt += 1
+
+
+def _answer_once(
     route: Route, operation: str, params: dict[str, Any], timeout: float, span: Any
 ) -> dict[str, Any]:
     frozen = _frozen_now(route.credentials, operation)
