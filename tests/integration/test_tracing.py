@@ -137,6 +137,35 @@ def test_a_contended_zero_wait_attempt_says_so(
 
 
 @PATHS
+def test_with_botocore_instrumented_each_request_has_one_span_under_the_lock_spans(
+    endpoint: str, spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch, transport: str
+) -> None:
+    """Lean: dynalease's spans only; boto: botocore's, parented by dynalease's lock spans."""
+    instrumentation = pytest.importorskip("opentelemetry.instrumentation.botocore")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    client = DynamoDBClient(region="us-east-1", endpoint_url=endpoint, transport=transport)
+    table = fresh_lock_table(client, "traced")
+    instrumentor = instrumentation.BotocoreInstrumentor()
+    instrumentor.instrument(tracer_provider=trace.get_tracer_provider())
+    try:
+        spans.clear()
+        with SyncDistributedLock(client, table=table, key=f"k-{uuid.uuid4().hex[:6]}"):
+            pass
+    finally:
+        instrumentor.uninstrument()
+    (acquire,) = _named(spans, "dynalease.acquire")
+    (release,) = _named(spans, "dynalease.release")
+    (put,) = _named(spans, "DynamoDB.PutItem")
+    (delete,) = _named(spans, "DynamoDB.DeleteItem")
+    assert put.parent.span_id == acquire.context.span_id
+    assert delete.parent.span_id == release.context.span_id
+    for request in (put, delete):
+        assert dict(request.attributes)["rpc.system"] == "aws-api"
+        assert dict(request.attributes)["aws.request_id"]
+
+
+@PATHS
 def test_no_request_span_is_made_for_requests_botocore_sends(
     endpoint: str, spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch, transport: str
 ) -> None:

@@ -16,6 +16,11 @@ import logging
 from typing import Any
 
 import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
 from support.fault_proxy import FaultProxy
 
 from dynalease import DynamoDBClient
@@ -107,3 +112,27 @@ def test_a_replicated_write_conflict_is_resent_within_the_requests_budget(
     assert metrics.request_failures == 0  # one request, answered after its resends
     assert metrics.write_requests == 2
     assert not guard.lost
+
+
+def test_a_throttled_requests_span_is_an_error_with_its_reasons(
+    proxy: FaultProxy, through_proxy: DynamoDBClient, table: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", provider)
+    proxy.answer("PutItem", 400, "ThrottlingException", "slow down", extra=HOT_KEY, times=1)
+    with SyncDistributedLock(through_proxy, table=table, key="traced-hot", wait_timeout=5):
+        pass
+    throttled, won = [s for s in exporter.get_finished_spans() if s.name == "DynamoDB.PutItem"]
+    assert throttled.status.status_code is StatusCode.ERROR
+    attributes = dict(throttled.attributes)
+    assert attributes["http.status_code"] == 400
+    assert attributes["aws.error_code"] == "ThrottlingException"
+    assert list(attributes["dynalease.throttling_reasons"]) == [
+        "TableWriteKeyRangeThroughputExceeded"
+    ]
+    assert won.status.status_code is not StatusCode.ERROR
+    (acquire,) = [s for s in exporter.get_finished_spans() if s.name == "dynalease.acquire"]
+    assert dict(acquire.attributes)["dynalease.outcome"] == "acquired"
+    assert dict(acquire.attributes)["dynalease.attempts"] == 2
