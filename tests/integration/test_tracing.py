@@ -31,6 +31,7 @@ from dynalease._extension import recovery
 from dynalease._redact import logged_key
 from dynalease.exceptions import LockNotAcquired
 from dynalease.lock import DistributedLock, SyncDistributedLock
+from dynalease.semaphore import SyncDistributedSemaphore
 
 PATHS = pytest.mark.parametrize("transport", ["lean", "boto"])
 
@@ -222,3 +223,19 @@ def test_renewals_are_request_spans_of_their_own_linked_to_the_acquisition(
         assert renewal.name == "DynamoDB.UpdateItem"
         assert renewal.parent is None  # a trace of its own
         assert renewal.links[0].context.span_id == acquire.context.span_id
+
+
+def test_a_semaphore_permit_and_the_item_helpers_are_traced_too(
+    client: DynamoDBClient, spans: InMemorySpanExporter
+) -> None:
+    table = fresh_lock_table(client, "traced")
+    spans.clear()
+    with SyncDistributedSemaphore(client, table=table, key="pool", permits=2):
+        pass
+    client.sync_put_item(table, {"key": "item", "value": 1})
+    (acquire,) = _named(spans, "dynalease.acquire")
+    assert dict(acquire.attributes)["dynalease.outcome"] == "acquired"
+    assert len(_named(spans, "dynalease.release")) == 1
+    puts = _named(spans, "DynamoDB.PutItem")
+    assert any(span.parent is None for span in puts)  # the helper's own request
+    _is_request_span(next(span for span in puts if span.parent is None), "PutItem", table)
