@@ -60,7 +60,7 @@ def tracer() -> Any:
     if trace is None:
         return None  # nothing imported OpenTelemetry: no provider can be configured
     provider = trace.get_tracer_provider()
-    if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+    if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
         return None
     global _cached
     cached = _cached
