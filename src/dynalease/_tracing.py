@@ -35,7 +35,9 @@ __all__ = [
     "SERVICE",
     "acquiring",
     "add_throttling",
+    "answered",
     "carried",
+    "failed",
     "no_time",
     "recovering",
     "releasing",
@@ -46,7 +48,7 @@ __all__ = [
 ]
 
 SERVICE = "DynamoDB"
-#: The attribute names of the AWS SDK semantic conventions that are not plain strings below.
+#: The AWS SDK semantic conventions' attribute for the answer's request id.
 REQUEST_ID = "aws.request_id"
 #: Set in a renewal task: the acquisition its request spans link to.
 _renewal_of: contextvars.ContextVar[Any] = contextvars.ContextVar("dynalease_renewal_of")
