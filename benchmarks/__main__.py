@@ -139,6 +139,22 @@ def report(name: str, results: dict[str, list[Figures]]) -> list[tuple[str, str,
     return rows
 
 
+def _trace_into_nothing() -> None:
+    """An SDK tracer provider whose spans are recorded, batched and then dropped."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class Dropped(SpanExporter):
+        def export(self, spans: object) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Dropped()))
+    trace.set_tracer_provider(provider)
+    print("tracing: an OpenTelemetry SDK tracer provider (batched, exported nowhere)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
@@ -179,7 +195,15 @@ def main(argv: list[str] | None = None) -> int:
         action="store_false",
         help="lambda_cold: dynalease's layer without its bytecode, as built before (to compare)",
     )
+    parser.add_argument(
+        "--tracer-provider",
+        action="store_true",
+        help="configure an OpenTelemetry SDK tracer provider (spans batched, then dropped): "
+        "what tracing costs dynalease; without it no OpenTelemetry module is loaded",
+    )
     args = parser.parse_args(argv)
+    if args.tracer_provider:
+        _trace_into_nothing()
     unknown = [name for name in args.workloads if name not in WORKLOADS]
     if unknown:
         names = ", ".join(WORKLOADS)

@@ -220,7 +220,24 @@ class AccessDeniedError(DynamoDBError):
 
 
 class ThrottledError(DynamoDBError):
-    """DynamoDB throttled the request; it was not applied."""
+    """DynamoDB throttled the request; it was not applied.
+
+    ``reasons`` is DynamoDB's ``ThrottlingReasons`` when it sent them: dicts with
+    a ``reason`` (such as ``TableWriteKeyRangeThroughputExceeded``: one key is
+    hot) and the ``resource`` (the table's or index's ARN).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "",
+        operation: str = "",
+        request_id: str | None = None,
+        reasons: list[dict[str, str]] | None = None,
+    ) -> None:
+        super().__init__(message, code=code, operation=operation, request_id=request_id)
+        self.reasons: list[dict[str, str]] = list(reasons or [])
 
 
 class ValidationError(DynamoDBError):

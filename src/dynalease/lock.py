@@ -12,7 +12,7 @@ import concurrent.futures
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from . import shutdown
+from . import _tracing, shutdown
 from ._advice import explain
 from ._calls import CALL, guarded_calls
 from ._engine.deadline import suspension_warning
@@ -284,7 +284,8 @@ class DistributedLock(_Guard):
         runtime = self._client._runtime()
         lease = self._lease
         try:
-            await runtime.run_async(lease.acquire())
+            with _tracing.acquiring(lease):
+                await runtime.run_async(lease.acquire())
         except asyncio.CancelledError:
             runtime.call_soon(lease.abandon)
             raise
@@ -301,7 +302,8 @@ class DistributedLock(_Guard):
         if exc is not None and not isinstance(exc, Exception):
             suspension_warning(self._lease, exc)
         try:
-            await self._client._runtime().run_async(self._lease.release(), shield=True)
+            with _tracing.releasing(self._lease):
+                await self._client._runtime().run_async(self._lease.release(), shield=True)
         except asyncio.CancelledError:
             raise
         except Exception as cleanup_error:
@@ -323,7 +325,8 @@ class SyncDistributedLock(_Guard):
         self._prepare()
         runtime = self._client._runtime()
         try:
-            self._lease.hold_from_caller(runtime)
+            with _tracing.acquiring(self._lease):
+                self._lease.hold_from_caller(runtime)
         except DynamoDBError as error:
             raise self._explain(error) from error
         self._dropped = runtime  # held: see __del__
@@ -335,7 +338,8 @@ class SyncDistributedLock(_Guard):
         if exc is not None and not isinstance(exc, Exception):
             suspension_warning(self._lease, exc)
         try:
-            self._lease.release_from_caller(self._client._runtime())
+            with _tracing.releasing(self._lease):
+                self._lease.release_from_caller(self._client._runtime())
         except Exception as cleanup_error:
             self._note_cleanup(exc, cleanup_error)
         finally:

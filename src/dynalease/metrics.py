@@ -18,6 +18,9 @@ class LockMetrics:
     successful responses that report capacity: failed conditions and lost
     responses may consume capacity too, so these totals are not the bill.
     ``dynalease.testing.MemoryBackend`` reports the capacity moto computes.
+    ``throttled_requests`` counts the requests DynamoDB throttled, and
+    ``throttling_reasons`` names why (DynamoDB's ``ThrottlingReasons``, each once,
+    such as ``TableWriteKeyRangeThroughputExceeded``: a hot lock key).
     """
 
     read_requests: int = 0
@@ -31,3 +34,5 @@ class LockMetrics:
     lost: bool = False
     consumed_rcu: float = 0.0
     consumed_wcu: float = 0.0
+    throttled_requests: int = 0
+    throttling_reasons: tuple[str, ...] = ()

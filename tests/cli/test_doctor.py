@@ -140,3 +140,36 @@ def test_measure_does_not_run_on_a_table_with_a_problem(
     assert result.code == 1
     assert "PROBLEM  table exists" in result.out
     assert "lock cycles" not in result.out
+
+
+def test_a_multi_region_strongly_consistent_global_table_is_fine_and_an_eventual_one_not() -> None:
+    replicas = [{"RegionName": "us-east-1"}, {"RegionName": "us-east-2"}]
+    strong = _replicas({"Replicas": replicas, "MultiRegionConsistency": "STRONG"})
+    assert strong.status == OK
+    assert "strong consistency" in strong.detail
+    eventual = _replicas({"Replicas": replicas, "MultiRegionConsistency": "EVENTUAL"})
+    assert eventual.status == PROBLEM
+    assert "last-writer-wins" in eventual.detail
+    assert _replicas({"Replicas": replicas}).status == PROBLEM  # the default is eventual
+
+
+def test_a_throttled_table_is_explained_a_hot_key_first(
+    dynalease: Callable[..., Result], lock_table: str, proxy: FaultProxy
+) -> None:
+    reasons = [
+        {"reason": "TableReadKeyRangeThroughputExceeded", "resource": "arn:aws:dynamodb:x"},
+        {"reason": "TableReadProvisionedThroughputExceeded", "resource": "arn:aws:dynamodb:x"},
+    ]
+    proxy.answer(
+        "GetItem",
+        400,
+        "ProvisionedThroughputExceededException",
+        "slow down",
+        extra={"ThrottlingReasons": reasons},
+    )
+    result = dynalease("doctor", "--table", lock_table, "--endpoint", proxy.url)
+    assert result.code == 1, result.out + result.err
+    assert "PROBLEM  throttling" in result.out
+    assert "TableReadKeyRangeThroughputExceeded" in result.out
+    fix = result.out.split("PROBLEM  throttling", 1)[1]
+    assert fix.index("hot lock key") < fix.index("provisioned capacity")

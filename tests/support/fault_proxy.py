@@ -370,11 +370,16 @@ class FaultProxy:
         *,
         when: Predicate | None = None,
         times: int | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> Rule:
-        """Answer any DynamoDB error (e.g. 400 AccessDeniedException) without forwarding."""
+        """Answer any DynamoDB error (e.g. 400 AccessDeniedException) without forwarding.
+
+        ``extra`` adds members to the error body (e.g. ``ThrottlingReasons``).
+        """
         if not 400 <= status <= 599:
             raise ValueError(f"status must be a 4xx or 5xx code, got {status}")
-        reply = (status, {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": message})
+        body = {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": message}
+        reply = (status, {**body, **(extra or {})})
         return self.add(
             Rule(f"answer-{code}", _operations(operations), when, times, forward=False, reply=reply)
         )

@@ -100,3 +100,27 @@ def test_holding_more_locks_adds_no_thread(locks: tuple[DynamoDBClient, str]) ->
         for n in range(20):
             held.enter_context(SyncDistributedLock(client, table=table, key=f"held-{n}"))
         assert threading.active_count() == before
+
+
+_TRACED_CYCLE = """
+from dynalease import DynamoDBClient, SyncDistributedLock
+import dynalease.middleware
+client = DynamoDBClient(region="us-east-1", endpoint_url={endpoint!r}, transport="lean")
+with SyncDistributedLock(client, table={table!r}, key="budget") as guard:
+    pass
+assert guard.metrics.write_requests == 2
+"""
+
+
+@pytest.mark.parametrize("installed", [False, True], ids=["hidden", "installed"])
+def test_a_lock_cycle_without_a_tracer_provider_imports_no_opentelemetry(
+    client: DynamoDBClient, endpoint: str, installed: bool
+) -> None:
+    """Hidden (as if not installed) or installed but unconfigured: nothing of it is loaded."""
+    table = fresh_lock_table(client, "budget")
+    hide = "" if installed else "sys.modules['opentelemetry'] = None\n"
+    loaded = _loaded_after(hide + _TRACED_CYCLE.format(endpoint=endpoint, table=table))
+    modules = loaded["modules"]
+    assert isinstance(modules, list)
+    hidden = [] if installed else ["opentelemetry"]  # the None that hides it
+    assert [m for m in modules if m.startswith("opentelemetry")] == hidden

@@ -160,6 +160,8 @@ def test_lock_metrics_has_exactly_the_named_fields() -> None:
         ("lost", "bool"),
         ("consumed_rcu", "float"),
         ("consumed_wcu", "float"),
+        ("throttled_requests", "int"),
+        ("throttling_reasons", "tuple[str, ...]"),
     ]
     snapshot = LockMetrics()
     with pytest.raises(dataclasses.FrozenInstanceError):

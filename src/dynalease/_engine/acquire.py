@@ -283,6 +283,7 @@ class Acquirer:
             raise unknown from None  # not applied, or not yet: the decision backs off
         if reply is not None:
             self._win(key, version, stamp, reply.item)
+            core.took_over = isinstance(action, TakeOver)
             return None
         attempt.answered = True
         item = requests.conflict_item

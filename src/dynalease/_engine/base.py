@@ -89,6 +89,10 @@ class LeaseCore:
         self.validity: Stamp | None = None
         #: The AWS request id of the last DynamoDB answer, for the errors a guard raises.
         self.last_request_id: str | None = None
+        #: The acquisition's span context when it was traced (renewals link to it), and
+        #: whether it won by taking over a stale row (:mod:`dynalease._tracing`).
+        self.trace_link: Any = None
+        self.took_over = False
         #: The monotonic time (on ``clock``) past which the lease is not held: the
         #: deadline of the context its acquisition started in (``deadline.py``).
         self.deadline: float | None = None

@@ -29,6 +29,9 @@ class Tally:
     wait_ms: float = 0.0
     wait_timeouts: int = 0
     cleanup_failures: int = 0
+    # Throttled requests and DynamoDB's reasons for them, each reason once.
+    throttled_requests: int = 0
+    throttling_reasons: tuple[str, ...] = ()
     # A sync caller's release, counted by that caller's thread alone.
     caller_writes: int = 0
     caller_wcu: float = 0.0
@@ -47,4 +50,13 @@ class Tally:
             lost=lost,
             consumed_rcu=self.consumed_rcu,
             consumed_wcu=self.consumed_wcu + self.caller_wcu,
+            throttled_requests=self.throttled_requests,
+            throttling_reasons=self.throttling_reasons,
         )
+
+    def throttled(self, reasons: list[dict[str, str]]) -> None:
+        """Count a throttled request and remember its reasons."""
+        self.throttled_requests += 1
+        for reason in reasons:
+            if reason["reason"] not in self.throttling_reasons:
+                self.throttling_reasons += (reason["reason"],)

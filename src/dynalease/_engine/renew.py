@@ -20,6 +20,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from .. import _tracing
 from ..exceptions import DynamoDBError
 from . import protocol as p
 from .base import LeaseCore, logged_key
@@ -92,6 +93,8 @@ class Renewer:
             core._lose("its lease expired before a renewal was confirmed")
 
     async def _run(self) -> None:
+        if self.core.trace_link is not None:  # renewals: traces of their own, linked
+            _tracing.renewing(self.core.trace_link)
         watch = ValidityWatch.of(self.core.clock)
         watch.add(self)
         try:

@@ -11,16 +11,19 @@ a guard that gave up: its row is deleted instead.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
-from ..exceptions import DynamoDBError, RequestFailedError
+from ..exceptions import DynamoDBError, RequestFailedError, ThrottledError
 from . import protocol as p
-from .base import LeaseCore
+from .base import LeaseCore, logged_key
 from .clock import wait_for
 from .shapes import reply_of
 from .states import State
 from .store import ConditionFailed, Limit, Reply, TimedOut
+
+log = logging.getLogger("dynalease")
 
 #: Validity below this cannot be renewed in time.
 EPSILON_S = 1e-6
@@ -146,6 +149,8 @@ class Requests:
         except DynamoDBError as error:
             tally.request_failures += 1
             core.note_answer(error.request_id)
+            if isinstance(error, ThrottledError):
+                self._note_throttled(error)
             raise
         core.note_answer(reply.request_id)
         if kind == "read":
@@ -153,6 +158,18 @@ class Requests:
         else:
             tally.consumed_wcu += reply.capacity
         return reply
+
+    def _note_throttled(self, error: ThrottledError) -> None:
+        """Count a throttled request with its reasons, and log why it was throttled."""
+        core = self.core
+        core.tally.throttled(error.reasons)
+        log.warning(
+            "dynalease: DynamoDB throttled %s of lock %s in table %r: %s",
+            error.operation or "a request",
+            logged_key(core.key),
+            core.table,
+            ", ".join(r["reason"] for r in error.reasons) or error.code or "no reason given",
+        )
 
     async def _limited(
         self, kind: str, make: Callable[[Limit | None], Awaitable[Reply]], timeout: float

@@ -204,6 +204,7 @@ def recover(directory: str, deadline: float) -> Outcome:
 async def _release(client: Any, entry: journal.Entry, outcome: Outcome, deadline: float) -> None:
     import asyncio
 
+    from .. import _tracing
     from .._engine.base import log_keys, logged_key
     from .release import Result, release
 
@@ -213,10 +214,11 @@ async def _release(client: Any, entry: journal.Entry, outcome: Outcome, deadline
         left = deadline - time.time() - MARGIN_S
         await asyncio.wait_for(store.prepare(), max(0.01, left))
         left = deadline - time.time() - MARGIN_S
-        result = await asyncio.wait_for(
-            release(store.transport, entry.table, entry.key, entry.owner, fenced=entry.fencing),
-            max(0.01, left),
-        )
+        with _tracing.recovering(entry.table, entry.key):
+            result = await asyncio.wait_for(
+                release(store.transport, entry.table, entry.key, entry.owner, fenced=entry.fencing),
+                max(0.01, left),
+            )
     except TimeoutError:
         outcome.failed.append(entry)
         log.warning("dynalease-recovery: %s: no answer before the shutdown deadline", name)

@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
+from .. import _tracing
 from .._calls import check_keywords
 from .._engine.protocol import check_durations
 from ..client import DynamoDBClient, check_table_name
@@ -272,6 +273,7 @@ class Holding:
             )
         except NoTimeLeft as no_time:
             plan._reporter.no_time(table, key, remaining)
+            _tracing.no_time(table, key, remaining)
             raise no_time.to_lock_error(table, key) from None
         return wait, remaining
 

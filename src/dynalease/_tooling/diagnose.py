@@ -15,7 +15,13 @@ from typing import Any
 
 from .._engine.protocol import KEY_ATTR
 from ..client import DynamoDBClient
-from ..exceptions import AccessDeniedError, DynamoDBError, RequestFailedError, TableNotFoundError
+from ..exceptions import (
+    AccessDeniedError,
+    DynamoDBError,
+    RequestFailedError,
+    TableNotFoundError,
+    ThrottledError,
+)
 
 OK = "ok"
 PROBLEM = "problem"
@@ -57,6 +63,8 @@ def diagnose(client: DynamoDBClient, table: str) -> list[Finding]:
         ]
     except AccessDeniedError as error:
         return [_denied("describe the table", error, "dynamodb:DescribeTable")]
+    except ThrottledError as error:
+        return [_throttled("DescribeTable", error)]
     except RequestFailedError as error:
         return [
             Finding(
@@ -141,13 +149,34 @@ def _replicas(description: dict[str, Any]) -> Finding:
         regions = ["(global table)"]
     if not regions:
         return Finding(OK, "global table", "no replicas: every write is decided in one Region")
+    if description.get("MultiRegionConsistency") == "STRONG":
+        return Finding(
+            OK,
+            "global table",
+            f"replicas in {', '.join(regions)} with multi-Region strong consistency: every "
+            "conditional write is decided for all Regions at once (a write that loses to "
+            "another Region's is refused with ReplicatedWriteConflictException and resent)",
+        )
     return Finding(
         PROBLEM,
         "global table",
-        f"replicas in {', '.join(regions)}: replicated writes resolve conflicts by "
-        "last-writer-wins, so holders in two Regions could both own a lock",
-        "use a lock table without replicas and send every lock request to its one Region "
-        "(a lease cannot coordinate across Regions)",
+        f"replicas in {', '.join(regions)} with multi-Region eventual consistency: a "
+        "conditional write is decided by one Region's copy and replicated writes resolve "
+        "conflicts by last-writer-wins, so holders in two Regions could both own a lock",
+        "send every lock request to one Region's table (the same Region for every caller), "
+        "or use a table without replicas or a global table created with multi-Region "
+        "strong consistency (docs/lambda.md, global tables)",
+    )
+
+
+def _throttled(action: str, error: ThrottledError) -> Finding:
+    """A throttled request: why (DynamoDB's reasons, a hot key first) and what to do."""
+    reasons = ", ".join(r["reason"] for r in error.reasons) or error.code
+    return Finding(
+        PROBLEM,
+        "throttling",
+        f"{action} was throttled ({reasons}); lock requests on this table are throttled too",
+        str(error).split("; it was not applied. ", 1)[-1],
     )
 
 
@@ -182,6 +211,8 @@ def _probe(client: DynamoDBClient, table: str) -> Finding:
         client._items.call("GetItem", params)
     except AccessDeniedError as error:
         return _denied("read a lock row", error, "dynamodb:GetItem (and the lock writes)")
+    except ThrottledError as error:
+        return _throttled("a strongly consistent GetItem", error)
     except DynamoDBError as error:
         return Finding(
             PROBLEM,

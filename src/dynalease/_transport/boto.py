@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .. import _tracing
 from .._engine.store import LoopTransport
 from .errors import map_client_error, map_transport_error
 
@@ -98,4 +99,6 @@ class BotoTransport(LoopTransport):
 
     async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one request from the runtime loop, on its blocking pool."""
-        return await asyncio.get_running_loop().run_in_executor(None, self.call, operation, params)
+        # botocore's own instrumentation makes the request's span, in the caller's context
+        call = _tracing.carried(self.call)
+        return await asyncio.get_running_loop().run_in_executor(None, call, operation, params)

@@ -30,6 +30,8 @@ __all__ = [
     "map_error_code",
     "map_lean_failure",
     "map_transport_error",
+    "throttling_advice",
+    "throttling_reasons",
     "transport_failures",
 ]
 
@@ -59,6 +61,32 @@ _THROTTLING = {
     "RequestLimitExceeded",
     "LimitExceededException",
 }
+#: A write on a multi-Region strongly consistent global table that lost to a concurrent
+#: write from another Region: not applied, safe to retry (neither contention nor an outage).
+REPLICATED_WRITE_CONFLICT = "ReplicatedWriteConflictException"
+#: What each throttling reason's limit means, and what to do; the hot key first.
+_LIMITS = (
+    (
+        "KeyRangeThroughputExceeded",
+        "one key (a hot lock key: many contenders, or polling, on the same key) exceeded "
+        "its partition's throughput; use fewer contenders per key, a longer wait between "
+        "attempts, or spread the work over more keys. Capacity does not help",
+    ),
+    (
+        "ProvisionedThroughputExceeded",
+        "the table's provisioned capacity was exceeded; raise it, enable auto scaling "
+        "or switch the lock table to on-demand",
+    ),
+    (
+        "AccountLimitExceeded",
+        "the account's per-table throughput quota in this Region was reached; ask for a "
+        "quota increase",
+    ),
+    (
+        "MaxOnDemandThroughputExceeded",
+        "the table's configured on-demand maximum throughput was reached; raise it",
+    ),
+)
 _ACCESS = {
     "AccessDeniedException",
     "UnrecognizedClientException",
@@ -70,6 +98,28 @@ _ACCESS = {
     "IncompleteSignatureException",
 }
 _VALIDATION = {"ValidationException", "SerializationException"}
+
+
+def throttling_reasons(response: dict[str, Any]) -> list[dict[str, str]]:
+    """DynamoDB's ``ThrottlingReasons`` of an error answer: dicts of reason and resource."""
+    found = response.get("ThrottlingReasons")
+    if not isinstance(found, list):
+        return []
+    return [
+        {"reason": str(r.get("reason", "")), "resource": str(r.get("resource", ""))}
+        for r in found
+        if isinstance(r, dict)
+    ]
+
+
+def throttling_advice(reasons: list[dict[str, str]]) -> str:
+    """What the throttling ``reasons`` mean and what to do, a hot key first."""
+    said = [
+        advice for limit, advice in _LIMITS if any(r["reason"].endswith(limit) for r in reasons)
+    ]
+    if not said:
+        return "Retry later or raise the table's capacity"
+    return "DynamoDB says " + "; and ".join(said)
 
 
 def map_client_error(error: botocore.exceptions.ClientError, operation: str) -> Exception:
@@ -130,12 +180,25 @@ def map_error_code(
             request_id=request_id,
         )
     if code in _THROTTLING:
+        reasons = throttling_reasons(response)
         return ThrottledError(
-            f"{operation} was throttled ({code}); it was not applied. Retry later or raise "
-            "the table's capacity",
+            f"{operation} was throttled ({code}"
+            + "".join(f", {r['reason']}" for r in reasons)
+            + f"); it was not applied. {throttling_advice(reasons)}",
             code=code,
             operation=operation,
             request_id=request_id,
+            reasons=reasons,
+        )
+    if code == REPLICATED_WRITE_CONFLICT:
+        return RequestFailedError(
+            f"{operation} conflicted with a concurrent write to the same item from another "
+            f"Region of this multi-Region strongly consistent global table ({message}); it "
+            "was not applied and is safe to retry",
+            code=code,
+            operation=operation,
+            request_id=request_id,
+            may_have_committed=False,
         )
     if code in _VALIDATION:
         return ValidationError(

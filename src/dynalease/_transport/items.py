@@ -24,6 +24,7 @@ import random
 import time
 from typing import Any
 
+from .. import _tracing
 from .._engine.store import LoopTransport
 from ..exceptions import RequestFailedError, ThrottledError
 from .boto import BotoTransport
@@ -31,6 +32,7 @@ from .codec import ENCODER, read_answer
 from .connections import NotSent, Unanswered
 from .errors import map_lean_failure
 from .lean import LeanTransport
+from .route import Route
 
 __all__ = ["LEAN_OPERATIONS", "ItemTransport", "backoff_s", "lean_items_allowed"]
 
@@ -95,7 +97,8 @@ class ItemTransport(LoopTransport):
         """Send from the runtime loop (on its blocking pool)."""
         import asyncio
 
-        return await asyncio.get_running_loop().run_in_executor(None, self.call, operation, params)
+        call = _tracing.carried(self.call)
+        return await asyncio.get_running_loop().run_in_executor(None, call, operation, params)
 
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one request from this thread, retrying as botocore's standard mode does."""
@@ -106,6 +109,12 @@ class ItemTransport(LoopTransport):
             import uuid  # here: with the platform module it imports, 3 ms of a script's start
 
             params = {**params, "ClientRequestToken": str(uuid.uuid4())}
+        span = _tracing.request_span(operation, params, route.region)
+        if span is None:
+            return self._call_lean(route, operation, params)
+        return _tracing.traced(span, self._call_lean, route, operation, params)
+
+    def _call_lean(self, route: Route, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         body = ENCODER.encode(params).encode()
         resendable = operation in _RESENDABLE or (
             operation in _RESENDABLE_UNCONDITIONAL and "ConditionExpression" not in params

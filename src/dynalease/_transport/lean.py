@@ -29,22 +29,31 @@ import asyncio
 import concurrent.futures
 import logging
 import os
+import random
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from botocore.client import BaseClient
 
+from .. import _tracing
 from .._engine.runtime import get_runtime
 from .._engine.store import Transport, bounded
 from ..constants import ENV_TRANSPORT
+from ..exceptions import RequestFailedError
 from .boto import BotoTransport
 from .botocore_internals import BotocoreChanged
 from .codec import ENCODER, read_answer
 from .config import DirectConfig
 from .connections import NotSent, Unanswered
-from .errors import map_lean_failure, map_transport_error, transport_failures
+from .errors import (
+    REPLICATED_WRITE_CONFLICT,
+    map_lean_failure,
+    map_transport_error,
+    transport_failures,
+)
 from .route import Route, Unsupported
 
 __all__ = ["TRANSPORTS", "LeanTransport", "lock_transport", "transport_choice"]
@@ -58,6 +67,8 @@ _READS = frozenset({"GetItem", "BatchGetItem", "DescribeTable"})
 #: Writes sent from a caller's thread that leave a row behind if they land after their wait
 #: (a create; a fenced create is an UpdateItem): their answers are kept (``send_blocking``).
 _MAY_LEAVE_A_ROW = frozenset({"PutItem", "UpdateItem"})
+#: The first pause before resending a write that conflicted with another Region's.
+CONFLICT_PAUSE_S = 0.02
 
 
 def transport_choice(explicit: str | None) -> str:
@@ -195,7 +206,8 @@ class LeanTransport:
             return await bounded(self.boto.send(operation, params), timeout, on_late)
         loop = asyncio.get_running_loop()
         read_timeout = route.connections.read_timeout
-        exchange = loop.run_in_executor(None, _exchange, route, operation, params, read_timeout)
+        send = _tracing.carried(_exchange)  # its span is a child of the acquisition's
+        exchange = loop.run_in_executor(None, send, route, operation, params, read_timeout)
         return await bounded(exchange, timeout, on_late)
 
     def blocking_ready(self) -> bool:
@@ -225,7 +237,8 @@ class LeanTransport:
             return _exchange(route, operation, params, timeout)
         pool = get_runtime().executor
         read_timeout = route.connections.read_timeout
-        exchange = pool.submit(_exchange, route, operation, params, read_timeout)
+        send = _tracing.carried(_exchange)  # its span is a child of the caller's
+        exchange = pool.submit(send, route, operation, params, read_timeout)
         try:
             return exchange.result(timeout=max(0.0, timeout))
         except concurrent.futures.TimeoutError:
@@ -256,8 +269,43 @@ def _exchange(
 ) -> dict[str, Any]:
     """Encode, sign and send one request, and read its answer (in a blocking thread).
 
-    A due refresh of the credentials runs here too, as botocore's would.
+    A due refresh of the credentials runs here too, as botocore's would. When
+    someone traces, the request is a CLIENT span (:mod:`dynalease._tracing`).
     """
+    span = _tracing.request_span(operation, params, route.region)
+    if span is None:
+        return _answer_of(route, operation, params, timeout, None)
+    return _tracing.traced(span, _answer_of, route, operation, params, timeout, span)
+
+
+def _answer_of(
+    route: Route, operation: str, params: dict[str, Any], timeout: float, span: Any
+) -> dict[str, Any]:
+    """The answer, with a write that lost to another Region's retried within ``timeout``.
+
+    On a multi-Region strongly consistent global table a write conflicting with a
+    concurrent write from another Region fails with ``ReplicatedWriteConflictException``;
+    it was not applied and is safe to resend: neither contention nor an outage.
+    """
+    end = time.monotonic() + timeout
+    attempt = 1
+    while True:
+        try:
+            return _answer_once(route, operation, params, timeout, span)
+        except RequestFailedError as error:
+            pause = random.uniform(0.5, 1.0) * CONFLICT_PAUSE_S * attempt
+            left = end - time.monotonic()
+            if error.code != REPLICATED_WRITE_CONFLICT or left <= pause + CONFLICT_PAUSE_S:
+                raise
+            log.debug("dynalease: %s conflicted with another Region's write; resent", operation)
+        time.sleep(pause)
+        timeout = end - time.monotonic()
+        attempt += 1
+
+
+def _answer_once(
+    route: Route, operation: str, params: dict[str, Any], timeout: float, span: Any
+) -> dict[str, Any]:
     frozen = _frozen_now(route.credentials, operation)
     body = ENCODER.encode(params).encode()
     try:
@@ -266,6 +314,8 @@ def _exchange(
         )
     except (NotSent, Unanswered) as failure:
         raise map_lean_failure(failure, route.url, operation) from failure.cause
+    if span is not None:
+        _tracing.answered(span, answer.status, answer.request_id)
     return read_answer(operation, answer, route.url)
 
 

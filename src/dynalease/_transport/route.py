@@ -48,6 +48,7 @@ class Route:
         if parts.path not in ("", "/") or parts.query or parts.username:
             raise Unsupported(f"endpoint {_shown(url)} has a path, query or user info")
         self.url = url
+        self.region = region
         self.credentials = credentials
         self.signer = SigV4Signer(host_header(parts.scheme, parts.hostname, parts.port), region)
         self.connections = Connections(

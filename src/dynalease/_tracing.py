@@ -1,0 +1,303 @@
+"""OpenTelemetry spans for lock requests, acquisitions and releases, when someone traces.
+
+dynalease never imports OpenTelemetry itself. A tracer provider can only have
+been configured by code that imported ``opentelemetry.trace``, so until that
+module is in ``sys.modules`` nothing is traced and nothing is imported; once it
+is, a provider that is still the API's default (the proxy or the no-op
+provider) traces nothing either. :func:`tracer` answers that with a dictionary
+look-up and, when OpenTelemetry is loaded, one ``isinstance``.
+
+What is traced:
+
+- every request the lean path sends is a CLIENT span as botocore's
+  OpenTelemetry instrumentation makes one (``DynamoDB.PutItem`` ...), so a trace
+  shows no gap where the lock requests were. Requests sent through botocore get
+  their span from botocore's own instrumentation, never a second one here;
+- every acquisition is an INTERNAL ``dynalease.acquire`` span, parent of its
+  requests (the context travels with the request to the runtime's thread), with
+  its outcome, wait, attempts, takeover and fencing token; a release is a
+  ``dynalease.release`` span;
+- renewals are request spans of their own, linked to their acquisition.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ._redact import logged_key
+
+__all__ = [
+    "REQUEST_ID",
+    "SERVICE",
+    "acquiring",
+    "add_throttling",
+    "answered",
+    "carried",
+    "failed",
+    "no_time",
+    "recovering",
+    "releasing",
+    "renewing",
+    "request_span",
+    "traced",
+    "tracer",
+]
+
+SERVICE = "DynamoDB"
+#: The AWS SDK semantic conventions' attribute for the answer's request id.
+REQUEST_ID = "aws.request_id"
+#: Set in a renewal task: the acquisition its request spans link to.
+_renewal_of: contextvars.ContextVar[Any] = contextvars.ContextVar("dynalease_renewal_of")
+#: The last provider seen and its ``dynalease`` tracer (kept, so the provider is the same object).
+_cached: tuple[Any, Any] | None = None
+
+
+def tracer() -> Any:
+    """The ``dynalease`` tracer of the configured provider, or None when nobody traces."""
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return None  # nothing imported OpenTelemetry: no provider can be configured
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+        return None
+    global _cached
+    cached = _cached
+    if cached is not None and cached[0] is provider:
+        return cached[1]
+    found = provider.get_tracer("dynalease")
+    _cached = (provider, found)
+    return found
+
+
+def carried(call: Callable[..., Any]) -> Callable[..., Any]:
+    """``call``, run in a copy of this context when someone traces (for another thread).
+
+    ``run_in_executor`` does not carry context variables: without this, a
+    request sent from the runtime's pool would lose its acquisition as parent.
+    """
+    if tracer() is None:
+        return call
+    return functools.partial(contextvars.copy_context().run, call)
+
+
+def request_span(operation: str, params: dict[str, Any], region: str) -> Any:
+    """A started CLIENT span for one DynamoDB request, or None when nobody traces."""
+    traced = tracer()
+    if traced is None:
+        return None
+    from opentelemetry.trace import Link, SpanKind
+
+    attributes: dict[str, Any] = {
+        "rpc.system": "aws-api",
+        "rpc.service": SERVICE,
+        "rpc.method": operation,
+        "db.system": "dynamodb",
+        "cloud.region": region,
+    }
+    tables = _table_names(params)
+    if tables:
+        attributes["aws.dynamodb.table_names"] = tables
+    renewal = _renewal_of.get(None)
+    links = [Link(renewal)] if renewal is not None else None
+    return traced.start_span(
+        f"{SERVICE}.{operation}", kind=SpanKind.CLIENT, attributes=attributes, links=links
+    )
+
+
+def _table_names(params: dict[str, Any]) -> list[str]:
+    if "TableName" in params:
+        return [str(params["TableName"])]
+    if "RequestItems" in params:  # BatchGetItem
+        return sorted(params["RequestItems"])
+    names = set()
+    for item in params.get("TransactItems") or ():
+        for action in item.values():
+            if isinstance(action, dict) and "TableName" in action:
+                names.add(str(action["TableName"]))
+    return sorted(names)
+
+
+def traced(span: Any, send: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+    """``send(*args)`` within the request span ``span``: its answer or its error, then its end."""
+    try:
+        response = send(*args)
+        metadata = response.get("ResponseMetadata") or {}
+        if "HTTPStatusCode" in metadata:
+            answered(span, metadata["HTTPStatusCode"], metadata.get("RequestId"))
+        return response
+    except BaseException as error:
+        failed(span, error)
+        raise
+    finally:
+        span.end()
+
+
+def answered(span: Any, status: int, request_id: str | None) -> None:
+    """Record the HTTP answer of a request span."""
+    span.set_attribute("http.status_code", status)
+    if request_id is not None:
+        span.set_attribute(REQUEST_ID, request_id)
+
+
+def failed(span: Any, error: BaseException) -> None:
+    """Mark a request or lock span as failed by ``error``."""
+    from opentelemetry.trace import Status, StatusCode
+
+    request_id = getattr(error, "request_id", None)
+    if request_id is not None:
+        span.set_attribute(REQUEST_ID, request_id)
+    code = getattr(error, "code", None)
+    if type(error).__name__ == "ConditionFailed":  # the engine's: a lock's failed condition
+        code = "ConditionalCheckFailedException"
+    if code:
+        span.set_attribute("aws.error_code", code)
+    add_throttling(span, error)
+    span.record_exception(error)
+    span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+
+
+def add_throttling(span: Any, error: BaseException) -> None:
+    """The throttling reasons of ``error`` (a ThrottledError), as a span attribute."""
+    reasons = getattr(error, "reasons", None)
+    if reasons and all(isinstance(reason, dict) for reason in reasons):
+        names = [str(reason.get("reason", "")) for reason in reasons]
+        span.set_attribute("dynalease.throttling_reasons", names)
+
+
+class _Untraced:
+    """The context manager used when nobody traces: it does nothing."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_UNTRACED = _Untraced()
+
+
+class _LockSpan:
+    """An INTERNAL span around an acquisition or a release, current while it runs."""
+
+    def __init__(self, traced: Any, name: str, table: str, key: str, lease: Any = None) -> None:
+        from opentelemetry.trace import SpanKind, use_span
+
+        self.lease = lease
+        self.span = traced.start_span(
+            name,
+            kind=SpanKind.INTERNAL,
+            attributes={"dynalease.table": table, "dynalease.key": logged_key(key)},
+        )
+        self._current = use_span(self.span, end_on_exit=False)
+
+    def __enter__(self) -> None:
+        self._current.__enter__()
+
+    def __exit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
+        try:
+            self._finish(error)
+        finally:
+            self._current.__exit__(None, None, None)
+            self.span.end()
+
+    def _finish(self, error: BaseException | None) -> None:
+        if error is not None:
+            failed(self.span, error)
+
+
+class _AcquireSpan(_LockSpan):
+    def __init__(self, traced: Any, lease: Any) -> None:
+        super().__init__(traced, "dynalease.acquire", lease.table, lease.key, lease)
+        self.span.set_attribute("dynalease.lease_seconds", lease.lease_s)
+        self.span.set_attribute("dynalease.wait_timeout_seconds", lease.wait_s)
+        lease.trace_link = self.span.get_span_context()
+
+    def _finish(self, error: BaseException | None) -> None:
+        from .exceptions import LockNotAcquired, LockUnavailable
+
+        lease, span = self.lease, self.span
+        tally = lease.tally
+        span.set_attribute("dynalease.outcome", outcome(error))
+        span.set_attribute("dynalease.wait_ms", round(tally.wait_ms, 3))
+        span.set_attribute("dynalease.attempts", tally.write_requests)
+        span.set_attribute("dynalease.takeover", bool(lease.took_over))
+        if lease.fencing_token is not None:
+            span.set_attribute("dynalease.fencing_token", lease.fencing_token)
+        if error is not None and not (
+            isinstance(error, LockNotAcquired) and not isinstance(error, LockUnavailable)
+        ):
+            failed(span, error)  # contention is an answer, not an error of the span
+
+
+def outcome(error: BaseException | None) -> str:
+    """acquired, contended, unavailable, or the error's type (see also :func:`no_time`)."""
+    from .exceptions import LockNotAcquired, LockUnavailable
+
+    if error is None:
+        return "acquired"
+    if isinstance(error, LockUnavailable):
+        return "unavailable"
+    if isinstance(error, LockNotAcquired):
+        return "contended"
+    return type(error).__name__
+
+
+def acquiring(lease: Any) -> Any:
+    """A context manager that traces ``lease``'s acquisition (nothing when nobody traces)."""
+    traced = tracer()
+    return _UNTRACED if traced is None else _AcquireSpan(traced, lease)
+
+
+def no_time(table: str, key: str, remaining_s: float | None) -> None:
+    """An acquisition the Lambda middleware did not start: too little of the invocation left."""
+    traced = tracer()
+    if traced is None:
+        return
+    from opentelemetry.trace import SpanKind
+
+    attributes: dict[str, Any] = {
+        "dynalease.table": table,
+        "dynalease.key": logged_key(key),
+        "dynalease.outcome": "insufficient time",
+        "dynalease.attempts": 0,
+    }
+    if remaining_s is not None:
+        attributes["dynalease.remaining_seconds"] = remaining_s
+    traced.start_span("dynalease.acquire", kind=SpanKind.INTERNAL, attributes=attributes).end()
+
+
+def releasing(lease: Any) -> Any:
+    """A context manager that traces ``lease``'s release (nothing when nobody traces)."""
+    traced = tracer()
+    if traced is None or lease.state.value == "new":
+        return _UNTRACED
+    return _LockSpan(traced, "dynalease.release", lease.table, lease.key, lease)
+
+
+def recovering(table: str, key: str) -> Any:
+    """A context manager that traces the recovery extension's release of a dead writer's row."""
+    traced = tracer()
+    if traced is None:
+        return _UNTRACED
+    span = _LockSpan(traced, "dynalease.release", table, key)
+    span.span.set_attribute("dynalease.recovery", True)
+    return span
+
+
+def renewing(link: Any) -> None:
+    """In a renewal task: its requests start traces of their own, linked to ``link``.
+
+    A renewal happens while the protected work runs, long after the acquisition's
+    span ended; a child of it would stretch the acquisition over the whole hold.
+    """
+    if link is None:
+        return  # the acquisition was not traced
+    from opentelemetry import context
+
+    context.attach(context.Context())  # this task's own context: no parent
+    _renewal_of.set(link)
