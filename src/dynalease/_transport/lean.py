@@ -238,6 +238,7 @@ class LeanTransport:
         pool = get_runtime().executor
         read_timeout = route.connections.read_timeout
         send = _tracing.carried(_exchange)  # its span is a child of the caller's
+        exchange: concurrent.futures.Future[dict[str, Any]]
         exchange = pool.submit(send, route, operation, params, read_timeout)
         try:
             return exchange.result(timeout=max(0.0, timeout))
