@@ -64,6 +64,8 @@ class LeaseCore:
         self.table = table
         #: The row this guard holds (a semaphore's: the permit it won, once it won one).
         self.key = key
+        #: Every row this guard holds: a multi-key guard's all, sharing one version.
+        self.keys: tuple[str, ...] = (key,)
         self.lease_s = lease_s
         self.wait_s = wait_s
         self.owner = p.new_token()
@@ -209,6 +211,16 @@ class LeaseCore:
         """The ownership ConditionCheck for a transaction; the guard must be valid."""
         self.raise_if_lost()
         return self.store.condition_item(self.table, self.key, self.owner)
+
+    @property
+    def multi(self) -> bool:
+        """True for a multi-key guard: its rows are written, renewed and deleted together."""
+        return len(self.keys) > 1
+
+    def condition_items(self) -> list[dict[str, Any]]:
+        """One ownership ConditionCheck per row this guard holds; the guard must be valid."""
+        self.raise_if_lost()
+        return [self.store.condition_item(self.table, key, self.owner) for key in self.keys]
 
     def lost_error(self) -> LockLost:
         """The error for a guard that no longer owns its lock (a release of a lost guard)."""
