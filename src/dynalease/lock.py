@@ -216,8 +216,7 @@ class _Guard:
                 "the transaction uses a different DynamoDBClient than this lock; "
                 "create the transaction with the lock's client"
             )
-        for item in self._lease.condition_items():  # one ownership check per key
-            transaction._check_in(self._lease, item)
+        transaction._check_in(self._lease, self._lease.condition_items())  # one per key
 
     @property
     def metrics(self) -> LockMetrics:
