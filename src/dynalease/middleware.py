@@ -38,7 +38,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 try:
@@ -131,7 +131,7 @@ def lock_handler(
     client: DynamoDBClient | None = None,
     *,
     table: str | None = None,
-    key: str,
+    key: str | None = None,
     fields: Mapping[str, str] | None = None,
     lease_duration: float = 30.0,
     wait_timeout: float | None = None,
@@ -142,6 +142,7 @@ def lock_handler(
     log_key: str | None = None,
     permits: int = 1,
     fencing: bool = False,
+    keys: Sequence[str] | None = None,
 ) -> Callable[[H], H]:
     """Run each invocation of a Lambda handler under a lock resolved from the event.
 
@@ -180,6 +181,9 @@ def lock_handler(
     - ``fencing``: ``True`` takes a fenced (protocol-2) lock; the handler reads
       ``current_lock().fencing_token`` and sends it with its writes
       (docs/fencing.md).
+    - ``keys``: instead of ``key``, a list of templates, each resolved from the
+      event as ``key`` is: the invocation holds every resolved key at once, all or
+      nothing (a multi-key lock, docs/locks.md); not with ``permits`` or ``fencing``.
 
     Built with Powertools' ``lambda_handler_decorator``, so it stacks with
     ``Logger.inject_lambda_context``, ``Tracer``, ``Metrics.log_metrics`` and
@@ -199,6 +203,7 @@ def lock_handler(
         log_key,
         permits,
         fencing,
+        keys,
     )
     if on_contention is not None and not callable(on_contention):
         raise TypeError(
@@ -229,7 +234,7 @@ def lock_record(
     client: DynamoDBClient | None = None,
     *,
     table: str | None = None,
-    key: str,
+    key: str | None = None,
     fields: Mapping[str, str] | None = None,
     lease_duration: float = 30.0,
     wait_timeout: float | None = None,
@@ -239,6 +244,7 @@ def lock_record(
     log_key: str | None = None,
     permits: int = 1,
     fencing: bool = False,
+    keys: Sequence[str] | None = None,
 ) -> Callable[[H], H]:
     """Process each SQS, Kinesis or DynamoDB-stream record under its own lock.
 
@@ -270,6 +276,7 @@ def lock_record(
         log_key,
         permits,
         fencing,
+        keys,
     )
     warned: list[bool] = []
 

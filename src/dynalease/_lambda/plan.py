@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._engine.protocol import check_durations
+from .._keyset import KeysTemplate, key_set
 from ..client import DynamoDBClient, check_table_name
 from ..constants import ENV_TABLE
 from ..exceptions import LockNotAcquired
@@ -118,6 +119,7 @@ class LockPlan:
         log_key: object,
         permits: object = 1,
         fencing: object = False,
+        keys: object = None,
         /,
     ) -> None:
         """Check every option; the positional order is the decorators' own."""
@@ -136,7 +138,7 @@ class LockPlan:
         self._fencing = fencing
         check_logger(logger)
         check_metrics(metrics)
-        template = KeyTemplate(key)  # type: ignore[arg-type]  # KeyTemplate checks the type
+        templates = _templates(key, keys, permits, fencing)
         if permits != 1 or not isinstance(permits, int) or isinstance(permits, bool):
             permit_keys("k", permits)  # the count's checks; each resolved key at call time
         self._permits: int = permits  # type: ignore[assignment]  # checked above
@@ -150,9 +152,9 @@ class LockPlan:
         self._lease_s = lease_s
         self._wait_s: float | None = None if wait_timeout is None else wait_s
         self._reserve_s = _check_reserve(reserve_time)
-        self.event_key = EventKey(template, fields, what=what)
+        self.event_key = EventKeys(templates, fields, what=what)
         self._reporter = Reporter(
-            template=template.template,
+            template=" + ".join(each.template for each in templates),
             logger=logger,
             metrics=metrics,
             log_key=check_log_key(log_key),
@@ -178,6 +180,55 @@ class LockPlan:
         return Holding(self, data, context)
 
 
+def _templates(
+    key: object, keys: object, permits: object, fencing: object
+) -> tuple[KeyTemplate, ...]:
+    """The decorator's key template, or its ``keys`` templates (a multi-key lock)."""
+    if keys is None:
+        return (KeyTemplate(key),)  # type: ignore[arg-type]  # KeyTemplate checks the type
+    if permits != 1 or fencing:
+        raise ValueError(
+            "keys=[...] takes a multi-key lock: it cannot be a semaphore (permits) or fenced "
+            "(fencing=True); pass key=... for those"
+        )
+    return KeysTemplate(keys, key).templates
+
+
+class EventKeys:
+    """Every key template of a plan, resolved from one event or record."""
+
+    __slots__ = ("_keys",)
+
+    def __init__(
+        self, templates: tuple[KeyTemplate, ...], fields: Mapping[str, str] | None, *, what: str
+    ) -> None:
+        if fields is not None and isinstance(fields, Mapping) and len(templates) > 1:
+            used = {name for template in templates for name in template.placeholders}
+            unknown = [name for name in fields if name not in used]
+            if unknown:
+                raise ValueError(
+                    f"fields names {unknown} but the keys templates have the placeholders "
+                    f"{sorted(used)}; map only those"
+                )
+        if len(templates) == 1:  # EventKey checks the fields against its one template
+            self._keys = (EventKey(templates[0], fields, what=what),)
+            return
+        self._keys = tuple(
+            EventKey(template, _fields_of(template, fields), what=what) for template in templates
+        )
+
+    def resolve(self, data: Any, context: Any = None) -> tuple[str, ...]:
+        """The keys for one event or record (checked as a key set: distinct, 1..100)."""
+        keys = [each.resolve(data, context) for each in self._keys]
+        return (keys[0],) if len(keys) == 1 else key_set(None, keys)
+
+
+def _fields_of(template: KeyTemplate, fields: Mapping[str, str] | None) -> Mapping[str, str] | None:
+    if fields is None or not isinstance(fields, Mapping):
+        return fields
+    return {name: value for name, value in fields.items() if name in template.placeholders}
+
+
 class Holding:
     """One acquisition: resolve the key, size the wait, acquire, report, release."""
 
@@ -195,7 +246,8 @@ class Holding:
     def __enter__(self) -> SyncDistributedLock:
         plan = self._plan
         # Everything that can be wrong with the input fails here, before a request.
-        key = plan.event_key.resolve(self._data, self._context)
+        keys = plan.event_key.resolve(self._data, self._context)
+        key = keys[0]
         table = self._table = plan.table()
         self._wait(table, key)  # no time at all: not even the client is built
         client = plan.client()
@@ -205,10 +257,11 @@ class Holding:
             SyncDistributedLock(
                 client,
                 table=table,
-                key=key,
+                key=key if len(keys) == 1 else None,
                 lease_duration=plan._lease_s,
                 wait_timeout=wait,
                 fencing=plan._fencing,
+                keys=keys if len(keys) > 1 else None,
             )
             if plan._permits == 1
             else SyncDistributedSemaphore(
