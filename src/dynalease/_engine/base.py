@@ -64,8 +64,8 @@ class LeaseCore:
         self.table = table
         #: The row this guard holds (a semaphore's: the permit it won, once it won one).
         self.key = key
-        #: Every row this guard holds: a multi-key guard's all, sharing one version.
-        self.keys: tuple[str, ...] = (key,)
+        #: A multi-key guard's rows, all held at once with one version (else empty).
+        self.together: tuple[str, ...] = ()
         self.lease_s = lease_s
         self.wait_s = wait_s
         self.owner = p.new_token()
@@ -213,9 +213,14 @@ class LeaseCore:
         return self.store.condition_item(self.table, self.key, self.owner)
 
     @property
+    def keys(self) -> tuple[str, ...]:
+        """Every row this guard holds (or aims at): a multi-key guard's all, else its key."""
+        return self.together or (self.key,)
+
+    @property
     def multi(self) -> bool:
         """True for a multi-key guard: its rows are written, renewed and deleted together."""
-        return len(self.keys) > 1
+        return len(self.together) > 1
 
     def condition_items(self) -> list[dict[str, Any]]:
         """One ownership ConditionCheck per row this guard holds; the guard must be valid."""

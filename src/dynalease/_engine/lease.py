@@ -77,8 +77,7 @@ class Lease(LeaseCore):
             fencing=fencing,
             journal=journal,
         )
-        if aim.together:
-            self.keys = aim.together
+        self.together = aim.together
         self.requests = Requests(self, landed=self._late_write_landed)
         self.renewer = Renewer(self, self.requests, at_deadline=self._end_at_deadline)
         self.releaser = Releaser(

@@ -210,6 +210,7 @@ class EventKeys:
                     f"fields names {unknown} but the keys templates have the placeholders "
                     f"{sorted(used)}; map only those"
                 )
+        self._keys: tuple[EventKey, ...]
         if len(templates) == 1:  # EventKey checks the fields against its one template
             self._keys = (EventKey(templates[0], fields, what=what),)
             return
