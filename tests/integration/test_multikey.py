@@ -156,8 +156,11 @@ def test_renewals_keep_every_row_and_check_in_adds_one_check_per_key(
     with SyncDistributedLock(client, table=table, keys=keys, lease_duration=0.6) as lease:
         time.sleep(1.0)
         lease.raise_if_lost()
-        versions = {stored(client, table, key)["version"] for key in keys}  # type: ignore[index]
-        assert len(versions) == 1  # renewed together, one version
+        # Renewed together, one version (a renewal may land between two of the reads).
+        assert any(
+            len({stored(client, table, key)["version"] for key in keys}) == 1  # type: ignore[index]
+            for _ in range(5)
+        )
         transaction = SyncTransaction(client)
         lease.check_in(transaction)
         transaction.put(table, {"key": "side-effect", "owner": "x"})
@@ -172,5 +175,6 @@ def test_losing_one_row_loses_the_guard(client: DynamoDBClient, table: str) -> N
         with SyncDistributedLock(client, table=table, keys=keys, lease_duration=0.6) as lease:
             client.sync_delete_item(table, {"key": keys[2]})
             assert lease.wait_lost(timeout=3)
+    assert "lock on 3 keys (first " in str(raised.value)
     assert "no longer owned" in str(raised.value)
     assert all(stored(client, table, key) is None for key in keys)

@@ -237,8 +237,11 @@ class LeaseCore:
             reason = "its lease expired locally before a renewal was confirmed"
         else:
             reason = f"the guard is {self.state.value}, not held"
+        subject = f"lock {self.key!r}"
+        if self.multi:
+            subject = f"lock on {len(self.together)} keys (first {self.key!r})"
         return LockLost(
-            f"lock {self.key!r} in table {self.table!r} is no longer owned by this guard: "
+            f"{subject} in table {self.table!r} is no longer owned by this guard: "
             f"{reason}. Stop the work it protected; acquire a new guard to continue",
             table=self.table,
             key=self.key,
