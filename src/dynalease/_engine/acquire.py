@@ -155,8 +155,9 @@ class Acquirer:
         """The acquisition won: HELD, and this client knows who holds the row."""
         core = self.core
         core._move(Event.WON)
-        core.observations.forget(core.resource)
-        core.observations.held(core.resource, core.owner)
+        for key in core.keys:  # a multi-key guard: every row is held here
+            core.observations.forget((core.table, key))
+            core.observations.held((core.table, key), core.owner)
 
     def finish_unacquired(self, event: Event) -> None:
         """The acquisition ended without the row: clean up what may have been written."""

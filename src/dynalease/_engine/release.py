@@ -91,7 +91,8 @@ class Releaser:
                 self.end()
         if core.journal is not None:  # the row is gone or not ours: confirmed
             core.journal.forget(core.owner)
-        core.observations.released(core.resource)
+        for key in core.keys:  # wakes a waiter of this client on any of them
+            core.observations.released((core.table, key))
         if core.loss is not None:
             raise core.lost_error()
 

@@ -3,6 +3,8 @@ by reading every row, as a single lock reconciles its one row."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from support.lease_harness import TABLE, Harness, lost_answer, run
 
@@ -76,5 +78,26 @@ def test_a_row_taken_by_another_owner_loses_the_guard_and_the_others_are_still_d
         with pytest.raises(LockLost, match="lock on 3 keys"):
             await lease.release()
         assert (h.row("a"), h.owner_of("b"), h.row("c")) == (None, "intruder", None)
+
+    run(scenario)
+
+
+def test_a_waiter_of_this_client_on_any_of_the_keys_is_woken_by_the_release() -> None:
+    async def scenario(h: Harness) -> None:
+        holder = multi(h, lease=30.0)
+        await holder.acquire()
+        waiter = h.lease(key="c", lease=30.0, wait=20.0)
+        waiting = asyncio.ensure_future(waiter.acquire())
+        await h.clock.advance(2.0)  # waiting on a row held here: polled at the slowest pace
+        assert not waiting.done()
+        released_at = h.clock.monotonic()
+        await holder.release()
+        await h.clock.advance(0.0)
+        for _ in range(20):  # the woken waiter's create, on this loop, with no clock time
+            await asyncio.sleep(0)
+        assert waiting.done() and h.clock.monotonic() == pytest.approx(released_at)
+        await waiting
+        assert h.owner_of("c") == waiter.owner
+        await waiter.release()
 
     run(scenario)
