@@ -301,12 +301,10 @@ class Acquirer:
         return self._free_as_none({key: item})
 
     async def _write_all(self, attempt: Attempt, observed: dict[str, p.LockRow]) -> bool:
-        """Write every row of a multi-key guard in one transaction; True when it won.
+        """Write every row (one owner, one version) in one transaction; True when it won.
 
-        One owner and one version for all rows: each is created where there is
-        none, or written over the ``observed`` stale row. An unknown outcome is
-        reconciled with a read of every row: the transaction is all or nothing,
-        so one row showing our version means all do.
+        Each row is created, or written over its ``observed`` stale row. A lost answer
+        is reconciled by reading every row: all or nothing, so one of ours means all.
         """
         core, requests = self.core, self.requests
         row, stamp = core.new_write(core.keys[0])
