@@ -11,9 +11,12 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(BIN)/python
+# dynalease with its dev extra, and the development tools (dev/: the demo, `dynalease
+# invoke`'s runner, the local Lambda control plane), a distribution of their own so the
+# wheel and the layer carry the library only.
+$(STAMP): pyproject.toml dev/pyproject.toml | $(BIN)/python
 	@echo "make: installing dynalease and its dev tools into $(VENV) (about 100 s on a first run; once only)"
-	$(BIN)/pip install --progress-bar on -e '.[dev]'
+	$(BIN)/pip install --progress-bar on -e '.[dev]' -e ./dev
 	touch $(STAMP)
 
 # libfaketime runs the clock-jump tests; Node runs dynalite and the CDK's jsii runtime;
@@ -39,11 +42,11 @@ system-deps:
 
 lint: $(STAMP)
 	@echo "make: linting with ruff (check, then format --check)"
-	$(BIN)/ruff check src tests benchmarks infra layer examples
-	$(BIN)/ruff format --check src tests benchmarks infra layer examples
+	$(BIN)/ruff check src dev tests benchmarks infra layer examples
+	$(BIN)/ruff format --check src dev tests benchmarks infra layer examples
 
 typecheck: $(STAMP)
-	@echo "make: type-checking src/dynalease with mypy --strict (about a minute on a cold cache)"
+	@echo "make: type-checking src/dynalease and dev/dynalease_dev with mypy --strict (about a minute on a cold cache)"
 	$(BIN)/mypy
 
 # The default run takes the lean request path; the protocol tests run again over botocore.

@@ -24,7 +24,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from dynalease.demo.local_server import LocalServer
+from dynalease._tooling.local_server import LocalServer
 
 from .libs import LIBRARIES, create_table, use_test_credentials
 from .workloads import ONLY, WORKLOADS, Context, Figures

@@ -4,7 +4,7 @@ Lambda bills INIT, and an extension's init is part of it: the sandbox waits
 until every extension has asked for its first event. This starts the layer's
 ``extensions/dynalease-recovery`` launcher (``/bin/sh``, then the Python of the
 layer's version running ``dynalease._extension.recovery``) against a local
-Extensions API (:mod:`dynalease._tooling.lambda_api`) and times process start to
+Extensions API (:mod:`dynalease_dev.lambda_api`) and times process start to
 its first ``event/next`` request, ``--starts`` times (default 10) per Python
 version found here, from:
 
@@ -35,7 +35,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from dynalease._tooling.lambda_api import Answer, ApiServer, registered
+from dynalease_dev.lambda_api import Answer, ApiServer, registered
+
 from dynalease.cdk._bytecode import find_interpreter
 from dynalease.cdk.build import build_layer
 

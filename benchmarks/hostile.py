@@ -178,8 +178,9 @@ def client(port: int, kind: str, path: str, results: Any) -> None:
 
 
 def _opened(transport: Any, path: str) -> int:
-    route = transport._route
-    return int(route.pool.opened if path == "loop" else route.blocking.opened)
+    """Connections urllib3 made for the route (both paths share one pool)."""
+    pools = transport.route.connections._manager.pools
+    return sum(int(pool.num_connections) for pool in pools._container.values())
 
 
 async def _warm(transport: Any, path: str) -> None:

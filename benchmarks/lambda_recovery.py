@@ -2,7 +2,7 @@
 
 The layer is the real zip (``build_layer``), unpacked, with and without
 ``extensions/dynalease-recovery``; the runtime is awslambdaric; the control
-plane is ``dynalease._tooling.lambda_plane`` (a stand-in for Lambda written from
+plane is ``dynalease_dev.lambda_plane`` (a stand-in for Lambda written from
 its published APIs); the table is on a moto server this run starts. Figures:
 
 - a handler holding a lock with a ``--lease`` (30 s) lease is killed at the
@@ -35,12 +35,13 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from dynalease_dev.lambda_plane import ControlPlane
+
 from dynalease import DynamoDBClient, SyncDistributedLock
 from dynalease._engine.journal import Journal
-from dynalease._tooling.counting_proxy import CountingProxy
-from dynalease._tooling.lambda_plane import ControlPlane
+from dynalease._tooling.local_server import LocalServer
 from dynalease.cdk.build import build_layer
-from dynalease.demo.local_server import LocalServer
+from tests.support.counting_proxy import CountingProxy  # a test tool: not in the wheel
 
 from .libs import use_test_credentials
 

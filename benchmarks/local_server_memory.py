@@ -1,6 +1,6 @@
 """``python -m benchmarks.local_server_memory``: the local server's memory under ``check_in``.
 
-Runs lock cycles against the project's local server (``dynalease.demo.local_server``,
+Runs lock cycles against the project's local server (``dynalease._tooling.local_server``,
 the one behind ``dynalease local``, the demo, the tests and the soak) in its own
 process: each cycle acquires a lock, commits a transaction holding the lock's
 ``check_in`` and a put of a new item into a table that grows by one item per
@@ -21,7 +21,7 @@ import time
 import uuid
 
 from dynalease import DynamoDBClient
-from dynalease.demo.local_server import LocalServer
+from dynalease._tooling.local_server import LocalServer
 from dynalease.lock import SyncDistributedLock
 from dynalease.transaction import SyncTransaction
 

@@ -24,7 +24,7 @@ from typing import Any
 from benchmarks.semaphore import counted_client
 from dynalease import DynamoDBClient, SyncDistributedLock
 from dynalease._engine import protocol as p
-from dynalease.demo.local_server import LocalServer
+from dynalease._tooling.local_server import LocalServer
 
 SIZES = (1, 5, 25, 100)
 

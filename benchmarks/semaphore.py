@@ -16,7 +16,7 @@ import os
 from typing import Any
 
 from dynalease import DynamoDBClient, LockNotAcquired, SyncDistributedSemaphore
-from dynalease.demo.local_server import LocalServer
+from dynalease._tooling.local_server import LocalServer
 
 
 class Counting:

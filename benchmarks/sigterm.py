@@ -17,7 +17,7 @@ import time
 import uuid
 
 from dynalease import DynamoDBClient
-from dynalease.demo.local_server import LocalServer
+from dynalease._tooling.local_server import LocalServer
 from dynalease.lock import SyncDistributedLock
 
 from .libs import create_table, use_test_credentials

@@ -5,7 +5,7 @@ commit a few history records through ``check_in`` transactions, record the
 release and let go. Meanwhile the supervisor SIGKILLs or SIGSTOPs (and later
 resumes) a current holder every few seconds, so leases are taken over from
 dead and from paused owners. At the end the history checker
-(``dynalease.demo.history``) proves, from what DynamoDB committed, that no owner
+(``dynalease_dev.demo.history``) proves, from what DynamoDB committed, that no owner
 committed after it was taken over and that no two owners' writes interleaved.
 
     python -m benchmarks.soak --processes 8 --minutes 10
@@ -42,10 +42,8 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from dynalease import DynamoDBClient
-from dynalease._values import from_item
-from dynalease.demo.checks import plural
-from dynalease.demo.history import (
+from dynalease_dev.demo.checks import plural
+from dynalease_dev.demo.history import (
     ACQUIRED,
     HEAD_SEQ,
     KEY_ATTR,
@@ -58,7 +56,10 @@ from dynalease.demo.history import (
     create_history_table,
     read_head,
 )
-from dynalease.demo.local_server import LocalServer
+
+from dynalease import DynamoDBClient
+from dynalease._tooling.local_server import LocalServer
+from dynalease._values import from_item
 from dynalease.exceptions import (
     DynaleaseError,
     LockLost,

@@ -3,7 +3,7 @@
 The server is dynalease's local server (moto answering one request at a time,
 with keep-alive connections): the threaded ``python -m moto.server`` undoes
 acknowledged writes when a transaction is cancelled concurrently; see
-``dynalease.demo.local_server``.
+``dynalease._tooling.local_server``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Generator, Iterator
 import pytest
 
 from dynalease import DynamoDBClient
-from dynalease.demo.local_server import LocalServer
+from dynalease._tooling.local_server import LocalServer
 
 
 @pytest.fixture(scope="session")

@@ -1,15 +1,18 @@
 """Calls under a guard: the decorator of ``distributed_lock`` and ``distributed_semaphore``.
 
 Each call of a decorated function resolves the key template over its arguments,
-holds a guard for it, and makes that guard the call's ``current_guard()``.
+holds a guard for it, and makes that guard the call's ``current_guard()``. And
+the keyword check of the signatures that take their options from one TypedDict
+(``**options: Unpack[...]``: the semaphore's, the Lambda middleware's).
 """
 
 from __future__ import annotations
 
 import contextvars
+import difflib
 import functools
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
@@ -18,6 +21,25 @@ R = TypeVar("R")
 
 #: The guard of the decorated call running in this context (``current_guard``).
 CALL: contextvars.ContextVar[Any] = contextvars.ContextVar("dynalease_call")
+
+
+def check_keywords(function: str, given: Mapping[str, object], options: Any) -> None:
+    """Python's own ``TypeError`` for a misspelled or missing keyword, with the closest name.
+
+    For a signature that takes ``**kwargs: Unpack[options]``, where ``options`` is
+    a TypedDict: Python no longer checks the names itself.
+    """
+    known = sorted(options.__required_keys__ | options.__optional_keys__)
+    for name in given:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise TypeError(f"{function}() got an unexpected keyword argument {name!r}{hint}")
+    missing = [name for name in known if name in options.__required_keys__ and name not in given]
+    if missing:
+        names = ", ".join(repr(name) for name in missing)
+        plural = "s" if len(missing) > 1 else ""
+        raise TypeError(f"{function}() missing required keyword argument{plural}: {names}")
 
 
 class Resolver(Protocol):

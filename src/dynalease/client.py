@@ -10,10 +10,11 @@ timeouts; the protocol retries on its own schedule).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import re
 import time
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Coroutine, Mapping
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from ._engine import runtime as _process
 from ._engine.clock import SYSTEM_CLOCK, Clock
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["DynamoDBClient"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 _TABLE_NAME = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
 _KEY_TYPES = {"S", "N", "B"}
 _TABLE_WAIT_S = 300.0
@@ -59,6 +61,25 @@ def _positive(name: str, value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
     return float(value)
+
+
+def _async_form(
+    sync: Callable[Concatenate[DynamoDBClient, P], T],
+) -> Callable[Concatenate[DynamoDBClient, P], Coroutine[Any, Any, T]]:
+    """The async form of a ``sync_`` item helper: its signature, run on the client's pool.
+
+    One signature for both forms; bad arguments raise the sync form's error
+    before any request, as they do there.
+    """
+
+    async def helper(self: DynamoDBClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self._in_pool(lambda: sync(self, *args, **kwargs))
+
+    helper.__name__ = sync.__name__.removeprefix("sync_")
+    helper.__qualname__ = f"DynamoDBClient.{helper.__name__}"
+    helper.__doc__ = f"Async form of :meth:`{sync.__name__}`."
+    helper.__signature__ = inspect.signature(sync)  # type: ignore[attr-defined]  # help(), editors
+    return helper
 
 
 class DynamoDBClient:
@@ -259,6 +280,11 @@ class DynamoDBClient:
         """
         self._runtime().run(self._lock_store.prepare())
 
+    def _drop_connections(self) -> None:
+        """Close the lock path's idle pooled connections (SnapStart's hooks; no request)."""
+        self._lock_store.transport.drop_connections()
+        self._items.drop_connections()
+
     async def _in_pool(self, function: Callable[[], T]) -> T:
         runtime = self._runtime()
         return await asyncio.wrap_future(runtime.executor.submit(function))
@@ -358,45 +384,13 @@ class DynamoDBClient:
         self._check_process()
         self._items.call("DeleteItem", params)
 
-    # --- item helpers (async) -------------------------------------------------
+    # --- item helpers (async): the sync forms' signatures, run on the pool ----
 
-    async def create_table(
-        self,
-        name: str,
-        partition_key: tuple[str, str] = ("key", "S"),
-        sort_key: tuple[str, str] | None = None,
-        wait: bool = False,
-    ) -> None:
-        """Async form of :meth:`sync_create_table`."""
-        self._create_table_params(name, partition_key, sort_key)
-        await self._in_pool(lambda: self.sync_create_table(name, partition_key, sort_key, wait))
-
-    async def table_exists(self, name: str) -> bool:
-        """Async form of :meth:`sync_table_exists`."""
-        check_table_name(name, parameter="name")
-        return await self._in_pool(lambda: self.sync_table_exists(name))
-
-    async def get_item(
-        self, table: str, key: Mapping[str, Any], *, consistent_read: bool = False
-    ) -> dict[str, Any] | None:
-        """Async form of :meth:`sync_get_item`."""
-        check_table_name(table)
-        to_item(key, name="key")
-        return await self._in_pool(
-            lambda: self.sync_get_item(table, key, consistent_read=consistent_read)
-        )
-
-    async def put_item(self, table: str, item: Mapping[str, Any]) -> None:
-        """Async form of :meth:`sync_put_item`."""
-        check_table_name(table)
-        to_item(item)
-        await self._in_pool(lambda: self.sync_put_item(table, item))
-
-    async def delete_item(self, table: str, key: Mapping[str, Any]) -> None:
-        """Async form of :meth:`sync_delete_item`."""
-        check_table_name(table)
-        to_item(key, name="key")
-        await self._in_pool(lambda: self.sync_delete_item(table, key))
+    create_table = _async_form(sync_create_table)
+    table_exists = _async_form(sync_table_exists)
+    get_item = _async_form(sync_get_item)
+    put_item = _async_form(sync_put_item)
+    delete_item = _async_form(sync_delete_item)
 
     def __repr__(self) -> str:
         endpoint = f", endpoint_url={self._endpoint_url!r}" if self._endpoint_url else ""

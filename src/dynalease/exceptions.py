@@ -39,7 +39,21 @@ __all__ = [
 
 
 class DynaleaseError(Exception):
-    """Base class of every error raised by dynalease."""
+    """Base class of every error raised by dynalease.
+
+    ``request_id`` is the AWS request id of the DynamoDB answer the error was made
+    from (``x-amzn-RequestId``), or of a lock's last answer, where one exists:
+    quote it to AWS support or look it up in CloudTrail. ``str(error)`` shows it.
+    """
+
+    #: The AWS request id of the answer behind the error, or None.
+    request_id: str | None = None
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if self.request_id and self.request_id not in text:  # a re-worded error has it already
+            return f"{text} (AWS request id {self.request_id})"
+        return text
 
 
 class LockError(DynaleaseError):
@@ -48,6 +62,8 @@ class LockError(DynaleaseError):
     The message names the key as log lines do: by its hash unless
     ``DYNALEASE_LOG_KEYS=key`` (errors end up in logs, traces and responses);
     the ``key`` attribute keeps the key itself.
+
+    ``request_id`` is the AWS request id of the lock's last DynamoDB answer, if any.
     """
 
     def __init__(
@@ -57,11 +73,13 @@ class LockError(DynaleaseError):
         table: str | None = None,
         key: str | None = None,
         owner: str | None = None,
+        request_id: str | None = None,
     ) -> None:
         super().__init__(shown_in_message(message, key))
         self.table = table
         self.key = key
         self.owner = owner
+        self.request_id = request_id
 
 
 class LockNotAcquired(LockError):
@@ -147,9 +165,16 @@ class GuardReused(DynaleaseError, RuntimeError):
 class TransactionCanceledException(DynaleaseError):
     """DynamoDB cancelled a transaction; ``reasons`` holds one entry per item, in order."""
 
-    def __init__(self, message: str, *, reasons: Sequence[Mapping[str, Any]] = ()) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        reasons: Sequence[Mapping[str, Any]] = (),
+        request_id: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.reasons: list[dict[str, Any]] = [dict(reason) for reason in reasons]
+        self.request_id = request_id
 
 
 class LockOwnershipLost(TransactionCanceledException, LockLost):
@@ -177,10 +202,13 @@ class LockOwnershipLost(TransactionCanceledException, LockLost):
 class DynamoDBError(DynaleaseError):
     """DynamoDB rejected a request; ``code`` is DynamoDB's error code."""
 
-    def __init__(self, message: str, *, code: str = "", operation: str = "") -> None:
+    def __init__(
+        self, message: str, *, code: str = "", operation: str = "", request_id: str | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.operation = operation
+        self.request_id = request_id
 
 
 class TableNotFoundError(DynamoDBError):
@@ -214,6 +242,7 @@ class RequestFailedError(DynamoDBError):
         code: str = "",
         operation: str = "",
         may_have_committed: bool = True,
+        request_id: str | None = None,
     ) -> None:
-        super().__init__(message, code=code, operation=operation)
+        super().__init__(message, code=code, operation=operation, request_id=request_id)
         self.may_have_committed = may_have_committed

@@ -38,8 +38,8 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from collections.abc import Callable
+from typing import Any, TypeVar, Unpack, cast
 
 try:
     from aws_lambda_powertools.middleware_factory import lambda_handler_decorator
@@ -51,7 +51,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 
 from ._lambda import snapstart
 from ._lambda.invocation import bound_to, lambda_context_of, unbind
-from ._lambda.plan import CURRENT_LOCK, LockPlan
+from ._lambda.plan import CURRENT_LOCK, LockOptions, LockPlan
 from ._lambda.report import key_hash
 from .client import DynamoDBClient
 from .exceptions import LockNotAcquired
@@ -130,21 +130,16 @@ def bound_locks(handler: Callable[..., Any], event: Any, context: Any, **kwargs:
 def lock_handler(
     client: DynamoDBClient | None = None,
     *,
-    table: str | None = None,
-    key: str | None = None,
-    fields: Mapping[str, str] | None = None,
-    lease_duration: float = 30.0,
-    wait_timeout: float | None = None,
-    reserve_time: float = 0.0,
     on_contention: OnContention | None = None,
-    logger: Any = None,
-    metrics: Any = None,
-    log_key: str | None = None,
-    permits: int = 1,
-    fencing: bool = False,
-    keys: Sequence[str] | None = None,
+    **options: Unpack[LockOptions],
 ) -> Callable[[H], H]:
     """Run each invocation of a Lambda handler under a lock resolved from the event.
+
+    The options (keyword-only; :class:`~dynalease._lambda.plan.LockOptions` lists
+    them for both decorators) and their defaults: ``table=None``, ``key`` (required,
+    or ``keys``), ``fields=None``, ``lease_duration=30.0``, ``wait_timeout=None``,
+    ``reserve_time=0.0``, ``on_contention=None``, ``logger=None``, ``metrics=None``,
+    ``log_key=None``, ``permits=1``, ``fencing=False``, ``keys=None``.
 
     - ``client``: a :class:`~dynalease.DynamoDBClient`, else one module-level
       client created on first use and reused by warm invocations (so its
@@ -189,22 +184,7 @@ def lock_handler(
     ``Logger.inject_lambda_context``, ``Tracer``, ``Metrics.log_metrics`` and
     idempotency; put it innermost (closest to the handler).
     """
-    plan = LockPlan(
-        "event",
-        client,
-        table,
-        key,
-        fields,
-        lease_duration,
-        wait_timeout,
-        reserve_time,
-        logger,
-        metrics,
-        log_key,
-        permits,
-        fencing,
-        keys,
-    )
+    plan = LockPlan("event", client, options)
     if on_contention is not None and not callable(on_contention):
         raise TypeError(
             "on_contention must be a callable (event, context, error) -> response, "
@@ -231,20 +211,7 @@ def lock_handler(
 
 
 def lock_record(
-    client: DynamoDBClient | None = None,
-    *,
-    table: str | None = None,
-    key: str | None = None,
-    fields: Mapping[str, str] | None = None,
-    lease_duration: float = 30.0,
-    wait_timeout: float | None = None,
-    reserve_time: float = 0.0,
-    logger: Any = None,
-    metrics: Any = None,
-    log_key: str | None = None,
-    permits: int = 1,
-    fencing: bool = False,
-    keys: Sequence[str] | None = None,
+    client: DynamoDBClient | None = None, **options: Unpack[LockOptions]
 ) -> Callable[[H], H]:
     """Process each SQS, Kinesis or DynamoDB-stream record under its own lock.
 
@@ -252,8 +219,9 @@ def lock_record(
     ``def record_handler(record, lambda_context)``) for ``BatchProcessor``,
     ``SqsFifoPartialProcessor`` and ``process_partial_response``. ``fields``
     are evaluated on the record (e.g. ``{"customer_id":
-    "powertools_json(body).customer_id"}`` for SQS). The options mean what they
-    mean for :func:`lock_handler` (``permits=N``: at most N records of a key at once).
+    "powertools_json(body).customer_id"}`` for SQS). The options, and their
+    defaults, are :func:`lock_handler`'s but ``on_contention`` (``permits=N``: at
+    most N records of a key at once).
 
     The wait comes from the invocation's remaining time at each record, so pass
     ``context=context`` to ``process_partial_response``: the wrapped handler
@@ -262,22 +230,7 @@ def lock_record(
     processor reports it in ``batchItemFailures`` and it is never acknowledged
     as done; the FIFO processor's short-circuit then applies as usual.
     """
-    plan = LockPlan(
-        "record",
-        client,
-        table,
-        key,
-        fields,
-        lease_duration,
-        wait_timeout,
-        reserve_time,
-        logger,
-        metrics,
-        log_key,
-        permits,
-        fencing,
-        keys,
-    )
+    plan = LockPlan("record", client, options)
     warned: list[bool] = []
 
     def decorate(record_handler: H) -> H:

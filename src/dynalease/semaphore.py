@@ -8,9 +8,9 @@ permit is held, the guard behaves exactly like a lock guard on that row.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar, cast
+from typing import ParamSpec, TypedDict, TypeVar, Unpack, cast
 
-from ._calls import guarded_calls
+from ._calls import check_keywords, guarded_calls
 from ._engine.permits import PermitTarget
 from ._engine.states import State
 from .client import DynamoDBClient
@@ -31,24 +31,56 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+class _RequiredOptions(TypedDict):
+    # Required keys by ``total``, not ``Required[...]``: under postponed annotations
+    # only ``total`` reaches ``__required_keys__``, which the keyword check reads.
+    table: str
+    key: str
+    permits: int
+
+
+class SemaphoreOptions(_RequiredOptions, total=False):
+    """The options of the semaphore guards and of :func:`distributed_semaphore`, in one list.
+
+    ``table``, ``key`` (for the decorator, a template over the function's
+    arguments) and ``permits`` are required; ``lease_duration`` defaults to 30.0
+    seconds, ``wait_timeout`` to 35.0 and ``on_lost`` to None, as for the locks.
+    """
+
+    lease_duration: float
+    wait_timeout: float
+    on_lost: OnLost | None
+
+
+def _checked(function: str, client: DynamoDBClient, options: SemaphoreOptions) -> SemaphoreOptions:
+    """The options with every default filled in and the durations checked (before any request)."""
+    check_keywords(function, options, SemaphoreOptions)
+    on_lost = options.get("on_lost")
+    lease_s, wait_s = _check_options(
+        client,
+        options["table"],
+        options.get("lease_duration", 30.0),
+        options.get("wait_timeout", 35.0),
+        on_lost,
+    )
+    checked = options.copy()
+    checked["lease_duration"] = lease_s
+    checked["wait_timeout"] = wait_s
+    checked["on_lost"] = on_lost
+    return checked
+
+
 class _SemaphoreGuard(_Guard):
     """What sync and async semaphore guards share: the permits and their keys."""
 
-    def __init__(
-        self,
-        client: DynamoDBClient,
-        *,
-        table: str,
-        key: str,
-        permits: int,
-        lease_duration: float = 30.0,
-        wait_timeout: float = 35.0,
-        on_lost: OnLost | None = None,
-    ) -> None:
-        lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
-        keys = permit_keys(key, permits)
+    def __init__(self, client: DynamoDBClient, **options: Unpack[SemaphoreOptions]) -> None:
+        checked = _checked(type(self).__name__, client, options)
+        table, key = checked["table"], checked["key"]
+        keys = permit_keys(key, checked["permits"])
         self._client = client
-        self._lease = client._new_lease(table, key, lease_s, wait_s, on_lost, keys)
+        self._lease = client._new_lease(
+            table, key, checked["lease_duration"], checked["wait_timeout"], checked["on_lost"], keys
+        )
 
     @property
     def _permit(self) -> PermitTarget:
@@ -116,14 +148,7 @@ class SyncDistributedSemaphore(_SemaphoreGuard, SyncDistributedLock):
 
 
 def distributed_semaphore(
-    client: DynamoDBClient,
-    *,
-    table: str,
-    key: str,
-    permits: int,
-    lease_duration: float = 30.0,
-    wait_timeout: float = 35.0,
-    on_lost: OnLost | None = None,
+    client: DynamoDBClient, **options: Unpack[SemaphoreOptions]
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Run each call of a ``def`` or ``async def`` function holding one of ``permits`` permits.
 
@@ -137,22 +162,21 @@ def distributed_semaphore(
         def reindex(index: str) -> None:
             ...
     """
-    lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
-    template = KeyTemplate(key)
+    checked = _checked("distributed_semaphore", client, options)
+    template = KeyTemplate(checked["key"])
     if not template.placeholders:
-        permit_keys(template.resolve({}), permits)  # a fixed key: check it all now
+        permit_keys(template.resolve({}), checked["permits"])  # a fixed key: check it all now
     else:
-        permit_keys("k", permits)  # the count now; each resolved key at call time
-    options: dict[str, Any] = {
-        "table": table,
-        "permits": permits,
-        "lease_duration": lease_s,
-        "wait_timeout": wait_s,
-        "on_lost": on_lost,
-    }
+        permit_keys("k", checked["permits"])  # the count now; each resolved key at call time
+
+    def for_key(resolved: str) -> SemaphoreOptions:
+        one = checked.copy()
+        one["key"] = resolved
+        return one
+
     return guarded_calls(
         "distributed_semaphore",
         template,
-        lambda resolved: DistributedSemaphore(client, key=resolved, **options),
-        lambda resolved: SyncDistributedSemaphore(client, key=resolved, **options),
+        lambda resolved: DistributedSemaphore(client, **for_key(resolved)),
+        lambda resolved: SyncDistributedSemaphore(client, **for_key(resolved)),
     )

@@ -7,7 +7,9 @@ import sys
 from collections.abc import Callable
 
 import pytest
-from support.cli_runner import Result, cli_env, spawn_cli
+from support.cli_runner import Result, cli_env, spawn_cli, spawn_cli_without
+
+from dynalease.cli.common import NEEDS_DEV
 
 
 def test_importing_the_cli_and_asking_for_help_pull_in_neither_boto3_nor_rich_nor_moto() -> None:
@@ -44,6 +46,23 @@ def test_invoke_is_dispatched_to_the_lambda_runner(dynalease: Callable[..., Resu
     result = dynalease("invoke", "--help")
     assert result.code == 0, result.err
     assert "counts down" in result.out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["demo", "--quick"],
+        ["invoke", "h.py:handler", "e.json"],
+        ["invoke", "--lifecycle", "h.py:handler", "e.json"],
+    ],
+)
+def test_without_the_development_tools_demo_and_invoke_say_what_to_install(
+    argv: list[str],
+) -> None:
+    """The wheel carries the library only: the demo and the runner are dev/'s."""
+    result = spawn_cli_without("dynalease_dev", *argv)
+    assert result.code == 1
+    assert result.err.strip().splitlines() == [f"dynalease {argv[0]}: error: {NEEDS_DEV}"]
 
 
 def test_no_command_prints_help_and_exits_2(dynalease: Callable[..., Result]) -> None:

@@ -7,12 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from dynalease_dev.demo.plan import DemoOptions
+from dynalease_dev.demo.runner import Demo
 from support.cli_runner import Result, spawn_cli, spawn_cli_without_moto
 
 from dynalease import DynamoDBClient
 from dynalease.cli.common import NEEDS_MOTO
-from dynalease.demo.plan import DemoOptions
-from dynalease.demo.runner import Demo
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

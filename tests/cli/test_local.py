@@ -229,7 +229,7 @@ def test_local_warns_about_a_host_that_is_not_loopback() -> None:
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "::1", "[::1]", "localhost", "127.0.0.2"])
 def test_loopback_hosts_get_no_warning(host: str) -> None:
-    from dynalease.demo.local_server import is_loopback
+    from dynalease._tooling.local_server import is_loopback
 
     assert is_loopback(host)
     assert not is_loopback("0.0.0.0") and not is_loopback("") and not is_loopback("10.0.0.1")

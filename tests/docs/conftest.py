@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from dynalease.demo.local_server import LocalServer
+from dynalease._tooling.local_server import LocalServer
 
 
 @pytest.fixture(scope="session")

@@ -46,8 +46,8 @@ from pathlib import Path
 import pytest
 from support.cli_runner import run_cli
 
+from dynalease._tooling.local_server import LocalServer
 from dynalease.cli import build_parser
-from dynalease.demo.local_server import LocalServer
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pathlib
 import re
 
-from dynalease.demo.plan import DemoOptions, Plan
+from dynalease_dev.demo.plan import DemoOptions, Plan
 
 DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
 

@@ -110,6 +110,7 @@ def _invoke(
             str(paths.task),
             str(paths.layer),
             str(paths.runtime),
+            str(ROOT / "dev"),  # the runner's invoke(): a development tool, not in the layer
             module,
             str(ROOT / "events" / event),
         ],

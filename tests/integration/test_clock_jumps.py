@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dynalease_dev.demo.history import check_history
 from support.servers import in_ci
 from support.worker_messages import MESSAGE_TIMEOUT_S
 from support.workers import Target, contend, new_target
 
 from dynalease import DynamoDBClient
 from dynalease._engine.protocol import renew_interval, validity_span
-from dynalease.demo.history import check_history
 
 LEASE_S = 4.0
 JUMP_S = 300

@@ -268,7 +268,7 @@ def _lock_once(client: DynamoDBClient, table: str) -> None:
 def _lean_chose(client: DynamoDBClient) -> bool:
     """True when lock requests went over the lean path's own connections."""
     transport = client._lock_store.transport
-    return isinstance(transport, LeanTransport) and transport.pool is not None
+    return isinstance(transport, LeanTransport) and transport.route is not None
 
 
 TRANSPORTS = pytest.mark.parametrize("transport", ["lean", "boto"])
@@ -292,7 +292,7 @@ def test_lock_requests_go_through_the_environment_proxy_in_any_letter_case(
     _lock_once(client, table)
     assert any(target.endswith(".PutItem") for target in proxy.forwarded), proxy.forwarded
     assert any(target.endswith(".DeleteItem") for target in proxy.forwarded), proxy.forwarded
-    assert not _lean_chose(client)  # never a direct connection beside the proxy
+    assert _lean_chose(client) == (transport == "lean")  # the lean path goes through it too
 
 
 @TRANSPORTS
@@ -309,7 +309,7 @@ def test_an_https_proxy_in_any_letter_case_carries_lock_requests_to_a_tls_endpoi
     client = DynamoDBClient(region="us-east-1", endpoint_url=tls.url, transport=transport)
     _lock_once(client, table)
     assert proxy.tunnels and all(t == tls.url.removeprefix("https://") for t in proxy.tunnels)
-    assert not _lean_chose(client)
+    assert _lean_chose(client) == (transport == "lean")
 
 
 @TRANSPORTS
@@ -345,7 +345,7 @@ def test_a_proxy_in_the_botocore_config_of_a_client_given_to_from_client_is_used
     client = DynamoDBClient.from_client(mine, transport=transport)
     _lock_once(client, table)
     assert any(target.endswith(".PutItem") for target in proxy.forwarded)
-    assert not _lean_chose(client)
+    assert _lean_chose(client) == (transport == "lean")
 
 
 # --- CA bundles and verify ----------------------------------------------------------

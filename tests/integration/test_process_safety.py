@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from dynalease_dev.demo.history import ACQUIRED, check_history, commit
 from support.worker_messages import MESSAGE_TIMEOUT_S, expect
 from support.workers import (
     Target,
@@ -27,7 +28,6 @@ from support.workers import (
 
 from dynalease import DynamoDBClient
 from dynalease._engine.protocol import poll_cap
-from dynalease.demo.history import ACQUIRED, check_history, commit
 from dynalease.lock import SyncDistributedLock
 
 LEASE_S = 2.0

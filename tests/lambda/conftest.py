@@ -9,11 +9,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from dynalease_dev.invoke import load_handler
+from support.counting_proxy import CountingProxy
 from support.tables import fresh_lock_table
 
 from dynalease import DynamoDBClient
-from dynalease._lambda.invoke import load_handler
-from dynalease._tooling.counting_proxy import CountingProxy
 from dynalease.constants import ENV_TABLE
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

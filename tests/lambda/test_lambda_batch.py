@@ -18,9 +18,9 @@ from aws_lambda_powertools.utilities.batch import (
     SqsFifoPartialProcessor,
     process_partial_response,
 )
+from dynalease_dev.invoke import CountdownContext
 
 from dynalease import DynamoDBClient
-from dynalease._lambda.invoke import CountdownContext
 from dynalease.exceptions import LockUnavailable
 from dynalease.lock import SyncDistributedLock
 from dynalease.middleware import current_lock, lock_record

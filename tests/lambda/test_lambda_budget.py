@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 import pytest
+from dynalease_dev.invoke import CountdownContext
 
 from dynalease import DynamoDBClient
 from dynalease._engine.protocol import cleanup_budget
@@ -17,7 +18,6 @@ from dynalease._lambda.budget import (
     acquisition_wait,
     remaining_seconds,
 )
-from dynalease._lambda.invoke import CountdownContext
 from dynalease.exceptions import LockNotAcquired
 from dynalease.lock import SyncDistributedLock
 from dynalease.middleware import current_lock, lock_handler

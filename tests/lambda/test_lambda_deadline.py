@@ -13,10 +13,10 @@ import uuid
 from typing import Any
 
 import pytest
+from dynalease_dev.invoke import CountdownContext
 
 from dynalease import DynamoDBClient
 from dynalease._lambda.budget import remaining_seconds
-from dynalease._lambda.invoke import CountdownContext
 from dynalease.exceptions import LockLost
 from dynalease.lock import SyncDistributedLock, distributed_lock
 from dynalease.middleware import bound_locks, current_lock, lock_handler

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+from dynalease_dev.invoke import CountdownContext
 
 from dynalease import DynamoDBClient
-from dynalease._lambda.invoke import CountdownContext
 from dynalease._redact import key_hash
 from dynalease.exceptions import LockNotAcquired, LockUnavailable
 from dynalease.lock import SyncDistributedLock

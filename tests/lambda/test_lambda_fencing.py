@@ -11,8 +11,8 @@ from aws_lambda_powertools.utilities.batch import (
     EventType,
     process_partial_response,
 )
+from dynalease_dev.invoke import CountdownContext
 
-from dynalease._lambda.invoke import CountdownContext
 from dynalease.exceptions import FencingUnavailable
 from dynalease.middleware import current_lock, lock_handler, lock_record
 

@@ -13,8 +13,7 @@ import uuid
 from typing import Any
 
 import pytest
-
-from dynalease._lambda.invoke import CountdownContext, HandlerTimeout, invoke, load_handler, main
+from dynalease_dev.invoke import CountdownContext, HandlerTimeout, invoke, load_handler, main
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools import Logger, Metrics
+from dynalease_dev.invoke import CountdownContext
 
 import dynalease.middleware as middleware
 from dynalease import DynamoDBClient
-from dynalease._lambda.invoke import CountdownContext
 from dynalease.constants import ENV_LOG_KEYS, ENV_TABLE
 from dynalease.exceptions import LockLost, LockNotAcquired, LockUnavailable
 from dynalease.lock import SyncDistributedLock
@@ -561,7 +561,7 @@ def test_importing_the_middleware_pulls_in_no_cdk_boto3_or_cli() -> None:
         "import sys, time; t = time.perf_counter(); import dynalease.middleware; "
         "print(round((time.perf_counter() - t) * 1000)); "
         "print(sorted(m for m in ('aws_cdk', 'boto3', 'rich', 'dynalease.cdk', "
-        "'dynalease.cli', 'dynalease.demo', 'dynalease._lambda.invoke') if m in sys.modules))"
+        "'dynalease.cli', 'dynalease_dev.demo', 'dynalease_dev.invoke') if m in sys.modules))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
@@ -604,3 +604,34 @@ def test_a_bad_permits_count_is_rejected_when_decorating() -> None:
         lock_handler(key="k", permits=0)
     with pytest.raises(TypeError, match="permits must be an int"):
         lock_handler(key="k", permits="3")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("decorator", [middleware.lock_handler, middleware.lock_record])
+def test_a_misspelled_or_missing_option_is_python_s_own_type_error_naming_it(
+    decorator: Callable[..., Any],
+) -> None:
+    """The options are one shared list (``LockOptions``): a wrong name still fails at once."""
+    name = decorator.__name__
+    with pytest.raises(
+        TypeError,
+        match=rf"^{name}\(\) got an unexpected keyword argument 'wait_timout'; "
+        r"did you mean 'wait_timeout'\?$",
+    ):
+        decorator(table="locks", key="k", wait_timout=5)
+    with pytest.raises(TypeError, match=rf"^{name}\(\) missing required keyword argument: 'key'$"):
+        decorator(table="locks")
+
+
+def test_lock_record_takes_no_on_contention() -> None:
+    with pytest.raises(TypeError, match="unexpected keyword argument 'on_contention'"):
+        middleware.lock_record(key="k", on_contention=lambda *_: None)
+
+
+def test_both_decorators_show_every_option_to_an_editor() -> None:
+    """``**options: Unpack[LockOptions]``: the names come from one TypedDict."""
+    from dynalease._lambda.plan import LockOptions
+
+    names = LockOptions.__required_keys__ | LockOptions.__optional_keys__
+    assert {"key", "table", "fields", "lease_duration", "wait_timeout", "permits"} <= names
+    for decorator in (middleware.lock_handler, middleware.lock_record):
+        assert "Unpack[LockOptions]" in str(decorator.__annotations__["options"])

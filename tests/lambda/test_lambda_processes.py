@@ -7,9 +7,9 @@ import queue
 from typing import Any
 
 import pytest
+from dynalease_dev.invoke import CountdownContext
 
 from dynalease import DynamoDBClient
-from dynalease._lambda.invoke import CountdownContext
 from dynalease.exceptions import LockNotAcquired
 from dynalease.lock import distributed_lock
 from dynalease.middleware import lock_handler

@@ -57,11 +57,12 @@ def test_a_snapshot_with_a_lock_held_is_refused_naming_the_key(
 
 
 def test_after_restore_reseeds_jitter_and_forgets_observations_and_connections(
-    lock_table: str, aws_env: str, other_client: DynamoDBClient, monkeypatch: pytest.MonkeyPatch
+    lock_table: str, aws_env: str, other_client: DynamoDBClient
 ) -> None:
     client = DynamoDBClient()
     key = f"snap-{uuid.uuid4().hex[:8]}"
-    # A contended acquire leaves an observation (with monotonic times) in the client.
+    # A contended acquire leaves an observation (with monotonic times) in the client,
+    # and a kept-alive connection in its pool.
     with (
         SyncDistributedLock(other_client, table=lock_table, key=key, lease_duration=5),
         pytest.raises(LockNotAcquired),
@@ -69,17 +70,17 @@ def test_after_restore_reseeds_jitter_and_forgets_observations_and_connections(
     ):
         pass
     assert len(client._observations) == 1
-    dropped: list[DynamoDBClient] = []
-    # The transport closes its pool in ``_drop_connections``; here we only see it asked.
-    monkeypatch.setattr(
-        client, snapstart.DROP_CONNECTIONS, lambda: dropped.append(client), raising=False
-    )
+    route = client._lock_store.transport.route  # type: ignore[attr-defined]
+    pooled = route.connections._pool
+    assert pooled.pool.qsize() >= 1 and pooled.num_connections >= 1
     random.seed(7)
     state = random.getstate()
     _before_snapshot()
     _after_restore()
-    assert dropped == [client, client]  # closed before the snapshot, dropped after the restore
+    assert pooled.pool is None  # the snapshot's pool is closed, its connections with it
+    assert route.connections._pool.num_connections == 0
     assert len(client._observations) == 0
     assert random.getstate() != state
     with SyncDistributedLock(client, table=lock_table, key=key, wait_timeout=5) as guard:
         assert not guard.lost
+    assert route.connections._pool.num_connections >= 1  # the cycle ran on a fresh connection

@@ -417,7 +417,7 @@ def test_the_built_layer_zip_recovers_a_timeout(
 def test_the_timeout_example_handler_runs(
     example: Callable[[str], Callable[..., Any]], lock_table: str
 ) -> None:
-    from dynalease._lambda.invoke import CountdownContext
+    from dynalease_dev.invoke import CountdownContext
 
     handler = example("timeout_handler")
     result = handler(
@@ -427,7 +427,7 @@ def test_the_timeout_example_handler_runs(
 
 
 def test_the_demos_lambda_timeout_shows_the_successor_barely_waiting(lock_table: str) -> None:
-    from dynalease.demo.lambda_timeout import LEASE_S, scenario
+    from dynalease_dev.demo.lambda_timeout import LEASE_S, scenario
 
     text = scenario(lock_table, key=f"demo-{uuid.uuid4().hex[:6]}")
     assert "killed at its 2 s timeout; the recovery extension deleted its row" in text, text

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dynalease_dev.lambda_api import Answer, ApiServer, read_json, registered
 
 from dynalease import DynamoDBClient, SyncDistributedLock
-from dynalease._tooling.lambda_api import Answer, ApiServer, read_json, registered
 
 HOLDER = """
 import sys, time

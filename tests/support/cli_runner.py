@@ -41,15 +41,24 @@ def cli_env(**overrides: str | None) -> dict[str, str]:
 
 @contextlib.contextmanager
 def environment(env: dict[str, str]) -> Iterator[None]:
-    """Replace os.environ for the duration of the block."""
-    saved = dict(os.environ)
+    """Replace os.environ for the duration of the block, as a new process would see it.
+
+    boto3's default session (which clients without keys, profile or session use)
+    caches the credentials it found: it is set aside too, so the block starts with
+    none, as a new process does.
+    """
+    import boto3
+
+    saved, saved_session = dict(os.environ), boto3.DEFAULT_SESSION
     os.environ.clear()
     os.environ.update(env)
+    boto3.DEFAULT_SESSION = None
     try:
         yield
     finally:
         os.environ.clear()
         os.environ.update(saved)
+        boto3.DEFAULT_SESSION = saved_session
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> Result:
@@ -78,26 +87,32 @@ def spawn_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 12
     return Result(done.returncode, done.stdout, done.stderr)
 
 
-#: Runs ``dynalease.cli.main(argv)`` in an interpreter where moto cannot be imported.
-_WITHOUT_MOTO = """\
+#: Runs ``dynalease.cli.main(argv)`` in an interpreter where one package cannot be imported.
+_WITHOUT = """\
 import sys
+blocked = sys.argv.pop(1)
 class Block:
     def find_spec(self, name, path=None, target=None):
-        if name == 'moto' or name.startswith('moto.'):
-            raise ModuleNotFoundError(name)
+        if name == blocked or name.startswith(blocked + '.'):
+            raise ModuleNotFoundError(f'No module named {name!r}', name=name)
 sys.meta_path.insert(0, Block())
 from dynalease.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 
 
-def spawn_cli_without_moto(*args: str) -> Result:
-    """Run ``dynalease ARGS`` in a separate process as an installation without moto would."""
+def spawn_cli_without(package: str, *args: str) -> Result:
+    """Run ``dynalease ARGS`` in a separate process as an installation without ``package`` would."""
     done = subprocess.run(
-        [sys.executable, "-c", _WITHOUT_MOTO, *args],
+        [sys.executable, "-c", _WITHOUT, package, *args],
         env=cli_env(),
         capture_output=True,
         text=True,
         timeout=120,
     )
     return Result(done.returncode, done.stdout, done.stderr)
+
+
+def spawn_cli_without_moto(*args: str) -> Result:
+    """Run ``dynalease ARGS`` in a separate process as an installation without moto would."""
+    return spawn_cli_without("moto", *args)

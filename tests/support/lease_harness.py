@@ -10,18 +10,19 @@ committing, or fail it, one scripted :class:`Fault` at a time.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from dynalease import DynamoDBClient
-from dynalease._engine.clock import ManualClock, wait_for
+from dynalease._engine.clock import wait_for
 from dynalease._engine.lease import Lease
 from dynalease._engine.observations import Observations
 from dynalease._engine.permits import PermitTarget
-from dynalease._engine.store import LockStore, TimedOut
+from dynalease._engine.store import LockStore, LoopTransport, TimedOut
 from dynalease.exceptions import LockLost, RequestFailedError
 from dynalease.keys import permit_keys
+from support.manual_clock import ManualClock
 from support.memory import MemoryDynamoDB
 from support.memory import MemoryTransport as _MemoryTransport
 
@@ -64,7 +65,27 @@ class Sent:
     at: float
 
 
-class FaultyTransport:
+async def bounded_on(
+    clock: ManualClock,
+    request: Awaitable[dict[str, Any]],
+    timeout: float,
+    on_late: Callable[[Any], object],
+) -> dict[str, Any]:
+    """Await ``request`` for at most ``timeout`` seconds of ``clock``, as a transport
+    bounds a request: an answer still to come is handed to ``on_late``."""
+    exchange = asyncio.ensure_future(request)
+    try:
+        finished = await wait_for(clock, exchange, timeout)
+    except asyncio.CancelledError:
+        on_late(exchange)
+        raise
+    if not finished:
+        on_late(exchange)
+        raise TimedOut
+    return exchange.result()
+
+
+class FaultyTransport(LoopTransport):
     """Records requests and plays scripted faults in front of the in-memory table."""
 
     def __init__(
@@ -90,16 +111,7 @@ class FaultyTransport:
     ) -> dict[str, Any]:
         """:meth:`send`, bounded by ``timeout`` seconds of the manual clock, as the lean
         transport bounds it: an answer still to come is handed to ``on_late``."""
-        exchange = asyncio.ensure_future(self.send(operation, params))
-        try:
-            finished = await wait_for(self.clock, exchange, timeout)
-        except asyncio.CancelledError:
-            on_late(exchange)
-            raise
-        if not finished:
-            on_late(exchange)
-            raise TimedOut
-        return exchange.result()
+        return await bounded_on(self.clock, self.send(operation, params), timeout, on_late)
 
     def operations(self) -> list[str]:
         return [request.operation for request in self.sent]

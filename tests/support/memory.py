@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dynalease._engine.store import LoopTransport
 from dynalease._transport.errors import map_error_code
 
 __all__ = ["MemoryDynamoDB", "MemoryTransport", "UnsupportedRequest", "memory_lock_table"]
@@ -400,7 +401,7 @@ def _fenced_update(params: dict[str, Any]) -> Callable[[Item | None], Item | Non
     return acquired
 
 
-class MemoryTransport:
+class MemoryTransport(LoopTransport):
     """Runs requests inline on a :class:`MemoryDynamoDB`, failures mapped as on the wire.
 
     With ``lock_requests`` a lock request on a table whose key is not ``key`` (S)

@@ -23,8 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from dynalease import DynamoDBClient
-from dynalease.demo.history import (
+from dynalease_dev.demo.history import (
     ACQUIRED,
     RELEASED,
     append,
@@ -32,6 +31,8 @@ from dynalease.demo.history import (
     create_history_table,
     read_head,
 )
+
+from dynalease import DynamoDBClient
 from dynalease.exceptions import LockLost, LockNotAcquired, LockOwnershipLost
 from dynalease.lock import SyncDistributedLock
 from dynalease.transaction import SyncTransaction

@@ -14,11 +14,13 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = SRC / "dynalease"
+#: The development tools, a distribution of their own (dev/): they sit on the library.
+DEV_PACKAGE = SRC.parent / "dev" / "dynalease_dev"
 MAX_LINES = 420  # "a few hundred lines at most"; ~400 with a little slack for docstrings
 
 #: Room -> the rooms its modules may import (besides their own). Faces sit on the
-#: engine; transports plug in below the engine's store interface; Lambda, CLI, CDK,
-#: testing and demo each sit on the faces and never the other way round.
+#: engine; transports plug in below the engine's store interface; Lambda, CLI, CDK
+#: and testing each sit on the faces and never the other way round.
 BASE = {"exceptions", "constants", "_redact"}
 ALLOWED: dict[str, set[str]] = {
     "exceptions": {"_redact"},
@@ -41,15 +43,13 @@ ALLOWED: dict[str, set[str]] = {
     "client": BASE | {"_engine", "_transport", "_values"},
     "semaphore": BASE | {"_engine", "keys", "client", "lock", "_calls"},
     "__init__": BASE | {"client", "lock", "semaphore", "transaction", "metrics"},
-    "_lambda": BASE | {"_engine", "client", "lock", "semaphore", "keys", "_keyset", "metrics"},
+    "_lambda": BASE
+    | {"_engine", "client", "lock", "semaphore", "keys", "_keyset", "metrics", "_calls"},
     "middleware": BASE | {"_lambda", "client", "lock", "keys", "_keyset", "metrics"},
     "testing": BASE | {"_engine", "_transport", "_values", "client"},
     "cdk": BASE,
     "_extension": BASE | {"_engine", "_transport", "client"},
-    "_tooling": BASE | {"_engine", "client"},
-    "demo": BASE
-    | {"_engine", "_values", "_lambda", "_tooling", "client", "lock", "transaction", "keys"}
-    | {"metrics", "fencing", "testing"},
+    "_tooling": BASE | {"_engine", "client", "testing"},
     "cli": BASE
     | {
         "__init__",
@@ -64,7 +64,7 @@ ALLOWED: dict[str, set[str]] = {
         "keys",
         "_keyset",
     }
-    | {"metrics", "demo", "testing"},
+    | {"metrics", "testing"},
 }
 
 
@@ -184,6 +184,30 @@ def test_no_module_is_longer_than_a_few_hundred_lines() -> None:
     long = {
         name: lines
         for name, path in _modules().items()
+        if (lines := len(path.read_text().splitlines())) > MAX_LINES
+    }
+    assert long == {}
+
+
+def test_the_library_never_imports_the_development_tools() -> None:
+    """``dynalease demo`` and ``dynalease invoke`` load them by name, or say what to install."""
+    importing = sorted(
+        name
+        for name, path in _modules().items()
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dynalease_dev"))
+        or (
+            isinstance(node, ast.Import)
+            and any(alias.name.startswith("dynalease_dev") for alias in node.names)
+        )
+    )
+    assert importing == []
+
+
+def test_no_development_tool_is_longer_than_a_few_hundred_lines() -> None:
+    long = {
+        str(path.relative_to(DEV_PACKAGE)): lines
+        for path in sorted(DEV_PACKAGE.rglob("*.py"))
         if (lines := len(path.read_text().splitlines())) > MAX_LINES
     }
     assert long == {}

@@ -29,7 +29,7 @@ NEVER_AT_IMPORT = (
     "aws_cdk",
     "moto",
     "dynalease.cli",
-    "dynalease.demo",
+    "dynalease_dev",
     "dynalease.cdk",
     "dynalease.testing",
     "dynalease._tooling",

@@ -17,16 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from dynalease._engine.journal import Journal
-from dynalease._extension import recovery
-from dynalease._tooling.lambda_api import (
+from dynalease_dev.lambda_api import (
     Answer,
     ApiServer,
     read_json,
     registered,
     unknown_extension,
 )
+
+from dynalease._engine.journal import Journal
+from dynalease._extension import recovery
 from dynalease.constants import ENV_JOURNAL_DIR, ENV_RUNTIME_API
 
 OWNER_1 = "0b1e0e5e-aaaa-4bbb-8ccc-000000000001"

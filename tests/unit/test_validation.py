@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -160,6 +161,31 @@ def test_other_non_str_key_values_are_told_to_convert_to_the_text_they_mean(
 ) -> None:
     with pytest.raises(TypeError, match=r"got int.*for example str\(order_id\)"):
         SyncDistributedLock(client, table="locks", key=123)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        dynalease.SyncDistributedSemaphore,
+        dynalease.DistributedSemaphore,
+        dynalease.distributed_semaphore,
+    ],
+)
+def test_a_semaphore_s_misspelled_or_missing_option_is_python_s_type_error(
+    client: DynamoDBClient, make: type | Callable[..., object]
+) -> None:
+    """One options list (``SemaphoreOptions``) for the guards and the decorator."""
+    name = make.__name__
+    with pytest.raises(
+        TypeError,
+        match=rf"^{name}\(\) got an unexpected keyword argument 'permit'; "
+        r"did you mean 'permits'\?$",
+    ):
+        make(client, table="locks", key="k", permit=2)
+    with pytest.raises(
+        TypeError, match=rf"^{name}\(\) missing required keyword argument: 'permits'$"
+    ):
+        make(client, table="locks", key="k")
 
 
 # --- a multi-key lock: bad key sets -------------------------------------------------

@@ -89,6 +89,8 @@ class LeaseCore:
         #: The confirmed version and when the write that made it was sent.
         self.version: str | None = None
         self.validity: Stamp | None = None
+        #: The AWS request id of the last DynamoDB answer, for the errors a guard raises.
+        self.last_request_id: str | None = None
         #: The monotonic time (on ``clock``) past which the lease is not held: the
         #: deadline of the context its acquisition started in (``deadline.py``).
         self.deadline: float | None = None
@@ -246,7 +248,13 @@ class LeaseCore:
             table=self.table,
             key=self.key,
             owner=self.owner,
+            request_id=self.last_request_id,
         )
+
+    def note_answer(self, request_id: str | None) -> None:
+        """Remember the request id of a DynamoDB answer (when it had one) for later errors."""
+        if request_id:
+            self.last_request_id = request_id
 
     def log_text(self, error: BaseException, key: str | None = None) -> str:
         """``error``'s message for a log line: the key as the line names it, controls escaped.

@@ -122,11 +122,13 @@ class CallerPath:
             # ``abandon_first``, which cleans up on the runtime loop.
             reply = core.store.create_blocking(core.table, row, timeout, self._adopt_late)
         except (ConditionFailed, DynamoDBError) as error:
+            core.note_answer(error.request_id)
             late = self._take_late()
             return FirstWrite(operation, deadline, error, late, row.version, start, single)
         finally:
             core.tally.wait_ms = (core.clock.monotonic() - start) * 1000
         core.tally.consumed_wcu += reply.capacity
+        core.note_answer(reply.request_id)
         # A token missing from the answer raises: ``hold`` then cleans up.
         core.won(row.version, stamp, reply.item)
         self.acquirer.now_held()
@@ -172,6 +174,7 @@ class CallerPath:
             self._interrupted = FirstWrite(operation, deadline, failure, self._take_late())
             raise
         core.tally.caller_wcu += reply.capacity
+        core.note_answer(reply.request_id)
         self.releaser.end()
         if core.journal is not None:
             core.journal.forget(core.owner)

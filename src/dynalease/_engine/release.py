@@ -155,6 +155,7 @@ class Releaser:
             table=core.table,
             key=key,
             owner=core.owner,
+            request_id=core.last_request_id,
         )
 
     async def _delete_all_until_gone(self, deadline: float) -> None:

@@ -134,22 +134,27 @@ class Requests:
         return self._settle("write", outcome)
 
     def _settle(self, kind: str, outcome: asyncio.Future[Reply]) -> Reply | None:
-        tally = self.core.tally
+        core = self.core
+        tally = core.tally
         try:
             reply = outcome.result()
         except ConditionFailed as failed:
             tally.conditional_failures += 1
+            core.note_answer(failed.request_id)
             self.conflict_item = failed.item
             self.conflict_items = failed.items if isinstance(failed, ConditionsFailed) else {}
             return None
         except RequestFailedError as error:
             tally.request_failures += 1
+            core.note_answer(error.request_id)
             if error.may_have_committed and kind != "read":
                 raise OutcomeUnknown(outcome, error) from error
             raise
-        except DynamoDBError:
+        except DynamoDBError as error:
             tally.request_failures += 1
+            core.note_answer(error.request_id)
             raise
+        core.note_answer(reply.request_id)
         if kind == "read":
             tally.consumed_rcu += reply.capacity
         else:

@@ -1,8 +1,7 @@
 """The protocol's requests as DynamoDB parameters, and what their answers say.
 
-Every request a lease sends is built here, for every transport (the lean path
-encodes the blocking create and delete from templates made of these same
-builders: :data:`ROW_SLOTS`); protocol 2's own writes are in :mod:`.fenced`.
+Every request a lease sends is built here, for every transport; protocol 2's
+own writes are in :mod:`.fenced`.
 The conditions are docs/protocol.md's table: create if absent, take over if
 the observed owner and version are still there, renew and release if ours.
 """
@@ -35,6 +34,8 @@ class Reply(NamedTuple):
     capacity: float
     items: Mapping[str, Item] = MappingProxyType({})
     unprocessed: tuple[str, ...] = ()
+    #: The answer's AWS request id (``x-amzn-RequestId``), when the transport saw one.
+    request_id: str | None = None
 
 
 def _capacity(response: dict[str, Any]) -> float:
@@ -52,30 +53,24 @@ def _units(consumed: object) -> float:
     return 0.0
 
 
-# Where the strings that vary stand in the parameters a body template is made from.
-# Only those parameters hold them (the values filled in later may hold anything), and
-# nothing else there can: table names are letters, digits and ``_-.``.
-_KEY, _OWNER, _VERSION = "\ue000key\ue001", "\ue000owner\ue001", "\ue000version\ue001"
-#: The markers of a create's body template (key, owner, version), and of a release's.
-ROW_SLOTS = (_KEY, _OWNER, _VERSION)
-RELEASE_SLOTS = (_KEY, _OWNER)
-
-
-def slotted_row(row: LockRow) -> LockRow:
-    """``row`` with :data:`ROW_SLOTS` for its strings: what a create's template is made from."""
-    return LockRow(_KEY, _OWNER, _VERSION, row.lease_ms, row.protocol)
+def request_id_of(response: dict[str, Any]) -> str | None:
+    """The AWS request id botocore (and the lean path) put in ``ResponseMetadata``."""
+    metadata = response.get("ResponseMetadata")
+    found = metadata.get("RequestId") if isinstance(metadata, dict) else None
+    return found if isinstance(found, str) and found else None
 
 
 def write_reply(response: dict[str, Any]) -> Reply:
-    # Only fenced writes ask for attributes back (the new counter); others return none.
-    # A write's capacity is one entry, never BatchGetItem's list: read at once.
-    return Reply(response.get("Attributes"), _units(response.get("ConsumedCapacity")))
+    """The reply to a write: only fenced writes ask for attributes back (the new counter)."""
+    # A write's capacity is one entry, never BatchGetItem's list.
+    units = _units(response.get("ConsumedCapacity"))
+    return Reply(response.get("Attributes"), units, request_id=request_id_of(response))
 
 
 def reply_of(operation: str, response: dict[str, Any]) -> Reply:
     """The store's reply for a response to ``operation`` (a write's returned attributes)."""
     if operation == "GetItem":
-        return Reply(response.get("Item"), _capacity(response))
+        return Reply(response.get("Item"), _capacity(response), request_id=request_id_of(response))
     return write_reply(response)
 
 
@@ -174,7 +169,7 @@ def batch_reply(table: str, response: dict[str, Any]) -> Reply:
         and isinstance(key := entry.get(KEY_ATTR), dict)
         and isinstance(key.get("S"), str)
     )
-    return Reply(None, _capacity(response), items, unprocessed)
+    return Reply(None, _capacity(response), items, unprocessed, request_id_of(response))
 
 
 def _put_params(

@@ -3,14 +3,15 @@
 A transport moves low-level DynamoDB requests (the JSON shapes of the DynamoDB
 API) and maps failures to dynalease errors; the store sends the requests the
 protocol needs, as :mod:`.shapes` builds them. The same store therefore runs
-against botocore, the in-memory backend of :mod:`dynalease.testing`, or a
-leaner HTTP transport.
+against botocore, the in-memory backend of :mod:`dynalease.testing`, or the
+lean path; each implements the one :class:`Transport` interface.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any, NamedTuple, Protocol, cast
+from typing import Any, NamedTuple, Protocol
 
 from ..exceptions import RequestFailedError, TransactionCanceledException
 from . import shapes
@@ -18,25 +19,28 @@ from .protocol import KEY_ATTR, LockRow
 from .shapes import Item, Reply, reply_of, write_reply
 
 __all__ = [
-    "BlockingTransport",
-    "BodyTemplate",
     "ConditionFailed",
     "ConditionsFailed",
     "Limit",
-    "LimitingTransport",
     "LockStore",
+    "LoopTransport",
     "Reply",
     "TimedOut",
     "Transport",
+    "bounded",
 ]
 
 
 class ConditionFailed(Exception):
-    """The write's condition did not hold; ``item`` is the current row when DynamoDB sent it."""
+    """The write's condition did not hold; ``item`` is the current row when DynamoDB sent it.
 
-    def __init__(self, item: Item | None) -> None:
+    ``request_id`` is the answer's AWS request id, when the transport saw one.
+    """
+
+    def __init__(self, item: Item | None, request_id: str | None = None) -> None:
         super().__init__("conditional check failed")
         self.item = item
+        self.request_id = request_id
 
 
 class ConditionsFailed(ConditionFailed):
@@ -52,12 +56,14 @@ class ConditionsFailed(ConditionFailed):
 
 
 class Transport(Protocol):
-    """Sends one low-level DynamoDB request.
+    """Sends low-level DynamoDB requests: every transport has every method.
 
     Failures are raised as :class:`ConditionFailed` or as
     :class:`dynalease.exceptions.DynamoDBError` subclasses; a
     :class:`~dynalease.exceptions.RequestFailedError` whose
-    ``may_have_committed`` is true means the outcome is unknown.
+    ``may_have_committed`` is true means the outcome is unknown. A transport that
+    cannot bound a request or send from a caller's thread builds on
+    :class:`LoopTransport`.
     """
 
     async def prepare(self) -> None:
@@ -77,10 +83,6 @@ class Transport(Protocol):
         """Send from the runtime's event loop."""
         ...
 
-
-class LimitingTransport(Transport, Protocol):
-    """A transport that bounds a request's wait itself (see :class:`Limit`)."""
-
     async def send_within(
         self,
         operation: str,
@@ -88,16 +90,11 @@ class LimitingTransport(Transport, Protocol):
         timeout: float,
         on_late: Callable[[Awaitable[dict[str, Any]]], object],
     ) -> dict[str, Any]:
-        """Send from the runtime loop; raise :class:`TimedOut` after ``timeout`` seconds."""
+        """Send from the runtime loop; raise :class:`TimedOut` after ``timeout`` seconds.
+
+        The answer still to come goes to ``on_late`` first (see :class:`Limit`).
+        """
         ...
-
-
-class BlockingTransport(Transport, Protocol):
-    """A transport that can also send from a sync caller's own thread.
-
-    One that also has ``body_template(params, markers)`` (see :class:`BodyTemplate`)
-    is sent the blocking create's and delete's bodies ready made, as bytes.
-    """
 
     def blocking_ready(self) -> bool:
         """True when :meth:`send_blocking` may be used now (and, once True, always)."""
@@ -106,15 +103,15 @@ class BlockingTransport(Transport, Protocol):
     def send_blocking(
         self,
         operation: str,
-        params: dict[str, Any] | bytes,
+        params: dict[str, Any],
         timeout: float,
         on_late: Callable[[Any], object],
     ) -> dict[str, Any]:
         """Send from the calling thread, waiting at most ``timeout`` seconds.
 
-        ``params`` is bytes (the JSON body) only when the transport makes body
-        templates. Raises like :meth:`Transport.send`; a request sent but not
-        answered in time (or interrupted) is first handed to ``on_late``.
+        Raises like :meth:`send`; a request sent but not answered in time (or
+        interrupted) may first be handed to ``on_late``, if the transport can
+        still read its answer.
         """
         ...
 
@@ -122,12 +119,12 @@ class BlockingTransport(Transport, Protocol):
         """The answer to a request handed to ``on_late`` (on the runtime loop)."""
         ...
 
+    def drop_connections(self) -> None:
+        """Close the idle pooled connections and forget them; the next request opens anew.
 
-class BodyTemplate(Protocol):
-    """A request's JSON body made once, with markers where its strings vary."""
-
-    def fill(self, *values: str) -> bytes:
-        """The body with ``values`` where the markers were (in the markers' order)."""
+        For SnapStart: a connection open in the snapshot would be shared by every
+        restored copy. Called with no request in flight.
+        """
         ...
 
 
@@ -138,58 +135,104 @@ class TimedOut(Exception):
 class Limit(NamedTuple):
     """How long a request may take before the engine stops waiting for it.
 
-    A transport with ``send_within`` honours it itself: after ``timeout``
-    seconds (or when the wait is cancelled) it hands ``on_late`` an awaitable of
-    the answer still to come and raises :class:`TimedOut` (or the
-    cancellation). The engine then needs no task per request to keep a write
-    running past its time limit.
+    The transport's ``send_within`` honours it: after ``timeout`` seconds (or
+    when the wait is cancelled) it hands ``on_late`` an awaitable of the answer
+    still to come and raises :class:`TimedOut` (or the cancellation).
     """
 
     timeout: float
     on_late: Callable[[Awaitable[dict[str, Any]]], object]
 
 
+async def bounded(
+    request: Awaitable[dict[str, Any]],
+    timeout: float | None,
+    on_late: Callable[[Awaitable[dict[str, Any]]], object] | None,
+) -> dict[str, Any]:
+    """Await ``request`` as ``send_within`` does: at most ``timeout`` seconds, then ``on_late``."""
+    if timeout is None or on_late is None:
+        return await request
+    task = asyncio.ensure_future(request)
+    try:
+        done, _ = await asyncio.wait((task,), timeout=max(0.0, timeout))
+    except asyncio.CancelledError:
+        on_late(task)
+        raise
+    if not done:
+        on_late(task)
+        raise TimedOut
+    return task.result()
+
+
+class LoopTransport:
+    """What a transport that sends only from the runtime loop inherits.
+
+    Its requests are bounded by :func:`bounded` (a task per bounded request), and
+    a sync caller's requests go through the runtime loop too (never
+    :meth:`send_blocking`). Subclasses define ``call`` and ``send``.
+    """
+
+    async def prepare(self) -> None:
+        """Nothing to set up."""
+
+    async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send from the runtime's event loop (subclasses define it)."""
+        raise NotImplementedError
+
+    async def send_within(
+        self,
+        operation: str,
+        params: dict[str, Any],
+        timeout: float,
+        on_late: Callable[[Awaitable[dict[str, Any]]], object],
+    ) -> dict[str, Any]:
+        """:meth:`send`, bounded by :func:`bounded`."""
+        return await bounded(self.send(operation, params), timeout, on_late)
+
+    def blocking_ready(self) -> bool:
+        """Never: this transport sends from the runtime loop only."""
+        return False
+
+    def send_blocking(
+        self,
+        operation: str,
+        params: dict[str, Any],
+        timeout: float,
+        on_late: Callable[[Any], object],
+    ) -> dict[str, Any]:
+        """Not available (:meth:`blocking_ready` is False)."""
+        raise RuntimeError(f"{type(self).__name__} sends from the runtime loop only")
+
+    async def finish_late(self, operation: str, late: Any) -> dict[str, Any]:
+        """The answer :func:`bounded` handed to ``on_late``."""
+        answer: dict[str, Any] = await late
+        return answer
+
+    def drop_connections(self) -> None:
+        """Nothing pooled of ours (botocore keeps its own pool)."""
+
+
 class LockStore:
     """The protocol's requests on one transport."""
 
+    #: Every transport bounds a request itself (``Transport.send_within``).
+    limits = True
+
     def __init__(self, transport: Transport) -> None:
+        #: The transport requests go over (``doctor --measure`` replaces it with a timed one).
         self.transport = transport
-
-    @property
-    def transport(self) -> Transport:
-        """The transport requests go over (replaceable: ``doctor --measure`` wraps it)."""
-        return self._transport
-
-    @transport.setter
-    def transport(self, transport: Transport) -> None:
-        self._transport = transport
-        #: True when the transport bounds a request itself (``send_within``).
-        self.limits = callable(getattr(transport, "send_within", None))
-        #: ``body_template(params, markers)``, when the transport makes them: a sync
-        #: caller's create and delete then cost a template's fill instead of building
-        #: and encoding their parameters per request.
-        self._template: Callable[[dict[str, Any], tuple[str, ...]], BodyTemplate] | None = getattr(
-            transport, "body_template", None
-        )
-        self._bodies: dict[tuple[Any, ...], BodyTemplate] = {}
         self._blocking_ready = False
-        #: The transport as sent to from a caller's thread (only once ``blocking_ready``).
-        self._blocking = cast(BlockingTransport, transport)
 
     async def _send(
         self, operation: str, params: dict[str, Any], limit: Limit | None
     ) -> dict[str, Any]:
         if limit is None:
             return await self.transport.send(operation, params)
-        transport = cast(LimitingTransport, self.transport)
-        return await transport.send_within(operation, params, limit.timeout, limit.on_late)
+        return await self.transport.send_within(operation, params, limit.timeout, limit.on_late)
 
     async def prepare(self) -> None:
         """Let the transport do its one-time setup before the first request is timed."""
-        # Transports without setup (test doubles among them) may omit prepare.
-        prepare = getattr(self.transport, "prepare", None)
-        if prepare is not None:
-            await prepare()
+        await self.transport.prepare()
 
     async def read(self, table: str, key: str, limit: Limit | None = None) -> Reply:
         """Strongly consistent read of the lock row."""
@@ -308,10 +351,8 @@ class LockStore:
 
     def blocking_ready(self) -> bool:
         """True when the transport can send from the calling thread (see ``create_blocking``)."""
-        if self._blocking_ready:
-            return True  # a transport that could, always can: asked once per guard otherwise
-        ready = getattr(self.transport, "blocking_ready", None)
-        self._blocking_ready = bool(ready is not None and ready())
+        if not self._blocking_ready:  # a transport that could, always can
+            self._blocking_ready = self.transport.blocking_ready()
         return self._blocking_ready
 
     def create_blocking(
@@ -319,21 +360,11 @@ class LockStore:
     ) -> Reply:
         """:meth:`create`, sent from the calling thread within ``timeout`` seconds.
 
-        A request sent but not answered in time (or interrupted) is handed to
+        A request sent but not answered in time (or interrupted) may be handed to
         ``on_late``; :meth:`finish_late` later tells how it ended.
         """
-        transport = self._blocking
-        params: dict[str, Any] | bytes
-        if self._template is None:
-            operation, params = shapes.create_request(table, row)
-        else:
-            operation = shapes.create_operation(row.fenced)
-            shape = ("create", table, row.lease_ms, row.protocol)
-            template = self._bodies.get(shape) or self._compile(
-                shape, shapes.create_request(table, shapes.slotted_row(row))[1], shapes.ROW_SLOTS
-            )
-            params = template.fill(row.key, row.owner, row.version)
-        return write_reply(transport.send_blocking(operation, params, timeout, on_late))
+        operation, params = shapes.create_request(table, row)
+        return write_reply(self.transport.send_blocking(operation, params, timeout, on_late))
 
     def delete_blocking(
         self,
@@ -346,34 +377,12 @@ class LockStore:
         fencing: bool = False,
     ) -> Reply:
         """:meth:`delete`, sent from the calling thread (as :meth:`create_blocking`)."""
-        transport = self._blocking
-        params: dict[str, Any] | bytes
-        if self._template is None:
-            operation, params = shapes.release_request(table, key, owner, fencing)
-        else:
-            operation = shapes.release_operation(fencing)
-            shape = ("release", table, fencing)
-            template = self._bodies.get(shape) or self._compile(
-                shape,
-                shapes.release_request(table, *shapes.RELEASE_SLOTS, fencing)[1],
-                shapes.RELEASE_SLOTS,
-            )
-            params = template.fill(key, owner)
-        return write_reply(transport.send_blocking(operation, params, timeout, on_late))
-
-    def _compile(
-        self, shape: tuple[Any, ...], params: dict[str, Any], slots: tuple[str, ...]
-    ) -> BodyTemplate:
-        """The template of ``shape``'s body, made from ``params`` that hold ``slots``."""
-        assert self._template is not None
-        if len(self._bodies) >= 64:  # many tables or lease durations: start again
-            self._bodies.clear()
-        template = self._bodies[shape] = self._template(params, slots)
-        return template
+        operation, params = shapes.release_request(table, key, owner, fencing)
+        return write_reply(self.transport.send_blocking(operation, params, timeout, on_late))
 
     async def finish_late(self, operation: str, late: Any) -> Reply:
         """The outcome of a late blocking write (on the runtime loop)."""
-        return write_reply(await self._blocking.finish_late(operation, late))
+        return write_reply(await self.transport.finish_late(operation, late))
 
     @staticmethod
     def condition_item(table: str, key: str, owner: str) -> dict[str, Any]:

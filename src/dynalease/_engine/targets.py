@@ -113,7 +113,9 @@ def not_acquired(
     core: LeaseCore, message: str, key: str, cause: BaseException | None
 ) -> LockNotAcquired:
     """:class:`LockNotAcquired` with ``message``, naming ``key`` and this guard's owner."""
-    error = LockNotAcquired(message, table=core.table, key=key, owner=core.owner)
+    error = LockNotAcquired(
+        message, table=core.table, key=key, owner=core.owner, request_id=core.last_request_id
+    )
     error.__cause__ = cause
     return error
 
@@ -154,6 +156,7 @@ def _budget_spent(core: LeaseCore, target: Target, attempt: Attempt) -> LockNotA
         table=core.table,
         key=attempt.key,
         owner=core.owner,
+        request_id=core.last_request_id,
     )
     error.__cause__ = cause
     return error
@@ -171,6 +174,7 @@ def _unreachable(core: LeaseCore, attempt: Attempt) -> LockUnavailable:
         table=core.table,
         key=attempt.key,
         owner=core.owner,
+        request_id=core.last_request_id,
     )
     error.__cause__ = attempt.last_error
     return error

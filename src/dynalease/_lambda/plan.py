@@ -11,9 +11,10 @@ import contextvars
 import os
 import threading
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
 
+from .._calls import check_keywords
 from .._engine.protocol import check_durations
 from .._keyset import KeysTemplate, key_set
 from ..client import DynamoDBClient, check_table_name
@@ -89,6 +90,29 @@ def _prepare(client: DynamoDBClient) -> None:
     client._prepare_locks()
 
 
+class LockOptions(TypedDict, total=False):
+    """The options ``lock_handler`` and ``lock_record`` share, each documented there.
+
+    One list for both decorators (their signatures take ``**options:
+    Unpack[LockOptions]``, so editors show every name); the defaults are
+    :class:`LockPlan`'s.
+    """
+
+    table: str | None
+    fields: Mapping[str, str] | None
+    lease_duration: float
+    wait_timeout: float | None
+    reserve_time: float
+    logger: Any
+    metrics: Any
+    log_key: str | None
+    permits: int
+    fencing: bool
+    key: str
+    #: Instead of ``key``: several templates, every key held at once (a multi-key lock).
+    keys: Sequence[str] | None
+
+
 class LockPlan:
     """Validated options of one decorated handler; builds a :class:`Holding` per call."""
 
@@ -104,25 +128,24 @@ class LockPlan:
         "event_key",
     )
 
-    def __init__(
-        self,
-        what: str,
-        client: object,
-        table: object,
-        key: object,
-        fields: Mapping[str, str] | None,
-        lease_duration: object,
-        wait_timeout: object,
-        reserve_time: object,
-        logger: object,
-        metrics: object,
-        log_key: object,
-        permits: object = 1,
-        fencing: object = False,
-        keys: object = None,
-        /,
-    ) -> None:
-        """Check every option; the positional order is the decorators' own."""
+    def __init__(self, what: str, client: object, options: LockOptions, /) -> None:
+        """Check every option (``what`` is ``"event"`` or ``"record"``); the defaults are here."""
+        check_keywords("lock_handler" if what == "event" else "lock_record", options, LockOptions)
+        table: object = options.get("table")
+        key: object = options.get("key")
+        keys: object = options.get("keys")
+        if key is None and keys is None:
+            # Python's own words, as for any missing keyword (keys=[...] is the other way).
+            name = "lock_handler" if what == "event" else "lock_record"
+            raise TypeError(f"{name}() missing required keyword argument: 'key'")
+        fields = options.get("fields")
+        lease_duration: object = options.get("lease_duration", 30.0)
+        wait_timeout: object = options.get("wait_timeout")
+        reserve_time: object = options.get("reserve_time", 0.0)
+        logger, metrics = options.get("logger"), options.get("metrics")
+        log_key: object = options.get("log_key")
+        permits: object = options.get("permits", 1)
+        fencing: object = options.get("fencing", False)
         if client is not None and not isinstance(client, DynamoDBClient):
             raise TypeError(
                 f"client must be a dynalease.DynamoDBClient or None (one shared client "

@@ -37,10 +37,6 @@ __all__ = ["LockHeldAtSnapshot", "after_restore", "before_snapshot", "register"]
 
 T = TypeVar("T")
 
-#: The name of the client method that closes (and forgets) its pooled connections;
-#: provided by the transport. A client without it has nothing pooled to close.
-DROP_CONNECTIONS = "_drop_connections"
-
 _registered = False
 
 
@@ -59,9 +55,7 @@ def _clients() -> list[DynamoDBClient]:
 
 
 def _drop_connections(client: DynamoDBClient) -> None:
-    drop = getattr(client, DROP_CONNECTIONS, None)
-    if drop is not None:
-        drop()
+    client._drop_connections()
 
 
 def _holding(lease: LeaseCore) -> bool:

@@ -10,12 +10,14 @@ shortest safe lease ``L`` keeps ``L/3`` a margin above the measured p99.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import Any
 
-from .._engine.store import LockStore
+from .._engine.store import LockStore, Transport
 from ..client import DynamoDBClient
 
 #: The lock protocol's request for each operation, as users know them.
@@ -52,15 +54,9 @@ class Timings:
 class _Timed:
     """A transport that forwards every request and records its duration."""
 
-    def __init__(self, inner: Any, timings: Timings) -> None:
+    def __init__(self, inner: Transport, timings: Timings) -> None:
         self._inner = inner
         self._timings = timings
-        # The store checks for these optional paths with getattr: offer each only if
-        # the inner transport has it, timed.
-        if callable(getattr(inner, "send_within", None)):
-            self.send_within = self._send_within
-        if callable(getattr(inner, "send_blocking", None)):
-            self.send_blocking = self._send_blocking
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -69,30 +65,35 @@ class _Timed:
         await self._inner.prepare()
 
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        start = time.perf_counter()
-        try:
+        with self._timed(operation):
             return dict(self._inner.call(operation, params))
-        finally:
-            self._timings.add(operation, time.perf_counter() - start)
 
     async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        start = time.perf_counter()
-        try:
+        with self._timed(operation):
             return dict(await self._inner.send(operation, params))
-        finally:
-            self._timings.add(operation, time.perf_counter() - start)
 
-    async def _send_within(self, operation: str, params: dict[str, Any], *rest: Any) -> Any:
-        start = time.perf_counter()
-        try:
+    async def send_within(self, operation: str, params: dict[str, Any], *rest: Any) -> Any:
+        with self._timed(operation):
             return await self._inner.send_within(operation, params, *rest)
-        finally:
-            self._timings.add(operation, time.perf_counter() - start)
 
-    def _send_blocking(self, operation: str, params: dict[str, Any], *rest: Any) -> Any:
+    def blocking_ready(self) -> bool:
+        return self._inner.blocking_ready()
+
+    def send_blocking(self, operation: str, params: dict[str, Any], *rest: Any) -> Any:
+        with self._timed(operation):
+            return self._inner.send_blocking(operation, params, *rest)
+
+    async def finish_late(self, operation: str, late: Any) -> dict[str, Any]:
+        return await self._inner.finish_late(operation, late)
+
+    def drop_connections(self) -> None:
+        self._inner.drop_connections()
+
+    @contextlib.contextmanager
+    def _timed(self, operation: str) -> Iterator[None]:
         start = time.perf_counter()
         try:
-            return self._inner.send_blocking(operation, params, *rest)
+            yield
         finally:
             self._timings.add(operation, time.perf_counter() - start)
 

@@ -1,7 +1,6 @@
 """botocore clients for dynalease: the lock client's settings and the botocore transport.
 
-Its failures are mapped by :mod:`.errors`, as the lean path's are; the mapping
-functions are also importable from here for older imports.
+Its failures are mapped by :mod:`.errors`, as the lean path's are.
 """
 
 from __future__ import annotations
@@ -11,8 +10,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .botocore_internals import api_call
-from .errors import map_client_error, map_error_code, map_transport_error
+from .._engine.store import LoopTransport
+from .errors import map_client_error, map_transport_error
 
 if TYPE_CHECKING:
     from botocore.client import BaseClient
@@ -24,9 +23,6 @@ __all__ = [
     "LOCK_READ_TIMEOUT_S",
     "BotoTransport",
     "lock_config",
-    "map_client_error",
-    "map_error_code",
-    "map_transport_error",
 ]
 
 #: The lock protocol bounds and retries its own requests; these are ceilings.
@@ -52,7 +48,7 @@ def lock_config(user: Config | None) -> Config:
     return user.merge(overrides) if user is not None else overrides
 
 
-class BotoTransport:
+class BotoTransport(LoopTransport):
     """Low-level DynamoDB requests through a botocore client made on first use.
 
     Making the client is deferred because it may resolve credentials (which can
@@ -87,11 +83,13 @@ class BotoTransport:
 
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one request from this thread."""
-        import botocore.exceptions  # loaded by the time a client exists; imported lazily
+        import botocore  # loaded by the time a client exists; imported lazily
+        import botocore.exceptions
 
         try:
-            client: Any = self.client
-            response: dict[str, Any] = api_call(client)(operation, params)
+            # The public method, so hooks and tracers (X-Ray, OpenTelemetry) see the call.
+            method = getattr(self.client, botocore.xform_name(operation))
+            response: dict[str, Any] = method(**params)
         except botocore.exceptions.ClientError as error:
             raise map_client_error(error, operation) from error
         except (botocore.exceptions.BotoCoreError, OSError) as error:

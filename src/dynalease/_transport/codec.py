@@ -1,7 +1,7 @@
 """Lock requests' JSON bodies and DynamoDB's JSON answers, as botocore would read them.
 
-The lean path's only serialising and parsing: bodies are encoded once with a
-compact encoder, and answers become the dicts botocore would hand over (binary
+The lean path's only serialising and parsing: bodies are encoded with a
+compact encoder made once, and answers become the dicts botocore would hand over (binary
 attributes decoded, errors raised through :mod:`.errors`).
 """
 
@@ -10,13 +10,14 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import json.scanner
 import zlib
 from typing import Any
 
+from ..exceptions import DynaleaseError
+from .connections import Answer
 from .errors import map_error_code, map_transport_error
 
-__all__ = ["ENCODER", "BodyTemplate", "read_answer"]
+__all__ = ["ENCODER", "read_answer"]
 
 
 def _encode_blob(value: object) -> str:
@@ -27,95 +28,52 @@ def _encode_blob(value: object) -> str:
 
 #: Made once: ``json.dumps`` with options builds a new encoder on every call.
 ENCODER = json.JSONEncoder(separators=(",", ":"), default=_encode_blob)
-#: How :data:`ENCODER` writes a string: ASCII, quoted, escaped.
-_STRING = json.encoder.encode_basestring_ascii
-
-
-class BodyTemplate:
-    """A request body encoded once with markers for the strings that vary, filled per request.
-
-    Made from parameters that hold each of ``markers`` once as a string value;
-    :meth:`fill` writes the values where the markers were, escaped exactly as
-    :data:`ENCODER` escapes a string. So ``fill(*values)`` is byte for byte
-    ``ENCODER.encode`` of the same parameters with the values in place
-    (``tests/unit/transport/test_signing.py`` checks it), at a tenth of the CPU: a
-    lock request's body is one shape with two or three strings that change.
-    """
-
-    __slots__ = ("_text",)
-
-    def __init__(self, params: dict[str, Any], markers: tuple[str, ...]) -> None:
-        text = ENCODER.encode(params).replace("%", "%%")
-        quoted = [_STRING(marker) for marker in markers]
-        places = [text.find(each) for each in quoted]
-        if any(text.count(each) != 1 for each in quoted) or places != sorted(places):
-            raise ValueError("each marker must stand once in the parameters, in their order")
-        for each in quoted:
-            text = text.replace(each, "%s")
-        self._text = text
-
-    def fill(self, *values: str) -> bytes:
-        """The body with ``values`` in the places of the markers, in the same order."""
-        return (self._text % tuple(map(_STRING, values))).encode("ascii")
-
-
-#: botocore reads answers as UTF-8 text (``json.loads`` on bytes would guess an encoding first).
-_DECODER = json.JSONDecoder()
-#: The decoder's own scanner (what ``raw_decode`` calls): one JSON value at an index.
-_SCAN = json.scanner.make_scanner(_DECODER)  # type: ignore[arg-type]  # typeshed: any decoder
 #: The answer members that may hold items, whose binary attributes are decoded.
 _WITH_ITEMS = frozenset({"Item", "Attributes", "Responses", "CancellationReasons"})
 
 
-def read_answer(
-    operation: str, status: int, payload: bytes, crc: int | None, url: str
-) -> dict[str, Any]:
-    """The parsed answer, or the mapped error; as botocore would parse it."""
-    garbled = crc is not None and zlib.crc32(payload) != crc
-    if status == 200 and not garbled and payload[:1] == b"{":
-        # Nearly every answer: exactly one JSON object, read by the decoder's own
-        # scanner (``decode`` would match whitespace around it first, in Python).
-        try:
-            text = payload.decode("utf-8")
-            parsed, end = _SCAN(text, 0)
-        except (ValueError, StopIteration):  # UnicodeDecodeError too
-            pass
-        else:
-            if end == len(text) and isinstance(parsed, dict):
-                _decode_blobs(parsed)
-                parsed["ResponseMetadata"] = {"HTTPStatusCode": 200}
-                return parsed
-    if 200 <= status < 300 and (status != 200 or not payload):
-        # DynamoDB's success is a 200 with a JSON object: another 2xx, or a 200 with
-        # no body, says the request arrived but not what became of it.
-        garbled = True
-    response: dict[str, Any] = {}
-    if payload and not garbled:
-        try:
-            parsed = _DECODER.decode(payload.decode("utf-8"))
-        except ValueError:  # UnicodeDecodeError too
-            parsed = None
-        if isinstance(parsed, dict):
-            response = parsed
-        else:
-            # A success must be a JSON object; an error page (a proxy's HTML) may not be.
-            garbled = status == 200
-    if garbled:
-        # A damaged answer tells nothing about whether the request was applied.
+def read_answer(operation: str, answer: Answer, url: str) -> dict[str, Any]:
+    """The parsed answer, or the mapped error (with its request id); as botocore would parse it.
+
+    DynamoDB's success is a 200 with a JSON object. Any other success status, a 200
+    with no body or not a JSON object, a status no answer has (an interim 1xx read
+    as the answer) or a checksum that does not match says the request arrived but
+    not what became of it: "it may have been applied".
+    """
+    status, payload, crc, request_id = answer
+    metadata: dict[str, Any] = {"HTTPStatusCode": status}
+    if request_id is not None:
+        metadata["RequestId"] = request_id
+    intact = crc is None or zlib.crc32(payload) == crc
+    response = _json_object(payload) if intact else None
+    if response is None and intact and 300 <= status <= 599:
+        response = {}  # an error page that is not JSON (a proxy's HTML): the status speaks
+    if response is None or not (status == 200 or 300 <= status <= 599):
         import botocore.exceptions  # a failure path: the message is botocore's
 
         error = botocore.exceptions.ConnectionClosedError(endpoint_url=url)
-        raise map_transport_error(error, operation)
+        failure = map_transport_error(error, operation)
+        if isinstance(failure, DynaleaseError):
+            failure.request_id = request_id
+        raise failure
     _decode_blobs(response)
+    response["ResponseMetadata"] = metadata
     if status == 200:
-        response["ResponseMetadata"] = {"HTTPStatusCode": status}
         return response
     kind = str(response.pop("__type", "") or "")
     code = kind.rsplit("#", 1)[-1] or str(status)
     message = str(response.pop("message", "") or response.pop("Message", "") or "")
     response["Error"] = {"Code": code, "Message": message}
-    response["ResponseMetadata"] = {"HTTPStatusCode": status}
-    raise map_error_code(code, message, operation, status, response)
+    raise map_error_code(code, message, operation, status, response, request_id=request_id)
+
+
+def _json_object(payload: bytes) -> dict[str, Any] | None:
+    """``payload`` read as botocore reads it (UTF-8 JSON), if it is one JSON object."""
+    try:
+        parsed = json.loads(payload.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError too
+        return None
+    return parsed if isinstance(parsed, dict) else None
 
 
 def _decode_blobs(response: dict[str, Any]) -> None:

@@ -4,14 +4,15 @@ Importing botocore and building a DynamoDB client costs a fresh process a few
 hundred milliseconds (most of a Lambda cold start's lock). In the common
 deployment (a Lambda function, a container with static keys in the
 environment) everything the lock path needs is in a few environment
-variables: static keys, the Region, perhaps an endpoint URL. This module reads
-those, and only those, and answers ``None`` whenever botocore could decide
-differently: a shared config file (profiles may set a Region, an endpoint, a
-CA bundle, FIPS or dual-stack endpoints), a profile, refreshable or account-
-scoped credentials, a proxy for the endpoint (:mod:`.proxies`, read as
-botocore reads it, ``NO_PROXY`` included), or a Region outside the partitions
-whose endpoint pattern is fixed. ``None`` means: build the botocore client and
-take everything from it, as before.
+variables: static keys, the Region, perhaps an endpoint URL or an account ID.
+This module reads those, and only those, and answers ``None`` whenever botocore
+could decide differently: a shared config file (profiles may set a Region, an
+endpoint, a CA bundle, FIPS or dual-stack endpoints), a profile, refreshable
+credentials, FIPS or dual-stack endpoints, an account-ID endpoint mode botocore
+would refuse, or a Region outside the partitions whose endpoint patterns are
+fixed. ``None`` means: build the botocore client and take everything from it
+(``tests/unit/transport/test_endpoint_urls.py`` compares the URLs with
+botocore's own requests).
 """
 
 from __future__ import annotations
@@ -20,15 +21,11 @@ import os
 import re
 from typing import NamedTuple
 
-from .proxies import proxy_for
-
 #: Variables that change what botocore would do in ways this module does not model.
 _HAND_TO_BOTOCORE = (
     "AWS_PROFILE",
     "AWS_DEFAULT_PROFILE",
     "AWS_CREDENTIAL_EXPIRATION",
-    "AWS_ACCOUNT_ID",
-    "AWS_ACCOUNT_ID_ENDPOINT_MODE",
     "AWS_USE_FIPS_ENDPOINT",
     "AWS_USE_DUALSTACK_ENDPOINT",
 )
@@ -79,13 +76,44 @@ class DirectConfig(NamedTuple):
     ca_bundle: str | None = None
 
 
-def regional_endpoint(region: str) -> str | None:
-    """The DynamoDB endpoint of a Region in a fixed-pattern partition, else None."""
+#: An account ID as botocore puts it in a host name (the lean path takes only these).
+_ACCOUNT_ID = re.compile(r"[0-9]{12}")
+_ENDPOINT_MODES = ("preferred", "disabled", "required")
+
+
+def regional_endpoint(region: str, account_id: str | None = None) -> str | None:
+    """The DynamoDB endpoint of a Region in a fixed-pattern partition, else None.
+
+    With ``account_id``, the account's own endpoint (``<account>.ddb.<region>...``),
+    as botocore resolves it for credentials that carry an account ID.
+    """
     for pattern, suffix in _PARTITIONS:
         # fullmatch: match() with ``$`` takes 'us-east-1\n', and \d takes any script's digits.
         if pattern.fullmatch(region):
+            if account_id is not None:
+                return f"https://{account_id}.ddb.{region}.{suffix}"
             return f"https://dynamodb.{region}.{suffix}"
     return None
+
+
+def _account_endpoint_id(account_id: str | None) -> tuple[bool, str | None]:
+    """Whether the lean path can follow the account-ID setting, and the ID to put in the host.
+
+    botocore's rule (``AWS_ACCOUNT_ID_ENDPOINT_MODE``): ``preferred`` (the
+    default) uses the credentials' account ID when they carry one, ``disabled``
+    never does, ``required`` fails without one; that failure and any value
+    botocore refuses are left for botocore to report.
+    """
+    mode = os.environ.get("AWS_ACCOUNT_ID_ENDPOINT_MODE")
+    if mode is not None and mode not in _ENDPOINT_MODES:
+        return False, None
+    if mode == "disabled":
+        return True, None
+    if account_id is not None and not _ACCOUNT_ID.fullmatch(account_id):
+        return False, None
+    if mode == "required" and account_id is None:
+        return False, None
+    return True, account_id
 
 
 def _env(name: str) -> str | None:
@@ -119,6 +147,7 @@ def direct_config(
         return None
     if access_key is None and session_token is not None:
         return None  # a token without keys: whatever botocore makes of it
+    account_id = None  # explicit keys carry none, as botocore's explicit credentials
     if access_key is not None and secret_key is not None:
         credentials = StaticCredentials(access_key, secret_key, session_token)
     else:
@@ -127,6 +156,7 @@ def direct_config(
             return None  # the rest of the chain (files, container, instance): botocore
         token = _env("AWS_SESSION_TOKEN") or _env("AWS_SECURITY_TOKEN")
         credentials = StaticCredentials(key, secret, token)
+        account_id = _env("AWS_ACCOUNT_ID")
     # As DynamoDBClient resolves it: botocore's answer (explicit, AWS_DEFAULT_REGION),
     # then AWS_REGION.
     region = region or _env("AWS_DEFAULT_REGION") or _env("AWS_REGION")
@@ -136,11 +166,10 @@ def direct_config(
     if url is None and (_env("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS") or "").lower() != "true":
         url = _env("AWS_ENDPOINT_URL_DYNAMODB") or _env("AWS_ENDPOINT_URL")
     if url is None:
-        url = regional_endpoint(region)
+        followed, account_id = _account_endpoint_id(account_id)
+        url = regional_endpoint(region, account_id) if followed else None
         if url is None:
             return None
-    if proxy_for(url) is not None:
-        return None  # botocore sends through the proxy (the lean path does not)
     ca_bundle = None
     for name in _CA_BUNDLES:  # botocore's order; a blank one is botocore's error to raise
         if name in os.environ:

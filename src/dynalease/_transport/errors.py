@@ -1,7 +1,7 @@
 """DynamoDB failures as dynalease errors: one mapping for every transport.
 
 botocore's exceptions (the boto transport) and the lean path's answers and
-connection failures (:mod:`.http.failures`) are translated here, so a lock
+connection failures (:mod:`.connections`) are translated here, so a lock
 sees the same error for the same failure whichever path carried the request.
 """
 
@@ -20,7 +20,7 @@ from ..exceptions import (
     TransactionCanceledException,
     ValidationError,
 )
-from .http.failures import NotSent, Unanswered
+from .connections import NotSent, Unanswered
 
 if TYPE_CHECKING:
     import botocore.exceptions
@@ -78,20 +78,32 @@ def map_client_error(error: botocore.exceptions.ClientError, operation: str) -> 
     err = response.get("Error", {}) or {}
     code = str(err.get("Code", "")).rsplit("#", 1)[-1]
     message = str(err.get("Message", "")) or str(error)
-    status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
-    return map_error_code(code, message, operation, status, response)
+    metadata = response.get("ResponseMetadata") or {}
+    status = int(metadata.get("HTTPStatusCode", 0) or 0)
+    request_id = metadata.get("RequestId") or None
+    return map_error_code(code, message, operation, status, response, request_id=request_id)
 
 
 def map_error_code(
-    code: str, message: str, operation: str, status: int, response: dict[str, Any]
+    code: str,
+    message: str,
+    operation: str,
+    status: int,
+    response: dict[str, Any],
+    *,
+    request_id: str | None = None,
 ) -> Exception:
-    """Map a DynamoDB error code (from any transport) to a dynalease error."""
+    """Map a DynamoDB error code (from any transport) to a dynalease error.
+
+    ``request_id`` is the answer's AWS request id, carried by the error.
+    """
     if code == "ConditionalCheckFailedException":
-        return ConditionFailed(response.get("Item"))
+        return ConditionFailed(response.get("Item"), request_id)
     if code == "TransactionCanceledException":
         return TransactionCanceledException(
             f"DynamoDB cancelled the transaction: {message}",
             reasons=response.get("CancellationReasons") or [],
+            request_id=request_id,
         )
     if code == "ResourceNotFoundException":
         return TableNotFoundError(
@@ -101,6 +113,7 @@ def map_error_code(
             "first, e.g. client.sync_create_table(name, partition_key=('key', 'S'), wait=True)",
             code=code,
             operation=operation,
+            request_id=request_id,
         )
     if code in _ACCESS:
         return AccessDeniedError(
@@ -114,6 +127,7 @@ def map_error_code(
             ),
             code=code,
             operation=operation,
+            request_id=request_id,
         )
     if code in _THROTTLING:
         return ThrottledError(
@@ -121,10 +135,14 @@ def map_error_code(
             "the table's capacity",
             code=code,
             operation=operation,
+            request_id=request_id,
         )
     if code in _VALIDATION:
         return ValidationError(
-            f"{operation} was rejected as invalid: {message}", code=code, operation=operation
+            f"{operation} was rejected as invalid: {message}",
+            code=code,
+            operation=operation,
+            request_id=request_id,
         )
     if status >= 500:
         return RequestFailedError(
@@ -132,9 +150,15 @@ def map_error_code(
             "been applied",
             code=code,
             operation=operation,
+            request_id=request_id,
             may_have_committed=True,
         )
-    return DynamoDBError(f"{operation} failed ({code}: {message})", code=code, operation=operation)
+    return DynamoDBError(
+        f"{operation} failed ({code}: {message})",
+        code=code,
+        operation=operation,
+        request_id=request_id,
+    )
 
 
 def map_transport_error(error: Exception, operation: str) -> Exception:
@@ -149,12 +173,20 @@ def map_transport_error(error: Exception, operation: str) -> Exception:
             code="NoCredentials",
             operation=operation,
         )
-    never_sent = exceptions is not None and isinstance(
-        error, exceptions.EndpointConnectionError | exceptions.ConnectTimeoutError
-    )
+    never_sent = False
+    if exceptions is not None and isinstance(error, exceptions.BotoCoreError):
+        # A failed connect, or anything botocore raised before sending (a setting it
+        # refuses, an endpoint it cannot resolve): nothing went out.
+        network = exceptions.HTTPClientError | exceptions.ConnectionError
+        connect = (
+            exceptions.EndpointConnectionError
+            | exceptions.ConnectTimeoutError
+            | exceptions.ProxyConnectionError
+        )
+        never_sent = isinstance(error, connect) or not isinstance(error, network)
     return RequestFailedError(
         f"{operation} did not complete: {error}"
-        + ("" if never_sent else "; it may have been applied"),
+        + ("; it was not sent" if never_sent else "; it may have been applied"),
         code=type(error).__name__,
         operation=operation,
         may_have_committed=not never_sent,

@@ -1,7 +1,8 @@
 """Which transports a DynamoDBClient gets, from its arguments, a session or a boto3 client.
 
 Every client has two: one for the caller's own requests (item helpers,
-transactions), always botocore with the caller's retry settings; and one for
+transactions), botocore with the caller's retry settings (or, when the lock
+path needs no botocore, :mod:`.items`); and one for
 lock requests, lean or botocore (see :func:`.lean.transport_choice`), with SDK
 retries off and the protocol's timeouts. botocore clients are made on first
 use, so a client whose lock requests take the lean path and whose settings are
@@ -81,6 +82,14 @@ def from_settings(settings: Settings) -> Transports:
     def make_session() -> Any:
         import boto3
 
+        if (settings.access_key, settings.secret_key, settings.session_token) == (None,) * 3 and (
+            settings.profile is None
+        ):
+            # Nothing of the user's own: boto3's default session, as boto3.client()
+            # uses (its credentials and loaded models are shared with the user's clients).
+            if boto3.DEFAULT_SESSION is None:
+                boto3.setup_default_session()
+            return boto3.DEFAULT_SESSION
         return boto3.Session(
             aws_access_key_id=settings.access_key,
             aws_secret_access_key=settings.secret_key,
@@ -111,7 +120,9 @@ def from_settings(settings: Settings) -> Transports:
             connect_timeout=min(LOCK_CONNECT_TIMEOUT_S, connect),
         )
     if direct is None:
-        return _over_session(make_session(), settings.endpoint_url, make_config(), choice)
+        return _over_session(
+            make_session(), settings.endpoint_url, make_config(), choice, settings.region
+        )
     return _direct(make_session, make_config, settings, direct)
 
 
@@ -158,10 +169,12 @@ def from_client(dynamodb: BaseClient, transport: str | None) -> Transports:
     )
 
 
-def _over_session(session: Any, endpoint_url: str | None, config: Any, choice: str) -> Transports:
+def _over_session(
+    session: Any, endpoint_url: str | None, config: Any, choice: str, region: str | None = None
+) -> Transports:
     # botocore reads AWS_DEFAULT_REGION only; AWS_REGION is what Lambda and the
     # other AWS SDKs set, and what users expect to work.
-    region = session.region_name or os.environ.get("AWS_REGION") or None
+    region = region or session.region_name or os.environ.get("AWS_REGION") or None
     if region is None:
         raise ValueError(
             "no AWS Region is configured: pass region=..., or set AWS_REGION / "

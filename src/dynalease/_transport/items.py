@@ -24,11 +24,12 @@ import random
 import time
 from typing import Any
 
+from .._engine.store import LoopTransport
 from ..exceptions import RequestFailedError, ThrottledError
 from .boto import BotoTransport
 from .codec import ENCODER, read_answer
+from .connections import NotSent, Unanswered
 from .errors import map_lean_failure
-from .http.failures import NotSent, Unanswered
 from .lean import LeanTransport
 
 __all__ = ["LEAN_OPERATIONS", "ItemTransport", "backoff_s", "lean_items_allowed"]
@@ -63,7 +64,7 @@ def lean_items_allowed() -> bool:
     return not any(os.environ.get(name) for name in _RETRY_SETTINGS)
 
 
-class ItemTransport:
+class ItemTransport(LoopTransport):
     """The caller's requests: lean from the calling thread when the route is known, else boto."""
 
     def __init__(
@@ -112,16 +113,17 @@ class ItemTransport:
         attempt = 1
         while True:
             try:
-                request = route.request_bytes(operation, body, route.credentials)
                 try:
-                    status, payload, crc = route.blocking.request(
-                        request,
+                    answer = route.post(
+                        operation,
+                        body,
+                        route.credentials.get_frozen_credentials(),
                         timeout=self._timeout,
                         retry_stale=resendable,
                     )
                 except (NotSent, Unanswered) as failure:
                     raise map_lean_failure(failure, route.url, operation) from failure.cause
-                return read_answer(operation, status, payload, crc, route.url)
+                return read_answer(operation, answer, route.url)
             except (ThrottledError, RequestFailedError) as error:
                 if attempt >= self._attempts or not _retryable(error, resendable):
                     raise

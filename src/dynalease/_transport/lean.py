@@ -1,23 +1,23 @@
-"""The lean request path: lock requests over keep-alive HTTP on the runtime's loop.
+"""The lean request path: lock requests signed by us, sent over urllib3.
 
-botocore spends most of a lock request's CPU on generic machinery (the
-request pipeline, event hooks, model-driven serialising and parsing, urllib3)
-and needs a thread per in-flight request. Lock requests are a handful of fixed
-JSON shapes, so this path sends them itself: JSON bodies, SigV4 signatures
-(:mod:`.sign`) and HTTP/1.1 keep-alive connections (:mod:`.http`)
-on the runtime's event loop, or from a sync caller's own thread.
+botocore spends most of a lock request's CPU on generic machinery (the request
+pipeline, event hooks, model-driven serialising and parsing). Lock requests are
+a handful of fixed JSON shapes, so this path encodes them, signs them
+(:mod:`.sign`) and sends them over urllib3's keep-alive connections
+(:mod:`.connections`): from a sync caller's own thread, or from the runtime's
+bounded thread pool for async guards and renewals (never a thread per lease).
 
 When every setting is in arguments and environment variables (static keys, a
-Region, perhaps an endpoint URL; see :mod:`.config`), the route is read
-from them and no botocore client is built for lock requests (:mod:`.route`). Otherwise
+Region, perhaps an endpoint URL or an account ID; see :mod:`.config`), the route
+is read from them and no botocore client is built for lock requests. Otherwise
 everything about *where* and *as whom* comes from the botocore lock client made
-from the user's configuration, so both paths agree: the endpoint botocore
-resolved (explicit ``endpoint_url``, ``AWS_ENDPOINT_URL_DYNAMODB``, config files,
-the regional endpoint), its Region, its credentials object (the same chain, and
-refreshed the same way), its CA bundle or ``verify`` setting and its timeouts.
-Configurations this path does not implement (proxies, client certificates,
-unsigned or non-SigV4 clients, endpoints with a path) are handed to botocore:
-the transport then sends everything through :class:`BotoTransport`.
+from the user's configuration, so both paths agree: the URL botocore's own
+request would go to, its Region, its credentials object (the same chain, and
+refreshed the same way), its CA bundle or ``verify`` setting, its proxies and
+its timeouts (:mod:`.route`). Configurations this path does not implement
+(client certificates, proxy TLS settings, unsigned or non-SigV4 clients,
+endpoints with a path) are handed to botocore: the transport then sends
+everything through :class:`BotoTransport`.
 
 Answers are read by :mod:`.codec`; they and failures are mapped by
 :mod:`.errors`, exactly as on the botocore path.
@@ -26,6 +26,7 @@ Answers are read by :mod:`.codec`; they and failures are mapped by
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import os
 import threading
@@ -35,17 +36,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from botocore.client import BaseClient
 
-from .._engine.store import TimedOut, Transport
+from .._engine.runtime import get_runtime
+from .._engine.store import Transport, bounded
 from ..constants import ENV_TRANSPORT
 from .boto import BotoTransport
 from .botocore_internals import BotocoreChanged
-from .codec import ENCODER, BodyTemplate, read_answer
-from .config import DirectConfig, StaticCredentials
+from .codec import ENCODER, read_answer
+from .config import DirectConfig
+from .connections import NotSent, Unanswered
 from .errors import map_lean_failure, map_transport_error, transport_failures
-from .http.aio import ConnectionPool
-from .http.blocking import Late
-from .http.failures import Cut, NotSent, Unanswered
-from .http.wire import Answered
 from .route import Route, Unsupported
 
 __all__ = ["TRANSPORTS", "LeanTransport", "lock_transport", "transport_choice"]
@@ -56,6 +55,9 @@ TRANSPORTS = ("lean", "boto")
 DEFAULT_TRANSPORT = "lean"
 #: Operations that change nothing: safe to resend when a reused connection was dropped.
 _READS = frozenset({"GetItem", "BatchGetItem", "DescribeTable"})
+#: Writes sent from a caller's thread that leave a row behind if they land after their wait
+#: (a create; a fenced create is an UpdateItem): their answers are kept (``send_blocking``).
+_MAY_LEAVE_A_ROW = frozenset({"PutItem", "UpdateItem"})
 
 
 def transport_choice(explicit: str | None) -> str:
@@ -75,25 +77,19 @@ def transport_choice(explicit: str | None) -> str:
     return value
 
 
-def lock_transport(
-    factory: Callable[[], BaseClient], choice: str, direct: DirectConfig | None = None
-) -> Transport:
-    """The transport for lock requests over a botocore lock client made by ``factory``.
-
-    With ``direct`` (settings read without botocore), the lean path needs no
-    botocore client for the requests it sends on the runtime loop.
-    """
+def lock_transport(factory: Callable[[], BaseClient], choice: str) -> Transport:
+    """The transport for lock requests over a botocore lock client made by ``factory``."""
     if choice == "boto":
         return BotoTransport(factory)
-    return LeanTransport(factory, direct)
+    return LeanTransport(factory)
 
 
 class LeanTransport:
-    """Lock requests over asyncio keep-alive HTTP, signed with the botocore client's credentials.
+    """Lock requests signed by us over urllib3, from the caller's thread or the runtime's pool.
 
-    ``call`` (blocking, from user threads) and anything the lean path does not
-    support go through the botocore client; ``send`` on the runtime loop uses
-    the lean path. The botocore client is made on first use, off the loop.
+    ``call`` (the caller's own requests) and anything the lean path does not
+    support go through the botocore client; lock requests use the lean path.
+    The botocore client, when one is needed, is made on first use, off the loop.
     """
 
     def __init__(
@@ -103,7 +99,7 @@ class LeanTransport:
         self._direct = direct
         self._route: Route | None = None
         self._prepared = False
-        self._making: asyncio.Future[BaseClient] | None = None
+        self._making: asyncio.Future[Route | None] | None = None
         self._building = threading.Lock()
         self.fallback_reason: str | None = None
 
@@ -112,9 +108,9 @@ class LeanTransport:
         return self.boto.call(operation, params)
 
     @property
-    def pool(self) -> ConnectionPool | None:
-        """The connection pool, once the first request has chosen the lean path."""
-        return None if self._route is None else self._route.pool
+    def route(self) -> Route | None:
+        """Where lean requests go, once the first request has chosen the lean path."""
+        return self._route
 
     async def prepare(self) -> None:
         """Make the botocore client off the loop and choose the lean path or botocore."""
@@ -125,22 +121,23 @@ class LeanTransport:
                 return
 
     async def _prepare(self) -> None:
-        # Making the client may resolve credentials (a metadata-service call): off the
-        # loop, and once for all the requests that arrive before it is made.
-        if self._prepared:
-            return
-        if self.direct_route() is not None:
-            return  # everything is known without botocore: no client to build
+        # Making the client may resolve credentials (a metadata-service call), and
+        # reading its route signs a request: off the loop, and once for all the
+        # requests that arrive before it is made.
+        if self._prepared or self.direct_route() is not None:
+            return  # chosen, or everything is known without botocore
         making = self._making
         if making is None or (making.done() and making.exception() is not None):
-            making = self._making = asyncio.get_running_loop().run_in_executor(
-                None, lambda: self.boto.client
-            )
-        client = await asyncio.shield(making)
-        if self._prepared:
-            return
+            loop = asyncio.get_running_loop()
+            making = self._making = loop.run_in_executor(None, self._route_of_client)
+        route = await asyncio.shield(making)
+        if not self._prepared:
+            self._route, self._prepared = route, True
+
+    def _route_of_client(self) -> Route | None:
+        """The botocore lock client's route, or None (and why) when botocore must send."""
         try:
-            self._route = Route.of_client(client)
+            return Route.of_client(self.boto.client)
         except Unsupported as why:
             self.fallback_reason = str(why)
             log.debug("dynalease: lock requests go through botocore: %s", why)
@@ -150,7 +147,7 @@ class LeanTransport:
         except (AttributeError, TypeError) as error:  # a botocore we do not know
             self.fallback_reason = f"unrecognised botocore client ({error})"
             log.debug("dynalease: lock requests go through botocore: %s", error)
-        self._prepared = True
+        return None
 
     def direct_route(self) -> Route | None:
         """The route read from the settings alone (built once, from any thread), else None.
@@ -183,10 +180,10 @@ class LeanTransport:
     ) -> dict[str, Any]:
         """Send from the runtime loop, waiting at most ``timeout`` seconds.
 
-        A request that went out but was not answered in time (or whose wait was
-        cancelled) is not abandoned: ``on_late`` gets an awaitable of its answer
-        and :class:`TimedOut` (or the cancellation) is raised. Without a
-        timeout, as :meth:`send`.
+        The request runs on the runtime's bounded thread pool. One not answered
+        in time (or whose wait was cancelled) is not abandoned: ``on_late`` gets
+        an awaitable of its answer and :class:`TimedOut` (or the cancellation)
+        is raised. Without a timeout, as :meth:`send`.
         """
         if not self._prepared:
             try:
@@ -195,126 +192,81 @@ class LeanTransport:
                 raise map_transport_error(error, operation) from error
         route = self._route
         if route is None:
-            return await _bounded(self.boto.send(operation, params), timeout, on_late)
-        body = ENCODER.encode(params).encode()
-        frozen = await _frozen(route.credentials, operation)
-        request = route.request_bytes(operation, body, frozen)
-
-        def late_answer(rest: Awaitable[Answered]) -> None:
-            assert on_late is not None
-            on_late(_late_answer(rest, route.url, operation))
-
-        try:
-            status, payload, crc = await route.pool.request(
-                request,
-                retry_stale=operation in _READS,
-                timeout=timeout,
-                on_late=None if on_late is None else late_answer,
-            )
-        except Cut:
-            raise TimedOut from None
-        except (NotSent, Unanswered) as failure:
-            raise map_lean_failure(failure, route.url, operation) from failure.cause
-        return read_answer(operation, status, payload, crc, route.url)
+            return await bounded(self.boto.send(operation, params), timeout, on_late)
+        loop = asyncio.get_running_loop()
+        read_timeout = route.connections.read_timeout
+        exchange = loop.run_in_executor(None, _exchange, route, operation, params, read_timeout)
+        return await bounded(exchange, timeout, on_late)
 
     def blocking_ready(self) -> bool:
         """True when :meth:`send_blocking` can send (the lean path was chosen)."""
         return self._prepared and self._route is not None
 
-    def body_template(self, params: dict[str, Any], markers: tuple[str, ...]) -> BodyTemplate:
-        """A body made once from ``params``, with ``markers`` filled per request (bytes for
-        :meth:`send_blocking`)."""
-        return BodyTemplate(params, markers)
-
     def send_blocking(
         self,
         operation: str,
-        params: dict[str, Any] | bytes,
+        params: dict[str, Any],
         timeout: float,
-        on_late: Callable[[Late], object],
+        on_late: Callable[[Any], object],
     ) -> dict[str, Any]:
         """Send one request from the calling thread, waiting at most ``timeout`` seconds.
 
-        ``params`` may be the JSON body already (from :meth:`body_template`).
-        Only after :meth:`blocking_ready`. A request that was sent but not
-        answered in time goes to ``on_late`` (see :meth:`finish_late`) and is
-        raised as a failure that may have been applied.
+        Only after :meth:`blocking_ready`. A request that could leave a row behind
+        if it landed after its wait (a create) runs on the runtime's thread pool
+        instead, so that its answer is not lost: one not answered in time goes to
+        ``on_late`` (a future of the answer) and is raised as a failure that may
+        have been applied, and the lease deletes the row if the answer says it
+        landed. Any other request is sent from this thread; one not answered in
+        time is raised the same way (urllib3 closes its connection).
         """
         route = self._route
         assert route is not None, "send_blocking before the lean path was chosen"
-        body = params if isinstance(params, bytes) else ENCODER.encode(params).encode()
-        frozen = route.credentials
-        if type(frozen) is not StaticCredentials:  # static keys are their own frozen form
-            # A due refresh runs here, in the caller's thread, as botocore's would.
-            frozen = _frozen_now(frozen, operation)
-        request = route.request_bytes(operation, body, frozen)
+        if operation not in _MAY_LEAVE_A_ROW:
+            return _exchange(route, operation, params, timeout)
+        pool = get_runtime().executor
+        read_timeout = route.connections.read_timeout
+        exchange = pool.submit(_exchange, route, operation, params, read_timeout)
         try:
-            status, payload, crc = route.blocking.request(
-                request,
-                timeout=timeout,
-                retry_stale=operation in _READS,
-                on_late=on_late,
-            )
-        except (NotSent, Unanswered) as failure:
-            raise map_lean_failure(failure, route.url, operation) from failure.cause
-        return read_answer(operation, status, payload, crc, route.url)
+            return exchange.result(timeout=max(0.0, timeout))
+        except concurrent.futures.TimeoutError:
+            on_late(exchange)
+            unanswered = Unanswered(None, timeout=True)
+            raise map_lean_failure(unanswered, route.url, operation) from None
+        except BaseException:  # interrupted (Ctrl-C): the answer may still come
+            if not exchange.done():
+                on_late(exchange)
+            raise
 
-    async def finish_late(self, operation: str, late: Late) -> dict[str, Any]:
-        """The answer to a late blocking request, read on the runtime's thread pool."""
-        route = self._route
-        assert route is not None
-        try:
-            status, payload, crc = await asyncio.get_running_loop().run_in_executor(
-                None, late.finish
-            )
-        except (NotSent, Unanswered) as failure:
-            raise map_lean_failure(failure, route.url, operation) from failure.cause
-        return read_answer(operation, status, payload, crc, route.url)
+    def drop_connections(self) -> None:
+        """Close the route's idle connections (the item helpers share them)."""
+        if self._route is not None:
+            self._route.connections.drop()
 
-
-async def _late_answer(rest: Awaitable[Answered], url: str, operation: str) -> dict[str, Any]:
-    """The parsed answer to a request whose caller stopped waiting."""
-    try:
-        status, payload, crc = await rest
-    except (NotSent, Unanswered) as failure:
-        raise map_lean_failure(failure, url, operation) from failure.cause
-    return read_answer(operation, status, payload, crc, url)
+    async def finish_late(self, operation: str, late: Any) -> dict[str, Any]:
+        """The answer to a request handed to ``on_late``: a future of the pool's, or
+        the awaitable :meth:`send_within` handed over."""
+        if isinstance(late, concurrent.futures.Future):
+            late = asyncio.wrap_future(late)
+        answer: dict[str, Any] = await late
+        return answer
 
 
-async def _bounded(
-    operation: Awaitable[dict[str, Any]],
-    timeout: float | None,
-    on_late: Callable[[Awaitable[dict[str, Any]]], object] | None,
+def _exchange(
+    route: Route, operation: str, params: dict[str, Any], timeout: float
 ) -> dict[str, Any]:
-    """``send_within`` for a transport that cannot bound a request itself."""
-    if timeout is None or on_late is None:
-        return await operation
-    task = asyncio.ensure_future(operation)
-    try:
-        done, _ = await asyncio.wait((task,), timeout=max(0.0, timeout))
-    except asyncio.CancelledError:
-        on_late(task)
-        raise
-    if not done:
-        on_late(task)
-        raise TimedOut
-    return task.result()
+    """Encode, sign and send one request, and read its answer (in a blocking thread).
 
-
-async def _frozen(credentials: Any, operation: str) -> Any:
-    """The current key, secret and token; a due refresh runs off the loop."""
+    A due refresh of the credentials runs here too, as botocore's would.
+    """
+    frozen = _frozen_now(route.credentials, operation)
+    body = ENCODER.encode(params).encode()
     try:
-        refresh = getattr(credentials, "refresh_needed", None) is not None and (
-            credentials.refresh_needed()
+        answer = route.post(
+            operation, body, frozen, timeout=timeout, retry_stale=operation in _READS
         )
-    except transport_failures() as error:
-        raise map_transport_error(error, operation) from error
-    if refresh:
-        # A refresh may call STS or a metadata service: never on the loop.
-        return await asyncio.get_running_loop().run_in_executor(
-            None, _frozen_now, credentials, operation
-        )
-    return _frozen_now(credentials, operation)
+    except (NotSent, Unanswered) as failure:
+        raise map_lean_failure(failure, route.url, operation) from failure.cause
+    return read_answer(operation, answer, route.url)
 
 
 def _frozen_now(credentials: Any, operation: str) -> Any:

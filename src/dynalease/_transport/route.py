@@ -1,33 +1,26 @@
-"""Where lean lock requests go and how they are signed and framed.
+"""Where lean lock requests go and how they are signed.
 
-A :class:`Route` is read either from a botocore client (its endpoint, Region,
-credentials object, CA bundle and timeouts, so both paths agree) or from the
-settings :mod:`.config` read without botocore. Configurations the lean path
-does not implement raise :class:`Unsupported`, and the transport hands them to
-botocore.
+A :class:`Route` is read either from a botocore client (the URL and Region its
+own request would use, its credentials object, CA bundle, proxies and timeouts,
+so both paths agree) or from the settings :mod:`.config` read without botocore.
+Configurations the lean path does not implement raise :class:`Unsupported`, and
+the transport hands them to botocore.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 from urllib.parse import urlsplit
 
 from .boto import LOCK_POOL_CONNECTIONS, LOCK_READ_TIMEOUT_S
-from .botocore_internals import read_client
+from .botocore_internals import endpoint_verify, signing_credentials
 from .config import DirectConfig
-from .http.aio import ConnectionPool
-from .http.blocking import BlockingPool
-from .http.wire import frame_request, header_line
-from .sign import SigV4Signer, host_header
+from .connections import Answer, Connections
+from .sign import SigV4Signer, headers_of, host_header
 
-__all__ = ["Route", "Unsupported"]
+__all__ = ["Route", "Unsupported", "botocore_request"]
 
 _TARGET = "DynamoDB_20120810."
-#: Sent after the signed headers, unsigned.
-_TRAILING = header_line("User-Agent", "dynalease-lean/1") + header_line(
-    "Accept-Encoding", "identity"
-)
 
 
 class Unsupported(Exception):
@@ -43,60 +36,64 @@ class Route:
         region: str,
         credentials: Any,
         *,
-        verify: Any = None,
+        verify: bool | str | None = None,
         connect_timeout: float,
         read_timeout: float,
         max_connections: int,
+        proxies: dict[str, str] | None = None,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise Unsupported(f"endpoint {_shown(url)} is not an http(s) URL")
         if parts.path not in ("", "/") or parts.query or parts.username:
             raise Unsupported(f"endpoint {_shown(url)} has a path, query or user info")
-        host = parts.hostname
         self.url = url
         self.credentials = credentials
-        self.signer = SigV4Signer(host_header(parts.scheme, host, parts.port), region)
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        limits: dict[str, Any] = {
-            "ssl_context": _ssl_context(verify) if parts.scheme == "https" else None,
-            "connect_timeout": connect_timeout,
-            "read_timeout": read_timeout,
-            "max_connections": max_connections,
-        }
-        self.pool = ConnectionPool(host, port, **limits)
-        #: For sync locks' own requests, sent from the calling thread.
-        self.blocking = BlockingPool(host, port, **limits)
+        self.signer = SigV4Signer(host_header(parts.scheme, parts.hostname, parts.port), region)
+        self.connections = Connections(
+            url,
+            verify=verify,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            max_connections=max_connections,
+            proxies=proxies,
+        )
 
-    def request_bytes(self, operation: str, body: bytes, frozen: Any) -> bytes:
-        """The whole signed request carrying ``body``."""
+    def post(
+        self, operation: str, body: bytes, frozen: Any, *, timeout: float, retry_stale: bool
+    ) -> Answer:
+        """Sign ``body`` as ``operation`` with the ``frozen`` keys, send it and read the answer."""
         fields = self.signer.fields(
             _TARGET + operation, body, frozen.access_key, frozen.secret_key, frozen.token
         )
-        return frame_request(fields + _TRAILING, body)
+        return self.connections.post(
+            headers_of(fields), body, timeout=timeout, retry_stale=retry_stale
+        )
 
     @classmethod
     def of_client(cls, client: Any) -> Route:
-        """The route of a botocore client: its endpoint, Region, credentials and settings."""
-        url = client.meta.endpoint_url
+        """The route of a botocore client: where its requests go, its credentials and settings."""
         config = client.meta.config
         if (config.signature_version or "v4") not in ("v4", "dynamodb"):
             raise Unsupported(f"signature version {config.signature_version!r}")
-        inside = read_client(client, url)  # raises BotocoreChanged if botocore moved them
-        if inside.credentials is None:
-            raise Unsupported("the client signs no requests (no credentials object)")
-        if inside.proxy_url:
-            raise Unsupported("a proxy is configured for the endpoint")
-        if inside.cert_file:
+        if config.client_cert:
             raise Unsupported("a client certificate is configured")
+        if config.proxies_config:
+            raise Unsupported("proxy TLS settings are configured")
+        credentials = signing_credentials(client)  # BotocoreChanged if botocore moved it
+        if credentials is None:
+            raise Unsupported("the client signs no requests (no credentials object)")
+        verify = endpoint_verify(client)
+        url, region = botocore_request(client)
         return cls(
             url,
-            inside.signing_region or client.meta.region_name,
-            inside.credentials,
-            verify=inside.verify,
+            region,
+            credentials,
+            verify=verify,
             connect_timeout=float(config.connect_timeout),
             read_timeout=float(config.read_timeout),
             max_connections=int(config.max_pool_connections or LOCK_POOL_CONNECTIONS),
+            proxies=config.proxies,
         )
 
     @classmethod
@@ -113,6 +110,47 @@ class Route:
         )
 
 
+def botocore_request(client: Any) -> tuple[str, str]:
+    """The URL and signing Region of a lock request ``client`` would send, found without sending.
+
+    botocore resolves a DynamoDB endpoint per request (account-ID endpoints, FIPS,
+    dual-stack, endpoint overrides, the partition's suffix): one ``GetItem`` is
+    prepared and signed as botocore would send it, and stopped at its
+    ``before-send`` event, so the lean path goes where botocore goes.
+    """
+    from botocore.awsrequest import AWSResponse, HTTPHeaders
+
+    seen: list[Any] = []
+
+    def stop(request: Any, **_: Any) -> Any:
+        seen.append(request)
+        return AWSResponse(request.url, 200, HTTPHeaders(), _Empty())
+
+    event = "before-send.dynamodb.GetItem"
+    client.meta.events.register_first(event, stop, unique_id="dynalease-route")
+    try:
+        client.get_item(TableName="dynalease-route", Key={"key": {"S": "route"}})
+    finally:
+        client.meta.events.unregister(event, unique_id="dynalease-route")
+    if not seen:
+        raise Unsupported("botocore sent no request to look at")
+    request = seen[0]
+    authorization = request.headers.get("Authorization", b"")
+    text = authorization.decode() if isinstance(authorization, bytes) else str(authorization)
+    if not text.startswith("AWS4-HMAC-SHA256 Credential="):
+        raise Unsupported("botocore does not sign the client's requests with SigV4")
+    scope = text.split("Credential=", 1)[1].split(",", 1)[0].split("/")
+    url = request.url.rstrip("/") if urlsplit(request.url).path in ("", "/") else request.url
+    return url, scope[2]
+
+
+class _Empty:
+    """The raw body of the answer that stops :func:`botocore_request`'s request: ``{}``."""
+
+    def stream(self, **_: Any) -> Any:
+        yield b"{}"
+
+
 def _shown(url: str) -> str:
     """``url`` for a message: its scheme, host and port (user info or a query may be secret)."""
     try:
@@ -123,33 +161,3 @@ def _shown(url: str) -> str:
         return "(an unparsable URL)"
     hidden = parts.username or parts.password or parts.query or parts.path not in ("", "/")
     return f"{where!r}" + (" (its path, query or user info not shown)" if hidden else "")
-
-
-def _ssl_context(verify: Any) -> Any:
-    """The TLS context botocore's ``verify`` setting means (False, a CA path, or default)."""
-    import ssl
-
-    if verify is False:
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-        return context
-    # botocore: True (or unset) means its default bundle; a string is a CA file or directory.
-    path = verify if isinstance(verify, str) else _default_ca_bundle()
-    if os.path.isdir(path):
-        return ssl.create_default_context(capath=path)
-    return ssl.create_default_context(cafile=path)
-
-
-def _default_ca_bundle() -> str:
-    # As botocore.httpsession.get_cert_path(True), without importing it (slow).
-    try:
-        import certifi
-
-        return str(certifi.where())
-    except ImportError:
-        import importlib.util
-
-        spec = importlib.util.find_spec("botocore")
-        assert spec is not None and spec.origin is not None
-        return os.path.join(os.path.dirname(spec.origin), "cacert.pem")

@@ -4,7 +4,7 @@ botocore's ``SigV4Auth`` handles every AWS service and request shape; lock
 requests are always a JSON POST to ``/`` with the same five or six headers, so
 signing them is a few hashes. The signing key depends only on the secret, the
 UTC date, the Region and the service, so it is derived once a day per secret
-instead of four HMACs per request. ``tests/unit/test_signing.py`` checks every
+instead of four HMACs per request. ``tests/unit/transport/test_signing.py`` checks every
 signature against ``botocore.auth.SigV4Auth`` for the same request and time.
 """
 
@@ -14,9 +14,7 @@ import hashlib
 import hmac
 import time
 
-from .http.wire import header_line
-
-__all__ = ["CONTENT_TYPE", "SigV4Signer", "amz_date", "host_header"]
+__all__ = ["CONTENT_TYPE", "SigV4Signer", "amz_date", "header_line", "headers_of", "host_header"]
 
 CONTENT_TYPE = "application/x-amz-json-1.0"
 _ALGORITHM = "AWS4-HMAC-SHA256"
@@ -24,17 +22,25 @@ _ALGORITHM = "AWS4-HMAC-SHA256"
 
 def amz_date(epoch: float | None = None) -> str:
     """The ``X-Amz-Date`` form of a UTC time (``20260101T120000Z``); now by default."""
-    second = int(time.time() if epoch is None else epoch)
-    cached = _last_date[0]
-    if cached[0] == second:
-        return cached[1]
-    text = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(second))
-    _last_date[0] = (second, text)  # one tuple: other threads read it whole
-    return text
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if epoch is None else epoch))
 
 
-#: The last second formatted, with its text: requests in one second share it.
-_last_date: list[tuple[int, str]] = [(-1, "")]
+def header_line(name: str, value: str) -> str:
+    """One request header's line: ``name: value`` and its CRLF.
+
+    A name or value holding a line break (a Region or a token read from a
+    damaged setting) is refused: it would end the head early and smuggle in
+    headers of its own.
+    """
+    line = f"{name}: {value}\r\n"
+    if line.count("\n") != 1 or line.count("\r") != 1:
+        raise ValueError("a request header holds a line break")
+    return line
+
+
+def headers_of(fields: str) -> dict[str, str]:
+    """The header lines of :meth:`SigV4Signer.fields` as a mapping, in their order."""
+    return dict(line.split(": ", 1) for line in fields[:-2].split("\r\n"))
 
 
 def host_header(scheme: str, host: str, port: int | None) -> str:
@@ -58,7 +64,7 @@ class SigV4Signer:
     identity (access key and session token) and operation the rest of it and
     the header lines. A request then costs two SHA-256 hashes, one HMAC and
     three string joins. Each value from outside (host, Region, key, token,
-    operation) passes :func:`.http.wire.header_line`'s check once, where it is
+    operation) passes :func:`header_line`'s check once, where it is
     first made into a line.
     """
 
@@ -66,7 +72,7 @@ class SigV4Signer:
         self.host = host
         self.region = region
         self.service = service
-        self._keys: dict[tuple[str, str], _Pads] = {}
+        self._keys: dict[tuple[str, str], hmac.HMAC] = {}
         self._host_line = header_line("Host", host) + header_line("Content-Type", CONTENT_TYPE)
         self._canonical_start = f"POST\n/\n\ncontent-type:{CONTENT_TYPE}\nhost:{host}\nx-amz-date:"
         self._scope_end = f"/{region}/{service}/aws4_request"
@@ -74,21 +80,25 @@ class SigV4Signer:
         #: (access key, token, target) -> the parts of one identity and operation.
         self._parts: dict[tuple[str, str | None, str], _Parts] = {}
 
-    def _new_signing_key(self, secret: str, day: str) -> _Pads:
-        """Derive the day's signing key for ``secret`` and keep it (a cache miss)."""
-        key = _hmac(("AWS4" + secret).encode(), day)
-        for part in (self.region, self.service, "aws4_request"):
-            key = _hmac(key, part)
-        if len(self._keys) > 8:  # old days and rotated secrets
-            self._keys.clear()
-        pads = self._keys[(secret, day)] = _Pads(key)
-        return pads
+    def _signing_key(self, secret: str, day: str) -> hmac.HMAC:
+        """The day's signing key for ``secret``, as an HMAC to copy (derived once a day)."""
+        mac = self._keys.get((secret, day))
+        if mac is None:
+            key = _hmac(("AWS4" + secret).encode(), day)
+            for part in (self.region, self.service, "aws4_request"):
+                key = _hmac(key, part)
+            if len(self._keys) > 8:  # old days and rotated secrets
+                self._keys.clear()
+            mac = self._keys[(secret, day)] = hmac.new(key, digestmod=hashlib.sha256)
+        return mac
 
-    def _new_parts(self, access_key: str, token: str | None, target: str) -> _Parts:
-        """Make and keep the parts of one identity and operation (a cache miss)."""
-        if len(self._parts) > 64:  # rotated keys and tokens
-            self._parts.clear()
-        parts = self._parts[(access_key, token, target)] = _Parts(access_key, token, target)
+    def _parts_of(self, access_key: str, token: str | None, target: str) -> _Parts:
+        """The parts of one identity and operation (made once)."""
+        parts = self._parts.get((access_key, token, target))
+        if parts is None:
+            if len(self._parts) > 64:  # rotated keys and tokens
+                self._parts.clear()
+            parts = self._parts[(access_key, token, target)] = _Parts(access_key, token, target)
         return parts
 
     def fields(
@@ -107,24 +117,18 @@ class SigV4Signer:
         User-Agent).
         """
         if date is None:
-            second = int(time.time())
-            last = _last_date[0]  # amz_date's cache, looked up here: every request asks
-            date = last[1] if last[0] == second else amz_date(second)
-        # The caches are looked up here, not through methods: every request signs,
-        # with the caches cold, where each call costs.
-        parts = self._parts.get((access_key, token or None, target))
-        if parts is None:
-            parts = self._new_parts(access_key, token or None, target)
+            date = amz_date()
+        parts = self._parts_of(access_key, token or None, target)
         day = date[:8]
-        pads = self._keys.get((secret_key, day))
-        if pads is None:
-            pads = self._new_signing_key(secret_key, day)
+        key = self._signing_key(secret_key, day)
         scope = day + self._scope_end
         canonical = (
             f"{self._canonical_start}{date}{parts.canonical_rest}{hashlib.sha256(body).hexdigest()}"
         )
         to_sign = f"{_ALGORITHM}\n{date}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
-        signature = pads.hexdigest(to_sign.encode())
+        mac = key.copy()
+        mac.update(to_sign.encode())
+        signature = mac.hexdigest()
         return (
             f"{self._host_line}{parts.target_line}X-Amz-Date: {date}\r\n{parts.token_line}"
             f"{parts.credential}{scope}, {parts.signed}{signature}\r\n"
@@ -150,31 +154,6 @@ class _Parts:
         self.canonical_rest = f"\n{canonical_token}x-amz-target:{target}\n\n{signed}\n"
         self.credential = f"Authorization: {_ALGORITHM} Credential={access_key}/"
         self.signed = f"SignedHeaders={signed}, Signature="
-
-
-class _Pads:
-    """HMAC-SHA256 under one key, its two padded key blocks hashed once (RFC 2104).
-
-    Each signature then copies the two hash states instead of hashing the pads
-    again, as ``hmac.digest`` does every call: about half its CPU per request.
-    ``tests/unit/transport/test_signing.py`` checks it against ``hmac``.
-    """
-
-    __slots__ = ("inner", "outer")
-
-    def __init__(self, key: bytes) -> None:
-        block = key.ljust(64, b"\0")  # a SHA-256 signing key is 32 bytes: never hashed down
-        #: The hash states after the inner and the outer padded key block.
-        self.inner = hashlib.sha256(bytes(byte ^ 0x36 for byte in block))
-        self.outer = hashlib.sha256(bytes(byte ^ 0x5C for byte in block))
-
-    def hexdigest(self, message: bytes) -> str:
-        """``hmac.digest(key, message, "sha256").hex()``, from the hashed pads."""
-        inner = self.inner.copy()
-        inner.update(message)
-        outer = self.outer.copy()
-        outer.update(inner.digest())
-        return outer.hexdigest()
 
 
 def _hmac(key: bytes, message: str) -> bytes:

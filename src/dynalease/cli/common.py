@@ -27,6 +27,13 @@ NEEDS_MOTO = (
     "pip install 'moto[server]==5.2.5' where dynalease was installed from a wheel"
 )
 
+#: What ``dynalease demo`` and ``dynalease invoke`` say when the development tools
+#: (the ``dynalease-dev`` distribution in the repository's ``dev/``) are not installed.
+NEEDS_DEV = (
+    "needs dynalease's development tools, which the wheel does not carry: "
+    "pip install -e ./dev in a clone of the repository (make demo does it)"
+)
+
 
 class CommandError(Exception):
     """A failure to report as one line; ``code`` is the exit status."""
@@ -192,6 +199,22 @@ def moto_missing() -> bool:
         return importlib.util.find_spec("moto") is None
     except ImportError:
         return True
+
+
+def dev_module(name: str) -> Any:
+    """``dynalease_dev.NAME``, the development tools; :class:`CommandError` when missing.
+
+    They are a distribution of their own (``dev/`` in the repository), so the
+    library's wheel and layer carry none of them; imported by name, never typed here.
+    """
+    import importlib
+
+    try:
+        return importlib.import_module(f"dynalease_dev.{name}")
+    except ModuleNotFoundError as error:
+        if error.name != "dynalease_dev":
+            raise
+        raise CommandError(NEEDS_DEV) from None
 
 
 def exit_status(exit_: SystemExit) -> int:

@@ -1,9 +1,11 @@
-"""``dynalease demo``: its options, and the call into :mod:`dynalease.demo`.
+"""``dynalease demo``: its options, and the call into :mod:`dynalease_dev.demo`.
 
-The demo itself (processes, checks, the live view, the embedded moto server)
-needs the ``dev`` extra and is imported only when the command runs. It reports
-a run that could not happen as :class:`dynalease.demo.plan.DemoError`, which
-this module turns into the command's one-line error and exit status.
+The demo itself (processes, checks, the live view) is part of the development
+tools (``dev/`` in the repository, ``pip install -e ./dev``; ``make demo`` installs
+them), not of the dynalease wheel, and is imported only when the command runs; the
+embedded moto server needs the ``dev`` extra. The demo reports a run that could not
+happen as :class:`dynalease_dev.demo.plan.DemoError`, which this module turns into
+the command's one-line error and exit status.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from .common import (
     CommandError,
     connection_options,
     count,
+    dev_module,
     moto_missing,
     positive_seconds,
     table_name,
@@ -79,16 +82,14 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo; 0 when it found no violation, 1 when it did."""
+    plan, runner = dev_module("demo.plan"), dev_module("demo.runner")
     if args.endpoint is None and args.region is None and moto_missing():
         raise CommandError(f"{NEEDS_MOTO}, or pass --endpoint URL of a DynamoDB-compatible server")
-    from ..demo.plan import DemoError, DemoOptions
-    from ..demo.runner import run_demo
-
     # Every field of DemoOptions is an option of the parser above, under its name.
-    options = DemoOptions(
-        **{f.name: getattr(args, f.name) for f in dataclasses.fields(DemoOptions)}
+    options = plan.DemoOptions(
+        **{f.name: getattr(args, f.name) for f in dataclasses.fields(plan.DemoOptions)}
     )
     try:
-        return EXIT_OK if run_demo(options) else EXIT_FAILED
-    except DemoError as error:
+        return EXIT_OK if runner.run_demo(options) else EXIT_FAILED
+    except plan.DemoError as error:
         raise CommandError(str(error), EXIT_USAGE if error.usage else EXIT_FAILED) from None

@@ -1,20 +1,19 @@
 """``dynalease invoke``: run a Lambda handler with a counting-down context.
 
 The command parses its own arguments: the handler, the event and the settings
-are :mod:`dynalease._lambda.invoke`'s, which the demo and the tests also use to
-call handlers. This module lists the command in ``dynalease --help`` and hands
-the rest of the command line over.
+are :mod:`dynalease_dev.invoke`'s (the development tools, ``dev/`` in the
+repository), which the demo and the tests also use to call handlers; with
+``--lifecycle``, :mod:`dynalease_dev.lifecycle`'s. This module lists the command
+in ``dynalease --help`` and hands the rest of the command line over.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 from typing import Any
 
-from .common import EXIT_FAILED, Parser, exit_status
+from .common import CommandError, Parser, dev_module, exit_status
 
-_MACHINERY = "dynalease._lambda.invoke"
 _LIFECYCLE = "--lifecycle"
 
 
@@ -32,28 +31,19 @@ def run(argv: list[str]) -> int:
     """Run ``dynalease invoke ARGV``; returns the exit status.
 
     With ``--lifecycle`` the handler runs under the local control plane
-    (``_tooling/lifecycle.py``) instead of in this interpreter.
+    (``dynalease_dev/lifecycle.py``) instead of in this interpreter.
     """
-    if _LIFECYCLE in argv:
-        from .._tooling import lifecycle
-
-        try:
-            return lifecycle.main([a for a in argv if a != _LIFECYCLE], Parser)
-        except SystemExit as exit_:
-            return exit_status(exit_)
-    # Imported by name: the Lambda tooling is an optional part of an installation.
+    lifecycle = _LIFECYCLE in argv
     try:
-        module = importlib.import_module(_MACHINERY)
-    except ModuleNotFoundError as error:
-        if error.name != _MACHINERY:
-            raise
-        print(
-            f"dynalease invoke: unavailable in this installation ({_MACHINERY} is missing)",
-            file=sys.stderr,
-        )
-        return EXIT_FAILED
+        module = dev_module("lifecycle" if lifecycle else "invoke")
+    except CommandError as error:
+        print(f"dynalease invoke: error: {error}", file=sys.stderr)
+        return error.code
     try:
-        status: int = module.main(argv, Parser)
+        if lifecycle:
+            status: int = module.main([a for a in argv if a != _LIFECYCLE], Parser)
+        else:
+            status = module.main(argv, Parser)
     except SystemExit as exit_:  # its argparse exits on --help and usage errors
         return exit_status(exit_)
     return status

@@ -1,7 +1,7 @@
 """``dynalease local``: a DynamoDB-compatible server on loopback, for trying things.
 
 moto's DynamoDB, served one request at a time by
-:mod:`dynalease.demo.local_server`, in the foreground until Ctrl-C or SIGTERM.
+:mod:`dynalease._tooling.local_server`, in the foreground until Ctrl-C or SIGTERM.
 It prints its endpoint and the environment to export at once, so that the
 other commands, ``dynalease invoke`` and the Python client reach it and not AWS.
 Tables live in memory and vanish when it stops. Only DynamoDB is served, and no
@@ -52,7 +52,7 @@ def add_parser(commands: Any) -> None:
 
 def instructions(url: str) -> str:
     """What ``dynalease local`` prints once it listens on ``url``: shell lines to paste."""
-    from ..demo.local_server import LOCAL_CREDENTIALS, LOCAL_REGION
+    from .._tooling.local_server import LOCAL_CREDENTIALS, LOCAL_REGION
 
     exports = {
         "AWS_ENDPOINT_URL_DYNAMODB": url,
@@ -85,7 +85,7 @@ def remote_warning(host: str) -> str:
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; exit 0 on Ctrl-C or SIGTERM."""
     try:
-        from ..demo.local_server import is_loopback, make_server
+        from .._tooling.local_server import is_loopback, make_server
 
         if not is_loopback(args.host):
             print(remote_warning(args.host), file=sys.stderr, flush=True)

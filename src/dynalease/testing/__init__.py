@@ -4,7 +4,8 @@ The same request-building and lease code as production runs against moto's
 DynamoDB, in this process and without HTTP (install ``dynalease[testing]``), so
 contention, renewal, decorators, contexts, transactions with ``check_in`` and
 the item helpers behave as they do against the local server: real expression
-support, real error codes, moto's capacity figures. Requests are answered one
+support, real error codes; no capacity figures (a lease's ``consumed_rcu`` and
+``consumed_wcu`` stay 0: moto's are not DynamoDB's bill). Requests are answered one
 at a time. moto is imported when the first backend is created, never by
 ``import dynalease``.
 

@@ -10,7 +10,7 @@ Each :class:`InProcessDynamoDB` owns a moto backend of its own that is never
 registered in moto's global backend registry: ``mock_aws`` neither sees its
 tables nor resets them, and nothing patches botocore, so the caller's other
 boto3 calls are untouched. :class:`ServedDynamoDB` is the same for the local
-server (``dynalease.demo.local_server``): a backend per Region, reached over HTTP.
+server (``dynalease._tooling.local_server``): a backend per Region, reached over HTTP.
 
 Two things differ from moto's own backend, both to keep memory flat however
 long it runs (moto itself is not edited):
@@ -55,7 +55,7 @@ _HOST = f"dynamodb.{_REGION}.amazonaws.com"
 #: One request at a time, across every backend in the process. moto's
 #: TransactWriteItems puts back snapshots of the tables it touched when it
 #: cancels, undoing writes other requests committed meanwhile (see
-#: ``dynalease.demo.local_server``); and moto keeps process-wide state (IAM
+#: ``dynalease._tooling.local_server``); and moto keeps process-wide state (IAM
 #: bookkeeping, id generators) that no two backends should touch at once.
 _ONE_AT_A_TIME = threading.Lock()
 

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._engine.store import LoopTransport
 from .._transport.errors import map_error_code
 from ._moto import DynamoDBAnswer, InProcessDynamoDB
 
 _LOCK_OPERATIONS = frozenset({"GetItem", "PutItem", "UpdateItem", "DeleteItem"})
 
 
-class MemoryTransport:
+class MemoryTransport(LoopTransport):
     """Runs requests inline on the in-process DynamoDB, failures mapped as on the wire.
+
+    Answers carry no ``ConsumedCapacity``: moto's figures are not DynamoDB's
+    bill, so a lease's ``consumed_rcu`` and ``consumed_wcu`` stay 0 here.
 
     With ``lock_requests`` it first checks that the table can hold locks: real
     DynamoDB answers a schema mismatch with a terse ValidationException, and in
@@ -30,11 +34,13 @@ class MemoryTransport:
             for table in params.get("RequestItems") or {}:
                 self._check_lock_table(str(table))
         try:
-            return self.db.call(operation, params)
+            response = self.db.call(operation, params)
         except DynamoDBAnswer as answer:
             raise map_error_code(
                 answer.code, answer.message, operation, answer.status, answer.response
             ) from None
+        response.pop("ConsumedCapacity", None)  # MemoryBackend reports zero real capacity
+        return response
 
     async def prepare(self) -> None:
         """Nothing to set up: the table is in this process."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dynalease.demo.state import RELEASED_ROW, DemoState, percentile
+from dynalease_dev.demo.state import RELEASED_ROW, DemoState, percentile
 
 
 def _crashed() -> DemoState:

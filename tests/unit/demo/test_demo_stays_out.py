@@ -23,13 +23,13 @@ def _loaded_after(code: str, packages: tuple[str, ...]) -> list[str]:
 
 @pytest.mark.parametrize("module", ["dynalease", "dynalease.middleware"])
 def test_importing_the_library_or_the_middleware_never_imports_the_demo(module: str) -> None:
-    assert _loaded_after(f"import {module}", ("dynalease.demo", "dynalease.cli")) == []
+    assert _loaded_after(f"import {module}", ("dynalease_dev.demo", "dynalease.cli")) == []
 
 
 def test_the_demo_and_its_processes_never_import_the_command() -> None:
     code = (
-        "import dynalease.demo.runner, dynalease.demo.worker, "
-        "dynalease.demo.lambda_invocations, dynalease.demo.local_server"
+        "import dynalease_dev.demo.runner, dynalease_dev.demo.worker, "
+        "dynalease_dev.demo.lambda_invocations, dynalease._tooling.local_server"
     )
     assert _loaded_after(code, ("dynalease.cli",)) == []
 
@@ -40,4 +40,4 @@ def test_asking_the_command_for_help_does_not_import_the_demo() -> None:
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    dynalease.cli.main(['demo', '--help'])"
     )
-    assert _loaded_after(code, ("dynalease.demo",)) == []
+    assert _loaded_after(code, ("dynalease_dev.demo",)) == []

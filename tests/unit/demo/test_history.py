@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from dynalease_dev.demo import history
+from dynalease_dev.demo.history import ACQUIRED, RELEASED, WRITE, check_records
 
-from dynalease.demo import history
-from dynalease.demo.history import ACQUIRED, RELEASED, WRITE, check_records
 from dynalease.exceptions import LockLost, LockOwnershipLost, TransactionCanceledException
 from dynalease.lock import SyncDistributedLock
 from dynalease.testing import MemoryBackend

@@ -15,17 +15,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.lease_harness import BlockingFaultyTransport, Harness, hang, recording_client, run
+from support.lease_harness import (
+    BlockingFaultyTransport,
+    Harness,
+    bounded_on,
+    hang,
+    recording_client,
+    run,
+)
 
 from dynalease import DynamoDBClient
 from dynalease._engine import journal
 from dynalease._engine.journal import Journal, entries, writer_alive
+from dynalease._engine.store import LoopTransport
 from dynalease.constants import ENV_EXTENSIONS_DIR, ENV_JOURNAL_DIR, ENV_RUNTIME_API
 from dynalease.exceptions import LockLost, LockNotAcquired, LockReleaseError
 from dynalease.lock import SyncDistributedLock
 
 
-class Peeking:
+class Peeking(LoopTransport):
     """A transport that lists the journal directory as each request is sent."""
 
     def __init__(self, inner: Any, directory: Path) -> None:
@@ -42,6 +50,11 @@ class Peeking:
         self.seen.append((operation, sorted(os.listdir(self.directory))))
         self.keys.append((operation, [e.key for e in entries(str(self.directory))]))
         return dict(await self.inner.send(operation, params))
+
+    async def send_within(
+        self, operation: str, params: dict[str, Any], timeout: float, on_late: Any
+    ) -> dict[str, Any]:
+        return await bounded_on(self.inner.clock, self.send(operation, params), timeout, on_late)
 
 
 def _journaled(h: Harness, directory: Path, **options: Any) -> tuple[Any, Peeking]:

@@ -42,16 +42,17 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
+from support.lease_harness import bounded_on
+from support.manual_clock import ManualClock
 from support.memory import MemoryTransport as _MemoryTransport
 from support.memory import memory_lock_table
 
 from dynalease._engine import fenced
 from dynalease._engine import protocol as p
-from dynalease._engine.clock import ManualClock
 from dynalease._engine.lease import Lease
 from dynalease._engine.observations import Observations
 from dynalease._engine.states import State
-from dynalease._engine.store import LockStore
+from dynalease._engine.store import LockStore, LoopTransport
 from dynalease.exceptions import (
     LockLost,
     LockNotAcquired,
@@ -157,7 +158,7 @@ class ClientNet:
     slow_next: float = 0.0
 
 
-class ModelTransport:
+class ModelTransport(LoopTransport):
     """The in-memory table behind one client's faults; checks each commit as it lands."""
 
     def __init__(self, model: LeaseModel, client: int) -> None:
@@ -195,6 +196,12 @@ class ModelTransport:
             net.lose_next_write = False
             raise RequestFailedError("connection reset after commit", operation=operation)
         return answer
+
+    async def send_within(
+        self, operation: str, params: dict[str, Any], timeout: float, on_late: Any
+    ) -> dict[str, Any]:
+        """:meth:`send`, bounded on the model's clock as a real transport bounds it."""
+        return await bounded_on(self.model.clock, self.send(operation, params), timeout, on_late)
 
 
 def kind_of(operation: str, params: dict[str, Any]) -> str:

@@ -13,9 +13,10 @@ import threading
 
 import pytest
 from support.lease_harness import Fault, Harness, hang, lost_answer, run
+from support.manual_clock import ManualClock
 
 from dynalease._engine import protocol as p
-from dynalease._engine.clock import ManualClock, Stamp
+from dynalease._engine.clock import Stamp
 from dynalease._engine.states import State
 from dynalease.exceptions import LockLost, RequestFailedError, ThrottledError
 

@@ -38,7 +38,7 @@ def test_the_sync_transaction_example_runs_in_memory() -> None:
                 lease.check_in(transaction)
                 transaction.put("import_results", {"job_id": "daily", "summary": "ok"})
         assert lease.metrics.write_requests == 2
-        assert lease.metrics.consumed_wcu == 2  # moto's figures: one unit per small write
+        assert lease.metrics.consumed_wcu == 0  # MemoryBackend reports zero real capacity
         assert client.sync_get_item("import_results", {"job_id": "daily"}) == {
             "job_id": "daily",
             "summary": "ok",
@@ -107,6 +107,29 @@ def test_renewal_runs_in_memory() -> None:
         lease = asyncio.run(main())
         assert lease.metrics.renewals >= 2
         assert lease.metrics.write_requests == lease.metrics.renewals + 2
+
+
+def test_a_guard_with_renewals_and_reads_reports_zero_capacity() -> None:
+    """The reference's promise: MemoryBackend reports zero real capacity, renewals included."""
+    with MemoryBackend() as backend:
+        client = backend.client
+        client.sync_create_table("locks", partition_key=("key", "S"))
+
+        async def main() -> tuple[DistributedLock, DistributedLock]:
+            holder = DistributedLock(client, table="locks", key="c", lease_duration=0.3)
+            waiter = DistributedLock(client, table="locks", key="c", wait_timeout=5)
+            async with holder:
+                waiting = asyncio.create_task(waiter.__aenter__())
+                await asyncio.sleep(0.45)  # the holder renews; the waiter reads the row
+            await waiting
+            await waiter.__aexit__(None, None, None)
+            return holder, waiter
+
+        holder, waiter = asyncio.run(main())
+        assert holder.metrics.renewals >= 1
+        assert waiter.metrics.read_requests >= 1
+        for lease in (holder, waiter):
+            assert (lease.metrics.consumed_rcu, lease.metrics.consumed_wcu) == (0, 0)
 
 
 def test_tables_lists_every_item_as_fresh_copies_and_clear_drops_them() -> None:

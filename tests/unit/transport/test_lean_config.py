@@ -175,9 +175,9 @@ def test_an_explicit_endpoint_and_keys_win_over_the_environment(
         "AWS_PROFILE",
         "AWS_CREDENTIAL_EXPIRATION",
         "AWS_ACCOUNT_ID",
+        "AWS_ACCOUNT_ID_ENDPOINT_MODE",
         "AWS_USE_FIPS_ENDPOINT",
         "AWS_USE_DUALSTACK_ENDPOINT",
-        "HTTPS_PROXY",
     ],
 )
 def test_settings_the_lean_path_does_not_model_hand_it_to_botocore(

@@ -1,8 +1,8 @@
 """Proxies, CA bundles, secrets and botocore's private attributes, as the lean path reads them.
 
 No server here (``tests/integration/test_lean_settings_live.py`` sends through a
-proxy and over TLS). The proxy rules are compared with the standard library's
-(which botocore uses) and with what a real botocore client decides; the CA
+proxy and over TLS). The proxy chosen is compared with what a real botocore
+client decides; the CA
 bundle with a real client's ``verify``; every private botocore attribute the
 lean path reads is looked up on real clients, so a botocore release that renames
 one fails here; and no repr of the lean path's settings shows a secret.
@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,19 +38,25 @@ def _internals() -> Any:
 
 
 def proxy_for(url: str) -> str | None:
-    from dynalease._transport.proxies import proxy_for
+    from dynalease._transport.connections import proxy_for
 
     return proxy_for(url)
 
 
-def environment_proxies() -> dict[str, str]:
-    from dynalease._transport.proxies import environment_proxies
-
-    return environment_proxies()
-
-
 def read_client(client: Any, url: str) -> Any:
-    return _internals().read_client(client, url)
+    """The private settings the lean path reads from ``client``."""
+    import types
+
+    internals = _internals()
+    return types.SimpleNamespace(
+        credentials=internals.signing_credentials(client), verify=internals.endpoint_verify(client)
+    )
+
+
+def botocore_proxy(client: Any, url: str) -> str | None:
+    """The proxy a botocore client sends ``url`` through (its private reading, for the test)."""
+    proxy: str | None = client._endpoint.http_session._proxy_config.proxy_url_for(url)
+    return proxy or None
 
 
 def endpoint_verify(client: Any) -> Any:
@@ -144,52 +149,53 @@ def _set(monkeypatch: pytest.MonkeyPatch, variables: dict[str, str]) -> None:
 
 @pytest.mark.parametrize("variables", ENVIRONMENTS, ids=lambda v: ",".join(v) or "none")
 @pytest.mark.parametrize("url", [REGIONAL, LOCAL, "http://[::1]:8000"])
-def test_the_proxy_is_read_as_the_standard_library_and_botocore_read_it(
+def test_the_proxy_is_the_one_botocore_sends_through(
     monkeypatch: pytest.MonkeyPatch, variables: dict[str, str], url: str
 ) -> None:
     _set(monkeypatch, variables)
-    standard = urllib.request.getproxies_environment()
-    assert environment_proxies() == standard
-    host = url.split("://", 1)[1]
-    # (not in typeshed, but the function botocore calls on Linux as proxy_bypass)
-    bypassed = urllib.request.proxy_bypass_environment(host, standard)  # type: ignore[attr-defined]
-    expected = None if bypassed else standard.get(url.split(":", 1)[0])
-    assert proxy_for(url) == expected
-    # botocore's own answer for a client of the same endpoint.
-    botocore_proxy = read_client(_client(url), url).proxy_url
-    assert (proxy_for(url) is None) == (botocore_proxy is None)
+    assert proxy_for(url) == botocore_proxy(_client(url), url)
 
 
 @pytest.mark.parametrize("variables", ENVIRONMENTS, ids=lambda v: ",".join(v) or "none")
 @pytest.mark.parametrize("url", [None, LOCAL])
-def test_the_lean_path_connects_directly_only_where_botocore_would(
+def test_a_proxy_no_longer_hands_the_lean_path_to_botocore(
     monkeypatch: pytest.MonkeyPatch, variables: dict[str, str], url: str | None
 ) -> None:
     _set(monkeypatch, variables)
     direct = _direct(url)
+    assert direct is not None
     endpoint = url or REGIONAL
-    assert (direct is not None) == (proxy_for(endpoint) is None)
-    if direct is None:  # botocore proxies it: the lock client's route says so too
-        with pytest.raises(Unsupported, match="proxy"):
-            Route.of_client(_client(url))
+    assert Route.direct(direct).connections.proxy == botocore_proxy(_client(url), endpoint)
+    assert Route.of_client(_client(url)).connections.proxy == botocore_proxy(_client(url), endpoint)
 
 
 @pytest.mark.parametrize("name", ["HTTPS_PROXY", "https_proxy", "Https_Proxy"])
-def test_an_https_proxy_in_any_letter_case_hands_the_regional_endpoint_to_botocore(
+def test_an_https_proxy_in_any_letter_case_is_used_for_the_regional_endpoint(
     monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
-    assert _direct() is not None
     monkeypatch.setenv(name, "http://proxy.internal:3128")
-    assert _direct() is None
+    direct = _direct()
+    assert direct is not None
+    assert Route.direct(direct).connections.proxy == "http://proxy.internal:3128"
     monkeypatch.setenv("NO_PROXY", "dynamodb.us-east-1.amazonaws.com")
-    assert _direct() is not None
+    assert Route.direct(direct).connections.proxy is None
 
 
-def test_a_proxy_in_a_botocore_config_makes_the_route_unsupported() -> None:
+def test_a_proxy_in_a_botocore_config_is_the_routes_proxy() -> None:
     client = _client(LOCAL, config=Config(proxies={"http": "http://p:1"}))
-    with pytest.raises(Unsupported, match="proxy"):
-        Route.of_client(client)
-    Route.of_client(_client(LOCAL, config=Config(proxies={"https": "http://p:1"})))
+    assert Route.of_client(client).connections.proxy == "http://p:1"
+    client = _client(LOCAL, config=Config(proxies={"https": "http://p:1"}))
+    assert Route.of_client(client).connections.proxy is None
+
+
+def test_proxy_tls_settings_and_client_certificates_are_left_to_botocore(tmp_path: Path) -> None:
+    cert = tmp_path / "client.pem"
+    trustme.CA().issue_cert("client").private_key_and_cert_chain_pem.write_to_path(str(cert))
+    with pytest.raises(Unsupported, match="certificate"):
+        Route.of_client(_client(LOCAL, config=Config(client_cert=str(cert))))
+    settings = Config(proxies_config={"proxy_ca_bundle": str(cert)})
+    with pytest.raises(Unsupported, match="proxy TLS"):
+        Route.of_client(_client(LOCAL, config=settings))
 
 
 # --- CA bundles ---------------------------------------------------------------------
@@ -244,20 +250,14 @@ def test_no_repr_of_the_lean_settings_shows_a_secret_or_token(
     credentials = StaticCredentials(KEY_ID, SECRET, TOKEN)
     config = DirectConfig("http://127.0.0.1:1", "us-east-1", credentials, 1.0)
     route = Route.direct(config)
-    route.request_bytes("GetItem", b"{}", credentials)  # the signer caches a derived key
+    route.signer.fields("x", b"{}", KEY_ID, SECRET, TOKEN)  # the signer caches a derived key
     settings = Settings(
         region="us-east-1", access_key=KEY_ID, secret_key=SECRET, session_token=TOKEN
     )
     caplog.set_level(logging.DEBUG)
     lean = LeanTransport(lambda: None, config)  # type: ignore[arg-type, return-value]
-    inside = read_client(
-        _client(
-            LOCAL, aws_access_key_id=KEY_ID, aws_secret_access_key=SECRET, aws_session_token=TOKEN
-        ),
-        LOCAL,
-    )
     shown = [repr(credentials), str(credentials), repr(config), str(config), repr(settings)]
-    shown += [repr(vars(route)), repr(vars(lean)), repr(inside), str(inside), caplog.text]
+    shown += [repr(vars(route)), repr(vars(lean)), caplog.text]
     for text in shown:
         assert SECRET not in text and TOKEN not in text, text
     assert KEY_ID not in repr(credentials) and "MPLE" in repr(credentials)
@@ -286,28 +286,15 @@ def test_an_unsupported_endpoint_is_named_without_its_user_info_or_query(
 
 
 def test_every_private_botocore_attribute_the_lean_path_reads_is_there(tmp_path: Path) -> None:
-    # A client certificate, a proxy and a CA path, so each attribute holds a real value.
-    authority = trustme.CA()
-    cert = tmp_path / "client.pem"
-    authority.issue_cert("client").private_key_and_cert_chain_pem.write_to_path(str(cert))
     bundle = tmp_path / "ca.pem"
-    authority.cert_pem.write_to_path(str(bundle))
-    config = Config(client_cert=str(cert), proxies={"https": "http://proxy:3128"})
-    client = _client("https://db.example:8443", config=config, verify=str(bundle))
+    trustme.CA().cert_pem.write_to_path(str(bundle))
+    client = _client("https://db.example:8443", verify=str(bundle))
     inside = read_client(client, "https://db.example:8443")
-    assert inside.cert_file == str(cert)
-    assert inside.proxy_url == "http://proxy:3128"
     assert inside.verify == str(bundle) == endpoint_verify(client)
-    assert inside.signing_region == "us-east-1"
     frozen = inside.credentials.get_frozen_credentials()
     assert (frozen.access_key, frozen.secret_key) == ("AKIDEXAMPLE", "secret")
-    assert callable(_internals().api_call(client))
-
-    plain = read_client(_client(LOCAL, verify=False), LOCAL)
-    assert (plain.cert_file, plain.proxy_url, plain.verify) == (None, None, False)
+    assert read_client(_client(LOCAL, verify=False), LOCAL).verify is False
     assert read_client(_client(LOCAL), LOCAL).verify is True
-    pair = Config(client_cert=(str(cert), str(cert)))
-    assert read_client(_client(LOCAL, config=pair), LOCAL).cert_file == str(cert)
 
     # Sharing the credentials object: the lock client then signs as the caller's.
     target = _client(LOCAL, aws_access_key_id="placeholder", aws_secret_access_key="x")
@@ -336,26 +323,18 @@ def _renamed(client: Any, owner: str, name: str) -> Any:
 
 @pytest.mark.parametrize(
     ("owner", "name"),
-    [
-        ("session", "_cert_file"),
-        ("session", "_verify"),
-        ("session", "_proxy_config"),
-        ("signer", "_credentials"),
-        ("signer", "_region_name"),
-    ],
+    [("session", "_verify"), ("signer", "_credentials")],
 )
 def test_a_renamed_private_attribute_is_reported_not_read_as_absent(
     owner: str, name: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    cert = tmp_path / "client.pem"
-    trustme.CA().issue_cert("client").private_key_and_cert_chain_pem.write_to_path(str(cert))
-    client = _renamed(_client(LOCAL, config=Config(client_cert=str(cert))), owner, name)
-    # The lean path leaves lock requests to botocore (which sends the client
-    # certificate), and says why as a warning: never a lean route without it.
+    client = _renamed(_client(LOCAL, verify=False), owner, name)
+    # The lean path leaves lock requests to botocore (which knows its own settings),
+    # and says why as a warning: never a lean route that trusts the wrong certificates.
     lean = LeanTransport(lambda: client)
     caplog.set_level(logging.WARNING, logger="dynalease")
     asyncio.run(lean.prepare())
-    assert lean.pool is None and lean.fallback_reason is not None and name in lean.fallback_reason
+    assert lean.route is None and lean.fallback_reason is not None and name in lean.fallback_reason
     assert any(record.levelno == logging.WARNING for record in caplog.records)
     with pytest.raises(_internals().BotocoreChanged, match=name):
         read_client(client, LOCAL)

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from dynalease._engine.store import ConditionFailed
 from dynalease._transport.codec import ENCODER, read_answer
+from dynalease._transport.connections import Answer
 from dynalease._transport.sign import CONTENT_TYPE, SigV4Signer, amz_date, host_header
 from dynalease.exceptions import (
     AccessDeniedError,
@@ -202,45 +203,6 @@ _TEXT = st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=40)
 
 
 @settings(max_examples=150, deadline=None)
-@given(
-    key=st.one_of(_TEXT, st.sampled_from(['a"b', "a\\b", "100%", "%s", "\ue000key\ue001", "\x00"])),
-    owner=_TEXT,
-    version=_TEXT,
-    lease_ms=st.integers(100, 86_400_000),
-    fenced=st.booleans(),
-)
-def test_a_blocking_body_from_its_template_is_the_encoded_parameters_byte_for_byte(
-    key: str, owner: str, version: str, lease_ms: int, fenced: bool
-) -> None:
-    # The lean path sends a sync caller's create and delete from templates; the
-    # store builds the same requests as parameters for every other transport.
-    from dynalease._engine import shapes
-    from dynalease._engine.protocol import FENCED_PROTOCOL, PROTOCOL, LockRow
-    from dynalease._transport.codec import BodyTemplate
-
-    protocol = FENCED_PROTOCOL if fenced else PROTOCOL
-    row = LockRow(key, owner, version, lease_ms, protocol)
-    slotted = shapes.create_request("locks", shapes.slotted_row(row))[1]
-    create = BodyTemplate(slotted, shapes.ROW_SLOTS)
-    expected = ENCODER.encode(shapes.create_request("locks", row)[1]).encode()
-    assert create.fill(key, owner, version) == expected
-    slotted = shapes.release_request("locks", *shapes.RELEASE_SLOTS, fenced)[1]
-    release = BodyTemplate(slotted, shapes.RELEASE_SLOTS)
-    expected = ENCODER.encode(shapes.release_request("locks", key, owner, fenced)[1]).encode()
-    assert release.fill(key, owner) == expected
-
-
-def test_a_template_refuses_a_marker_missing_repeated_or_out_of_order() -> None:
-    from dynalease._transport.codec import BodyTemplate
-
-    with pytest.raises(ValueError, match="once"):
-        BodyTemplate({"a": {"S": "x"}}, ("x", "y"))
-    with pytest.raises(ValueError, match="once"):
-        BodyTemplate({"a": {"S": "x"}, "b": {"S": "x"}}, ("x",))
-    with pytest.raises(ValueError, match="order"):
-        BodyTemplate({"a": {"S": "y"}, "b": {"S": "x"}}, ("x", "y"))
-
-
 def _botocore_parse(operation: str, status: int, body: dict[str, Any]) -> dict[str, Any]:
     raw = json.dumps(body).encode()
     return create_parser("json").parse(
@@ -258,7 +220,7 @@ def test_answers_decode_like_botocore_including_binary_and_capacity() -> None:
         },
         "ConsumedCapacity": {"TableName": "locks", "CapacityUnits": 1.0},
     }
-    ours = read_answer("GetItem", 200, json.dumps(body).encode(), None, "http://x")
+    ours = read_answer("GetItem", Answer(200, json.dumps(body).encode(), None, None), "http://x")
     theirs = _botocore_parse("GetItem", 200, body)
     assert ours["Item"] == theirs["Item"]
     assert ours["ConsumedCapacity"] == theirs["ConsumedCapacity"]
@@ -272,7 +234,7 @@ def test_a_failed_condition_carries_the_current_row_from_the_answer() -> None:
         "Item": row,
     }
     with pytest.raises(ConditionFailed) as failed:
-        read_answer("PutItem", 400, json.dumps(body).encode(), None, "http://x")
+        read_answer("PutItem", Answer(400, json.dumps(body).encode(), None, None), "http://x")
     assert failed.value.item == row
 
 
@@ -294,7 +256,7 @@ def test_error_answers_map_to_the_same_errors_as_the_botocore_path(
 ) -> None:
     body = {"__type": f"com.amazonaws.dynamodb.v20120810#{kind}", "message": "no"}
     with pytest.raises(expected) as raised:
-        read_answer("UpdateItem", status, json.dumps(body).encode(), None, "http://x")
+        read_answer("UpdateItem", Answer(status, json.dumps(body).encode(), None, None), "http://x")
     assert raised.value.code == kind  # type: ignore[attr-defined]
     assert getattr(raised.value, "may_have_committed", False) is may_have_committed
 
@@ -306,48 +268,37 @@ def test_a_cancelled_transaction_keeps_its_reasons() -> None:
         "CancellationReasons": [{"Code": "ConditionalCheckFailed"}, {"Code": "None"}],
     }
     with pytest.raises(TransactionCanceledException) as raised:
-        read_answer("TransactWriteItems", 400, json.dumps(body).encode(), None, "http://x")
+        read_answer(
+            "TransactWriteItems", Answer(400, json.dumps(body).encode(), None, None), "http://x"
+        )
     assert [r["Code"] for r in raised.value.reasons] == ["ConditionalCheckFailed", "None"]
 
 
 def test_an_answer_whose_checksum_does_not_match_may_have_been_applied() -> None:
     with pytest.raises(RequestFailedError) as raised:
-        read_answer("PutItem", 200, b'{"ConsumedCapacity":{}}', 12345, "http://x")
+        read_answer("PutItem", Answer(200, b'{"ConsumedCapacity":{}}', 12345, None), "http://x")
     assert raised.value.may_have_committed
 
 
 def test_an_empty_success_is_an_answer_not_a_failure() -> None:
-    assert read_answer("PutItem", 200, b"{}", None, "http://x")["ResponseMetadata"] == {
-        "HTTPStatusCode": 200
-    }
+    assert read_answer("PutItem", Answer(200, b"{}", None, None), "http://x")[
+        "ResponseMetadata"
+    ] == {"HTTPStatusCode": 200}
 
 
 def test_a_success_that_is_not_json_may_have_been_applied() -> None:
     with pytest.raises(RequestFailedError) as raised:
-        read_answer("PutItem", 200, b"<html>", None, "http://x")
+        read_answer("PutItem", Answer(200, b"<html>", None, None), "http://x")
     assert raised.value.may_have_committed
 
 
 def test_a_5xx_page_that_is_not_json_may_have_been_applied() -> None:
     with pytest.raises(RequestFailedError) as raised:
-        read_answer("DeleteItem", 502, b"<html>bad gateway</html>", None, "http://x")
+        read_answer("DeleteItem", Answer(502, b"<html>bad gateway</html>", None, None), "http://x")
     assert raised.value.may_have_committed
 
 
-@settings(max_examples=200, deadline=None)
-@given(key=st.binary(min_size=32, max_size=32), message=st.binary(max_size=2000))
-def test_the_signers_hmac_from_copied_pad_states_is_hmac_sha256(key: bytes, message: bytes) -> None:
-    import hmac
-
-    from dynalease._transport.sign import _Pads
-
-    pads = _Pads(key)
-    expected = hmac.digest(key, message, "sha256").hex()
-    assert pads.hexdigest(message) == expected
-    assert pads.hexdigest(message) == expected  # the hashed pads are copied, never consumed
-
-
-def test_a_token_signature_reads_the_same_with_the_cached_pads_as_with_fresh_ones() -> None:
+def test_a_token_signature_reads_the_same_with_the_cached_key_as_with_a_fresh_one() -> None:
     signer = SigV4Signer("127.0.0.1:8000", "us-east-1")
     request = ("DynamoDB_20120810.GetItem", b"{}", "AKID", "s3cret", "tok", "20260101T120000Z")
     first = signer.fields(*request)

@@ -1,6 +1,6 @@
 """One demo worker process: contends for customer locks until its end time.
 
-Run by ``dynalease demo`` as ``python -m dynalease.demo.worker CONFIG_JSON``.
+Run by ``dynalease demo`` as ``python -m dynalease_dev.demo.worker CONFIG_JSON``.
 It reports what happens as JSON lines on stdout, one event per line, so a
 SIGKILL of this process can never corrupt what the supervisor reads.
 
@@ -28,10 +28,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..client import DynamoDBClient
-from ..exceptions import DynaleaseError, LockLost, LockNotAcquired, RequestFailedError
-from ..lock import SyncDistributedLock, distributed_lock
-from ..transaction import SyncTransaction
+from dynalease.client import DynamoDBClient
+from dynalease.exceptions import DynaleaseError, LockLost, LockNotAcquired, RequestFailedError
+from dynalease.lock import SyncDistributedLock, distributed_lock
+from dynalease.transaction import SyncTransaction
+
 from . import history
 
 KEY_TEMPLATE = "customer:{customer_id}"

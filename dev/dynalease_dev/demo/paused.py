@@ -19,10 +19,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..client import DynamoDBClient
-from ..exceptions import LockLost
-from ..fencing import fenced_update
-from ..lock import SyncDistributedLock
+from dynalease.client import DynamoDBClient
+from dynalease.exceptions import LockLost
+from dynalease.fencing import fenced_update
+from dynalease.lock import SyncDistributedLock
+
 from .plan import DemoError
 
 LEASE_S = 1.0

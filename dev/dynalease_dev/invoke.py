@@ -266,7 +266,7 @@ def _parser(parser_class: type[argparse.ArgumentParser] = _Parser) -> argparse.A
 
 
 def _apply_settings(arguments: argparse.Namespace) -> None:
-    from ..constants import ENV_TABLE
+    from dynalease.constants import ENV_TABLE
 
     # Environment variables, not arguments: the handler reads its configuration
     # from the environment in Lambda, so it must do the same here.

@@ -24,7 +24,7 @@ be safe to leave running on a developer's machine:
   close-after-every-answer server.
 
 moto ships with the ``dev`` extra (``make demo`` installs it). Run alone:
-``python -m dynalease.demo.local_server --port 8000``.
+``python -m dynalease._tooling.local_server --port 8000``.
 """
 
 from __future__ import annotations
@@ -285,7 +285,7 @@ class LocalServer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m dynalease.demo.local_server --port N [--close-connections]``."""
+    """``python -m dynalease._tooling.local_server --port N [--close-connections]``."""
     parser = argparse.ArgumentParser(
         description="Serve moto's DynamoDB (only) on 127.0.0.1, one request at a time."
     )

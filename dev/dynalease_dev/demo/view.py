@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .._tooling.console import plain_table, rich_table
+from dynalease._tooling.console import plain_table, rich_table
+
 from .state import COMPLETED, GAVE_UP, LOST, DemoState, WorkerStats, percentile
 
 RECENT = 8

@@ -27,11 +27,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import dynalease
+
 from .lambda_plane import ControlPlane
 
 __all__ = ["layer_directory", "main"]
 
-_PACKAGE = Path(__file__).resolve().parents[1]  # dynalease/
+_PACKAGE = Path(dynalease.__file__).resolve().parent  # the installed dynalease/
 
 
 def _parser(

@@ -1,7 +1,7 @@
 """The demo's Lambda timeout: a handler killed while it holds a lock, and the next one's wait.
 
 Run once by the demo's Lambda process before its regular invocations, under the
-local control plane (``dynalease._tooling.lambda_plane``, with ``awslambdaric``
+local control plane (``dynalease_dev.lambda_plane``, with ``awslambdaric``
 from the dev extra) and with the recovery extension: :func:`handler` takes
 ``demo:lambda-timeout`` (3 s lease) and sleeps past its 2 s timeout; the plane
 kills the runtime and sends ``SHUTDOWN``; the extension deletes the row; a
@@ -49,8 +49,8 @@ def scenario(table: str, key: str = KEY) -> str:
 
     if importlib.util.find_spec("awslambdaric") is None:
         return "Lambda timeout skipped: awslambdaric (dev extra) is not installed"
-    from dynalease._tooling.lambda_plane import ControlPlane
-    from dynalease._tooling.lifecycle import layer_directory
+    from dynalease_dev.lambda_plane import ControlPlane
+    from dynalease_dev.lifecycle import layer_directory
 
     with tempfile.TemporaryDirectory(prefix="dynalease-demo-lambda-") as temporary:
         directory = Path(temporary)

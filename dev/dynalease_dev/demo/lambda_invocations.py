@@ -1,8 +1,8 @@
 """The demo's Lambda process: example handlers invoked on the sample events.
 
 Run by ``dynalease demo`` as
-``python -m dynalease.demo.lambda_invocations CONFIG_JSON``. Each invocation goes
-through :func:`dynalease._lambda.invoke.invoke`, so the handler's middleware
+``python -m dynalease_dev.demo.lambda_invocations CONFIG_JSON``. Each invocation goes
+through :func:`dynalease_dev.invoke.invoke`, so the handler's middleware
 sizes its lock wait from a context whose remaining time really counts down.
 The handlers lock the same customer keys as the workers, through
 the lock table named in ``DYNALEASE_TABLE``, as the CDK construct would set it.
@@ -38,7 +38,7 @@ def handlers(root: Path) -> dict[str, str]:
 
 def repository_root() -> Path | None:
     """The checkout holding examples/ and events/: the working directory or the source tree."""
-    # src/dynalease/demo/this file -> the checkout, for an editable install.
+    # dev/dynalease_dev/demo/this file -> the checkout, for an editable install.
     for candidate in (Path.cwd(), Path(__file__).resolve().parents[3]):
         if (candidate / "events").is_dir() and (candidate / "examples" / "lambda").is_dir():
             return candidate
@@ -58,7 +58,7 @@ def lambda_plan(common: dict[str, Any]) -> dict[str, Any] | None:
 
 def _invoke_once(invoke: Any, target: str, event: Any) -> tuple[str, str]:
     """(outcome, detail): ok, contended (the lock was busy; Lambda retries) or error."""
-    from ..exceptions import LockNotAcquired
+    from dynalease.exceptions import LockNotAcquired
 
     try:
         result = invoke(target, event, timeout=INVOCATION_TIMEOUT_S)
@@ -79,8 +79,9 @@ def _invoke_once(invoke: Any, target: str, event: Any) -> tuple[str, str]:
 
 
 def main(argv: list[str]) -> int:
-    from .._lambda.invoke import invoke
-    from ..constants import ENV_TABLE
+    from dynalease.constants import ENV_TABLE
+
+    from ..invoke import invoke
     from .worker import emit, wait_for_start
 
     config = json.loads(argv[0])

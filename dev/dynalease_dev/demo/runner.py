@@ -2,12 +2,12 @@
 
 The supervisor (this module) starts an embedded moto server unless the options
 point elsewhere (an endpoint or a Region), creates the lock, results and history
-tables, and spawns worker processes (:mod:`dynalease.demo.worker`) that contend
+tables, and spawns worker processes (:mod:`dynalease_dev.demo.worker`) that contend
 for a few customer keys, plus one process that invokes the example Lambda
-handlers on the sample events (:mod:`dynalease.demo.lambda_invocations`). Part
+handlers on the sample events (:mod:`dynalease_dev.demo.lambda_invocations`). Part
 way through it SIGKILLs a worker that holds a lock, so the others must recover
 the row by observation. At the end it checks what was written
-(:mod:`dynalease.demo.checks`); any failure makes the run fail.
+(:mod:`dynalease_dev.demo.checks`); any failure makes the run fail.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ import time
 import uuid
 from typing import Any
 
-from .._tooling.console import use_rich
+from dynalease._tooling.console import use_rich
+from dynalease._tooling.local_server import LOCAL_CREDENTIALS, LOCAL_REGION, LocalServer
+
 from .checks import check_run, plural
-from .local_server import LOCAL_CREDENTIALS, LOCAL_REGION, LocalServer
 from .plan import DemoError, DemoOptions, Plan
 from .processes import Events, Process
 from .state import RELEASED_ROW, DemoState
@@ -60,7 +61,7 @@ class Demo:
     # --- setup ------------------------------------------------------------------
 
     def connect(self) -> Any:
-        from ..client import DynamoDBClient
+        from dynalease.client import DynamoDBClient
 
         if self.embedded:
             print("starting an embedded moto server on a free loopback port ...", flush=True)
@@ -85,7 +86,8 @@ class Demo:
         )
 
     def create_tables(self, client: Any) -> None:
-        from .._tooling.diagnose import PROBLEM, diagnose
+        from dynalease._tooling.diagnose import PROBLEM, diagnose
+
         from . import history
         from .worker import CUSTOMER_ATTR
 
@@ -144,14 +146,16 @@ class Demo:
                 "seed": number,
                 "victim": number == 1,
             }
-            self._start(name, "dynalease.demo.worker", config)
+            self._start(name, "dynalease_dev.demo.worker", config)
         from .lambda_invocations import lambda_plan
 
         lambda_config = lambda_plan(common)
         if lambda_config is None:
             self.state.note("Lambda invocations skipped: examples/lambda or events/ not found")
         else:
-            self._start("lambda", "dynalease.demo.lambda_invocations", lambda_config, kind="lambda")
+            self._start(
+                "lambda", "dynalease_dev.demo.lambda_invocations", lambda_config, kind="lambda"
+            )
 
     def _start(self, name: str, module: str, config: dict[str, Any], kind: str = "worker") -> None:
         process = Process(name, module, config, self.env)
@@ -259,7 +263,7 @@ class Demo:
         crash = self.state.crash
         if crash is None or crash.takeover_after_s is not None:
             return
-        from ..exceptions import DynaleaseError
+        from dynalease.exceptions import DynaleaseError
 
         try:
             row = client.sync_get_item(

@@ -1,6 +1,6 @@
 """What the demo's tables must show at the end of a run.
 
-- the history (:mod:`dynalease.demo.history`): no stale commits, no overlaps;
+- the history (:mod:`dynalease_dev.demo.history`): no stale commits, no overlaps;
 - the counters: each customer's counter equals the commits reported for it
   (a lost update means two holders at once);
 - the audits under ``distributed_lock``: no counter changed while held;

@@ -39,7 +39,7 @@ It also counts *takeovers*: ``acquired`` records whose previous holder left no
 The proof is only as good as the server's transactions. The threaded
 ``python -m moto.server`` undoes concurrent acknowledged writes when it cancels
 a transaction, which shows up here as violations; run moto one request at a
-time (``dynalease.demo.local_server``, which the tests, the demo and the soak use).
+time (``dynalease._tooling.local_server``, which the tests, the demo and the soak use).
 
 Usage::
 
@@ -62,11 +62,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, Unpack, overload
 
-from .._values import from_item
-from ..client import DynamoDBClient, check_table_name
-from ..exceptions import TableNotFoundError
-from ..lock import DistributedLock, SyncDistributedLock
-from ..transaction import SyncTransaction, Transaction
+from dynalease._values import from_item
+from dynalease.client import DynamoDBClient, check_table_name
+from dynalease.exceptions import TableNotFoundError
+from dynalease.lock import DistributedLock, SyncDistributedLock
+from dynalease.transaction import SyncTransaction, Transaction
 
 __all__ = [
     "ACQUIRED",

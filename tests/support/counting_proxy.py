@@ -2,7 +2,8 @@
 
 For the Lambda tests (a path that must make no request at all, or exactly a
 create and a delete) and the recovery benchmark (the requests of a normal
-invocation, with and without the extension); never imported by the library.
+invocation, with and without the extension, which imports it as
+``tests.support.counting_proxy``); never imported by the library.
 """
 
 from __future__ import annotations
