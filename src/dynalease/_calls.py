@@ -14,9 +14,7 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from typing import Any, ParamSpec, TypeVar, cast
-
-from .keys import KeyTemplate
+from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -44,11 +42,27 @@ def check_keywords(function: str, given: Mapping[str, object], options: Any) -> 
         raise TypeError(f"{function}() missing required keyword argument{plural}: {names}")
 
 
+class Resolver(Protocol):
+    """A key template bound to a function: one call's key (or keys) from its arguments."""
+
+    def resolve(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The key (``keys.BoundKey``) or keys (``_keyset.BoundKeys``) of one call."""
+        ...
+
+
+class Template(Protocol):
+    """A key template (``keys.KeyTemplate``) or several (``_keyset.KeysTemplate``)."""
+
+    def bind(self, function: Callable[..., Any]) -> Resolver:
+        """Bind to ``function``'s parameters."""
+        ...
+
+
 def guarded_calls(
     name: str,
-    template: KeyTemplate,
-    async_guard: Callable[[str], AbstractAsyncContextManager[Any]],
-    sync_guard: Callable[[str], AbstractContextManager[Any]],
+    template: Template,
+    async_guard: Callable[[Any], AbstractAsyncContextManager[Any]],
+    sync_guard: Callable[[Any], AbstractContextManager[Any]],
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """The decorator of ``distributed_lock`` and ``distributed_semaphore``.
 

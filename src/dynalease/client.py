@@ -24,6 +24,7 @@ from ._engine.observations import Observations
 from ._engine.permits import PermitTarget
 from ._engine.runtime import Runtime, get_runtime
 from ._engine.store import LockStore, Transport
+from ._engine.targets import KeysTarget
 from ._values import from_item, to_item
 from .exceptions import ForkedProcessError, LockLost, TableNotFoundError
 
@@ -251,16 +252,18 @@ class DynamoDBClient:
         on_lost: Callable[[LockLost], object] | None,
         permit_keys: tuple[str, ...] = (),
         fencing: bool = False,
+        keys: tuple[str, ...] = (),
     ) -> Lease:
-        """A lease on ``key``; with ``permit_keys``, a semaphore's on one of them."""
+        """A lease on ``key``, a semaphore's (``permit_keys``) or a multi-key lock's (``keys``)."""
         self._check_process()
+        target = KeysTarget(keys) if len(keys) > 1 else None
         return Lease(
             store=self._lock_store,
             clock=self._clock,
             observations=self._observations,
             table=table,
             key=key,
-            target=PermitTarget(key, permit_keys) if permit_keys else None,
+            target=PermitTarget(key, permit_keys) if permit_keys else target,
             lease_s=lease_s,
             wait_s=wait_s,
             on_lost=on_lost,

@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 from . import _tracing, shutdown
 from ._advice import explain
@@ -19,10 +19,11 @@ from ._engine.deadline import suspension_warning
 from ._engine.lease import Lease
 from ._engine.protocol import check_durations
 from ._engine.states import State
+from ._keyset import KeysTemplate, key_set
 from ._redact import logged_key
 from .client import DynamoDBClient, check_table_name
 from .exceptions import DynamoDBError, FencingUnavailable, GuardReused, LockLost
-from .keys import KeyTemplate, validate_key
+from .keys import KeyTemplate
 from .metrics import LockMetrics
 
 if TYPE_CHECKING:
@@ -91,18 +92,20 @@ class _Guard:
         client: DynamoDBClient,
         *,
         table: str,
-        key: str,
+        key: str | None = None,
         lease_duration: float = 30.0,
         wait_timeout: float = 35.0,
         on_lost: OnLost | None = None,
         fencing: bool = False,
+        keys: Sequence[str] | None = None,
     ) -> None:
         lease_s, wait_s = _check_options(
             client, table, lease_duration, wait_timeout, on_lost, fencing
         )
+        resolved = key_set(key, keys, fencing=fencing)
         self._client = client
         self._lease: Lease = client._new_lease(
-            table, validate_key(key), lease_s, wait_s, on_lost, fencing=fencing
+            table, resolved[0], lease_s, wait_s, on_lost, fencing=fencing, keys=resolved
         )
 
     @property
@@ -112,8 +115,13 @@ class _Guard:
 
     @property
     def key(self) -> str:
-        """The resolved lock key."""
+        """The resolved lock key (with ``keys``: the first of them)."""
         return self._lease.key
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every key this guard holds: ``(key,)``, or the resolved ``keys``."""
+        return self._lease.keys
 
     @property
     def owner(self) -> str:
@@ -208,7 +216,7 @@ class _Guard:
                 "the transaction uses a different DynamoDBClient than this lock; "
                 "create the transaction with the lock's client"
             )
-        transaction._check_in(self._lease, self._lease.condition_item())
+        transaction._check_in(self._lease, self._lease.condition_items())  # one per key
 
     @property
     def metrics(self) -> LockMetrics:
@@ -362,15 +370,16 @@ def distributed_lock(
     client: DynamoDBClient,
     *,
     table: str,
-    key: str,
+    key: str | None = None,
     lease_duration: float = 30.0,
     wait_timeout: float = 35.0,
     on_lost: OnLost | None = None,
     fencing: bool = False,
+    keys: Sequence[str] | None = None,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Run each call of a ``def`` or ``async def`` function under a lock.
 
-    ``key`` is a template over the function's arguments, e.g.
+    ``key`` (or each entry of ``keys``) is a template over the function's arguments, e.g.
     ``"customer:{customer_id}"``; referenced arguments must be ``str``. Several
     placeholders are length-framed (``"{tenant}:{id}"`` -> ``"4:acme:3:123"``).
     Template errors are raised here; argument errors at call time, before any
@@ -390,9 +399,12 @@ def distributed_lock(
         "on_lost": on_lost,
         "fencing": fencing,
     }
+    # With keys, each entry is a template and the guard gets every resolved key.
+    template = KeyTemplate(cast(str, key)) if keys is None else KeysTemplate(keys, key)
+    name = "key" if keys is None else "keys"
     return guarded_calls(
         "distributed_lock",
-        KeyTemplate(key),
-        lambda resolved: DistributedLock(client, key=resolved, **options),
-        lambda resolved: SyncDistributedLock(client, key=resolved, **options),
+        template,
+        lambda resolved: DistributedLock(client, **{name: resolved}, **options),
+        lambda resolved: SyncDistributedLock(client, **{name: resolved}, **options),
     )

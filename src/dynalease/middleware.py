@@ -136,10 +136,10 @@ def lock_handler(
     """Run each invocation of a Lambda handler under a lock resolved from the event.
 
     The options (keyword-only; :class:`~dynalease._lambda.plan.LockOptions` lists
-    them for both decorators) and their defaults: ``table=None``, ``key`` (required),
-    ``fields=None``, ``lease_duration=30.0``, ``wait_timeout=None``,
+    them for both decorators) and their defaults: ``table=None``, ``key`` (required,
+    or ``keys``), ``fields=None``, ``lease_duration=30.0``, ``wait_timeout=None``,
     ``reserve_time=0.0``, ``on_contention=None``, ``logger=None``, ``metrics=None``,
-    ``log_key=None``, ``permits=1``, ``fencing=False``.
+    ``log_key=None``, ``permits=1``, ``fencing=False``, ``keys=None``.
 
     - ``client``: a :class:`~dynalease.DynamoDBClient`, else one module-level
       client created on first use and reused by warm invocations (so its
@@ -176,6 +176,9 @@ def lock_handler(
     - ``fencing``: ``True`` takes a fenced (protocol-2) lock; the handler reads
       ``current_lock().fencing_token`` and sends it with its writes
       (docs/fencing.md).
+    - ``keys``: instead of ``key``, a list of templates, each resolved from the
+      event as ``key`` is: the invocation holds every resolved key at once, all or
+      nothing (a multi-key lock, docs/locks.md); not with ``permits`` or ``fencing``.
 
     Built with Powertools' ``lambda_handler_decorator``, so it stacks with
     ``Logger.inject_lambda_context``, ``Tracer``, ``Metrics.log_metrics`` and

@@ -193,11 +193,18 @@ class _TransactionBase:
             raise ValueError("condition_check needs a condition expression (condition=...)")
         self._add("ConditionCheck", table, {"Key": to_item(key, name="key")}, *expressions)
 
-    def _check_in(self, lease: Lease, item: dict[str, Any]) -> None:
-        if len(self._items) >= MAX_ITEMS:
-            raise ValueError(f"a transaction holds at most {MAX_ITEMS} items")
-        self._leases.append((len(self._items), lease))
-        self._items.append(item)
+    def _check_in(self, lease: Lease, items: list[dict[str, Any]]) -> None:
+        """Add a guard's ownership checks (one per key it holds), all or none."""
+        if len(self._items) + len(items) > MAX_ITEMS:
+            raise ValueError(
+                f"check_in() adds {len(items)} ownership check{'s' if len(items) > 1 else ''} "
+                f"(one per key of the lock) to a transaction of {len(self._items)} items: "
+                f"{len(self._items) + len(items)} would exceed DynamoDB's limit of {MAX_ITEMS} "
+                "actions per transaction; commit fewer items with it, or lock fewer keys"
+            )
+        for item in items:
+            self._leases.append((len(self._items), lease))
+            self._items.append(item)
 
     def _commit(self) -> None:
         """Send what was collected from this thread (blocking), then start afresh."""

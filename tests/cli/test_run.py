@@ -74,6 +74,42 @@ def test_the_exit_status_is_the_commands_and_the_command_sees_the_lock(
     assert missing.code == 127 and "command not found" in missing.err
 
 
+def test_several_keys_are_held_at_once_and_the_command_sees_them_all(
+    endpoint: str, lock_table: str, client: DynamoDBClient, tmp_path: Path
+) -> None:
+    seen = tmp_path / "env"
+    script = f'printf "%s\\n" "$DYNALEASE_KEYS" > {seen}'
+    base = ["run", "--endpoint", endpoint, "--table", lock_table]
+    holding = subprocess.Popen(
+        [
+            *CLI,
+            *base,
+            "--key",
+            "account:A",
+            "--key",
+            "account:B",
+            "--",
+            "sh",
+            "-c",
+            f"{script}; sleep 30",
+        ],
+        env=cli_env(),
+    )
+    try:
+        assert wait_for_file(seen).split() == ["account:A", "account:B"]
+        owner = row(client, lock_table, "account:A")["owner"]  # type: ignore[index]
+        assert row(client, lock_table, "account:B")["owner"] == owner  # type: ignore[index]
+        refused = spawn_cli(*base, "--key", "account:B", "--wait", "0", "--", "true")
+        assert refused.code == EXIT_NOT_ACQUIRED, refused.err
+    finally:
+        holding.terminate()
+        holding.wait(BOUND_S)
+    assert (
+        row(client, lock_table, "account:A") is None
+        and row(client, lock_table, "account:B") is None
+    )
+
+
 def test_fencing_hands_the_command_a_token_that_grows_with_each_owner(
     endpoint: str, lock_table: str, client: DynamoDBClient, tmp_path: Path
 ) -> None:
@@ -110,6 +146,15 @@ def test_fencing_hands_the_command_a_token_that_grows_with_each_owner(
         (
             ["--table", "{table}", "--key", "k", "--kill-after", "11", "--", "true"],
             "use --kill-after 10",
+        ),
+        (["--table", "{table}", "--key", "a", "--key", "a", "--", "true"], "given twice"),
+        (
+            ["--table", "{table}", "--key", "a", "--key", "b", "--permits", "2", "--", "true"],
+            "--permits takes one key",
+        ),
+        (
+            ["--table", "{table}", *[f"--key={i}" for i in range(101)], "--", "true"],
+            "over the limit of 100 keys",
         ),
     ],
 )

@@ -57,6 +57,33 @@ def test_placeholders_without_fields_name_top_level_event_keys(lock_table: str) 
     assert run({"customer_id": "c-1", "other": 5}) == "customer:c-1"
 
 
+def test_keys_resolves_every_template_from_the_event_and_holds_them_all(
+    lock_table: str,
+) -> None:
+    @lock_handler(keys=["account:{source}", "account:{target}"], fields={"target": "detail.to"})
+    def handler(event: Any, context: Any) -> tuple[str, ...]:
+        guard = current_lock()
+        with pytest.raises(LockNotAcquired):  # every key is held, for everyone else
+            with SyncDistributedLock(
+                guard._client, table=lock_table, key="account:b", wait_timeout=0
+            ):
+                pass
+        return guard.keys
+
+    assert handler({"source": "a", "detail": {"to": "b"}}, CountdownContext(60)) == (
+        "account:a",
+        "account:b",
+    )
+    with pytest.raises(ValueError, match=r"keys\[1\] repeats keys\[0\]"):
+        handler({"source": "a", "detail": {"to": "a"}}, CountdownContext(60))
+    with pytest.raises(ValueError, match="not both"):
+        lock_handler(key="a", keys=["b"])
+    with pytest.raises(ValueError, match="cannot be a semaphore"):
+        lock_handler(keys=["a", "b"], permits=2)
+    with pytest.raises(ValueError, match="fields names"):
+        lock_handler(keys=["a:{x}", "b:{y}"], fields={"z": "detail.z"})
+
+
 def test_fields_are_jmespath_with_powertools_functions(lock_table: str) -> None:
     run = _key_of(
         key="{tenant}:{customer_id}",

@@ -32,18 +32,21 @@ ALLOWED: dict[str, set[str]] = {
     "fencing": BASE,
     "shutdown": BASE,
     "_calls": BASE | {"keys"},
+    "_keyset": BASE | {"keys"},
     "_engine": BASE | {"metrics"},
     "_values": BASE,
     "_transport": BASE | {"_engine", "_values"},
     "_advice": BASE,
     "lock": BASE
-    | {"_engine", "metrics", "keys", "client", "transaction", "shutdown", "_calls", "_advice"},
+    | {"_engine", "metrics", "keys", "client", "transaction", "shutdown", "_calls", "_advice"}
+    | {"_keyset"},
     "transaction": BASE | {"_engine", "_values", "client"},
     "client": BASE | {"_engine", "_transport", "_values"},
     "semaphore": BASE | {"_engine", "keys", "client", "lock", "_calls"},
     "__init__": BASE | {"client", "lock", "semaphore", "transaction", "metrics"},
-    "_lambda": BASE | {"_engine", "client", "lock", "semaphore", "keys", "metrics", "_calls"},
-    "middleware": BASE | {"_lambda", "client", "lock", "keys", "metrics"},
+    "_lambda": BASE
+    | {"_engine", "client", "lock", "semaphore", "keys", "_keyset", "metrics", "_calls"},
+    "middleware": BASE | {"_lambda", "client", "lock", "keys", "_keyset", "metrics"},
     "testing": BASE | {"_engine", "_transport", "_values", "client"},
     "cdk": BASE,
     "_extension": BASE | {"_engine", "_transport", "client"},
@@ -60,6 +63,7 @@ ALLOWED: dict[str, set[str]] = {
         "semaphore",
         "transaction",
         "keys",
+        "_keyset",
     }
     | {"metrics", "testing"},
 }

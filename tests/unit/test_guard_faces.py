@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from dynalease.exceptions import TableNotFoundError
+from dynalease import SyncTransaction
+from dynalease.exceptions import LockNotAcquired, TableNotFoundError
 from dynalease.lock import SyncDistributedLock
 from dynalease.middleware import key_hash
 from dynalease.testing import MemoryBackend
@@ -49,3 +50,23 @@ def test_a_missing_table_error_names_the_lock_and_the_table() -> None:
     message = str(raised.value)
     assert "'no-such-locks'" in message and f"key_hash={key_hash('job')}" in message
     assert "sync_create_table" in message  # still says what to do
+
+
+def test_a_multi_key_lock_works_on_the_memory_backend_and_checks_in_every_key() -> None:
+    with MemoryBackend() as backend:
+        client = backend.client
+        client.sync_create_table("locks", partition_key=("key", "S"))
+        keys = [f"k{index}" for index in range(60)]
+        with SyncDistributedLock(client, table="locks", keys=keys) as lease:
+            with pytest.raises(LockNotAcquired):
+                with SyncDistributedLock(client, table="locks", key="k59", wait_timeout=0):
+                    pass
+            transaction = SyncTransaction(client)
+            lease.check_in(transaction)  # 60 ownership checks
+            with pytest.raises(ValueError, match="120 would exceed DynamoDB's limit of 100"):
+                lease.check_in(transaction)
+            transaction.put("locks", {"key": "done"})
+            transaction.commit()
+        assert lease.metrics.write_requests == 2
+        assert client.sync_get_item("locks", {"key": "k0"}) is None
+        assert client.sync_get_item("locks", {"key": "done"}) is not None

@@ -109,11 +109,12 @@ def test_create_table_defaults_to_no_sort_key_and_no_wait() -> None:
 
 LOCK_PARAMETERS = [
     ("table", KW, EMPTY),
-    ("key", KW, EMPTY),
+    ("key", KW, None),
     ("lease_duration", KW, 30.0),
     ("wait_timeout", KW, 35.0),
     ("on_lost", KW, None),
     ("fencing", KW, False),  # beyond the reference: fenced (protocol-2) rows, opt-in
+    ("keys", KW, None),  # beyond the reference: several keys at once, exclusive with key
 ]
 
 

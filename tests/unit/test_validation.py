@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -185,3 +186,52 @@ def test_a_semaphore_s_misspelled_or_missing_option_is_python_s_type_error(
         TypeError, match=rf"^{name}\(\) missing required keyword argument: 'permits'$"
     ):
         make(client, table="locks", key="k")
+
+
+# --- a multi-key lock: bad key sets -------------------------------------------------
+
+BAD_KEY_SETS = [
+    ({"keys": [f"k{i}" for i in range(101)]}, ValueError, "101 keys, over the limit of 100"),
+    ({"keys": ["a", "b", "a"]}, ValueError, r"keys\[2\] repeats keys\[0\]"),
+    ({"keys": []}, ValueError, "keys is empty"),
+    ({"keys": ["a", "b"], "key": "a"}, ValueError, "either key=... or keys=.*not both"),
+    ({"keys": "ab"}, TypeError, "list or tuple of str keys"),
+    ({"keys": ["a", 7]}, TypeError, r"keys\[1\] must be a str"),
+    ({"keys": ["a", ""]}, ValueError, r"keys\[1\] is empty"),
+    ({"keys": ["a", "x" * 2049]}, ValueError, r"keys\[1\] is 2049 UTF-8 bytes"),
+    ({}, TypeError, "got NoneType None; the value is missing"),
+    ({"keys": ["a", "b"], "fencing": True}, ValueError, "fencing=True is not available"),
+]
+
+
+@pytest.mark.parametrize(("options", "error", "message"), BAD_KEY_SETS)
+def test_bad_key_sets_are_refused_before_any_request(
+    client: DynamoDBClient, options: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    for face in (SyncDistributedLock, DistributedLock):
+        with pytest.raises(error, match=message):
+            face(client, table="locks", **options)
+
+
+def test_one_hundred_distinct_keys_are_accepted(client: DynamoDBClient) -> None:
+    keys = [f"k{i}" for i in range(100)]
+    assert SyncDistributedLock(client, table="locks", keys=keys).keys == tuple(keys)
+    assert SyncDistributedLock(client, table="locks", keys=["only"]).keys == ("only",)
+
+
+def test_the_decorator_checks_its_templates_when_decorating_and_its_keys_per_call(
+    client: DynamoDBClient,
+) -> None:
+    with pytest.raises(ValueError, match="not both"):
+        distributed_lock(client, table="locks", key="a", keys=["b"])
+    with pytest.raises(ValueError, match="1 to 100 key templates"):
+        distributed_lock(client, table="locks", keys=[])
+
+    @distributed_lock(client, table="locks", keys=["account:{source}", "account:{target}"])
+    def transfer(source: str, target: str) -> None:
+        raise AssertionError("never runs")
+
+    with pytest.raises(ValueError, match=r"keys\[1\] repeats keys\[0\]"):
+        transfer("a", "a")  # both templates resolve to account:a
+    with pytest.raises(TypeError, match="placeholder"):
+        transfer("a", 7)  # type: ignore[arg-type]

@@ -59,6 +59,7 @@ from .attempts import (
     Slept,
     Spent,
     TakeOver,
+    TakeOverAll,
     decide,
 )
 from .base import LeaseCore, logged_key
@@ -90,7 +91,7 @@ class Acquirer:
         self.target = target
         self._cleanup = cleanup
         #: Every row this guard aimed a write at (for a cleanup after giving up).
-        self.written = [target.first_key]
+        self.written = list(target.together or (target.first_key,))
         #: The waiters registered when the rows were last looked at (see :meth:`_look`).
         self._waiters: list[tuple[str, asyncio.Future[None]]] = []
 
@@ -154,8 +155,9 @@ class Acquirer:
         """The acquisition won: HELD, and this client knows who holds the row."""
         core = self.core
         core._move(Event.WON)
-        core.observations.forget(core.resource)
-        core.observations.held(core.resource, core.owner)
+        for key in core.keys:  # a multi-key guard: every row is held here
+            core.observations.forget((core.table, key))
+            core.observations.held((core.table, key), core.owner)
 
     def finish_unacquired(self, event: Event) -> None:
         """The acquisition ended without the row: clean up what may have been written."""
@@ -188,7 +190,12 @@ class Acquirer:
         attempt.step = action
         outcome: Outcome
         try:
-            if isinstance(action, Create | TakeOver):
+            if self.core.multi and isinstance(action, Create | TakeOverAll):
+                observed = action.observed if isinstance(action, TakeOverAll) else {}
+                if await self._write_all(attempt, observed):
+                    return True
+                outcome = Seen({})  # nothing written: read every row next
+            elif isinstance(action, Create | TakeOver):
                 rows = await self._write(attempt, action, first)
                 if rows is None:
                     return True
@@ -294,6 +301,39 @@ class Acquirer:
             item = await requests.read_row(key, attempt.deadline)
         return self._free_as_none({key: item})
 
+    async def _write_all(self, attempt: Attempt, observed: dict[str, p.LockRow]) -> bool:
+        """Write every row (one owner, one version) in one transaction; True when it won.
+
+        Each row is created, or written over its ``observed`` stale row. A lost answer
+        is reconciled by reading every row: all or nothing, so one of ours means all.
+        """
+        core, requests = self.core, self.requests
+        row, stamp = core.new_write(core.keys[0])
+        rows = tuple(row._replace(key=key) for key in core.keys)
+        try:
+            reply = await requests.send(
+                "write",
+                lambda limit: core.store.create_many(core.table, rows, observed, limit),
+                attempt.deadline,
+            )
+        except OutcomeUnknown as unknown:
+            requests.watch_late(unknown.task)
+            try:
+                items = await requests.read_rows(core.keys, attempt.deadline)
+            except (BudgetSpent, OutcomeUnknown, DynamoDBError):
+                raise unknown from None
+            item = items[core.keys[0]]
+            if core.ours(item) is not None:
+                self._win(core.keys[0], row.version, stamp, item)
+                return True
+            attempt.answered = True
+            raise unknown from None
+        attempt.answered = True
+        if reply is None:
+            return False
+        self._win(core.keys[0], row.version, stamp, reply.item)
+        return True
+
     def _look(self, attempt: Attempt, rows: dict[str, Item | None]) -> Looked:
         """Ours, free or held: each held row observed in the client's cache."""
         core, observations = self.core, self.core.observations
@@ -309,12 +349,13 @@ class Acquirer:
             if item is not None and core.ours(item) is not None:
                 return Looked((key, item), [], [], ())  # an earlier attempt of ours landed
         free = [key for key, item in rows.items() if item is None]
-        if free:
+        if free and not self.target.rules.together:
             return Looked(None, free, [], ())
         held: list[Sighting] = []
         malformed: MalformedLockRow | None = None
         for key, item in rows.items():
-            assert item is not None
+            if item is None:
+                continue  # free (a multi-key guard looks at the held ones too)
             try:
                 row = p.parse_row(item, table=core.table, key=key, protocol=core.protocol)
             except MalformedLockRow as error:  # never taken over; other permits may be
@@ -323,9 +364,9 @@ class Acquirer:
             first_seen = observations.observe((core.table, key), row.identity, now)
             here = observations.held_here((core.table, key), row.owner)
             held.append(Sighting(key, row, first_seen + row.lease_ms / 1000, here))
-        if not held and malformed is not None:
-            raise malformed
-        return Looked(None, [], held, tuple(sighting.row.owner for sighting in held))
+        if malformed is not None and (not held or self.target.rules.together):
+            raise malformed  # a multi-key guard needs every row: one never taken over ends it
+        return Looked(None, free, held, tuple(sighting.row.owner for sighting in held))
 
     async def _sleep(self, attempt: Attempt, sleep: Sleep) -> Slept:
         """Sleep (a wait on held rows ends early when a guard of this client releases one)."""

@@ -39,6 +39,13 @@ class TakeOver(NamedTuple):
     row: LockRow
 
 
+class TakeOverAll(NamedTuple):
+    """A multi-key guard's write of every row: over the ``observed`` stale ones, the rest new."""
+
+    key: str
+    observed: dict[str, LockRow]
+
+
 class Read(NamedTuple):
     """Read the row (a semaphore: every permit row), strongly consistent."""
 
@@ -93,7 +100,7 @@ UNREACHABLE_CODES = frozenset({"EndpointConnectionError"})
 UNREACHABLE_S = 1.0
 UNREACHABLE_REQUESTS = 3
 
-Action = Create | TakeOver | Read | Look | Adopt | Sleep | GiveUp
+Action = Create | TakeOver | TakeOverAll | Read | Look | Adopt | Sleep | GiveUp
 
 # --- outcomes: what the last action ended with ---------------------------------
 
@@ -204,6 +211,8 @@ class Rules:
     #: After a takeover whose condition failed: look at the row it showed (a lock:
     #: create at once when it is gone) or read again (False: a semaphore, always).
     look_after_takeover: bool
+    #: Every row at once (a multi-key guard): written only when all are free or stale.
+    together: bool = False
 
 
 def decide(attempt: Attempt, rules: Rules) -> Action:
@@ -226,7 +235,7 @@ def decide(attempt: Attempt, rules: Rules) -> Action:
         if isinstance(step, TakeOver) and rules.look_after_takeover:
             free = all(item is None for item in outcome.rows.values())
             return Create(step.key) if free else Read()
-        if isinstance(step, Create | TakeOver):
+        if isinstance(step, Create | TakeOver | TakeOverAll):
             return Read()
         return Look(outcome.rows)
     return _choose(attempt, rules, outcome)
@@ -235,7 +244,7 @@ def decide(attempt: Attempt, rules: Rules) -> Action:
 def _kind(step: Action) -> str:
     if isinstance(step, Create):
         return "create"
-    return "take over" if isinstance(step, TakeOver) else "read"
+    return "take over" if isinstance(step, TakeOver | TakeOverAll) else "read"
 
 
 def _retry(attempt: Attempt, rules: Rules, unknown: bool) -> Action:
@@ -258,6 +267,8 @@ def _choose(attempt: Attempt, rules: Rules, looked: Looked) -> Action:
     """After a look at the rows: ours, a free one, a stale one, or wait for one."""
     if looked.ours is not None:
         return Adopt(*looked.ours)
+    if rules.together:
+        return _choose_all(attempt, rules, looked)
     if looked.free:
         # The row last written, if free: a late landing of that write then fails.
         key = attempt.key if attempt.key in looked.free else random.choice(looked.free)
@@ -271,3 +282,17 @@ def _choose(attempt: Attempt, rules: Rules, looked: Looked) -> Action:
     pause, pace = rules.waits.pause(attempt, looked.held)
     grow = "poll" if rules.waits.grows_poll else None
     return Sleep(pause, Read(), wake=True, grow=grow, pace=pace, holders=looked.holders)
+
+
+def _choose_all(attempt: Attempt, rules: Rules, looked: Looked) -> Action:
+    """A multi-key guard: write every row once each is free or stale, else wait for all."""
+    live = [sighting for sighting in looked.held if attempt.now < sighting.eligible]
+    if not live:
+        observed = {sighting.key: sighting.row for sighting in looked.held}
+        return TakeOverAll(attempt.key, observed) if observed else Create(attempt.key)
+    holders = tuple(sighting.row.owner for sighting in live)
+    if attempt.single:
+        return GiveUp(HELD, holders)
+    pause, pace = rules.waits.pause(attempt, live)
+    grow = "poll" if rules.waits.grows_poll else None
+    return Sleep(pause, Read(), wake=True, grow=grow, pace=pace, holders=holders)

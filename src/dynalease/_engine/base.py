@@ -64,6 +64,8 @@ class LeaseCore:
         self.table = table
         #: The row this guard holds (a semaphore's: the permit it won, once it won one).
         self.key = key
+        #: A multi-key guard's rows, all held at once with one version (else empty).
+        self.together: tuple[str, ...] = ()
         self.lease_s = lease_s
         self.wait_s = wait_s
         self.owner = p.new_token()
@@ -216,6 +218,21 @@ class LeaseCore:
         self.raise_if_lost()
         return self.store.condition_item(self.table, self.key, self.owner)
 
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every row this guard holds (or aims at): a multi-key guard's all, else its key."""
+        return self.together or (self.key,)
+
+    @property
+    def multi(self) -> bool:
+        """True for a multi-key guard: its rows are written, renewed and deleted together."""
+        return len(self.together) > 1
+
+    def condition_items(self) -> list[dict[str, Any]]:
+        """One ownership ConditionCheck per row this guard holds; the guard must be valid."""
+        self.raise_if_lost()
+        return [self.store.condition_item(self.table, key, self.owner) for key in self.keys]
+
     def lost_error(self) -> LockLost:
         """The error for a guard that no longer owns its lock (a release of a lost guard)."""
         if self.loss is not None:
@@ -226,8 +243,11 @@ class LeaseCore:
             reason = "its lease expired locally before a renewal was confirmed"
         else:
             reason = f"the guard is {self.state.value}, not held"
+        subject = f"lock {self.key!r}"
+        if self.multi:
+            subject = f"lock on {len(self.together)} keys (first {self.key!r})"
         return LockLost(
-            f"lock {self.key!r} in table {self.table!r} is no longer owned by this guard: "
+            f"{subject} in table {self.table!r} is no longer owned by this guard: "
             f"{reason}. Stop the work it protected; acquire a new guard to continue",
             table=self.table,
             key=self.key,

@@ -57,7 +57,7 @@ class CallerPath:
         is due (:class:`.scheduling.DeferredRenewals`), so a short hold never
         wakes the runtime loop at all.
         """
-        if not self.core.store.blocking_ready():
+        if self.core.multi or not self.core.store.blocking_ready():
             runtime.run(self.acquirer.acquire())
             return
         try:
@@ -78,7 +78,7 @@ class CallerPath:
         lease; so the wait is on a submitted future, never a cancellable run.
         Raises like ``Releaser.release``.
         """
-        if not self.core.store.blocking_ready():
+        if self.core.multi or not self.core.store.blocking_ready():
             runtime.submit(self.releaser.release()).result()
             return
         try:

@@ -14,7 +14,8 @@ The parts, each in a file of its own and each handed the lease's core:
 - ``base.LeaseCore``: identity, state changes, loss, validity, what other threads ask;
 - ``requests.Requests``: bounded requests, unknown outcomes, late answers;
 - ``acquire.Acquirer``: the acquire driver, over ``attempts.decide`` and a target
-  (``targets.KeyTarget`` for a lock, ``permits.PermitTarget`` for a semaphore);
+  (``targets.KeyTarget`` for a lock, ``targets.KeysTarget`` for a multi-key lock,
+  ``permits.PermitTarget`` for a semaphore);
 - ``renew.Renewer``: the renewal task and the validity checks;
 - ``release.Releaser``: the release and the cleanup of late writes;
 - ``caller.CallerPath``: the sync caller's own-thread path.
@@ -76,6 +77,7 @@ class Lease(LeaseCore):
             fencing=fencing,
             journal=journal,
         )
+        self.together = aim.together
         self.requests = Requests(self, landed=self._late_write_landed)
         self.renewer = Renewer(self, self.requests, at_deadline=self._end_at_deadline)
         self.releaser = Releaser(

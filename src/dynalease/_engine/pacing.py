@@ -119,3 +119,20 @@ class PermitPoll:
         """The pause (the pacing memory is not used)."""
         soonest = min(sighting.eligible for sighting in held)
         return min(jittered(waiting.poll), max(0.0, soonest - waiting.now)), waiting.pace
+
+
+class KeysPoll:
+    """A multi-key guard's wait while some of its rows are held: the lock's pacing.
+
+    :class:`ContentionPoll` on the held row that becomes eligible first; any held
+    row whose holder is a guard of this client caps the pause at the slowest
+    cadence (its release wakes us).
+    """
+
+    grows_poll = False
+
+    def pause(self, waiting: Waiting, held: list[Sighting]) -> tuple[float, Pace]:
+        """The pause and the pacing memory for the next wait (one or more held rows)."""
+        soonest = min(held, key=lambda sighting: sighting.eligible)
+        here = any(sighting.held_here for sighting in held)
+        return ContentionPoll().pause(waiting, [soonest._replace(held_here=here)])

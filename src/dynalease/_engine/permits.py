@@ -22,14 +22,13 @@ that gives up deletes what it may have written on every permit it tried.
 
 from __future__ import annotations
 
-import functools
 import random
 
 from ..exceptions import LockNotAcquired
 from .attempts import PERMIT_RETRIES, Item, Rules
 from .base import LeaseCore
-from .pacing import PermitPoll, first_pause, jittered, next_pause
-from .requests import BudgetSpent, Requests
+from .pacing import PermitPoll
+from .requests import Requests
 from .targets import not_acquired
 
 __all__ = ["PermitTarget"]
@@ -40,6 +39,7 @@ class PermitTarget:
 
     rules = Rules(PERMIT_RETRIES, PermitPoll(), look_after_takeover=False)
     advice = "Retry later, raise wait_timeout or the number of permits"
+    together: tuple[str, ...] = ()
 
     def __init__(self, name: str, permit_keys: tuple[str, ...]) -> None:
         #: The semaphore's own key (each permit is a row at a key of its own).
@@ -54,27 +54,7 @@ class PermitTarget:
 
     async def read(self, requests: Requests, deadline: float) -> dict[str, Item | None]:
         """Every permit row (None when free), from one ``BatchGetItem`` (more if unprocessed)."""
-        core = requests.core
-        wanted, found = self.wake_keys, dict[str, Item]()
-        pause = first_pause(core.lease_s)
-        while True:
-            keys = wanted
-            reply = await requests.send(
-                "read", functools.partial(core.store.read_many, core.table, keys), deadline
-            )
-            assert reply is not None  # reads have no condition
-            found.update(reply.items)
-            wanted = tuple(key for key in reply.unprocessed if key in keys)
-            if not wanted:
-                return {key: found.get(key) for key in self.wake_keys}
-            # DynamoDB left some keys unread (throughput): ask again for them, backing off.
-            left = deadline - core.clock.monotonic()
-            if left <= 0:
-                raise BudgetSpent
-            await core.clock.sleep(min(left, jittered(pause)))
-            if core.clock.monotonic() >= deadline:
-                raise BudgetSpent
-            pause = next_pause(core.lease_s, pause)
+        return await requests.read_rows(self.wake_keys, deadline)
 
     def held(self, owners: tuple[str, ...]) -> str:
         """``all are held (by 2 other owners)``: other holders' tokens stay out of messages."""

@@ -9,6 +9,7 @@ given up (a late create or takeover): :meth:`Releaser.cleanup_late`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 
@@ -90,7 +91,8 @@ class Releaser:
                 self.end()
         if core.journal is not None:  # the row is gone or not ours: confirmed
             core.journal.forget(core.owner)
-        core.observations.released(core.resource)
+        for key in core.keys:  # wakes a waiter of this client on any of them
+            core.observations.released((core.table, key))
         if core.loss is not None:
             raise core.lost_error()
 
@@ -98,6 +100,9 @@ class Releaser:
         self, key: str, deadline: float, first: FirstWrite | None = None
     ) -> None:
         core = self.core
+        if core.multi and first is None:
+            await self._delete_all_until_gone(deadline)
+            return
         retry = p.renew_retry_interval(core.lease_s)
         uncertain = False
         last_error: BaseException | None = None
@@ -153,6 +158,62 @@ class Releaser:
             request_id=core.last_request_id,
         )
 
+    async def _delete_all_until_gone(self, deadline: float) -> None:
+        """A multi-key guard's release: delete every row still ours in one transaction.
+
+        A row that is gone or another owner's means the guard was lost; the rows
+        still ours are deleted all the same (the transaction is sent again for
+        them). An unknown outcome is reconciled with a read of every row.
+        """
+        core, requests = self.core, self.requests
+        retry = p.renew_retry_interval(core.lease_s)
+        keys: tuple[str, ...] = core.keys
+        last_error: BaseException | None = None
+        while keys:
+            refused = False
+            try:
+                reply = await requests.send(
+                    "write",
+                    functools.partial(core.store.delete_many, core.table, keys, core.owner),
+                    deadline,
+                )
+                if reply is not None:
+                    return
+                refused = True  # a condition failed: nothing was deleted
+            except BudgetSpent:
+                break
+            except (OutcomeUnknown, DynamoDBError) as error:
+                cause = error.cause if isinstance(error, OutcomeUnknown) else error
+                last_error = cause or last_error
+            try:
+                items = await requests.read_rows(keys, deadline)
+            except BudgetSpent:
+                break
+            except (OutcomeUnknown, DynamoDBError):
+                await self._pause(retry, deadline)
+                continue
+            ours = tuple(key for key, item in items.items() if self._ours(item))
+            if refused and len(ours) < len(keys) and core.state is State.RELEASING:
+                core._lose("another owner took one of its keys over, or a row was deleted")
+            if ours == keys:
+                await self._pause(retry, deadline)  # not applied: never retry in a tight loop
+            keys = ours
+        else:
+            return
+        raise LockReleaseError(
+            f"release of the lock on {len(core.keys)} keys (first {core.key!r}) in table "
+            f"{core.table!r} was not confirmed within the cleanup budget of "
+            f"{p.cleanup_budget(core.lease_s):g} s"
+            + (f" (last failure: {last_error})" if last_error else "")
+            + "; the rows stay until their lease can be taken over by observation",
+            table=core.table,
+            key=core.key,
+            owner=core.owner,
+        )
+
+    def _ours(self, item: dict[str, object] | None) -> bool:
+        return item is not None and item.get(p.OWNER_ATTR) == {"S": self.core.owner}
+
     async def _pause(self, retry: float, deadline: float) -> None:
         clock = self.core.clock
         await clock.sleep(min(retry, max(0.0, deadline - clock.monotonic())))
@@ -180,7 +241,7 @@ class Releaser:
         """
         core = self.core
         async with self._cleaning:
-            for key in self._written():
+            for key in (core.key,) if core.multi else self._written():
                 deadline = core.clock.monotonic() + p.cleanup_budget(core.lease_s)
                 try:
                     await self._delete_until_gone(key, deadline)

@@ -1,7 +1,8 @@
 """Renewal: keep a held lease valid, and notice when it is not.
 
 Every lease/3 the renewer sends ``UpdateItem SET version = new`` conditioned on
-our owner and current version; a failed attempt is retried every
+our owner and current version (a multi-key guard: one ``TransactWriteItems`` of
+those updates, one per row, so its rows keep one version); a failed attempt is retried every
 min(lease/12, 1 s). Validity is only ever extended by a confirmed renewal,
 stamped with the time it was sent. An attempt with an unknown outcome is
 reconciled with a strong read; a row that shows another owner (or none) means
@@ -134,14 +135,16 @@ class Renewer:
         core = self.core
         assert core.validity is not None and core.version is not None
         deadline = core.clock.monotonic() + core.validity.remaining(core.clock, core.span)
-        current = core.version
+        current, store = core.version, core.store
         version = p.new_token()
         stamp = core.pending[version] = Stamp.now(core.clock)
         try:
             reply = await self.requests.send(
                 "write",
-                lambda limit: core.store.renew(
-                    core.table, core.key, core.owner, current, version, limit
+                lambda limit: (
+                    store.renew_many(core.table, core.keys, core.owner, current, version, limit)
+                    if core.multi
+                    else store.renew(core.table, core.key, core.owner, current, version, limit)
                 ),
                 deadline,
             )
@@ -155,7 +158,8 @@ class Renewer:
             )
             return False
         if reply is None:  # the condition failed: whose row is it now?
-            return await self._read_and_reconcile(self.requests.conflict_item, deadline, current)
+            conflict = None if core.multi else self.requests.conflict_item
+            return await self._read_and_reconcile(conflict, deadline, current)
         if core.state is State.HELD:
             core.confirm(version, stamp)
             core.tally.renewals += 1
@@ -165,12 +169,30 @@ class Renewer:
         self, item: dict[str, Any] | None, deadline: float, current: str
     ) -> bool:
         """Reconcile with ``item``, or with a strong read of the row when there is none."""
+        if self.core.multi:
+            return await self._reconcile_all(deadline, current)
         if item is None:
             try:
                 item = await self.requests.read_row(self.core.key, deadline)
             except (BudgetSpent, OutcomeUnknown, DynamoDBError):
                 return False
         return self._reconcile(item, current)
+
+    async def _reconcile_all(self, deadline: float, current: str) -> bool:
+        """A multi-key guard's renewal: every row shows the same version (all or nothing).
+
+        One row that is gone or not ours loses the guard; otherwise the rows all
+        show the new version (confirmed) or all the current one (retry).
+        """
+        try:
+            items = await self.requests.read_rows(self.core.keys, deadline)
+        except (BudgetSpent, OutcomeUnknown, DynamoDBError):
+            return False
+        lost = [item for item in items.values() if item is None or not self._owned(item)]
+        return self._reconcile(lost[0] if lost else items[self.core.keys[0]], current)
+
+    def _owned(self, item: dict[str, Any]) -> bool:
+        return item.get(p.OWNER_ATTR) == {"S": self.core.owner}
 
     def _reconcile(self, item: dict[str, Any] | None, current: str) -> bool:
         core = self.core

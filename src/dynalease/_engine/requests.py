@@ -11,6 +11,7 @@ a guard that gave up: its row is deleted instead.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
@@ -19,9 +20,12 @@ from ..exceptions import DynamoDBError, RequestFailedError, ThrottledError
 from . import protocol as p
 from .base import LeaseCore, logged_key
 from .clock import wait_for
+from .pacing import first_pause, jittered, next_pause
 from .shapes import reply_of
 from .states import State
-from .store import ConditionFailed, Limit, Reply, TimedOut
+from .store import ConditionFailed, ConditionsFailed, Limit, Reply, TimedOut
+
+Item = dict[str, Any]
 
 log = logging.getLogger("dynalease")
 
@@ -90,6 +94,8 @@ class Requests:
         self._landed = landed
         #: The row a failed condition returned with (the last one), if DynamoDB sent it.
         self.conflict_item: dict[str, Any] | None = None
+        #: A failed transaction's rows whose conditions failed (a multi-key guard's).
+        self.conflict_items: dict[str, dict[str, Any] | None] = {}
 
     async def send(
         self, kind: str, make: Callable[[Limit | None], Awaitable[Reply]], deadline: float
@@ -139,6 +145,7 @@ class Requests:
             tally.conditional_failures += 1
             core.note_answer(failed.request_id)
             self.conflict_item = failed.item
+            self.conflict_items = failed.items if isinstance(failed, ConditionsFailed) else {}
             return None
         except RequestFailedError as error:
             tally.request_failures += 1
@@ -238,6 +245,31 @@ class Requests:
         )
         assert reply is not None  # reads have no condition
         return reply.item
+
+    async def read_rows(self, keys: tuple[str, ...], deadline: float) -> dict[str, Item | None]:
+        """Every row at ``keys`` (None where none), from one strongly consistent
+        ``BatchGetItem`` (more only if DynamoDB leaves keys unprocessed)."""
+        core = self.core
+        wanted, found = keys, dict[str, Item]()
+        pause = first_pause(core.lease_s)
+        while True:
+            asked = wanted
+            reply = await self.send(
+                "read", functools.partial(core.store.read_many, core.table, asked), deadline
+            )
+            assert reply is not None  # reads have no condition
+            found.update(reply.items)
+            wanted = tuple(key for key in reply.unprocessed if key in asked)
+            if not wanted:
+                return {key: found.get(key) for key in keys}
+            # DynamoDB left some keys unread (throughput): ask again for them, backing off.
+            left = deadline - core.clock.monotonic()
+            if left <= 0:
+                raise BudgetSpent
+            await core.clock.sleep(min(left, jittered(pause)))
+            if core.clock.monotonic() >= deadline:
+                raise BudgetSpent
+            pause = next_pause(core.lease_s, pause)
 
     def watch_late(self, task: asyncio.Future[Reply]) -> None:
         """A write that may still commit: clean it up if it lands after we moved on."""

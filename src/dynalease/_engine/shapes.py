@@ -206,3 +206,40 @@ def _delete_params(table: str, key: str, owner: str) -> dict[str, Any]:
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         "ReturnConsumedCapacity": "TOTAL",
     }
+
+
+# --- a multi-key guard's rows, written in one transaction ----------------------
+
+
+def transact_params(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """A ``TransactWriteItems`` of ``items`` (1..100 actions), reporting its capacity."""
+    return {"TransactItems": items, "ReturnConsumedCapacity": "TOTAL"}
+
+
+def transact_reply(response: dict[str, Any]) -> Reply:
+    """A transaction's answer: no item, the capacity of every table it wrote."""
+    return Reply(None, _capacity(response))
+
+
+def put_action(table: str, row: LockRow, observed: LockRow | None) -> dict[str, Any]:
+    """The transaction's ``Put`` of ``row``: on no row, or over the ``observed`` one."""
+    if observed is None:
+        params = _create_params(table, row)
+    else:
+        params = takeover_request(table, row, observed)[1]
+    return {"Put": _action(params)}
+
+
+def renew_action(table: str, key: str, owner: str, current: str, new: str) -> dict[str, Any]:
+    """The transaction's ``Update`` of one row's version (as :func:`renew_params`)."""
+    return {"Update": _action(renew_params(table, key, owner, current, new))}
+
+
+def delete_action(table: str, key: str, owner: str) -> dict[str, Any]:
+    """The transaction's owner-conditional ``Delete`` of one row (as a release's)."""
+    return {"Delete": _action(_delete_params(table, key, owner))}
+
+
+def _action(params: dict[str, Any]) -> dict[str, Any]:
+    """A single-item request's parameters as a transaction's action (no capacity of its own)."""
+    return {name: value for name, value in params.items() if name != "ReturnConsumedCapacity"}

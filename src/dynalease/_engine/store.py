@@ -13,12 +13,14 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple, Protocol
 
+from ..exceptions import RequestFailedError, TransactionCanceledException
 from . import shapes
-from .protocol import LockRow
+from .protocol import KEY_ATTR, LockRow
 from .shapes import Item, Reply, reply_of, write_reply
 
 __all__ = [
     "ConditionFailed",
+    "ConditionsFailed",
     "Limit",
     "LockStore",
     "LoopTransport",
@@ -39,6 +41,18 @@ class ConditionFailed(Exception):
         super().__init__("conditional check failed")
         self.item = item
         self.request_id = request_id
+
+
+class ConditionsFailed(ConditionFailed):
+    """A transaction's conditions did not all hold; nothing of it was written.
+
+    ``items`` holds the current row of each key whose condition failed, when
+    DynamoDB sent it (a multi-key guard reads every row afterwards anyway).
+    """
+
+    def __init__(self, items: dict[str, Item | None]) -> None:
+        super().__init__(None)
+        self.items = items
 
 
 class Transport(Protocol):
@@ -271,6 +285,67 @@ class LockStore:
         """Delete the row only if we still own it (a fenced row: leave it free)."""
         operation, params = shapes.release_request(table, key, owner, fencing)
         return write_reply(await self._send(operation, params, limit))
+
+    # --- a multi-key guard's rows, all or nothing -------------------------------
+
+    async def create_many(
+        self,
+        table: str,
+        rows: tuple[LockRow, ...],
+        observed: dict[str, LockRow],
+        limit: Limit | None = None,
+    ) -> Reply:
+        """Write every row in one transaction: each on no row, or over its ``observed`` row."""
+        actions = [shapes.put_action(table, row, observed.get(row.key)) for row in rows]
+        return await self._transact(actions, limit)
+
+    async def renew_many(
+        self,
+        table: str,
+        keys: tuple[str, ...],
+        owner: str,
+        current: str,
+        new: str,
+        limit: Limit | None = None,
+    ) -> Reply:
+        """Renew every row in one transaction (each only if owner and version are ours)."""
+        actions = [shapes.renew_action(table, key, owner, current, new) for key in keys]
+        return await self._transact(actions, limit)
+
+    async def delete_many(
+        self, table: str, keys: tuple[str, ...], owner: str, limit: Limit | None = None
+    ) -> Reply:
+        """Delete every row in one transaction, only if we still own each."""
+        actions = [shapes.delete_action(table, key, owner) for key in keys]
+        return await self._transact(actions, limit)
+
+    async def _transact(self, actions: list[dict[str, Any]], limit: Limit | None) -> Reply:
+        """Send one ``TransactWriteItems``; a failed condition is :class:`ConditionsFailed`.
+
+        A transaction cancelled for another reason (a conflicting transaction in
+        flight, throttling) wrote nothing: a definite failure, to be retried.
+        """
+        try:
+            params = shapes.transact_params(actions)
+            response = await self._send("TransactWriteItems", params, limit)
+        except TransactionCanceledException as error:
+            failed: dict[str, Item | None] = {}
+            for action, reason in zip(actions, error.reasons, strict=False):
+                if reason.get("Code") == "ConditionalCheckFailed":
+                    (body,) = action.values()
+                    key = (body.get("Item") or body.get("Key"))[KEY_ATTR]["S"]
+                    failed[key] = reason.get("Item")
+            if failed:
+                raise ConditionsFailed(failed) from error
+            codes = sorted({str(r.get("Code")) for r in error.reasons if r.get("Code") != "None"})
+            raise RequestFailedError(
+                f"TransactWriteItems was cancelled ({', '.join(codes) or 'no reason given'}); "
+                "nothing was written",
+                code=codes[0] if codes else "TransactionCanceledException",
+                operation="TransactWriteItems",
+                may_have_committed=False,
+            ) from error
+        return shapes.transact_reply(response)
 
     # --- from a sync caller's own thread ----------------------------------------
 

@@ -13,10 +13,10 @@ from typing import Protocol
 from ..exceptions import LockNotAcquired, LockUnavailable
 from .attempts import BUDGET, HELD, LOCK_RETRIES, UNREACHABLE, Attempt, GiveUp, Item, Rules
 from .base import LeaseCore
-from .pacing import ContentionPoll
+from .pacing import ContentionPoll, KeysPoll
 from .requests import Requests
 
-__all__ = ["KeyTarget", "Target", "give_up_error", "not_acquired"]
+__all__ = ["KeyTarget", "KeysTarget", "Target", "give_up_error", "not_acquired"]
 
 
 class Target(Protocol):
@@ -29,6 +29,8 @@ class Target(Protocol):
     wake_keys: tuple[str, ...]
     #: What to do when the wait runs out, for the error message.
     advice: str
+    #: Every row a multi-key guard holds at once (empty for a lock and a semaphore).
+    together: tuple[str, ...]
 
     async def read(self, requests: Requests, deadline: float) -> dict[str, Item | None]:
         """Every row aimed at, strongly consistent (None where there is none)."""
@@ -50,6 +52,7 @@ class KeyTarget:
 
     rules = Rules(LOCK_RETRIES, ContentionPoll(), look_after_takeover=True)
     advice = "Retry later or raise wait_timeout"
+    together: tuple[str, ...] = ()
 
     def __init__(self, key: str) -> None:
         self.first_key = key
@@ -68,6 +71,41 @@ class KeyTarget:
     ) -> LockNotAcquired:
         """``lock <key> in table <table> was not acquired: <why>``."""
         subject = f"lock {core.key!r} in table {core.table!r} was not acquired"
+        return not_acquired(core, f"{subject}: {why}", core.key, cause)
+
+
+class KeysTarget:
+    """A multi-key guard's acquisition: every row at once, in one transaction.
+
+    The rows are written together only when each is free or stale (unchanged
+    for its stored lease); otherwise the guard reads them all again (one
+    ``BatchGetItem``) after the lock's pacing, until all are free at once.
+    """
+
+    rules = Rules(LOCK_RETRIES, KeysPoll(), look_after_takeover=False, together=True)
+    advice = "Retry later or raise wait_timeout"
+
+    def __init__(self, keys: tuple[str, ...]) -> None:
+        self.first_key = keys[0]
+        self.wake_keys = self.together = keys
+
+    async def read(self, requests: Requests, deadline: float) -> dict[str, Item | None]:
+        """Every row, from one strongly consistent ``BatchGetItem``."""
+        return await requests.read_rows(self.together, deadline)
+
+    def held(self, owners: tuple[str, ...]) -> str:
+        """``3 of its 5 keys are held by other owners``."""
+        count = len(owners)
+        return f"{count} of its {len(self.together)} keys {'is' if count == 1 else 'are'} held"
+
+    def not_acquired(
+        self, core: LeaseCore, why: str, cause: BaseException | None = None
+    ) -> LockNotAcquired:
+        """``lock on 5 keys (first 'a') in table <table> was not acquired: <why>``."""
+        subject = (
+            f"lock on {len(self.together)} keys (first {core.key!r}) in table {core.table!r} "
+            "was not acquired (nothing was written)"
+        )
         return not_acquired(core, f"{subject}: {why}", core.key, cause)
 
 

@@ -11,12 +11,13 @@ import contextvars
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
 from .. import _tracing
 from .._calls import check_keywords
 from .._engine.protocol import check_durations
+from .._keyset import KeysTemplate, key_set
 from ..client import DynamoDBClient, check_table_name
 from ..constants import ENV_TABLE
 from ..exceptions import LockNotAcquired
@@ -90,13 +91,7 @@ def _prepare(client: DynamoDBClient) -> None:
     client._prepare_locks()
 
 
-class _RequiredOptions(TypedDict):
-    # Required by ``total``, not ``Required[...]``: under postponed annotations only
-    # ``total`` reaches ``__required_keys__``, which the keyword check reads.
-    key: str
-
-
-class LockOptions(_RequiredOptions, total=False):
+class LockOptions(TypedDict, total=False):
     """The options ``lock_handler`` and ``lock_record`` share, each documented there.
 
     One list for both decorators (their signatures take ``**options:
@@ -114,6 +109,9 @@ class LockOptions(_RequiredOptions, total=False):
     log_key: str | None
     permits: int
     fencing: bool
+    key: str
+    #: Instead of ``key``: several templates, every key held at once (a multi-key lock).
+    keys: Sequence[str] | None
 
 
 class LockPlan:
@@ -135,7 +133,12 @@ class LockPlan:
         """Check every option (``what`` is ``"event"`` or ``"record"``); the defaults are here."""
         check_keywords("lock_handler" if what == "event" else "lock_record", options, LockOptions)
         table: object = options.get("table")
-        key: object = options["key"]
+        key: object = options.get("key")
+        keys: object = options.get("keys")
+        if key is None and keys is None:
+            # Python's own words, as for any missing keyword (keys=[...] is the other way).
+            name = "lock_handler" if what == "event" else "lock_record"
+            raise TypeError(f"{name}() missing required keyword argument: 'key'")
         fields = options.get("fields")
         lease_duration: object = options.get("lease_duration", 30.0)
         wait_timeout: object = options.get("wait_timeout")
@@ -159,7 +162,7 @@ class LockPlan:
         self._fencing = fencing
         check_logger(logger)
         check_metrics(metrics)
-        template = KeyTemplate(key)  # type: ignore[arg-type]  # KeyTemplate checks the type
+        templates = _templates(key, keys, permits, fencing)
         if permits != 1 or not isinstance(permits, int) or isinstance(permits, bool):
             permit_keys("k", permits)  # the count's checks; each resolved key at call time
         self._permits: int = permits  # type: ignore[assignment]  # checked above
@@ -173,9 +176,9 @@ class LockPlan:
         self._lease_s = lease_s
         self._wait_s: float | None = None if wait_timeout is None else wait_s
         self._reserve_s = _check_reserve(reserve_time)
-        self.event_key = EventKey(template, fields, what=what)
+        self.event_key = EventKeys(templates, fields, what=what)
         self._reporter = Reporter(
-            template=template.template,
+            template=" + ".join(each.template for each in templates),
             logger=logger,
             metrics=metrics,
             log_key=check_log_key(log_key),
@@ -201,6 +204,56 @@ class LockPlan:
         return Holding(self, data, context)
 
 
+def _templates(
+    key: object, keys: object, permits: object, fencing: object
+) -> tuple[KeyTemplate, ...]:
+    """The decorator's key template, or its ``keys`` templates (a multi-key lock)."""
+    if keys is None:
+        return (KeyTemplate(key),)  # type: ignore[arg-type]  # KeyTemplate checks the type
+    if permits != 1 or fencing:
+        raise ValueError(
+            "keys=[...] takes a multi-key lock: it cannot be a semaphore (permits) or fenced "
+            "(fencing=True); pass key=... for those"
+        )
+    return KeysTemplate(keys, key).templates
+
+
+class EventKeys:
+    """Every key template of a plan, resolved from one event or record."""
+
+    __slots__ = ("_keys",)
+
+    def __init__(
+        self, templates: tuple[KeyTemplate, ...], fields: Mapping[str, str] | None, *, what: str
+    ) -> None:
+        if fields is not None and isinstance(fields, Mapping) and len(templates) > 1:
+            used = {name for template in templates for name in template.placeholders}
+            unknown = [name for name in fields if name not in used]
+            if unknown:
+                raise ValueError(
+                    f"fields names {unknown} but the keys templates have the placeholders "
+                    f"{sorted(used)}; map only those"
+                )
+        self._keys: tuple[EventKey, ...]
+        if len(templates) == 1:  # EventKey checks the fields against its one template
+            self._keys = (EventKey(templates[0], fields, what=what),)
+            return
+        self._keys = tuple(
+            EventKey(template, _fields_of(template, fields), what=what) for template in templates
+        )
+
+    def resolve(self, data: Any, context: Any = None) -> tuple[str, ...]:
+        """The keys for one event or record (checked as a key set: distinct, 1..100)."""
+        keys = [each.resolve(data, context) for each in self._keys]
+        return (keys[0],) if len(keys) == 1 else key_set(None, keys)
+
+
+def _fields_of(template: KeyTemplate, fields: Mapping[str, str] | None) -> Mapping[str, str] | None:
+    if fields is None or not isinstance(fields, Mapping):
+        return fields
+    return {name: value for name, value in fields.items() if name in template.placeholders}
+
+
 class Holding:
     """One acquisition: resolve the key, size the wait, acquire, report, release."""
 
@@ -218,7 +271,8 @@ class Holding:
     def __enter__(self) -> SyncDistributedLock:
         plan = self._plan
         # Everything that can be wrong with the input fails here, before a request.
-        key = plan.event_key.resolve(self._data, self._context)
+        keys = plan.event_key.resolve(self._data, self._context)
+        key = keys[0]
         table = self._table = plan.table()
         self._wait(table, key)  # no time at all: not even the client is built
         client = plan.client()
@@ -228,10 +282,11 @@ class Holding:
             SyncDistributedLock(
                 client,
                 table=table,
-                key=key,
+                key=key if len(keys) == 1 else None,
                 lease_duration=plan._lease_s,
                 wait_timeout=wait,
                 fencing=plan._fencing,
+                keys=keys if len(keys) > 1 else None,
             )
             if plan._permits == 1
             else SyncDistributedSemaphore(

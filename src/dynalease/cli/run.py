@@ -60,7 +60,8 @@ exit status: the command's own; 128+N when a signal N ended it; 75 when the lock
 acquired within --wait (the command did not run); 76 when the lease was failing while it
 ran (it was sent SIGTERM, then SIGKILL, and was dead before the lease could pass to
 another owner); 2 for bad input; 1 when DynamoDB could not be used. The command sees
-DYNALEASE_TABLE, DYNALEASE_KEY and DYNALEASE_OWNER (and DYNALEASE_PERMIT_KEY, the
+DYNALEASE_TABLE, DYNALEASE_KEY (the first --key), DYNALEASE_KEYS (every key, one a
+line) and DYNALEASE_OWNER (and DYNALEASE_PERMIT_KEY, the
 permit's row, with --permits; DYNALEASE_FENCING_TOKEN, the lock's fencing token, with
 --fencing; never stale ones from run's own environment). Its whole process group ends
 with run, even when run is SIGKILLed.
@@ -71,6 +72,9 @@ DYNALEASE_WAIT, DYNALEASE_PERMITS, DYNALEASE_KILL_AFTER (an explicit flag wins).
 examples:
   # crontab: the nightly report runs on one machine at a time; others give up at once
   0 2 * * *  dynalease run --table locks --key nightly-report --wait 0 -- /opt/report.sh
+
+  # a transfer between two accounts: both keys held at once, or neither
+  dynalease run --table locks --key account:A --key account:B --wait 30 -- ./transfer.sh
 
   # an ECS scheduled task (container command), at most 3 re-index jobs at once
   ["dynalease", "run", "--table", "locks", "--key", "reindex", "--permits", "3",
@@ -91,7 +95,12 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     )
     connection_options(parser)
     parser.add_argument("--table", type=table_name, help="lock table (DYNALEASE_TABLE)")
-    parser.add_argument("--key", help="lock (or semaphore) key (DYNALEASE_KEY)")
+    parser.add_argument(
+        "--key",
+        action="append",
+        help="lock (or semaphore) key (DYNALEASE_KEY); repeat it to hold several keys at "
+        "once, all or nothing",
+    )
     parser.add_argument(
         "--lease",
         type=positive_seconds,
@@ -137,7 +146,7 @@ _permits = whole_number(1, 100, unit="number of permits")
 #: Each option's environment variable, how it is read, and its default.
 _ENVIRONMENT: dict[str, tuple[str, Any, Any]] = {
     "table": ("DYNALEASE_TABLE", table_name, None),
-    "key": ("DYNALEASE_KEY", str, None),
+    "key": ("DYNALEASE_KEY", lambda text: [text], None),
     "lease": ("DYNALEASE_LEASE", positive_seconds, 30.0),
     "wait": ("DYNALEASE_WAIT", _wait_seconds, 0.0),
     "permits": ("DYNALEASE_PERMITS", _permits, 1),
@@ -220,12 +229,15 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
         raise CommandError("--table is required (or set DYNALEASE_TABLE)", EXIT_USAGE)
     if args.key is None:
         raise CommandError("--key is required (or set DYNALEASE_KEY)", EXIT_USAGE)
+    keys: list[str] = args.key
     try:
-        validate_key(args.key, parameter="--key") if args.permits == 1 else permit_keys(
-            args.key, args.permits
-        )
+        for key in keys:
+            validate_key(key, parameter="--key") if args.permits == 1 else permit_keys(
+                key, args.permits
+            )
     except (TypeError, ValueError) as error:
         raise CommandError(str(error), EXIT_USAGE) from None
+    _check_keys(keys, args)
     client = make_client(args)
     if not client.sync_table_exists(args.table):
         raise CommandError(
@@ -235,7 +247,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
         )
     options: dict[str, Any] = {
         "table": args.table,
-        "key": args.key,
+        **({"key": keys[0]} if len(keys) == 1 else {"keys": keys}),
         "lease_duration": args.lease,
         "wait_timeout": args.wait,
     }
@@ -326,6 +338,27 @@ def _supervise(guard: Any, command: list[str], kill_after: float) -> int:
     return group.status
 
 
+def _check_keys(keys: list[str], args: argparse.Namespace) -> None:
+    """Several --key flags: one lock on all of them (at most 100, each once)."""
+    if len(keys) == 1:
+        return
+    if args.permits > 1 or args.fencing:
+        flag = "--permits" if args.permits > 1 else "--fencing"
+        raise CommandError(
+            f"several --key flags take one lock on all the keys; {flag} takes one key",
+            EXIT_USAGE,
+        )
+    if len(keys) > 100:
+        raise CommandError(
+            f"--key is given {len(keys)} times, over the limit of 100 keys (one DynamoDB "
+            "transaction writes them all)",
+            EXIT_USAGE,
+        )
+    repeated = next((key for index, key in enumerate(keys) if key in keys[:index]), None)
+    if repeated is not None:
+        raise CommandError(f"--key {repeated!r} is given twice; give each key once", EXIT_USAGE)
+
+
 def _why_end(group: Any, guard: Any, left: float, kill_after: float) -> str | None:
     """Why the command's group must be ended now (SIGTERM), or None while it may run."""
     then = f"SIGTERM to the command, SIGKILL in {kill_after:g} s"
@@ -348,10 +381,11 @@ def _command_environment(guard: Any) -> dict[str, str]:
     env = {
         name: value
         for name, value in os.environ.items()
-        if name not in ("DYNALEASE_PERMIT_KEY", "DYNALEASE_FENCING_TOKEN")
+        if name not in ("DYNALEASE_PERMIT_KEY", "DYNALEASE_FENCING_TOKEN", "DYNALEASE_KEYS")
     }
     env.update(DYNALEASE_TABLE=guard.table, DYNALEASE_KEY=guard.key, DYNALEASE_OWNER=guard.owner)
     permit = getattr(guard, "permit_key", None)
+    env["DYNALEASE_KEYS"] = "\n".join(guard.keys) if permit is None else guard.key
     if permit is not None:
         env["DYNALEASE_PERMIT_KEY"] = permit
     if getattr(guard, "fencing", False):

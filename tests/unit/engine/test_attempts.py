@@ -29,12 +29,13 @@ from dynalease._engine.attempts import (
     Slept,
     Spent,
     TakeOver,
+    TakeOverAll,
     decide,
 )
 from dynalease._engine.pacing import Sighting
 from dynalease._engine.permits import PermitTarget
 from dynalease._engine.protocol import LockRow
-from dynalease._engine.targets import KeyTarget
+from dynalease._engine.targets import KeysTarget, KeyTarget
 
 LOCK = KeyTarget("k").rules
 PERMITS = PermitTarget("k", ("p1", "p2")).rules
@@ -135,3 +136,36 @@ def test_renewals_on_the_manual_clock_start_only_when_the_first_one_is_due() -> 
         await lease.release()
 
     run(scenario)
+
+
+# --- a multi-key guard: every row at once ------------------------------------------
+
+KEYS = KeysTarget(("a", "b", "c")).rules
+
+
+def test_a_multi_key_guard_reads_every_row_after_a_refused_transaction() -> None:
+    assert decide(attempt(step=Create("a"), outcome=Seen({})), KEYS) == Read()
+    rows: dict[str, Any] = {"a": None, "b": ROW.to_item(), "c": None}
+    assert decide(attempt(step=Read(), outcome=Seen(rows)), KEYS) == Look(rows)
+
+
+def test_a_multi_key_guard_writes_only_when_every_row_is_free_or_stale() -> None:
+    free = Looked(None, ["a", "b", "c"], [], ())
+    assert decide(attempt(step=Look({}), outcome=free), KEYS) == Create("k")
+    stale_b = Sighting("b", ROW, 999.0, False)
+    some_stale = Looked(None, ["a", "c"], [stale_b], ("someone",))
+    assert decide(attempt(step=Look({}), outcome=some_stale), KEYS) == TakeOverAll("k", {"b": ROW})
+    live_c = Sighting("c", ROW._replace(key="c"), 1_010.0, False)
+    one_live = Looked(None, ["a"], [stale_b, live_c], ("someone", "someone"))
+    waiting = decide(attempt(step=Look({}), outcome=one_live), KEYS)
+    assert isinstance(waiting, Sleep) and waiting.wake and waiting.then == Read()
+    assert waiting.seconds <= 10.0 and waiting.holders == ("someone",)
+    single = decide(attempt(step=Look({}), outcome=one_live, single=True), KEYS)
+    assert single == GiveUp(HELD, ("someone",))
+
+
+def test_a_refused_takeover_of_every_row_is_followed_by_a_read() -> None:
+    step = TakeOverAll("a", {"b": ROW})
+    assert decide(attempt(step=step, outcome=Seen({})), KEYS) == Read()
+    again = decide(attempt(step=step, outcome=Failed(unknown=False)), KEYS)
+    assert isinstance(again, Sleep) and again.then == Read()
