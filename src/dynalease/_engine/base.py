@@ -69,37 +69,32 @@ class LeaseCore:
         self.lease_s = lease_s
         self.wait_s = wait_s
         self.owner = p.new_token()
-        #: Protocol 2 (fenced rows) when true; see ``fenced.py``.
-        self.fencing = fencing
+        self.fencing = fencing  # protocol 2 (fenced rows) when true; see ``fenced.py``
         self.protocol = p.FENCED_PROTOCOL if fencing else p.PROTOCOL
         self.lease_ms = p.lease_ms(lease_s)
         self.span = p.validity_span(lease_s)
         self.state = State.NEW
-        #: Why ownership was lost, or None; written only by :meth:`_lose`, with the
-        #: LOSE transition. ``counters().lost`` and :meth:`raise_if_lost` read it.
+        #: Why ownership was lost, or None: written only by :meth:`_lose` (LOSE transition).
         self.loss: str | None = None
         self.tally = Tally()
-        #: Where this guard notes the row it may hold (``journal``); None when off.
-        self.journal = journal
+        self.journal = journal  # where this guard notes the row it may hold, or None
         #: The fencing token of the acquisition (fenced leases only), set once when it wins.
         self.fencing_token: int | None = None
-        #: A tighter network budget for a ``wait_s == 0`` attempt (set by the Lambda
-        #: middleware from the invocation's remaining time).
+        #: A tighter network budget for a ``wait_s == 0`` attempt (the Lambda middleware's).
         self.single_attempt_cap: float | None = None
         #: The confirmed version and when the write that made it was sent.
         self.version: str | None = None
         self.validity: Stamp | None = None
-        #: The AWS request id of the last DynamoDB answer, for the errors a guard raises.
+        #: The last answer's AWS request id (for the errors a guard raises); the
+        #: acquisition's span context, renewals link to it, and whether it took a stale
+        #: row over (:mod:`dynalease._tracing`).
         self.last_request_id: str | None = None
-        #: The acquisition's span context when it was traced (renewals link to it), and
-        #: whether it won by taking over a stale row (:mod:`dynalease._tracing`).
         self.trace_link: Any = None
         self.took_over = False
-        #: The monotonic time (on ``clock``) past which the lease is not held: the
-        #: deadline of the context its acquisition started in (``deadline.py``).
+        #: The monotonic time past which the lease is not held (the deadline of the
+        #: context its acquisition started in, ``deadline.py``), and whether it ended the
+        #: hold and deleted the row (the caller's own release then reports the loss).
         self.deadline: float | None = None
-        #: Set when that deadline ended the hold and deleted the row: the caller's own
-        #: release then only reports the loss.
         self.released_at_deadline = False
         #: Versions written but not yet confirmed, with when each was sent.
         self.pending: dict[str, Stamp] = {}

@@ -147,16 +147,7 @@ class Releaser:
             if reply is None and not uncertain and core.state is State.RELEASING:
                 await self._refused(key, deadline)
             return
-        raise LockReleaseError(
-            f"release of lock {key!r} in table {core.table!r} was not confirmed within "
-            f"the cleanup budget of {p.cleanup_budget(core.lease_s):g} s"
-            + (f" (last failure: {last_error})" if last_error else "")
-            + "; the row stays until its lease can be taken over by observation",
-            table=core.table,
-            key=key,
-            owner=core.owner,
-            request_id=core.last_request_id,
-        )
+        raise self._not_confirmed(f"lock {key!r}", key, last_error, "the row stays")
 
     async def _delete_all_until_gone(self, deadline: float) -> None:
         """A multi-key guard's release: delete every row still ours in one transaction.
@@ -200,15 +191,23 @@ class Releaser:
             keys = ours
         else:
             return
-        raise LockReleaseError(
-            f"release of the lock on {len(core.keys)} keys (first {core.key!r}) in table "
-            f"{core.table!r} was not confirmed within the cleanup budget of "
-            f"{p.cleanup_budget(core.lease_s):g} s"
+        lock = f"the lock on {len(core.keys)} keys (first {core.key!r})"
+        raise self._not_confirmed(lock, core.key, last_error, "the rows stay")
+
+    def _not_confirmed(
+        self, lock: str, key: str, last_error: BaseException | None, left: str
+    ) -> LockReleaseError:
+        """The release of ``lock`` ran out of its cleanup budget; ``left`` says what stays."""
+        core = self.core
+        return LockReleaseError(
+            f"release of {lock} in table {core.table!r} was not confirmed within the cleanup "
+            f"budget of {p.cleanup_budget(core.lease_s):g} s"
             + (f" (last failure: {last_error})" if last_error else "")
-            + "; the rows stay until their lease can be taken over by observation",
+            + f"; {left} until the lease can be taken over by observation",
             table=core.table,
-            key=core.key,
+            key=key,
             owner=core.owner,
+            request_id=core.last_request_id,
         )
 
     def _ours(self, item: dict[str, object] | None) -> bool:
