@@ -71,7 +71,7 @@ test-pythons: system-deps
 	@for version in $(OTHER_PYTHONS); do \
 	  if python=$$(bash tests/support/python_venv.sh $$version); then \
 	    echo "make: the engine, Lambda and integration suites on Python $$version"; \
-	    $$python -m pytest -q -n 2 --dist loadfile -p no:cacheprovider \
+	    DYNALEASE_PYTHON313=$(PYTHON313) $$python -m pytest -q -n 2 --dist loadfile -p no:cacheprovider \
 	      $(SUITES_ON_EVERY_PYTHON) || exit 1; \
 	  elif [ "$${CI:-}" = true ]; then exit 1; \
 	  else echo "warning: Python $$version not found: its suites are skipped"; fi; \

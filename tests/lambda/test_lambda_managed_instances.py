@@ -6,7 +6,7 @@ extension, which registers for SHUTDOWN only; locks live on the moto server. Not
 stops a handler past its timeout here, as on Managed Instances.
 
 The runtime's interpreter is this one when it is Python 3.13 or later (the suite's 3.13
-run), else ``DYNALEASE_PYTHON313`` or ``.venv/py3.13/bin/python`` (a venv of Python 3.13
+run), else ``DYNALEASE_PYTHON313`` or ``.venv-3.13/bin/python`` (a venv of Python 3.13
 with awslambdaric, boto3 and aws-lambda-powertools); without one these tests skip.
 """
 
@@ -37,7 +37,7 @@ WITHIN_S = 1.5  # the bound the issue sets: a row gone this soon after its deadl
 def _python313() -> str:
     if sys.version_info >= (3, 13):
         return sys.executable
-    candidate = os.environ.get("DYNALEASE_PYTHON313") or str(ROOT / ".venv/py3.13/bin/python")
+    candidate = os.environ.get("DYNALEASE_PYTHON313") or str(ROOT / ".venv-3.13/bin/python")
     probe = [candidate, "-c", "import awslambdaric, boto3, aws_lambda_powertools"]
     if not (
         Path(candidate).exists()
@@ -45,8 +45,8 @@ def _python313() -> str:
     ):
         pytest.skip(
             f"Managed Instances need Python 3.13: no such interpreter with awslambdaric at "
-            f"{candidate} (python3.13 -m venv .venv/py3.13 && .venv/py3.13/bin/pip install "
-            "awslambdaric boto3 aws-lambda-powertools, or set DYNALEASE_PYTHON313)"
+            f"{candidate} (`bash tests/support/python_venv.sh 3.13` builds it, as `make test` "
+            "does, or set DYNALEASE_PYTHON313)"
         )
     return candidate
 
