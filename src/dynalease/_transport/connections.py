@@ -1,28 +1,42 @@
-"""The lean path's HTTP exchanges with one endpoint, through urllib3.
+"""The lean path's HTTP exchanges with one endpoint, through the standard library's ``http.client``.
 
-urllib3 frames the requests, parses the answers (chunked ones included), keeps
-connections alive, speaks TLS and reaches HTTPS endpoints through a proxy with
-``CONNECT``. What stays ours is what botocore decides around it, decided the same
-way: which proxy an endpoint goes through (the configured ones, else the
-environment's and the system's, ``NO_PROXY`` included: :func:`proxy_for`), which
-certificates are trusted (``verify``), and how much of an answer we read
-(:data:`MAX_BODY`). A failed exchange is either :class:`NotSent` (nothing reached
-the server) or :class:`Unanswered` (the request may have been applied).
+``http.client`` (CPython's HTTP/1.1 client, the one urllib3 and botocore build on)
+frames the requests, parses the answers (chunked ones included), speaks TLS through
+:mod:`ssl` and reaches HTTPS endpoints through a proxy with ``CONNECT``
+(``set_tunnel``). We use it directly rather than through urllib3 because urllib3's
+import is most of a Lambda function's first locked invoke (about 28 ms of 45, see
+docs/benchmarks.md) and its pool adds CPU to every request; what urllib3 would add
+for us is one list of idle connections.
+
+What stays ours is what botocore decides around the exchange, decided the same way:
+which proxy an endpoint goes through (the configured ones, else the environment's
+and the system's, ``NO_PROXY`` included: :func:`proxy_for`), which certificates are
+trusted (``verify``), how much of an answer we read (:data:`MAX_BODY`), which idle
+connections are kept, and what a failed exchange means: :class:`NotSent` (nothing
+reached the server) or :class:`Unanswered` (the request may have been applied).
 """
 
 from __future__ import annotations
 
+import http.client
 import os
+import select
 import socket
+import sys
+import threading
+import time
 from typing import Any, NamedTuple
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 __all__ = ["MAX_BODY", "Answer", "Connections", "NotSent", "Unanswered", "proxy_for"]
 
 #: The largest answer read: a lock answer is a few hundred bytes, an item helper's at most
 #: DynamoDB's 400 KB item (a transaction's cancellation reasons: 100 of them).
 MAX_BODY = 4 * 1024 * 1024
-_UNSIGNED = {"User-Agent": "dynalease-lean/2", "Accept-Encoding": "identity"}
+_UNSIGNED = {"User-Agent": "dynalease-lean/3", "Accept-Encoding": "identity"}
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+#: What a kept-alive connection that the server closed while it was idle raises when reused.
+_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
 
 
 class NotSent(Exception):
@@ -59,12 +73,14 @@ def proxy_for(url: str, configured: dict[str, str] | None = None) -> str | None:
     of the environment and the system's settings (macOS, Windows), unless
     ``NO_PROXY`` or the system's bypass list names the host, as botocore reads them.
     """
-    import urllib.request
-
     scheme = urlsplit(url).scheme
     if configured:
         proxies = configured
+    elif not _proxies_may_be_set():
+        return None
     else:
+        import urllib.request  # about 10 ms of a cold start: only where a proxy may be set
+
         try:
             bypass = bool(urllib.request.proxy_bypass(urlsplit(url).netloc))
         except (TypeError, socket.gaierror):
@@ -79,8 +95,23 @@ def proxy_for(url: str, configured: dict[str, str] | None = None) -> str | None:
     return f"http:{proxy}" if proxy.startswith("//") else f"http://{proxy}"
 
 
+def _proxies_may_be_set() -> bool:
+    """False where the standard library would find no proxy: no system settings, no variable.
+
+    Outside macOS and Windows, ``urllib.request.getproxies()`` reads only environment
+    variables whose names end in ``_proxy`` (in any letter case).
+    """
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return any(name.lower().endswith("_proxy") for name in os.environ)
+
+
 class Connections:
-    """Keep-alive connections to one endpoint (through its proxy, if any); thread-safe."""
+    """Keep-alive connections to one endpoint (through its proxy, if any); thread-safe.
+
+    Each request takes an idle connection, or opens one, and gives it back once its
+    answer is read whole; at most ``max_connections`` idle ones are kept.
+    """
 
     def __init__(
         self,
@@ -92,47 +123,31 @@ class Connections:
         max_connections: int,
         proxies: dict[str, str] | None = None,
     ) -> None:
-        import urllib3
-
+        parts = urlsplit(url)
         self.url = url
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
-        # urllib3's default socket options (no Nagle delay), plus TCP keep-alive, as
-        # botocore sets for the lock client (``tcp_keepalive``).
-        keepalive = (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-        options: dict[str, Any] = {
-            "maxsize": max_connections,
-            "block": False,
-            "socket_options": [
-                *urllib3.connection.HTTPConnection.default_socket_options,
-                keepalive,
-            ],
-        }
-        if urlsplit(url).scheme == "https":
-            options.update(_tls_options(verify))
-        proxy = proxy_for(url, proxies)
-        manager: urllib3.PoolManager
-        if proxy is None:
-            manager = urllib3.PoolManager(num_pools=2, **options)
-        else:
-            headers = urllib3.util.make_headers(proxy_basic_auth=_proxy_auth(proxy))
-            manager = urllib3.ProxyManager(proxy, num_pools=2, proxy_headers=headers, **options)
-        self.proxy = proxy
-        self._manager = manager
-        # Without a proxy, the endpoint's own pool: no URL parsing or pool look-up per request.
-        self._pool = None if proxy else manager.connection_from_url(url)
-        self._urllib3 = urllib3
+        self.proxy = proxy_for(url, proxies)
+        self._target = (parts.hostname or "", parts.port or _DEFAULT_PORTS[parts.scheme])
+        self._tls = _tls_context(verify) if parts.scheme == "https" else None
+        self._max_idle = max_connections
+        self._idle: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+        # Through a proxy, an http:// endpoint is asked for by its absolute URL and an
+        # https:// one through a CONNECT tunnel; each carries the proxy's credentials.
+        self._proxy_headers: dict[str, str] = {}
+        self._path = "/"
+        if self.proxy is not None:
+            self._proxy_headers = _proxy_authorization(self.proxy)
+            if self._tls is None:
+                self._path = url
 
     def drop(self) -> None:
         """Close every idle connection; the next request connects anew."""
-        pools = self._manager.pools  # urllib3 2 forgets pools on clear() without closing them
-        for key in list(pools.keys()):
-            pool = pools.get(key)
-            if pool is not None:
-                pool.close()
-        self._manager.clear()
-        if self._pool is not None:
-            self._pool = self._manager.connection_from_url(self.url)
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
 
     def post(
         self, headers: dict[str, str], body: bytes, *, timeout: float, retry_stale: bool
@@ -142,90 +157,135 @@ class Connections:
         With ``retry_stale``, a request whose kept-alive connection the server had
         closed is sent once more on a new one (only for requests that change nothing).
         """
-        urllib3 = self._urllib3
-        bound = max(timeout, 1e-3)
-        limits = urllib3.Timeout(
-            total=bound,
-            connect=min(self.connect_timeout, bound),
-            read=min(self.read_timeout, bound),
-        )
-        retries: Any = False
-        if retry_stale:
-            retries = urllib3.Retry(
-                total=1, connect=0, read=1, other=0, status=0, redirect=0,
-                allowed_methods=frozenset({"POST"}), raise_on_redirect=False,
-            )  # fmt: skip
+        deadline = time.monotonic() + max(timeout, 1e-3)
+        headers = {**headers, **_UNSIGNED}
+        if self._tls is None:
+            headers.update(self._proxy_headers)  # forwarded: the proxy reads them on the request
+        connection = self._take_idle()
+        while True:
+            reused = connection is not None
+            if connection is None:
+                connection = self._connect(deadline)
+            left = max(deadline - time.monotonic(), 1e-3)
+            assert connection.sock is not None
+            connection.sock.settimeout(min(self.read_timeout, left))
+            try:
+                connection.request("POST", self._path, body, headers)
+                response = connection.getresponse()
+                answer = _read(response)
+            except (http.client.HTTPException, OSError, ValueError) as error:
+                # ValueError: http.client's reading of a malformed chunk size.
+                connection.close()
+                if reused and retry_stale and isinstance(error, _STALE):
+                    connection = None  # the server had closed it while idle: once more
+                    continue
+                raise _unanswered(error) from None
+            self._give_back(connection, response)
+            return answer
+
+    def _connect(self, deadline: float) -> http.client.HTTPConnection:
+        """A new connection (TLS handshake and proxy tunnel done), or :class:`NotSent`."""
+        host, port = self._target
+        if self.proxy is not None:
+            proxy = urlsplit(self.proxy)
+            host, port = proxy.hostname or "", proxy.port or _DEFAULT_PORTS[proxy.scheme]
+        limit = max(min(self.connect_timeout, deadline - time.monotonic()), 1e-3)
+        connection: http.client.HTTPConnection
+        if self._tls is None:
+            connection = http.client.HTTPConnection(host, port, timeout=limit)
+        else:
+            connection = http.client.HTTPSConnection(host, port, timeout=limit, context=self._tls)
+            if self.proxy is not None:
+                connection.set_tunnel(*self._target, headers=self._proxy_headers)
         try:
-            send = self._manager.urlopen if self._pool is None else self._pool.urlopen
-            response = send(
-                "POST",
-                self.url if self._pool is None else "/",
-                body=body,
-                headers={**headers, **_UNSIGNED},
-                timeout=limits,
-                retries=retries,
-                redirect=False,
-                preload_content=False,
-            )
-        except urllib3.exceptions.MaxRetryError as error:  # a resent read failed again
-            raise _failure(urllib3, error.reason) from None
-        except (urllib3.exceptions.HTTPError, OSError) as error:
-            raise _failure(urllib3, error) from None
-        try:
-            return _read(urllib3, response)
-        finally:
-            response.release_conn()
+            connection.connect()
+        except (OSError, http.client.HTTPException) as error:
+            # OSError covers refusal, name resolution, TLS failures and a refused CONNECT.
+            connection.close()
+            if isinstance(error, TimeoutError):
+                raise NotSent(None, timeout=True) from None
+            raise NotSent(error, timeout=False) from None
+        assert connection.sock is not None
+        # http.client turns off Nagle's delay; TCP keep-alive as botocore sets it for locks.
+        connection.sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        return connection
+
+    def _take_idle(self) -> http.client.HTTPConnection | None:
+        """The most recently used idle connection the server has not closed or written to."""
+        while True:
+            with self._lock:
+                if not self._idle:
+                    return None
+                connection = self._idle.pop()
+            if connection.sock is not None and not _readable(connection.sock):
+                return connection
+            connection.close()  # closed by the server, or unasked-for bytes: never read them
+
+    def _give_back(
+        self, connection: http.client.HTTPConnection, response: http.client.HTTPResponse
+    ) -> None:
+        """Keep ``connection`` for the next request if its answer left it open and reusable."""
+        if response.will_close or not response.isclosed() or connection.sock is None:
+            connection.close()
+            return
+        with self._lock:
+            if len(self._idle) < self._max_idle:
+                self._idle.append(connection)
+                return
+        connection.close()
 
 
-def _read(urllib3: Any, response: Any) -> Answer:
+def _read(response: http.client.HTTPResponse) -> Answer:
     """The whole answer, refused as soon as it is known to pass :data:`MAX_BODY`."""
-    length = response.headers.get("content-length")
-    if length is not None and length.strip().isdigit() and int(length) > MAX_BODY:
-        response.close()  # never read 100 MB to keep a connection
-        raise Unanswered(ConnectionResetError("answer larger than dynalease reads"), timeout=False)
-    try:
-        payload = response.read(MAX_BODY + 1, decode_content=False)
-        if len(payload) > MAX_BODY:
-            response.close()
-            raise Unanswered(
-                ConnectionResetError("answer larger than dynalease reads"), timeout=False
-            )
-    except (urllib3.exceptions.HTTPError, OSError, ValueError) as error:
-        # ValueError: http.client's reading of a malformed chunk size.
-        response.close()
-        raise _failure(urllib3, error, sent=True) from None
-    crc = response.headers.get("x-amz-crc32")
+    lengths = set(response.msg.get_all("content-length") or ())
+    if len(lengths) > 1:  # http.client would read by the first; the framing is unknowable
+        raise ConnectionResetError("answer with conflicting Content-Length headers")
+    length = lengths.pop() if lengths else ""
+    if length.strip().isdigit() and int(length) > MAX_BODY:
+        raise ConnectionResetError("answer larger than dynalease reads")  # never read 100 MB
+    payload = response.read(MAX_BODY + 1)
+    if len(payload) > MAX_BODY:
+        raise ConnectionResetError("answer larger than dynalease reads")
+    crc = response.getheader("x-amz-crc32")
     return Answer(
         response.status,
         payload,
         # A checksum that is not a 32-bit number matches no body: the answer is garbled.
         None if crc is None else int(crc) if crc.isdigit() and len(crc) <= 10 else -1,
-        response.headers.get("x-amzn-RequestId") or None,
+        response.getheader("x-amzn-RequestId") or None,
     )
 
 
-def _failure(urllib3: Any, error: BaseException | None, *, sent: bool = False) -> Exception:
-    """What a urllib3 failure means: never sent, or sent with its outcome unknown."""
-    exceptions = urllib3.exceptions
-    if not sent and isinstance(error, exceptions.ProxyError):
-        return NotSent(error, timeout=False)
-    if not sent and isinstance(error, exceptions.ConnectTimeoutError | exceptions.SSLError):
-        # NewConnectionError and NameResolutionError are ConnectTimeoutErrors too.
-        timeout = not isinstance(error, exceptions.NewConnectionError)
-        return NotSent(error, timeout=timeout)
-    timeout = isinstance(error, exceptions.ReadTimeoutError | TimeoutError)
-    return Unanswered(None if timeout else error, timeout=timeout)
+def _unanswered(error: BaseException) -> Unanswered:
+    """A failure once the request was on its way: its outcome is unknown."""
+    if isinstance(error, TimeoutError):
+        return Unanswered(None, timeout=True)
+    return Unanswered(error, timeout=False)
 
 
-def _tls_options(verify: bool | str | None) -> dict[str, Any]:
-    """urllib3's TLS settings for botocore's ``verify``: False, a CA file or directory, or True."""
+def _readable(sock: socket.socket) -> bool:
+    """Whether an idle connection has something to read: the server's close, or junk."""
+    if hasattr(select, "poll"):  # not on Windows; select() cannot watch descriptors >= 1024
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([sock], [], [], 0)[0])
+
+
+def _tls_context(verify: bool | str | None) -> Any:
+    """The TLS settings for botocore's ``verify``: False, a CA file or directory, or True."""
+    import ssl
+
     if verify is False:
-        return {"cert_reqs": "CERT_NONE", "assert_hostname": False}
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
     # botocore: True (or unset) means its default bundle; a string is a CA file or directory.
     path = verify if isinstance(verify, str) else _default_ca_bundle()
     if os.path.isdir(path):
-        return {"cert_reqs": "CERT_REQUIRED", "ca_cert_dir": path}
-    return {"cert_reqs": "CERT_REQUIRED", "ca_certs": path}
+        return ssl.create_default_context(capath=path)
+    return ssl.create_default_context(cafile=path)
 
 
 def _default_ca_bundle() -> str:
@@ -242,11 +302,12 @@ def _default_ca_bundle() -> str:
         return os.path.join(os.path.dirname(spec.origin), "cacert.pem")
 
 
-def _proxy_auth(proxy: str) -> str | None:
-    """``user:password`` from a proxy URL, as botocore sends it (Basic), else None."""
-    from urllib.parse import unquote
+def _proxy_authorization(proxy: str) -> dict[str, str]:
+    """The ``Proxy-Authorization`` header botocore sends for a proxy URL with credentials."""
+    import base64
 
     parts = urlsplit(proxy)
-    if parts.username and parts.password:
-        return f"{unquote(parts.username)}:{unquote(parts.password)}"
-    return None
+    if not (parts.username and parts.password):
+        return {}
+    pair = f"{unquote(parts.username)}:{unquote(parts.password)}".encode()
+    return {"Proxy-Authorization": "Basic " + base64.b64encode(pair).decode()}

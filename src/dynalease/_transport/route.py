@@ -59,6 +59,9 @@ class Route:
             max_connections=max_connections,
             proxies=proxies,
         )
+        if (self.connections.proxy or "").startswith("https:"):
+            # TLS to the proxy itself, then TLS through it: http.client has no such tunnel.
+            raise Unsupported("the proxy is an https:// URL")
 
     def post(
         self, operation: str, body: bytes, frozen: Any, *, timeout: float, retry_stale: bool
