@@ -144,7 +144,7 @@ def fails_at_once_as_maybe_applied(lean: LeanTransport, how: str) -> RequestFail
 def fails_as_maybe_applied(lean: LeanTransport, how: str) -> RequestFailedError:
     """The PutItem fails as "it may have been applied", at once or at the read timeout.
 
-    urllib3 (http.client) reads a body whose framing it does not recognise until the
+    http.client reads a body whose framing it does not recognise until the
     connection closes: such an answer ends at the read timeout, never as a success.
     """
     with pytest.raises(RequestFailedError) as raised:
@@ -230,7 +230,7 @@ def test_junk_on_an_idle_connection_is_dropped_and_the_connection_not_reused(
         # The loop path sees the junk as it arrives; the thread path when it takes the
         # connection. Wait until the server stopped sending either way.
         await asyncio.to_thread(junk_sent.wait, 5)
-        # urllib3 finds the idle connection readable when it takes it: dropped.
+        # The idle connection is found readable when it is taken: dropped.
         await sender("PutItem", PUT)
 
     asyncio.run(scenario())

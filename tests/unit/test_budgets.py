@@ -7,6 +7,7 @@ Each import budget runs in a fresh interpreter, which reads its own ``sys.module
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -36,7 +37,7 @@ NEVER_AT_IMPORT = (
 )
 
 
-def _loaded_after(statement: str) -> dict[str, object]:
+def _loaded_after(statement: str, env: dict[str, str] | None = None) -> dict[str, object]:
     code = (
         "import sys, threading, json\n"
         f"{statement}\n"
@@ -44,7 +45,7 @@ def _loaded_after(statement: str) -> dict[str, object]:
         "'threads': threading.active_count()}))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
     ).stdout
     loaded: dict[str, object] = json.loads(out)
     return loaded
@@ -124,3 +125,20 @@ def test_a_lock_cycle_without_a_tracer_provider_imports_no_opentelemetry(
     assert isinstance(modules, list)
     hidden = [] if installed else ["opentelemetry"]  # the None that hides it
     assert [m for m in modules if m.startswith("opentelemetry")] == hidden
+
+
+def test_a_lean_lock_cycle_without_proxy_variables_imports_no_urllib3_and_no_urllib_request(
+    client: DynamoDBClient, endpoint: str
+) -> None:
+    """The lean path's HTTP is the standard library's ``http.client``; ``urllib.request``
+    (system proxy settings) is read only where a ``*_proxy`` variable is set (Linux)."""
+    table = fresh_lock_table(client, "budget")
+    env = {name: value for name, value in os.environ.items() if not name.lower().endswith("_proxy")}
+    loaded = _loaded_after(_TRACED_CYCLE.format(endpoint=endpoint, table=table), env)
+    modules = loaded["modules"]
+    assert isinstance(modules, list)
+    unwanted = ("urllib3", "urllib.request", "botocore.session", "botocore.client", "boto3")
+    assert [m for m in unwanted if m in modules] == []
+    env["HTTPS_PROXY"] = "http://proxy.internal:3128"  # http:// endpoint: not used, but read
+    loaded = _loaded_after(_TRACED_CYCLE.format(endpoint=endpoint, table=table), env)
+    assert "urllib.request" in loaded["modules"]  # type: ignore[operator]

@@ -188,6 +188,21 @@ def test_a_proxy_in_a_botocore_config_is_the_routes_proxy() -> None:
     assert Route.of_client(client).connections.proxy is None
 
 
+@pytest.mark.parametrize("url", [None, LOCAL])
+def test_an_https_proxy_url_leaves_lock_requests_to_botocore(
+    monkeypatch: pytest.MonkeyPatch, url: str | None
+) -> None:
+    """TLS to the proxy itself, then TLS through it, is botocore's (http.client has no such tunnel)."""
+    monkeypatch.setenv("HTTPS_PROXY", "https://proxy.internal:3129")
+    monkeypatch.setenv("HTTP_PROXY", "https://proxy.internal:3129")
+    direct = _direct(url)
+    assert direct is not None
+    with pytest.raises(Unsupported, match="https:// URL"):
+        Route.direct(direct)
+    with pytest.raises(Unsupported, match="https:// URL"):
+        Route.of_client(_client(url))
+
+
 def test_proxy_tls_settings_and_client_certificates_are_left_to_botocore(tmp_path: Path) -> None:
     cert = tmp_path / "client.pem"
     trustme.CA().issue_cert("client").private_key_and_cert_chain_pem.write_to_path(str(cert))
