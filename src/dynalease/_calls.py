@@ -9,7 +9,6 @@ the keyword check of the signatures that take their options from one TypedDict
 from __future__ import annotations
 
 import contextvars
-import difflib
 import functools
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
@@ -32,6 +31,8 @@ def check_keywords(function: str, given: Mapping[str, object], options: Any) -> 
     known = sorted(options.__required_keys__ | options.__optional_keys__)
     for name in given:
         if name not in known:
+            import difflib  # only for a misspelled keyword: 1 ms of every Lambda cold start
+
             close = difflib.get_close_matches(name, known, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise TypeError(f"{function}() got an unexpected keyword argument {name!r}{hint}")
