@@ -71,16 +71,17 @@ def test_after_restore_reseeds_jitter_and_forgets_observations_and_connections(
         pass
     assert len(client._observations) == 1
     route = client._lock_store.transport.route  # type: ignore[attr-defined]
-    pooled = route.connections._pool
-    assert pooled.pool.qsize() >= 1 and pooled.num_connections >= 1
+    snapshot_idle = list(route.connections._idle)
+    assert len(snapshot_idle) >= 1
     random.seed(7)
     state = random.getstate()
     _before_snapshot()
     _after_restore()
-    assert pooled.pool is None  # the snapshot's pool is closed, its connections with it
-    assert route.connections._pool.num_connections == 0
+    assert all(connection.sock is None for connection in snapshot_idle)  # closed
+    assert route.connections._idle == []
     assert len(client._observations) == 0
     assert random.getstate() != state
     with SyncDistributedLock(client, table=lock_table, key=key, wait_timeout=5) as guard:
         assert not guard.lost
-    assert route.connections._pool.num_connections >= 1  # the cycle ran on a fresh connection
+    fresh = route.connections._idle  # the cycle ran on a new connection
+    assert fresh and all(connection not in snapshot_idle for connection in fresh)

@@ -61,12 +61,3 @@ def sender_for(transport: LeanTransport, how: str, *, timeout: float = 5.0) -> S
                 request.cancel()
 
     return send
-
-
-def connections_opened(transport: LeanTransport, how: str) -> int:
-    """How many connections the lean path has opened so far (both ways share one pool)."""
-    route = transport.route
-    assert route is not None
-    return sum(
-        pool.num_connections for pool in route.connections._manager.pools._container.values()
-    )

@@ -192,7 +192,7 @@ def test_a_proxy_in_a_botocore_config_is_the_routes_proxy() -> None:
 def test_an_https_proxy_url_leaves_lock_requests_to_botocore(
     monkeypatch: pytest.MonkeyPatch, url: str | None
 ) -> None:
-    """TLS to the proxy itself, then TLS through it, is botocore's (http.client has no such tunnel)."""
+    """TLS to the proxy, then TLS through it, is botocore's (http.client has no such tunnel)."""
     monkeypatch.setenv("HTTPS_PROXY", "https://proxy.internal:3129")
     monkeypatch.setenv("HTTP_PROXY", "https://proxy.internal:3129")
     direct = _direct(url)
