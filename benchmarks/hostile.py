@@ -159,7 +159,7 @@ def client(port: int, kind: str, path: str, results: Any) -> None:
         await put()
         await asyncio.sleep(2.5)  # the loop runs meanwhile: the junk arrives while idle
         await put()
-        return f"success; opened {_opened(transport, path)} connections"
+        return "success"  # on a new connection: test_hostile_endpoints.py counts them
 
     asyncio.run(_warm(transport, path))
     rss_before = _status("VmRSS")
@@ -175,12 +175,6 @@ def client(port: int, kind: str, path: str, results: Any) -> None:
     if not peak_reset:
         peak = max(peak, rss_before)
     results.send((peak - rss_before, outcome, elapsed))
-
-
-def _opened(transport: Any, path: str) -> int:
-    """Connections urllib3 made for the route (both paths share one pool)."""
-    pools = transport.route.connections._manager.pools
-    return sum(int(pool.num_connections) for pool in pools._container.values())
 
 
 async def _warm(transport: Any, path: str) -> None:

@@ -1,9 +1,9 @@
-"""The lean request path: lock requests signed by us, sent over urllib3.
+"""The lean request path: lock requests signed by us, sent over ``http.client``.
 
 botocore spends most of a lock request's CPU on generic machinery (the request
 pipeline, event hooks, model-driven serialising and parsing). Lock requests are
 a handful of fixed JSON shapes, so this path encodes them, signs them
-(:mod:`.sign`) and sends them over urllib3's keep-alive connections
+(:mod:`.sign`) and sends them over the standard library's keep-alive connections
 (:mod:`.connections`): from a sync caller's own thread, or from the runtime's
 bounded thread pool for async guards and renewals (never a thread per lease).
 
@@ -96,7 +96,7 @@ def lock_transport(factory: Callable[[], BaseClient], choice: str) -> Transport:
 
 
 class LeanTransport:
-    """Lock requests signed by us over urllib3, from the caller's thread or the runtime's pool.
+    """Lock requests signed by us over ``http.client``, from the caller's thread or the pool.
 
     ``call`` (the caller's own requests) and anything the lean path does not
     support go through the botocore client; lock requests use the lean path.
@@ -229,7 +229,7 @@ class LeanTransport:
         ``on_late`` (a future of the answer) and is raised as a failure that may
         have been applied, and the lease deletes the row if the answer says it
         landed. Any other request is sent from this thread; one not answered in
-        time is raised the same way (urllib3 closes its connection).
+        time is raised the same way (its connection is closed).
         """
         route = self._route
         assert route is not None, "send_blocking before the lean path was chosen"
