@@ -50,14 +50,15 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # The default run takes the lean request path; the protocol tests run again over botocore.
-# Unit, docs and CDK tests on two workers; the suites about timing, processes and
-# Lambda alone, so their generous bounds stay generous. Then the engine, Lambda and
-# integration suites again on Lambda's other Python versions (test-pythons).
+# Every suite on two workers, a file per worker at a time (the timing, process and Lambda
+# suites keep their bounds generous for that). Then the engine, Lambda and integration
+# suites again on Lambda's other Python versions (test-pythons), without the slow checks
+# of the model tests' own power (marked test_power), which do not depend on the version.
 # The Managed Instances tests run awslambdaric on Python 3.13 whatever runs the suite.
 PYTHON313 = $$(bash tests/support/python_venv.sh 3.13)
 test: $(STAMP) system-deps lint typecheck
 	$(BIN)/pytest -n 2 --dist loadfile tests/unit tests/docs tests/infra
-	DYNALEASE_PYTHON313=$(PYTHON313) $(BIN)/pytest tests/integration tests/lambda tests/cli
+	DYNALEASE_PYTHON313=$(PYTHON313) $(BIN)/pytest -n 2 --dist loadfile tests/integration tests/lambda tests/cli
 	DYNALEASE_TRANSPORT=boto $(BIN)/pytest -q -p no:cacheprovider \
 	  tests/integration/test_locks.py tests/integration/test_lock_examples.py
 	$(MAKE) --no-print-directory test-pythons
@@ -72,7 +73,7 @@ test-pythons: system-deps
 	  if python=$$(bash tests/support/python_venv.sh $$version); then \
 	    echo "make: the engine, Lambda and integration suites on Python $$version"; \
 	    DYNALEASE_PYTHON313=$(PYTHON313) $$python -m pytest -q -n 2 --dist loadfile -p no:cacheprovider \
-	      $(SUITES_ON_EVERY_PYTHON) || exit 1; \
+	      -m "not test_power" $(SUITES_ON_EVERY_PYTHON) || exit 1; \
 	  elif [ "$${CI:-}" = true ]; then exit 1; \
 	  else echo "warning: Python $$version not found: its suites are skipped"; fi; \
 	done

@@ -33,7 +33,7 @@ from dynalease.exceptions import RequestFailedError
 pytestmark = pytest.mark.timeout(60)
 
 #: Long enough that a test waiting for it fails the "at once" checks below.
-READ_TIMEOUT_S = 4.0
+READ_TIMEOUT_S = 2.0
 PUT = {"TableName": "locks", "Item": {"key": {"S": "k"}}}
 OK_BODY = b'{"ConsumedCapacity":{"CapacityUnits":1.0,"TableName":"locks"}}'
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nx-amz-crc32: %d\r\n\r\n%s" % (

@@ -260,6 +260,7 @@ def _broken_or_not(how: str | None) -> type[FencedModel]:
     return FencedModel if how is None else _broken(how)
 
 
+@pytest.mark.test_power
 @pytest.mark.timeout(600)  # up to 5,000 examples: seconds alone, minutes on a loaded machine
 @pytest.mark.parametrize("how", ["reuse after takeover", "keep across release", "reset on release"])
 def test_the_random_search_finds_each_broken_engine(
