@@ -266,6 +266,24 @@ def test_an_sqs_batch_holding_several_record_locks_frees_them_all(
     assert not any(key in logs for key in keys)
 
 
+def test_a_multi_key_lock_held_at_a_timeout_has_every_row_freed(
+    plane_factory: Callable[..., ControlPlane],
+    other_client: DynamoDBClient,
+    lock_table: str,
+    tmp_path: Path,
+) -> None:
+    keys = [f"mk-{uuid.uuid4().hex[:6]}" for _ in range(4)]
+    event = {"keys": keys, "lease": 30.0, "mark": str(tmp_path / "mark-multikey")}
+    plane = plane_factory("multikey", timeout=2.0)
+    invocation = plane.invoke(event)
+    assert invocation.status == "timeout"
+    # The 30 s rows are gone at once: the journal named every key, not only the first.
+    assert [_owner(other_client, lock_table, key) for key in keys] == [None] * 4
+    assert list(journal.entries(str(tmp_path / "journal"))) == []
+    logs = "".join(p.read_text() for p in (tmp_path / "logs-f").glob("*dynalease-recovery.log"))
+    assert "and its 3 other keys" in logs
+
+
 def test_a_lease_taken_over_before_the_timeout_keeps_the_new_owners_row(
     plane_factory: Callable[..., ControlPlane],
     other_client: DynamoDBClient,

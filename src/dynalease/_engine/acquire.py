@@ -107,8 +107,7 @@ class Acquirer:
         deadline = deadline_on(core.clock)
         if deadline is not None:  # bounded by the caller's deadline (``deadline.py``)
             core.deadline = deadline
-        if core.journal is not None:  # before the first request: it may commit unanswered
-            core.journal.record(core.table, core.key, core.owner, fencing=core.fencing)
+        core.journal_rows(core.key, self.target.together)  # the first request may commit unanswered
         start = core.clock.monotonic()
         if core.wait_s != 0:
             return start, start + core.wait_s, False
@@ -233,9 +232,8 @@ class Acquirer:
 
     def _aim(self, attempt: Attempt, key: str) -> None:
         """The next write goes to ``key``: the journal names its row before it is sent."""
-        core = self.core
-        if key != attempt.key and core.journal is not None:
-            core.journal.record(core.table, key, core.owner)
+        if key != attempt.key:
+            self.core.journal_rows(key)
         attempt.key = key
         if key not in self.written:
             self.written.append(key)

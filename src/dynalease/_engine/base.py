@@ -250,6 +250,12 @@ class LeaseCore:
             request_id=self.last_request_id,
         )
 
+    def journal_rows(self, key: str, keys: tuple[str, ...] = ()) -> None:
+        """Name in the journal, if there is one, the row the next write may create at
+        ``key`` (or every row of a multi-key lock, ``keys``), before it is sent."""
+        if self.journal is not None:
+            self.journal.record(self.table, key, self.owner, fencing=self.fencing, keys=keys)
+
     def note_answer(self, request_id: str | None) -> None:
         """Remember the request id of a DynamoDB answer (when it had one) for later errors."""
         if request_id:

@@ -3,8 +3,9 @@
 A process that dies without releasing (killed at a deadline, crashed) leaves
 its rows for a whole lease. A helper process beside it (the recovery extension)
 can release them at once if it knows which: the journal tells it. Each guard
-writes one small JSON file, named after its owner token (table, key, owner, the
-writer's pid and start time, whether the row is fenced), *before* its first
+writes one small JSON file, named after its owner token (table, key, every key of a
+multi-key lock, owner, the writer's pid and start time, whether the row is fenced),
+*before* its first
 acquisition request is sent, so an acquisition that committed just before the
 writer died is covered, and removes it once its release, or a loss, is
 confirmed. Files are written atomically (a temporary name created with
@@ -42,6 +43,7 @@ __all__ = [
     "DEFAULT_DIRECTORY",
     "DEFAULT_EXTENSIONS",
     "MAX_ENTRY_BYTES",
+    "MAX_KEYS",
     "Entry",
     "Journal",
     "directory",
@@ -58,8 +60,11 @@ DEFAULT_DIRECTORY = "/tmp/dynalease-journal"
 DEFAULT_EXTENSIONS = "/opt/extensions"
 _SUFFIX = ".json"
 _FORMAT = 1
-#: The largest entry file read (an entry is about 250 bytes; a key at most 2,048).
-MAX_ENTRY_BYTES = 8192
+#: The most keys one entry names: a multi-key lock's rows (one transaction writes 100).
+MAX_KEYS = 100
+#: The largest entry file read. An entry is about 250 bytes; a multi-key lock's names up
+#: to 100 keys of up to 2,048 UTF-8 bytes, which JSON may escape to six bytes each.
+MAX_ENTRY_BYTES = 2 * 1024 * 1024
 #: Owner tokens are UUID4 text (``protocol.new_token``); a file is named after its owner.
 _OWNER = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 #: DynamoDB's table-name rule (the same as ``client.check_table_name``'s).
@@ -155,6 +160,8 @@ class Entry(NamedTuple):
     started: str | None
     #: A fenced (protocol-2) row: released by leaving it free, never by a delete.
     fencing: bool = False
+    #: Every row the entry names: ``(key,)``, or a multi-key lock's keys (``key`` first).
+    keys: tuple[str, ...] = ()
 
 
 class Journal:
@@ -182,12 +189,25 @@ class Journal:
     def _file(self, owner: str) -> str:
         return os.path.join(self.path, owner + _SUFFIX)
 
-    def record(self, table: str, key: str, owner: str, *, fencing: bool = False) -> None:
-        """Write the entry for ``owner``'s row, atomically; a failure is logged, never raised."""
+    def record(
+        self,
+        table: str,
+        key: str,
+        owner: str,
+        *,
+        fencing: bool = False,
+        keys: tuple[str, ...] = (),
+    ) -> None:
+        """Write the entry for ``owner``'s row, atomically; a failure is logged, never raised.
+
+        ``keys``: every row of a multi-key lock (``key`` is the first), so that each is
+        released; a reader that knows only ``key`` still releases that one.
+        """
         body = {
             "format": _FORMAT,
             "table": table,
             "key": key,
+            "keys": list(keys or (key,)),
             "owner": owner,
             "pid": self._pid,
             "started": self._started,
@@ -208,7 +228,9 @@ class Journal:
             # written through; the write fails (and is logged) instead.
             descriptor = os.open(temporary, _CREATE_FLAGS, 0o600)
             try:
-                os.write(descriptor, json.dumps(body, separators=(",", ":")).encode("utf-8"))
+                left = memoryview(json.dumps(body, separators=(",", ":")).encode("utf-8"))
+                while left:
+                    left = left[os.write(descriptor, left) :]
             finally:
                 os.close(descriptor)
             os.replace(temporary, final)
@@ -346,12 +368,13 @@ def _entry(full: str, name: str, body: Any) -> Entry:
     if not isinstance(table, str) or not _TABLE.fullmatch(table):
         raise _Skip("table is not a DynamoDB table name")
     key = body.get("key")
-    try:
-        size = len(key.encode("utf-8")) if isinstance(key, str) else 0
-    except UnicodeEncodeError:
-        size = 0
-    if not 1 <= size <= _MAX_KEY_BYTES:
+    if not _is_key(key):
         raise _Skip(f"key is not text of 1 to {_MAX_KEY_BYTES} UTF-8 bytes")
+    keys = body.get("keys", [key])  # entries written before multi-key locks name one key
+    if not (isinstance(keys, list) and 1 <= len(keys) <= MAX_KEYS and keys[0] == key):
+        raise _Skip(f"keys is not a list of 1 to {MAX_KEYS} keys that starts with key")
+    if not all(_is_key(each) for each in keys) or len(set(keys)) != len(keys):
+        raise _Skip("keys holds a repeat or something other than a key")
     pid = body.get("pid")
     if type(pid) is not int or not 0 < pid <= _MAX_PID:
         raise _Skip("pid is not a process id")
@@ -362,4 +385,13 @@ def _entry(full: str, name: str, body: Any) -> Entry:
     if type(fencing) is not bool:
         raise _Skip("fencing is not true or false")
     assert isinstance(key, str)
-    return Entry(full, table, key, owner, pid, started, fencing)
+    return Entry(full, table, key, owner, pid, started, fencing, tuple(keys))
+
+
+def _is_key(value: Any) -> bool:
+    """Whether ``value`` is a lock key: text of 1 to 2,048 UTF-8 bytes."""
+    try:
+        size = len(value.encode("utf-8")) if isinstance(value, str) else 0
+    except UnicodeEncodeError:  # a lone surrogate
+        size = 0
+    return 1 <= size <= _MAX_KEY_BYTES

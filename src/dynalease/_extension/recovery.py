@@ -208,17 +208,22 @@ async def _release(client: Any, entry: journal.Entry, outcome: Outcome, deadline
     from .._engine.base import log_keys, logged_key
     from .release import Result, release
 
-    name = f"lock {logged_key(entry.key)} in table {entry.table!r} (pid {entry.pid})"
+    more = f" and its {len(entry.keys) - 1} other keys" if len(entry.keys) > 1 else ""
+    name = f"lock {logged_key(entry.key)}{more} in table {entry.table!r} (pid {entry.pid})"
     store = client._lock_store
     try:
         left = deadline - time.time() - MARGIN_S
         await asyncio.wait_for(store.prepare(), max(0.01, left))
         left = deadline - time.time() - MARGIN_S
+        releases = [  # a multi-key lock's rows are released one by one
+            release(store.transport, entry.table, key, entry.owner, fenced=entry.fencing)
+            for key in entry.keys or (entry.key,)
+        ]
         with _tracing.recovering(entry.table, entry.key):
-            result = await asyncio.wait_for(
-                release(store.transport, entry.table, entry.key, entry.owner, fenced=entry.fencing),
-                max(0.01, left),
-            )
+            results = await asyncio.wait_for(asyncio.gather(*releases), max(0.01, left))
+        # Released if any row was; else a contradicted row is worth the warning.
+        chosen = (Result.RELEASED, Result.CONTRADICTED)
+        result = next((each for each in chosen if each in results), Result.NOT_OURS)
     except TimeoutError:
         outcome.failed.append(entry)
         log.warning("dynalease-recovery: %s: no answer before the shutdown deadline", name)
@@ -226,7 +231,8 @@ async def _release(client: Any, entry: journal.Entry, outcome: Outcome, deadline
         outcome.failed.append(entry)
         text = str(error)
         if log_keys() != "key":
-            text = text.replace(repr(entry.key), logged_key(entry.key))
+            for key in entry.keys or (entry.key,):
+                text = text.replace(repr(key), logged_key(key))
         log.warning("dynalease-recovery: could not release %s: %r", name, text)
     else:
         if result is Result.RELEASED:

@@ -112,6 +112,15 @@ def batch(event: dict[str, Any], context: Any) -> str:
         return _then(event)
 
 
+def multikey(event: dict[str, Any], context: Any) -> str:
+    """One lock on every key in ``event["keys"]`` (one transaction), outliving the timeout."""
+    with SyncDistributedLock(
+        client, table=TABLE, keys=event["keys"], lease_duration=event["lease"]
+    ) as guard:
+        _mark(event, guard.owner)
+        return _then(event)
+
+
 def raises(event: dict[str, Any], context: Any) -> None:
     """A handler error: the runtime reports it on ``/invocation/{id}/error``."""
     raise ValueError(f"bad event {event!r}")

@@ -263,6 +263,13 @@ def test_entries_skips_temporary_foreign_and_broken_files(tmp_path: Path) -> Non
         ({"started": "1 2"}, "started is not a process start time"),
         ({"fencing": "false"}, "fencing is not true or false"),
         ({"format": True}, "format is not 1"),
+        ({"keys": "k"}, "keys is not a list"),
+        ({"keys": []}, "keys is not a list"),
+        ({"keys": ["other", "k"]}, "keys is not a list of 1 to 100 keys that starts with key"),
+        ({"keys": ["k", *(f"x{n}" for n in range(100))]}, "keys is not a list"),
+        ({"keys": ["k", "x", "x"]}, "keys holds a repeat"),
+        ({"keys": ["k", 5]}, "keys holds a repeat or something other than a key"),
+        ({"keys": ["k", ""]}, "keys holds a repeat or something other than a key"),
     ],
 )
 def test_every_field_of_an_entry_is_checked(
@@ -275,6 +282,20 @@ def test_every_field_of_an_entry_is_checked(
         found = list(entries(str(tmp_path)))
     assert [e.path for e in found] == [str(good)]  # the bad file costs only itself
     assert said in caplog.text
+
+
+def test_a_multi_key_entry_names_every_row_and_an_older_entry_its_one_key(
+    tmp_path: Path,
+) -> None:
+    keys = (
+        "k",
+        *(f"row-{n}" for n in range(99)),
+    )
+    Journal(str(tmp_path)).record("locks", "k", _owner(1), keys=keys)
+    Journal(str(tmp_path)).record("locks", "single", _owner(2))
+    _write_entry(tmp_path, owner=_owner(3), key="older")  # written before "keys" existed
+    found = {entry.owner: entry.keys for entry in entries(str(tmp_path))}
+    assert found == {_owner(1): keys, _owner(2): ("single",), _owner(3): ("older",)}
 
 
 def test_the_file_name_must_be_the_owner_s(
