@@ -5,10 +5,9 @@ its rows for a whole lease. A helper process beside it (the recovery extension)
 can release them at once if it knows which: the journal tells it. Each guard
 writes one small JSON file, named after its owner token (table, key, every key of a
 multi-key lock, owner, the writer's pid and start time, whether the row is fenced),
-*before* its first
-acquisition request is sent, so an acquisition that committed just before the
-writer died is covered, and removes it once its release, or a loss, is
-confirmed. Files are written atomically (a temporary name created with
+*before* its first acquisition request is sent, so an acquisition that committed
+just before the writer died is covered, and removes it once its release, or a
+loss, is confirmed. Files are written atomically (a temporary name created with
 ``O_EXCL | O_NOFOLLOW``, then a rename), so a reader never sees half an entry.
 Where requests go (Region, endpoint, credentials) is never written: the helper
 takes it from its own environment.
