@@ -53,7 +53,8 @@ typecheck: $(STAMP)
 # Every suite on two workers, a file per worker at a time (the timing, process and Lambda
 # suites keep their bounds generous for that). Then the engine, Lambda and integration
 # suites again on Lambda's other Python versions (test-pythons), without the slow checks
-# of the model tests' own power (marked test_power), which do not depend on the version.
+# of the model tests' own power (marked test_power), which do not depend on the version,
+# and without the benchmarks' smoke test (the benchmarks run from the main venv).
 # The Managed Instances tests run awslambdaric on Python 3.13 whatever runs the suite.
 PYTHON313 = $$(bash tests/support/python_venv.sh 3.13)
 test: $(STAMP) system-deps lint typecheck
@@ -73,7 +74,8 @@ test-pythons: system-deps
 	  if python=$$(bash tests/support/python_venv.sh $$version); then \
 	    echo "make: the engine, Lambda and integration suites on Python $$version"; \
 	    DYNALEASE_PYTHON313=$(PYTHON313) $$python -m pytest -q -n 2 --dist loadfile -p no:cacheprovider \
-	      -m "not test_power" $(SUITES_ON_EVERY_PYTHON) || exit 1; \
+	      -m "not test_power" --ignore=tests/integration/test_benchmarks_smoke.py \
+	      $(SUITES_ON_EVERY_PYTHON) || exit 1; \
 	  elif [ "$${CI:-}" = true ]; then exit 1; \
 	  else echo "warning: Python $$version not found: its suites are skipped"; fi; \
 	done
