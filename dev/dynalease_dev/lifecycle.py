@@ -19,9 +19,11 @@ follow, and the runtime's output goes to stderr.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -29,7 +31,7 @@ from typing import Any
 
 import dynalease
 
-from .lambda_plane import ControlPlane
+from .lambda_plane import ControlPlane, Invocation
 
 __all__ = ["layer_directory", "main"]
 
@@ -56,7 +58,44 @@ def _parser(
         action="store_false",
         help="leave the recovery extension out, to see the difference",
     )
+    parser.add_argument(
+        "--max-concurrency",
+        type=int,
+        metavar="N",
+        help="run as Lambda Managed Instances: one runtime serving up to N invocations at "
+        "once (awslambdaric's multi-concurrent mode, Python 3.13 or later: see --python); "
+        "the events of a list are sent together, and a timeout is reported, not enforced",
+    )
+    parser.add_argument(
+        "--python",
+        metavar="PATH",
+        help="the runtime's interpreter, with awslambdaric installed (default: this one)",
+    )
     return parser
+
+
+def _runtime_problem(python: str, *, managed: bool) -> str | None:
+    """Why ``python`` cannot be the runtime's interpreter (None when it can)."""
+    probe = "import sys, awslambdaric; print('%d.%d' % sys.version_info[:2])"
+    try:
+        found = subprocess.run(
+            [python, "-c", probe], capture_output=True, text=True, timeout=60, check=False
+        )
+    except OSError as error:
+        return f"--python {python!r} cannot be run: {error.strerror or error}"
+    if found.returncode != 0:
+        return (
+            f"the runtime's interpreter {python} has no awslambdaric: install it there "
+            "(pip install awslambdaric) or pass --python PATH"
+        )
+    version = found.stdout.strip()
+    if managed and tuple(int(part) for part in version.split(".")) < (3, 13):
+        return (
+            f"--max-concurrency runs awslambdaric's multi-concurrent mode, which needs Python "
+            f"3.13 or later, and {python} is {version}: pass --python PATH to a 3.13 "
+            "interpreter with awslambdaric (make builds .venv-3.13)"
+        )
+    return None
 
 
 def layer_directory(directory: Path, *, extension: bool) -> Path:
@@ -102,6 +141,12 @@ def main(
     arguments = parser.parse_args(argv)
     if not 0 < arguments.timeout <= 900:
         parser.error(f"--timeout must be more than 0 and at most 900 s, got {arguments.timeout:g}")
+    managed = arguments.max_concurrency is not None
+    if managed and arguments.max_concurrency < 1:
+        parser.error(
+            f"--max-concurrency must be 1 or more invocations at once, got "
+            f"{arguments.max_concurrency}"
+        )
     file, _, function = arguments.handler.rpartition(":")
     path = Path(file)
     if not file.endswith(".py") or not function.isidentifier() or not path.is_file():
@@ -111,6 +156,11 @@ def main(
     except (OSError, ValueError) as error:
         parser.error(f"cannot read the event {arguments.event}: {error}")
     events: list[Any] = loaded if isinstance(loaded, list) else [loaded]
+    python = arguments.python or sys.executable
+    if arguments.python or managed:
+        problem = _runtime_problem(python, managed=managed)
+        if problem:
+            parser.error(problem)
     environment = dict(os.environ)
     for name, value in (
         ("DYNALEASE_TABLE", arguments.table),
@@ -130,36 +180,51 @@ def main(
             timeout=arguments.timeout,
             journal=directory / "journal",
             logs=directory / "logs",
+            max_concurrency=arguments.max_concurrency,
+            python=python,
         )
         logs = _Logs(directory / "logs")
         extension = "with" if arguments.extension else "without"
+        mode = (
+            f"; Lambda Managed Instances, up to {arguments.max_concurrency} invocations at once"
+            if managed
+            else ""
+        )
         print(
             f"function {path.name}:{function}, timeout {arguments.timeout:g} s, {extension} "
-            "the recovery extension"
+            f"the recovery extension{mode}"
         )
         try:
-            for number, event in enumerate(events, 1):
-                invocation = plane.invoke(event)
-                seconds = invocation.ended - invocation.started
-                last = invocation.status
-                payload = json.dumps(invocation.payload, default=str)
-                print(f"invocation {number}: {invocation.status} after {seconds:.2f} s: {payload}")
-                if invocation.stopped_at is not None and invocation.shutdown_done is not None:
-                    timed_out = last == "timeout"
-                    how = "killed at the deadline" if timed_out else "died"
-                    reason = "timeout" if timed_out else "failure"
-                    done = invocation.shutdown_done - invocation.stopped_at
-                    told = (
-                        f"SHUTDOWN ({reason}) went to the extension, done {done:.2f} s later"
-                        if arguments.extension
-                        else "no extension to tell: its rows stay for their lease"
-                    )
-                    print(
-                        f"  the runtime was {how}; {told}; the next invocation starts a "
-                        "fresh sandbox"
-                    )
+            if managed:  # sent together: the runtime's workers take them as they come
+                with concurrent.futures.ThreadPoolExecutor(len(events)) as senders:
+                    running = [senders.submit(plane.invoke, event) for event in events]
+                    for number, future in enumerate(running, 1):
+                        last = _report(number, future.result(), arguments.extension)
                 logs.show()
+            else:  # one after another, each in a fresh sandbox after a timeout or crash
+                for number, event in enumerate(events, 1):
+                    last = _report(number, plane.invoke(event), arguments.extension)
+                    logs.show()
         finally:
             plane.close()
             logs.show()
     return 0 if last == "ok" else 1
+
+
+def _report(number: int, invocation: Invocation, extension: bool) -> str:
+    """Print one invocation's line (and what befell its sandbox); its status."""
+    seconds = invocation.ended - invocation.started
+    payload = json.dumps(invocation.payload, default=str)
+    print(f"invocation {number}: {invocation.status} after {seconds:.2f} s: {payload}")
+    if invocation.stopped_at is not None and invocation.shutdown_done is not None:
+        timed_out = invocation.status == "timeout"
+        how = "killed at the deadline" if timed_out else "died"
+        reason = "timeout" if timed_out else "failure"
+        done = invocation.shutdown_done - invocation.stopped_at
+        told = (
+            f"SHUTDOWN ({reason}) went to the extension, done {done:.2f} s later"
+            if extension
+            else "no extension to tell: its rows stay for their lease"
+        )
+        print(f"  the runtime was {how}; {told}; the next invocation starts a fresh sandbox")
+    return invocation.status
