@@ -370,6 +370,46 @@ def test_every_connection_has_keep_alive_and_no_delay(how: str, scheme: str, tmp
     asyncio.run(scenario())
 
 
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_a_sync_create_answered_after_its_wait_is_read_late_and_its_connection_kept(
+    scheme: str, tmp_path: Any
+) -> None:
+    """The caller's create gives up at its bound; the answer, sent later, still reaches
+    ``on_late`` (so the lease can delete a row that landed), also on a fresh TLS
+    connection whose session tickets arrive before the answer."""
+    tls, verify = None, None
+    if scheme == "https":
+        authority = trustme.CA()
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        authority.issue_cert("localhost").configure_cert(tls)
+        authority.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+        verify = str(tmp_path / "ca.pem")
+
+    async def slow_put(server: _Server, head: bytes, writer: asyncio.StreamWriter) -> bool:
+        if b"PutItem" in head:
+            await asyncio.sleep(0.6)  # well after the caller's 0.2 s
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n" + b'{"late":true}')
+        return True
+
+    async def scenario() -> None:
+        async with _Server(slow_put, tls=tls) as server:
+            transport = _lean(server.url, verify=verify)
+            await transport.prepare()
+            late: list[Any] = []
+            item = {"TableName": "locks", "Item": {"key": {"S": "k"}}}
+            with pytest.raises(RequestFailedError) as failed:
+                await asyncio.to_thread(transport.send_blocking, "PutItem", item, 0.2, late.append)
+            assert failed.value.code == "ReadTimeoutError" and failed.value.may_have_committed
+            [future] = late
+            answer = await transport.finish_late("PutItem", future)
+            assert answer["late"] is True
+            # The connection read to the end is kept: the next request reuses it.
+            await asyncio.to_thread(transport.send_blocking, "GetItem", _get(), 5.0, late.append)
+            assert server.connections == 1
+
+    asyncio.run(scenario())
+
+
 @HOW
 def test_a_request_larger_than_the_socket_buffers_is_sent_whole(how: str) -> None:
     blob = "x" * 6_000_000  # far more than a loopback send buffer takes at once

@@ -18,6 +18,7 @@ reached the server) or :class:`Unanswered` (the request may have been applied).
 
 from __future__ import annotations
 
+import functools
 import http.client
 import os
 import select
@@ -25,6 +26,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit
 
@@ -150,12 +152,22 @@ class Connections:
             connection.close()
 
     def post(
-        self, headers: dict[str, str], body: bytes, *, timeout: float, retry_stale: bool
+        self,
+        headers: dict[str, str],
+        body: bytes,
+        *,
+        timeout: float,
+        retry_stale: bool,
+        late: Callable[[Callable[[], Answer]], object] | None = None,
     ) -> Answer:
         """Send one POST and read its answer, within ``timeout`` seconds in all.
 
         With ``retry_stale``, a request whose kept-alive connection the server had
         closed is sent once more on a new one (only for requests that change nothing).
+        With ``late``, an answer that has not come by ``timeout`` (or whose wait is
+        interrupted) is not given up: ``late`` gets a function that goes on reading
+        it, up to the read timeout, on another thread, and the caller gets
+        :class:`Unanswered` (or its interrupt) as for any timeout.
         """
         deadline = time.monotonic() + max(timeout, 1e-3)
         headers = {**headers, **_UNSIGNED}
@@ -171,7 +183,9 @@ class Connections:
             connection.sock.settimeout(min(self.read_timeout, left))
             try:
                 connection.request("POST", self._path, body, headers)
-                response = connection.getresponse()
+                response = self._head(connection, late)
+                if response is None:  # handed to ``late``
+                    raise Unanswered(None, timeout=True)
                 answer = _read(response)
             except (http.client.HTTPException, OSError, ValueError) as error:
                 # ValueError: http.client's reading of a malformed chunk size.
@@ -182,6 +196,42 @@ class Connections:
                 raise _unanswered(error) from None
             self._give_back(connection, response)
             return answer
+
+    def _head(
+        self,
+        connection: http.client.HTTPConnection,
+        late: Callable[[Callable[[], Answer]], object] | None,
+    ) -> http.client.HTTPResponse | None:
+        """The answer's status line and headers, or None once the rest is ``late``'s.
+
+        A timeout while ``http.client`` waits for an answer leaves the request
+        outstanding on the connection: another ``getresponse()`` reads the answer
+        from its start (one cut off inside its head is then garbled: unanswered).
+        """
+        try:
+            return connection.getresponse()
+        except TimeoutError:
+            if late is None:
+                raise
+            late(functools.partial(self._rest, connection))
+            return None
+        except BaseException as stop:
+            if late is not None and not isinstance(stop, Exception):  # Ctrl-C, exit
+                late(functools.partial(self._rest, connection))
+            raise
+
+    def _rest(self, connection: http.client.HTTPConnection) -> Answer:
+        """The answer to a request its caller stopped waiting for (see :meth:`post`)."""
+        assert connection.sock is not None
+        connection.sock.settimeout(self.read_timeout)
+        try:
+            response = connection.getresponse()
+            answer = _read(response)
+        except (http.client.HTTPException, OSError, ValueError) as error:
+            connection.close()
+            raise _unanswered(error) from None
+        self._give_back(connection, response)
+        return answer
 
     def _connect(self, deadline: float) -> http.client.HTTPConnection:
         """A new connection (TLS handshake and proxy tunnel done), or :class:`NotSent`."""

@@ -47,7 +47,7 @@ from .boto import BotoTransport
 from .botocore_internals import BotocoreChanged
 from .codec import ENCODER, read_answer
 from .config import DirectConfig
-from .connections import NotSent, Unanswered
+from .connections import Answer, NotSent, Unanswered
 from .errors import (
     REPLICATED_WRITE_CONFLICT,
     map_lean_failure,
@@ -67,6 +67,8 @@ _READS = frozenset({"GetItem", "BatchGetItem", "DescribeTable"})
 #: Writes sent from a caller's thread that leave a row behind if they land after their wait
 #: (a create; a fenced create is an UpdateItem): their answers are kept (``send_blocking``).
 _MAY_LEAVE_A_ROW = frozenset({"PutItem", "UpdateItem"})
+#: Who reads the rest of an answer its caller stopped waiting for (see ``send_blocking``).
+Late = Callable[[Callable[[], Answer]], object] | None
 #: The first pause before resending a write that conflicted with another Region's.
 CONFLICT_PAUSE_S = 0.02
 
@@ -223,33 +225,23 @@ class LeanTransport:
     ) -> dict[str, Any]:
         """Send one request from the calling thread, waiting at most ``timeout`` seconds.
 
-        Only after :meth:`blocking_ready`. A request that could leave a row behind
-        if it landed after its wait (a create) runs on the runtime's thread pool
-        instead, so that its answer is not lost: one not answered in time goes to
-        ``on_late`` (a future of the answer) and is raised as a failure that may
-        have been applied, and the lease deletes the row if the answer says it
-        landed. Any other request is sent from this thread; one not answered in
-        time is raised the same way (its connection is closed).
+        Only after :meth:`blocking_ready`. One not answered in time is raised as a
+        failure that may have been applied. A request that could leave a row behind
+        if it landed after its wait (a create) is not given up then: the rest of its
+        answer is read on the runtime's thread pool and handed to ``on_late`` (a
+        future of the answer), and the lease deletes the row if the answer says it
+        landed. An interrupted wait (Ctrl-C) hands it over the same way.
         """
         route = self._route
         assert route is not None, "send_blocking before the lean path was chosen"
         if operation not in _MAY_LEAVE_A_ROW:
             return _exchange(route, operation, params, timeout)
         pool = get_runtime().executor
-        read_timeout = route.connections.read_timeout
-        send = _tracing.carried(_exchange)  # its span is a child of the caller's
-        exchange: concurrent.futures.Future[dict[str, Any]]
-        exchange = pool.submit(send, route, operation, params, read_timeout)
-        try:
-            return exchange.result(timeout=max(0.0, timeout))
-        except concurrent.futures.TimeoutError:
-            on_late(exchange)
-            unanswered = Unanswered(None, timeout=True)
-            raise map_lean_failure(unanswered, route.url, operation) from None
-        except BaseException:  # interrupted (Ctrl-C): the answer may still come
-            if not exchange.done():
-                on_late(exchange)
-            raise
+
+        def read_late(rest: Callable[[], Answer]) -> None:
+            on_late(pool.submit(_late_answer, route, operation, rest))
+
+        return _exchange(route, operation, params, timeout, read_late)
 
     def drop_connections(self) -> None:
         """Close the route's idle connections (the item helpers share them)."""
@@ -266,21 +258,27 @@ class LeanTransport:
 
 
 def _exchange(
-    route: Route, operation: str, params: dict[str, Any], timeout: float
+    route: Route, operation: str, params: dict[str, Any], timeout: float, late: Late = None
 ) -> dict[str, Any]:
     """Encode, sign and send one request, and read its answer (in a blocking thread).
 
     A due refresh of the credentials runs here too, as botocore's would. When
     someone traces, the request is a CLIENT span (:mod:`dynalease._tracing`).
+    ``late``: see :meth:`.Connections.post`.
     """
     span = _tracing.request_span(operation, params, route.region)
     if span is None:
-        return _answer_of(route, operation, params, timeout, None)
-    return _tracing.traced(span, _answer_of, route, operation, params, timeout, span)
+        return _answer_of(route, operation, params, timeout, None, late)
+    return _tracing.traced(span, _answer_of, route, operation, params, timeout, span, late)
 
 
 def _answer_of(
-    route: Route, operation: str, params: dict[str, Any], timeout: float, span: Any
+    route: Route,
+    operation: str,
+    params: dict[str, Any],
+    timeout: float,
+    span: Any,
+    late: Late,
 ) -> dict[str, Any]:
     """The answer, with a write that lost to another Region's retried within ``timeout``.
 
@@ -292,7 +290,7 @@ def _answer_of(
     attempt = 1
     while True:
         try:
-            return _answer_once(route, operation, params, timeout, span)
+            return _answer_once(route, operation, params, timeout, span, late)
         except RequestFailedError as error:
             pause = random.uniform(0.5, 1.0) * CONFLICT_PAUSE_S * attempt
             left = end - time.monotonic()
@@ -305,18 +303,32 @@ def _answer_of(
 
 
 def _answer_once(
-    route: Route, operation: str, params: dict[str, Any], timeout: float, span: Any
+    route: Route,
+    operation: str,
+    params: dict[str, Any],
+    timeout: float,
+    span: Any,
+    late: Late,
 ) -> dict[str, Any]:
     frozen = _frozen_now(route.credentials, operation)
     body = ENCODER.encode(params).encode()
     try:
         answer = route.post(
-            operation, body, frozen, timeout=timeout, retry_stale=operation in _READS
+            operation, body, frozen, timeout=timeout, retry_stale=operation in _READS, late=late
         )
     except (NotSent, Unanswered) as failure:
         raise map_lean_failure(failure, route.url, operation) from failure.cause
     if span is not None:
         _tracing.answered(span, answer.status, answer.request_id)
+    return read_answer(operation, answer, route.url)
+
+
+def _late_answer(route: Route, operation: str, rest: Callable[[], Answer]) -> dict[str, Any]:
+    """The answer that ``rest`` reads after its caller stopped waiting, decoded (on the pool)."""
+    try:
+        answer = rest()
+    except Unanswered as failure:
+        raise map_lean_failure(failure, route.url, operation) from failure.cause
     return read_answer(operation, answer, route.url)
 
 

@@ -9,6 +9,7 @@ the transport hands them to botocore.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -64,14 +65,22 @@ class Route:
             raise Unsupported("the proxy is an https:// URL")
 
     def post(
-        self, operation: str, body: bytes, frozen: Any, *, timeout: float, retry_stale: bool
+        self,
+        operation: str,
+        body: bytes,
+        frozen: Any,
+        *,
+        timeout: float,
+        retry_stale: bool,
+        late: Callable[[Callable[[], Answer]], object] | None = None,
     ) -> Answer:
-        """Sign ``body`` as ``operation`` with the ``frozen`` keys, send it and read the answer."""
+        """Sign ``body`` as ``operation`` with the ``frozen`` keys, send it and read the answer
+        (``late``: see :meth:`.Connections.post`)."""
         fields = self.signer.fields(
             _TARGET + operation, body, frozen.access_key, frozen.secret_key, frozen.token
         )
         return self.connections.post(
-            headers_of(fields), body, timeout=timeout, retry_stale=retry_stale
+            headers_of(fields), body, timeout=timeout, retry_stale=retry_stale, late=late
         )
 
     @classmethod
