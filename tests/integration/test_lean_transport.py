@@ -344,18 +344,23 @@ def test_a_connect_that_completes_later_carries_the_request(how: str) -> None:
         server.join(10)
 
 
+def _tls_for(scheme: str, directory: Any) -> tuple[ssl.SSLContext | None, str | None]:
+    """For ``https``: the test server's TLS context and the CA file that verifies it."""
+    if scheme != "https":
+        return None, None
+    authority = trustme.CA()
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("localhost").configure_cert(tls)
+    authority.cert_pem.write_to_path(str(directory / "ca.pem"))
+    return tls, str(directory / "ca.pem")
+
+
 @HOW
 @pytest.mark.parametrize("scheme", ["http", "https"])
 def test_every_connection_has_keep_alive_and_no_delay(how: str, scheme: str, tmp_path: Any) -> None:
     # Both drivers open sockets in one place; the selector-served plain ones once had
     # no SO_KEEPALIVE while the blocking ones did.
-    tls, verify = None, None
-    if scheme == "https":
-        authority = trustme.CA()
-        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        authority.issue_cert("localhost").configure_cert(tls)
-        authority.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
-        verify = str(tmp_path / "ca.pem")
+    tls, verify = _tls_for(scheme, tmp_path)
 
     async def scenario() -> None:
         async with _Server(_keep_alive_ok, tls=tls) as server:
@@ -377,13 +382,7 @@ def test_a_sync_create_answered_after_its_wait_is_read_late_and_its_connection_k
     """The caller's create gives up at its bound; the answer, sent later, still reaches
     ``on_late`` (so the lease can delete a row that landed), also on a fresh TLS
     connection whose session tickets arrive before the answer."""
-    tls, verify = None, None
-    if scheme == "https":
-        authority = trustme.CA()
-        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        authority.issue_cert("localhost").configure_cert(tls)
-        authority.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
-        verify = str(tmp_path / "ca.pem")
+    tls, verify = _tls_for(scheme, tmp_path)
 
     async def slow_put(server: _Server, head: bytes, writer: asyncio.StreamWriter) -> bool:
         if b"PutItem" in head:
