@@ -287,10 +287,20 @@ def _answer_of(
     it was not applied and is safe to resend: neither contention nor an outage.
     """
     end = time.monotonic() + timeout
+    body = ENCODER.encode(params).encode()
     attempt = 1
     while True:
+        frozen = _frozen_now(route.credentials, operation)
         try:
-            return _answer_once(route, operation, params, timeout, span, late)
+            answer = route.post(
+                operation, body, frozen, timeout=timeout, retry_stale=operation in _READS, late=late
+            )
+        except (NotSent, Unanswered) as failure:
+            raise map_lean_failure(failure, route.url, operation) from failure.cause
+        if span is not None:
+            _tracing.answered(span, answer.status, answer.request_id)
+        try:
+            return read_answer(operation, answer, route.url)
         except RequestFailedError as error:
             pause = random.uniform(0.5, 1.0) * CONFLICT_PAUSE_S * attempt
             left = end - time.monotonic()
@@ -300,27 +310,6 @@ def _answer_of(
         time.sleep(pause)
         timeout = end - time.monotonic()
         attempt += 1
-
-
-def _answer_once(
-    route: Route,
-    operation: str,
-    params: dict[str, Any],
-    timeout: float,
-    span: Any,
-    late: Late,
-) -> dict[str, Any]:
-    frozen = _frozen_now(route.credentials, operation)
-    body = ENCODER.encode(params).encode()
-    try:
-        answer = route.post(
-            operation, body, frozen, timeout=timeout, retry_stale=operation in _READS, late=late
-        )
-    except (NotSent, Unanswered) as failure:
-        raise map_lean_failure(failure, route.url, operation) from failure.cause
-    if span is not None:
-        _tracing.answered(span, answer.status, answer.request_id)
-    return read_answer(operation, answer, route.url)
 
 
 def _late_answer(route: Route, operation: str, rest: Callable[[], Answer]) -> dict[str, Any]:
