@@ -15,13 +15,12 @@ from typing import Any
 
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
 from opentelemetry.trace import SpanKind, StatusCode
 from support.tables import fresh_lock_table
+from support.tracing import recording_spans
 
 from dynalease import DynamoDBClient
 from dynalease._engine import journal
@@ -38,12 +37,7 @@ PATHS = pytest.mark.parametrize("transport", ["lean", "boto"])
 
 @pytest.fixture
 def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    monkeypatch.setattr(trace, "_TRACER_PROVIDER", provider)
-    yield exporter
-    provider.shutdown()
+    yield from recording_spans(monkeypatch)
 
 
 @pytest.fixture

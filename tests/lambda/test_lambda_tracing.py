@@ -7,10 +7,8 @@ from typing import Any
 
 import pytest
 from dynalease_dev.invoke import CountdownContext
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from support.tracing import recording_spans
 
 from dynalease._redact import logged_key
 from dynalease.middleware import lock_handler
@@ -18,12 +16,7 @@ from dynalease.middleware import lock_handler
 
 @pytest.fixture
 def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    monkeypatch.setattr(trace, "_TRACER_PROVIDER", provider)
-    yield exporter
-    provider.shutdown()
+    yield from recording_spans(monkeypatch)
 
 
 def _named(exporter: InMemorySpanExporter, name: str) -> list[Any]:
