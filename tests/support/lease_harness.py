@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynalease import DynamoDBClient
-from dynalease._engine.clock import wait_for
 from dynalease._engine.lease import Lease
 from dynalease._engine.observations import Observations
 from dynalease._engine.permits import PermitTarget
@@ -74,12 +73,15 @@ async def bounded_on(
     """Await ``request`` for at most ``timeout`` seconds of ``clock``, as a transport
     bounds a request: an answer still to come is handed to ``on_late``."""
     exchange = asyncio.ensure_future(request)
+    timer = asyncio.ensure_future(clock.sleep(timeout))
     try:
-        finished = await wait_for(clock, exchange, timeout)
+        await asyncio.wait((exchange, timer), return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:
         on_late(exchange)
         raise
-    if not finished:
+    finally:
+        timer.cancel()
+    if not exchange.done():
         on_late(exchange)
         raise TimedOut
     return exchange.result()

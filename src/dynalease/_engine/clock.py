@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import NamedTuple, Protocol, TypeVar
-
-T = TypeVar("T")
+from typing import NamedTuple, Protocol
 
 
 class Clock(Protocol):
@@ -42,25 +40,6 @@ class SystemClock:
 
 
 SYSTEM_CLOCK = SystemClock()
-
-
-async def wait_for(clock: Clock, future: asyncio.Future[T], timeout: float) -> bool:
-    """Wait up to ``timeout`` clock seconds for ``future``; True when it finished.
-
-    Unlike ``asyncio.wait_for`` this never cancels the future: a write that timed
-    out may still commit, and the caller keeps the future to learn about it.
-    """
-    if future.done():
-        return True
-    if isinstance(clock, SystemClock):
-        done, _ = await asyncio.wait((future,), timeout=max(0.0, timeout))
-        return bool(done)
-    timer = asyncio.ensure_future(clock.sleep(timeout))
-    try:
-        await asyncio.wait((future, timer), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        timer.cancel()
-    return future.done()
 
 
 async def sleep_or_wake(clock: Clock, delay: float, wake: asyncio.Future[None] | None) -> None:

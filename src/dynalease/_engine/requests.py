@@ -19,11 +19,10 @@ from typing import Any, NamedTuple
 from ..exceptions import DynamoDBError, RequestFailedError, ThrottledError
 from . import protocol as p
 from .base import LeaseCore, logged_key
-from .clock import wait_for
 from .pacing import first_pause, jittered, next_pause
 from .shapes import reply_of
 from .states import State
-from .store import ConditionFailed, ConditionsFailed, Limit, Reply, TimedOut
+from .store import ConditionFailed, Limit, Reply, TimedOut
 
 Item = dict[str, Any]
 
@@ -94,11 +93,9 @@ class Requests:
         self._landed = landed
         #: The row a failed condition returned with (the last one), if DynamoDB sent it.
         self.conflict_item: dict[str, Any] | None = None
-        #: A failed transaction's rows whose conditions failed (a multi-key guard's).
-        self.conflict_items: dict[str, dict[str, Any] | None] = {}
 
     async def send(
-        self, kind: str, make: Callable[[Limit | None], Awaitable[Reply]], deadline: float
+        self, kind: str, make: Callable[[Limit], Awaitable[Reply]], deadline: float
     ) -> Reply | None:
         """Send one request bounded by the deadline.
 
@@ -116,10 +113,23 @@ class Requests:
             core.tally.read_requests += 1
         else:
             core.tally.write_requests += 1
-        if core.store.limits:
-            outcome = await self._limited(kind, make, timeout)
-        else:
-            outcome = await self._in_task(kind, make(None), timeout)
+        # The transport bounds the request and hands on the answer still to come.
+        late: list[Awaitable[dict[str, Any]]] = []
+        outcome: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        try:
+            outcome.set_result(await make(Limit(timeout, late.append)))
+        except TimedOut:
+            core.tally.request_failures += 1
+            raise OutcomeUnknown(self._late_reply(kind, late), None) from None
+        except asyncio.CancelledError:
+            if late and kind != "read" and core.state is State.ACQUIRING:
+                # Cancelled with a create or takeover in flight: it may still land.
+                self.watch_late(self._late_reply(kind, late))
+            elif late:
+                self._late_reply(kind, late)  # read to its end, for nobody
+            raise
+        except Exception as error:
+            outcome.set_exception(error)
         return self._settle(kind, outcome)
 
     def replay(self, first: FirstWrite) -> Reply | None:
@@ -145,7 +155,6 @@ class Requests:
             tally.conditional_failures += 1
             core.note_answer(failed.request_id)
             self.conflict_item = failed.item
-            self.conflict_items = failed.items if isinstance(failed, ConditionsFailed) else {}
             return None
         except RequestFailedError as error:
             tally.request_failures += 1
@@ -178,32 +187,6 @@ class Requests:
             ", ".join(r["reason"] for r in error.reasons) or error.code or "no reason given",
         )
 
-    async def _limited(
-        self, kind: str, make: Callable[[Limit | None], Awaitable[Reply]], timeout: float
-    ) -> asyncio.Future[Reply]:
-        """Await the request itself; the transport bounds it and hands on a late answer.
-
-        Spares the task and the ``asyncio.wait`` that :meth:`_in_task` needs to keep
-        a request running past its time limit.
-        """
-        late: list[Awaitable[dict[str, Any]]] = []
-        outcome: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
-        try:
-            outcome.set_result(await make(Limit(timeout, late.append)))
-        except TimedOut:
-            self.core.tally.request_failures += 1
-            raise OutcomeUnknown(self._late_reply(kind, late), None) from None
-        except asyncio.CancelledError:
-            if late and kind != "read" and self.core.state is State.ACQUIRING:
-                # Cancelled with a create or takeover in flight: it may still land.
-                self.watch_late(self._late_reply(kind, late))
-            elif late:
-                self._late_reply(kind, late)  # read to its end, for nobody
-            raise
-        except Exception as error:
-            outcome.set_exception(error)
-        return outcome
-
     def _late_reply(
         self, kind: str, late: list[Awaitable[dict[str, Any]]]
     ) -> asyncio.Future[Reply]:
@@ -212,29 +195,6 @@ class Requests:
 
         task = asyncio.ensure_future(reply())
         task.add_done_callback(retrieve)
-        return task
-
-    async def _in_task(
-        self, kind: str, operation: Awaitable[Reply], timeout: float
-    ) -> asyncio.Future[Reply]:
-        """Run the request as a task and wait up to ``timeout`` clock seconds for it."""
-        task: asyncio.Future[Reply] = asyncio.ensure_future(operation)
-        try:
-            finished = await wait_for(self.core.clock, task, timeout)
-        except asyncio.CancelledError:
-            if kind != "read" and self.core.state is State.ACQUIRING:
-                # Cancelled with a create or takeover in flight: it may still land.
-                self.watch_late(task)
-            # Nobody awaits it now (e.g. a renewal cut short by release): look at its
-            # failure so asyncio does not log it as never retrieved.
-            task.add_done_callback(retrieve)
-            raise
-        if not finished:
-            self.core.tally.request_failures += 1
-            # Nobody may await it again; retrieve its failure so asyncio does not
-            # log "Task exception was never retrieved" when it finally fails.
-            task.add_done_callback(retrieve)
-            raise OutcomeUnknown(task, None)
         return task
 
     async def read_row(self, key: str, deadline: float) -> dict[str, Any] | None:

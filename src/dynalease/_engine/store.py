@@ -15,12 +15,11 @@ from typing import Any, NamedTuple, Protocol
 
 from ..exceptions import RequestFailedError, TransactionCanceledException
 from . import shapes
-from .protocol import KEY_ATTR, LockRow
+from .protocol import LockRow
 from .shapes import Item, Reply, reply_of, write_reply
 
 __all__ = [
     "ConditionFailed",
-    "ConditionsFailed",
     "Limit",
     "LockStore",
     "LoopTransport",
@@ -41,18 +40,6 @@ class ConditionFailed(Exception):
         super().__init__("conditional check failed")
         self.item = item
         self.request_id = request_id
-
-
-class ConditionsFailed(ConditionFailed):
-    """A transaction's conditions did not all hold; nothing of it was written.
-
-    ``items`` holds the current row of each key whose condition failed, when
-    DynamoDB sent it (a multi-key guard reads every row afterwards anyway).
-    """
-
-    def __init__(self, items: dict[str, Item | None]) -> None:
-        super().__init__(None)
-        self.items = items
 
 
 class Transport(Protocol):
@@ -215,9 +202,6 @@ class LoopTransport:
 class LockStore:
     """The protocol's requests on one transport."""
 
-    #: Every transport bounds a request itself (``Transport.send_within``).
-    limits = True
-
     def __init__(self, transport: Transport) -> None:
         #: The transport requests go over (``doctor --measure`` replaces it with a timed one).
         self.transport = transport
@@ -320,23 +304,19 @@ class LockStore:
         return await self._transact(actions, limit)
 
     async def _transact(self, actions: list[dict[str, Any]], limit: Limit | None) -> Reply:
-        """Send one ``TransactWriteItems``; a failed condition is :class:`ConditionsFailed`.
+        """Send one ``TransactWriteItems``; a failed condition is :class:`ConditionFailed`.
 
-        A transaction cancelled for another reason (a conflicting transaction in
-        flight, throttling) wrote nothing: a definite failure, to be retried.
+        Nothing of a failed transaction was written, and a multi-key guard reads
+        every row afterwards, so the rows it failed on are not kept. A transaction
+        cancelled for another reason (a conflicting transaction in flight,
+        throttling) is a definite failure, to be retried.
         """
         try:
             params = shapes.transact_params(actions)
             response = await self._send("TransactWriteItems", params, limit)
         except TransactionCanceledException as error:
-            failed: dict[str, Item | None] = {}
-            for action, reason in zip(actions, error.reasons, strict=False):
-                if reason.get("Code") == "ConditionalCheckFailed":
-                    (body,) = action.values()
-                    key = (body.get("Item") or body.get("Key"))[KEY_ATTR]["S"]
-                    failed[key] = reason.get("Item")
-            if failed:
-                raise ConditionsFailed(failed) from error
+            if any(reason.get("Code") == "ConditionalCheckFailed" for reason in error.reasons):
+                raise ConditionFailed(None) from error
             codes = sorted({str(r.get("Code")) for r in error.reasons if r.get("Code") != "None"})
             raise RequestFailedError(
                 f"TransactWriteItems was cancelled ({', '.join(codes) or 'no reason given'}); "
