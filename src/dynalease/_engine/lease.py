@@ -78,8 +78,10 @@ class Lease(LeaseCore):
             journal=journal,
         )
         self.together = aim.together
-        self.requests = Requests(self, landed=self._late_write_landed)
-        self.renewer = Renewer(self, self.requests, at_deadline=self._end_at_deadline)
+        self.requests = Requests(self, landed=lambda: self.background(self.releaser.cleanup_late()))
+        self.renewer = Renewer(
+            self, self.requests, at_deadline=lambda: self.releaser.end_at_deadline()
+        )
         self.releaser = Releaser(
             self, self.requests, self.renewer, written=lambda: self.acquirer.written
         )
@@ -92,12 +94,6 @@ class Lease(LeaseCore):
     def target(self) -> Target:
         """What the acquisition aims at (a semaphore's: its permits)."""
         return self.acquirer.target
-
-    def _end_at_deadline(self) -> None:
-        self.releaser.end_at_deadline()
-
-    def _late_write_landed(self) -> None:
-        self.background(self.releaser.cleanup_late())
 
     # --- the faces' entry points --------------------------------------------------
 
@@ -120,35 +116,3 @@ class Lease(LeaseCore):
     def release_from_caller(self, runtime: Runtime) -> None:
         """Release for a sync caller, blocking (``CallerPath.release``)."""
         self.caller.release(runtime)
-
-    def acquire_blocking(self) -> FirstWrite | None:
-        """The first create from the calling thread (``CallerPath.acquire_blocking``)."""
-        return self.caller.acquire_blocking()
-
-    def abandon_first(self) -> None:
-        """After an interrupt cut :meth:`acquire_blocking` short (on the runtime loop)."""
-        self.caller.abandon_first()
-
-    def release_blocking(self) -> FirstWrite | None:
-        """The release's delete from the calling thread (``CallerPath.release_blocking``)."""
-        return self.caller.release_blocking()
-
-    def interrupted_release(self) -> FirstWrite | None:
-        """What an interrupted :meth:`release_blocking` leaves for :meth:`release`."""
-        return self.caller.interrupted_release()
-
-    def after_blocking_release(self) -> bool:
-        """Whether :meth:`released_elsewhere` must still run on the runtime loop."""
-        return self.caller.after_blocking_release()
-
-    def released_elsewhere(self) -> None:
-        """On the runtime loop, after :meth:`release_blocking` deleted the row."""
-        self.caller.released_elsewhere()
-
-    def start_renewing(self) -> None:
-        """Start the renewal task now (on the runtime loop) unless released meanwhile."""
-        self.renewer.start_renewing()
-
-    def renewal_due(self) -> float:
-        """The monotonic time of the first renewal after acquiring (or +inf)."""
-        return self.renewer.renewal_due()

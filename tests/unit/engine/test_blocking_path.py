@@ -1,11 +1,12 @@
 """Sync guards send their first create and their delete from the caller's own thread.
 
-``Lease.acquire_blocking`` and ``Lease.release_blocking`` spare the two hand-overs
-to the runtime thread that a sync lock would otherwise cost; anything but a clean
-answer is handed to the engine, which goes on from that outcome exactly as if it
-had sent the request itself. These tests drive that hand-over on a manual clock
-with scripted faults (``lease_harness.BlockingFaultyTransport``), and the
-runtime's deferred start of renewals on a real loop.
+``CallerPath.acquire_blocking`` and ``CallerPath.release_blocking`` spare the
+two hand-overs to the runtime thread that a sync lock would otherwise cost;
+anything but a clean answer is handed to the engine, which goes on from that
+outcome exactly as if it had sent the request itself. These tests drive that
+hand-over on a manual clock with scripted faults
+(``lease_harness.BlockingFaultyTransport``), and the runtime's deferred start of
+renewals on a real loop.
 """
 
 from __future__ import annotations
@@ -28,13 +29,13 @@ from dynalease.exceptions import LockLost, LockNotAcquired, ThrottledError
 def test_a_clean_blocking_create_holds_the_lease_with_one_write() -> None:
     async def scenario(h: Harness) -> None:
         lease = h.lease(lease=3.0)
-        assert lease.acquire_blocking() is None
+        assert lease.caller.acquire_blocking() is None
         assert lease.state is State.HELD and h.owner_of() == lease.owner
         assert h.transport.operations() == ["PutItem"]
         counters = lease.counters()
         assert (counters.write_requests, counters.read_requests) == (1, 0)
-        assert lease.renewal_due() == pytest.approx(h.clock.monotonic() + 1.0)
-        lease.start_renewing()
+        assert lease.renewer.renewal_due() == pytest.approx(h.clock.monotonic() + 1.0)
+        lease.renewer.start_renewing()
         await h.clock.advance(1.05)
         assert h.transport.operations() == ["PutItem", "UpdateItem"]
         await lease.release()
@@ -47,7 +48,7 @@ def test_a_held_row_found_by_the_blocking_create_is_used_without_reading_it_agai
     async def scenario(h: Harness) -> None:
         h.write_lock("someone", "v1", 30_000)
         lease = h.lease(wait=0)
-        first = lease.acquire_blocking()
+        first = lease.caller.acquire_blocking()
         assert first is not None
         with pytest.raises(LockNotAcquired, match="held by another owner"):
             await lease.acquire(first)
@@ -63,7 +64,7 @@ def test_an_abandoned_row_found_by_the_blocking_create_is_taken_over_after_its_l
     async def scenario(h: Harness) -> None:
         h.write_lock("crashed", "v1", 2_000)
         lease = h.lease(wait=10)
-        first = lease.acquire_blocking()
+        first = lease.caller.acquire_blocking()
         assert first is not None
         start = h.clock.monotonic()
         await h.clock.run(lease.acquire(first))
@@ -79,7 +80,7 @@ def test_a_blocking_create_whose_answer_was_lost_is_reconciled_by_the_engine() -
     async def scenario(h: Harness) -> None:
         h.transport.faults.append(lost_answer("PutItem"))
         lease = h.lease()
-        first = lease.acquire_blocking()
+        first = lease.caller.acquire_blocking()
         assert first is not None  # committed, but the caller could not know
         await lease.acquire(first)
         assert lease.state is State.HELD and h.owner_of() == lease.owner
@@ -98,7 +99,7 @@ def test_a_blocking_create_applied_after_the_engine_gave_up_is_deleted_when_it_l
         throttled = ThrottledError("slow down", operation="PutItem")
         h.transport.always["PutItem"] = Fault("PutItem", commit=False, error=throttled)
         lease = h.lease(lease=3.0, wait=0)
-        first = lease.acquire_blocking()
+        first = lease.caller.acquire_blocking()
         assert first is not None and first.late is not None
         with pytest.raises(LockNotAcquired, match="network budget"):
             await h.clock.run(lease.acquire(first))
@@ -116,7 +117,7 @@ def test_a_blocking_create_throttled_is_retried_by_the_engine() -> None:
             Fault("PutItem", commit=False, error=ThrottledError("slow down", operation="PutItem"))
         )
         lease = h.lease()
-        first = lease.acquire_blocking()
+        first = lease.caller.acquire_blocking()
         assert first is not None
         await h.clock.run(lease.acquire(first))
         assert lease.state is State.HELD
@@ -131,9 +132,9 @@ def test_an_interrupt_during_the_blocking_create_cleans_up_what_it_wrote() -> No
         h.transport.interrupt = True  # Ctrl-C after the create was applied
         lease = h.lease()
         with pytest.raises(KeyboardInterrupt):
-            lease.acquire_blocking()
+            lease.caller.acquire_blocking()
         assert h.owner_of() == lease.owner
-        lease.abandon_first()
+        lease.caller.abandon_first()
         await h.clock.advance(0.1)
         assert lease.state is State.CANCELLED and h.row() is None
 
@@ -143,17 +144,17 @@ def test_an_interrupt_during_the_blocking_create_cleans_up_what_it_wrote() -> No
 def test_a_clean_blocking_release_needs_no_runtime_unless_someone_waits() -> None:
     async def scenario(h: Harness) -> None:
         lease = h.lease()
-        assert lease.acquire_blocking() is None
-        assert lease.release_blocking() is None
+        assert lease.caller.acquire_blocking() is None
+        assert lease.caller.release_blocking() is None
         assert lease.state is State.RELEASED and h.row() is None
-        assert lease.after_blocking_release() is False  # no renewal task, no waiter
+        assert lease.caller.after_blocking_release() is False  # no renewal task, no waiter
 
         second = h.lease()
-        assert second.acquire_blocking() is None
+        assert second.caller.acquire_blocking() is None
         waiter = h.observations.waiter(("locks", "k"))
-        assert second.release_blocking() is None
-        assert second.after_blocking_release() is True
-        second.released_elsewhere()
+        assert second.caller.release_blocking() is None
+        assert second.caller.after_blocking_release() is True
+        second.caller.released_elsewhere()
         assert waiter.done()  # the waiting guard of this client is woken at once
 
     run(scenario, blocking=True)
@@ -162,9 +163,9 @@ def test_a_clean_blocking_release_needs_no_runtime_unless_someone_waits() -> Non
 def test_a_blocking_release_whose_answer_was_lost_is_confirmed_by_a_read() -> None:
     async def scenario(h: Harness) -> None:
         lease = h.lease()
-        assert lease.acquire_blocking() is None
+        assert lease.caller.acquire_blocking() is None
         h.transport.faults.append(lost_answer("DeleteItem"))
-        first = lease.release_blocking()
+        first = lease.caller.release_blocking()
         assert first is not None and lease.state is State.RELEASING
         await lease.release(first)
         assert lease.state is State.RELEASED and h.row() is None
@@ -176,13 +177,13 @@ def test_a_blocking_release_whose_answer_was_lost_is_confirmed_by_a_read() -> No
 def test_an_interrupted_blocking_release_is_finished_by_the_engine() -> None:
     async def scenario(h: Harness) -> None:
         lease = h.lease()
-        assert lease.acquire_blocking() is None
+        assert lease.caller.acquire_blocking() is None
         h.transport.faults.append(Fault("DeleteItem", commit=False))
         h.transport.interrupt = True  # Ctrl-C before the delete was applied
         with pytest.raises(KeyboardInterrupt):
-            lease.release_blocking()
+            lease.caller.release_blocking()
         assert h.owner_of() == lease.owner
-        await h.clock.run(lease.release(lease.interrupted_release()))
+        await h.clock.run(lease.release(lease.caller.interrupted_release()))
         assert lease.state is State.RELEASED and h.row() is None
 
     run(scenario, blocking=True)
@@ -191,9 +192,9 @@ def test_an_interrupted_blocking_release_is_finished_by_the_engine() -> None:
 def test_a_blocking_release_after_a_takeover_reports_the_loss_and_spares_the_successor() -> None:
     async def scenario(h: Harness) -> None:
         lease = h.lease(lease=1.0)
-        assert lease.acquire_blocking() is None
+        assert lease.caller.acquire_blocking() is None
         h.write_lock("successor", "v9", 30_000)
-        first = lease.release_blocking()
+        first = lease.caller.release_blocking()
         assert first is not None
         with pytest.raises(LockLost, match="another owner"):
             await lease.release(first)
@@ -205,9 +206,9 @@ def test_a_blocking_release_after_a_takeover_reports_the_loss_and_spares_the_suc
 def test_a_blocking_release_of_an_expired_guard_raises_lock_lost() -> None:
     async def scenario(h: Harness) -> None:
         lease = h.lease(lease=1.0)
-        assert lease.acquire_blocking() is None
+        assert lease.caller.acquire_blocking() is None
         await h.clock.advance(0.95)  # past 90% with no renewal task running
-        assert lease.release_blocking() is None
+        assert lease.caller.release_blocking() is None
         assert lease.state is State.LOST and h.row() is None
         assert "expired" in str(lease.lost_error())
 
@@ -301,8 +302,8 @@ def test_blocking_requests_use_the_engine_request_timeout() -> None:
 
         h.transport.send_blocking = recording  # type: ignore[attr-defined]
         lease = h.lease(lease=30.0, wait=0.5)
-        assert lease.acquire_blocking() is None
-        assert lease.release_blocking() is None
+        assert lease.caller.acquire_blocking() is None
+        assert lease.caller.release_blocking() is None
 
     run(scenario, blocking=True)
     assert seen[0] == pytest.approx(p.request_timeout(30.0, 0.5))

@@ -101,7 +101,7 @@ def test_a_failed_blocking_create_and_failing_retries_are_lock_unavailable() -> 
     async def scenario(h: Harness) -> None:
         _down(h, _refused)
         lease = h.lease(lease=10, wait=1)
-        first = lease.acquire_blocking()  # the sync caller's own create, refused
+        first = lease.caller.acquire_blocking()  # the sync caller's own create, refused
         assert first is not None
         with pytest.raises(LockUnavailable, match="connection refused"):
             await h.clock.run(lease.acquire(first))
