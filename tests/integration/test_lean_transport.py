@@ -27,6 +27,7 @@ from support.lean_paths import HOW, botocore_client, sender_for
 
 from dynalease import DynamoDBClient
 from dynalease._engine.protocol import LockRow, new_token
+from dynalease._engine.shapes import condition_item
 from dynalease._engine.store import ConditionFailed, LockStore, TimedOut
 from dynalease._transport.boto import BotoTransport
 from dynalease._transport.lean import LeanTransport
@@ -73,12 +74,12 @@ def test_every_store_request_works_on_the_lean_path(endpoint: str, table: str) -
         await store.replace(table, newer, row)
         renewed = new_token()
         await store.renew(table, "job", newer.owner, newer.version, renewed)
-        check = store.condition_item(table, "job", newer.owner)
+        check = condition_item(table, "job", newer.owner)
         await transport.send("TransactWriteItems", {"TransactItems": [check]})
         with pytest.raises(TransactionCanceledException) as cancelled:
             await transport.send(
                 "TransactWriteItems",
-                {"TransactItems": [store.condition_item(table, "job", "someone-else")]},
+                {"TransactItems": [condition_item(table, "job", "someone-else")]},
             )
         assert cancelled.value.reasons[0]["Code"] == "ConditionalCheckFailed"
         await store.delete(table, "job", newer.owner)

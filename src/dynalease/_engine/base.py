@@ -14,17 +14,17 @@ import concurrent.futures
 import logging
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, TypeGuard
 
 from .._redact import escaped, key_hash, log_keys, logged_key
 from ..exceptions import LockLost
 from ..metrics import LockMetrics
-from . import fenced
 from . import protocol as p
 from .clock import Clock, Stamp
 from .counters import Tally
 from .journal import Journal
 from .observations import Observations
+from .shapes import condition_item
 from .states import TRANSITIONS, Event, IllegalTransition, State
 from .store import LockStore
 
@@ -168,13 +168,16 @@ class LeaseCore:
         """
         self.confirm(version, stamp)
         if self.fencing:
-            self.fencing_token = fenced.token_of(item, table=self.table, key=self.key)
+            # UPDATED_NEW always returns the counter it changed; nothing back is a broken server.
+            self.fencing_token = p.fence_of(item or {}, table=self.table, key=self.key)
+
+    def owns(self, item: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
+        """True when ``item`` is a row that names this guard's owner."""
+        return item is not None and item.get(p.OWNER_ATTR) == {"S": self.owner}
 
     def ours(self, item: dict[str, Any] | None) -> Stamp | None:
         """If the row shows one of our attempted versions, the stamp of that attempt."""
-        if item is None or item.get(p.OWNER_ATTR) != {"S": self.owner}:
-            return None
-        version = item.get(p.VERSION_ATTR, {}).get("S")
+        version = item.get(p.VERSION_ATTR, {}).get("S") if self.owns(item) else None
         return self.pending.get(version) if isinstance(version, str) else None
 
     def new_write(self, key: str) -> tuple[p.LockRow, Stamp]:
@@ -208,11 +211,6 @@ class LeaseCore:
             return
         raise self.lost_error()
 
-    def condition_item(self) -> dict[str, Any]:
-        """The ownership ConditionCheck for a transaction; the guard must be valid."""
-        self.raise_if_lost()
-        return self.store.condition_item(self.table, self.key, self.owner)
-
     @property
     def keys(self) -> tuple[str, ...]:
         """Every row this guard holds (or aims at): a multi-key guard's all, else its key."""
@@ -226,7 +224,7 @@ class LeaseCore:
     def condition_items(self) -> list[dict[str, Any]]:
         """One ownership ConditionCheck per row this guard holds; the guard must be valid."""
         self.raise_if_lost()
-        return [self.store.condition_item(self.table, key, self.owner) for key in self.keys]
+        return [condition_item(self.table, key, self.owner) for key in self.keys]
 
     def lost_error(self) -> LockLost:
         """The error for a guard that no longer owns its lock (a release of a lost guard)."""

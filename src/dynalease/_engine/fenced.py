@@ -29,7 +29,6 @@ from .protocol import (
     PROTOCOL_ATTR,
     VERSION_ATTR,
     LockRow,
-    fence_of,
 )
 
 #: The operation every fenced write is.
@@ -94,11 +93,3 @@ def release_params(table: str, key: str, owner: str) -> dict[str, Any]:
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         "ReturnConsumedCapacity": "TOTAL",
     }
-
-
-def token_of(item: dict[str, Any] | None, *, table: str, key: str) -> int:
-    """The token in an acquire's returned attributes, or in a row read back."""
-    if item is None:
-        # UPDATED_NEW always returns the counter it changed; nothing back is a broken server.
-        item = {}
-    return fence_of(item, table=table, key=key)

@@ -133,7 +133,7 @@ class Releaser:
                     last_error = cause or last_error
                     await self._pause(retry, deadline)
                     continue
-                if item is None or item.get(p.OWNER_ATTR) != {"S": core.owner}:
+                if not core.owns(item):
                     return
                 # Not applied: pause like any failed delete, never retry in a tight loop.
                 await self._pause(retry, deadline)
@@ -183,7 +183,7 @@ class Releaser:
             except (OutcomeUnknown, DynamoDBError):
                 await self._pause(retry, deadline)
                 continue
-            ours = tuple(key for key, item in items.items() if self._ours(item))
+            ours = tuple(key for key, item in items.items() if core.owns(item))
             if refused and len(ours) < len(keys) and core.state is State.RELEASING:
                 core._lose("another owner took one of its keys over, or a row was deleted")
             if ours == keys:
@@ -210,9 +210,6 @@ class Releaser:
             request_id=core.last_request_id,
         )
 
-    def _ours(self, item: dict[str, object] | None) -> bool:
-        return item is not None and item.get(p.OWNER_ATTR) == {"S": self.core.owner}
-
     async def _pause(self, retry: float, deadline: float) -> None:
         clock = self.core.clock
         await clock.sleep(min(retry, max(0.0, deadline - clock.monotonic())))
@@ -226,7 +223,7 @@ class Releaser:
                 item = await self.requests.read_row(key, deadline)
             except (BudgetSpent, OutcomeUnknown, DynamoDBError):
                 item = None
-        if item is not None and item.get(p.OWNER_ATTR) != {"S": core.owner}:
+        if item is not None and not core.owns(item):
             core._lose("another owner took the lock over before release")
         elif item is None and core.loss is None:
             # The row vanished under a valid guard: someone deleted it by hand.

@@ -188,11 +188,8 @@ class Renewer:
             items = await self.requests.read_rows(self.core.keys, deadline)
         except (BudgetSpent, OutcomeUnknown, DynamoDBError):
             return False
-        lost = [item for item in items.values() if item is None or not self._owned(item)]
+        lost = [item for item in items.values() if not self.core.owns(item)]
         return self._reconcile(lost[0] if lost else items[self.core.keys[0]], current)
-
-    def _owned(self, item: dict[str, Any]) -> bool:
-        return item.get(p.OWNER_ATTR) == {"S": self.core.owner}
 
     def _reconcile(self, item: dict[str, Any] | None, current: str) -> bool:
         core = self.core
@@ -203,11 +200,7 @@ class Renewer:
             core.confirm(item[p.VERSION_ATTR]["S"] if item else "", stamp)
             core.tally.renewals += 1
             return True
-        if (
-            item is not None
-            and item.get(p.OWNER_ATTR) == {"S": core.owner}
-            and item.get(p.VERSION_ATTR) == {"S": current}
-        ):
+        if core.owns(item) and item.get(p.VERSION_ATTR) == {"S": current}:
             return False  # not applied; retry
         holder = "the row is gone" if item is None else "another owner took it over"
         core._lose(f"{holder} (renewal rejected)")

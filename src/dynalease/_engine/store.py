@@ -363,8 +363,3 @@ class LockStore:
     async def finish_late(self, operation: str, late: Any) -> Reply:
         """The outcome of a late blocking write (on the runtime loop)."""
         return write_reply(await self.transport.finish_late(operation, late))
-
-    @staticmethod
-    def condition_item(table: str, key: str, owner: str) -> dict[str, Any]:
-        """The TransactWriteItems entry that holds only while ``owner`` owns the row."""
-        return shapes.condition_item(table, key, owner)

@@ -95,12 +95,12 @@ def test_check_in_condition_is_the_owner_on_the_lock_row() -> None:
     async def scenario(h: Harness) -> None:
         lease = h.lease()
         await lease.acquire()
-        check = lease.condition_item()["ConditionCheck"]
+        (check,) = [item["ConditionCheck"] for item in lease.condition_items()]
         assert check["TableName"] == TABLE and check["Key"] == {"key": {"S": "k"}}
         assert spoken(check, "ConditionExpression") == f"owner = {lease.owner!r}"
         await lease.release()
         with pytest.raises(LockLost):
-            lease.condition_item()
+            lease.condition_items()
 
     run(scenario)
 
