@@ -277,11 +277,7 @@ def _choose(attempt: Attempt, rules: Rules, looked: Looked) -> Action:
     if stale:
         sighting = random.choice(stale)
         return TakeOver(sighting.key, sighting.row)
-    if attempt.single:
-        return GiveUp(HELD, looked.holders)
-    pause, pace = rules.waits.pause(attempt, looked.held)
-    grow = "poll" if rules.waits.grows_poll else None
-    return Sleep(pause, Read(), wake=True, grow=grow, pace=pace, holders=looked.holders)
+    return _wait(attempt, rules, looked.held, looked.holders)
 
 
 def _choose_all(attempt: Attempt, rules: Rules, looked: Looked) -> Action:
@@ -290,9 +286,13 @@ def _choose_all(attempt: Attempt, rules: Rules, looked: Looked) -> Action:
     if not live:
         observed = {sighting.key: sighting.row for sighting in looked.held}
         return TakeOverAll(attempt.key, observed) if observed else Create(attempt.key)
-    holders = tuple(sighting.row.owner for sighting in live)
+    return _wait(attempt, rules, live, tuple(sighting.row.owner for sighting in live))
+
+
+def _wait(attempt: Attempt, rules: Rules, held: list[Sighting], holders: tuple[str, ...]) -> Action:
+    """No row may be written yet: a single attempt gives up, any other waits on ``held``."""
     if attempt.single:
         return GiveUp(HELD, holders)
-    pause, pace = rules.waits.pause(attempt, live)
+    pause, pace = rules.waits.pause(attempt, held)
     grow = "poll" if rules.waits.grows_poll else None
     return Sleep(pause, Read(), wake=True, grow=grow, pace=pace, holders=holders)

@@ -158,8 +158,7 @@ class Renewer:
             )
             return False
         if reply is None:  # the condition failed: whose row is it now?
-            conflict = None if core.multi else self.requests.conflict_item
-            return await self._read_and_reconcile(conflict, deadline, current)
+            return await self._read_and_reconcile(self.requests.conflict_item, deadline, current)
         if core.state is State.HELD:
             core.confirm(version, stamp)
             core.tally.renewals += 1
@@ -168,28 +167,23 @@ class Renewer:
     async def _read_and_reconcile(
         self, item: dict[str, Any] | None, deadline: float, current: str
     ) -> bool:
-        """Reconcile with ``item``, or with a strong read of the row when there is none."""
-        if self.core.multi:
-            return await self._reconcile_all(deadline, current)
-        if item is None:
-            try:
-                item = await self.requests.read_row(self.core.key, deadline)
-            except (BudgetSpent, OutcomeUnknown, DynamoDBError):
-                return False
-        return self._reconcile(item, current)
+        """Reconcile with ``item``, or with a strong read of the row when there is none.
 
-    async def _reconcile_all(self, deadline: float, current: str) -> bool:
-        """A multi-key guard's renewal: every row shows the same version (all or nothing).
-
-        One row that is gone or not ours loses the guard; otherwise the rows all
+        A multi-key guard reads every row, which show one version (all or nothing):
+        one row that is gone or not ours loses the guard; otherwise the rows all
         show the new version (confirmed) or all the current one (retry).
         """
+        core = self.core
         try:
-            items = await self.requests.read_rows(self.core.keys, deadline)
+            if core.multi:
+                items = await self.requests.read_rows(core.keys, deadline)
+                lost = [row for row in items.values() if not core.owns(row)]
+                item = lost[0] if lost else items[core.keys[0]]
+            elif item is None:
+                item = await self.requests.read_row(core.key, deadline)
         except (BudgetSpent, OutcomeUnknown, DynamoDBError):
             return False
-        lost = [item for item in items.values() if not self.core.owns(item)]
-        return self._reconcile(lost[0] if lost else items[self.core.keys[0]], current)
+        return self._reconcile(item, current)
 
     def _reconcile(self, item: dict[str, Any] | None, current: str) -> bool:
         core = self.core
