@@ -109,14 +109,19 @@ def start_time(pid: int) -> str | None:
     With the pid it names one process: a pid reused by a later process has a
     different start time.
     """
+    fields = _stat_fields(pid)
+    return fields[19] if len(fields) > 19 else None
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """The fields of ``/proc/<pid>/stat`` from field 3 (the state) on; empty if unreadable."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
             text = stat.read().decode("ascii", "replace")
     except OSError:
-        return None
+        return []
     # The command name (field 2) is in parentheses and may hold spaces.
-    fields = text[text.rfind(")") + 2 :].split()
-    return fields[19] if len(fields) > 19 else None
+    return text[text.rfind(")") + 2 :].split()
 
 
 def writer_alive(pid: int, started: str | None) -> bool:
@@ -131,21 +136,12 @@ def writer_alive(pid: int, started: str | None) -> bool:
         return False
     except PermissionError:
         pass  # exists, owned by someone else
-    if _is_zombie(pid):
-        return False
+    if _stat_fields(pid)[:1] in (["Z"], ["X"]):
+        return False  # a zombie
     if started is None:
         return True
     now = start_time(pid)
     return now is None or now == started
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            text = stat.read().decode("ascii", "replace")
-    except OSError:
-        return False
-    return text[text.rfind(")") + 2 :][:1] in ("Z", "X")
 
 
 class Entry(NamedTuple):
@@ -164,15 +160,9 @@ class Entry(NamedTuple):
 
 
 class Journal:
-    """One process's entries in one directory.
+    """One process's entries in one directory."""
 
-    ``region`` and ``endpoint_url`` are accepted for the client that makes it
-    and never written: where the helper's requests go is its own environment's.
-    """
-
-    def __init__(
-        self, path: str, *, region: str | None = None, endpoint_url: str | None = None
-    ) -> None:
+    def __init__(self, path: str) -> None:
         self.path = path
         self._pid = os.getpid()
         self._started = start_time(self._pid)
@@ -278,10 +268,12 @@ def _problem(info: os.stat_result) -> str | None:
 
 
 def process_journal(*, region: str | None, endpoint_url: str | None) -> Journal | None:
-    """A client's journal when :func:`enabled`, else None (and nothing is ever written)."""
-    if not enabled():
-        return None
-    return Journal(directory(), region=region, endpoint_url=endpoint_url)
+    """A client's journal when :func:`enabled`, else None (and nothing is ever written).
+
+    ``region`` and ``endpoint_url`` are never written: where the helper's requests
+    go is its own environment's.
+    """
+    return Journal(directory()) if enabled() else None
 
 
 def entries(path: str) -> Iterator[Entry]:

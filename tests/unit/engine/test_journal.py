@@ -61,7 +61,7 @@ def _journaled(h: Harness, directory: Path, **options: Any) -> tuple[Any, Peekin
     lease = h.lease(**options)
     peeking = Peeking(h.transport, directory)
     lease.store.transport = peeking
-    lease.journal = Journal(str(directory), region="eu-west-1", endpoint_url="http://x:1")
+    lease.journal = Journal(str(directory))
     return lease, peeking
 
 
