@@ -132,7 +132,10 @@ class Acquirer:
             # the wait, but is not charged to the first request's timeout: a cold
             # client with a short budget would otherwise time out before it sent.
             await core.store.prepare()
-            await self._drive(self._attempt(start, deadline, single), first)
+            pause = first_pause(core.lease_s)
+            began = core.clock.monotonic()  # after the transport's setup
+            attempt = Attempt(core.lease_s, deadline, single, began, core.key, pause, pause)
+            await self._drive(attempt, first)
         except asyncio.CancelledError:
             self.finish_unacquired(Event.CANCEL)
             raise
@@ -143,12 +146,6 @@ class Acquirer:
             core.tally.wait_ms = (core.clock.monotonic() - start) * 1000
         self.now_held()
         self.renewer.defer(asyncio.get_running_loop())
-
-    def _attempt(self, start: float, deadline: float, single: bool) -> Attempt:
-        core = self.core
-        pause = first_pause(core.lease_s)
-        began = core.clock.monotonic()  # after the transport's setup
-        return Attempt(core.lease_s, deadline, single, began, core.key, pause, pause)
 
     def now_held(self) -> None:
         """The acquisition won: HELD, and this client knows who holds the row."""
@@ -276,16 +273,8 @@ class Acquirer:
                     attempt.deadline,
                 )
         except OutcomeUnknown as unknown:
-            requests.watch_late(unknown.task)
-            try:
-                item = await requests.read_row(key, attempt.deadline)
-            except (BudgetSpent, OutcomeUnknown, DynamoDBError):
-                raise unknown from None
-            if core.ours(item) is not None:
-                self._win(key, version, core.pending[version], item)
-                return None
-            attempt.answered = True  # the read was answered: DynamoDB is reachable
-            raise unknown from None  # not applied, or not yet: the decision backs off
+            await self._landed(attempt, unknown, key, version)
+            return None
         if reply is not None:
             self._win(key, version, stamp, reply.item)
             core.took_over = isinstance(action, TakeOver)
@@ -305,32 +294,45 @@ class Acquirer:
         Each row is created, or written over its ``observed`` stale row. A lost answer
         is reconciled by reading every row: all or nothing, so one of ours means all.
         """
-        core, requests = self.core, self.requests
+        core = self.core
         row, stamp = core.new_write(core.keys[0])
         rows = tuple(row._replace(key=key) for key in core.keys)
         try:
-            reply = await requests.send(
+            reply = await self.requests.send(
                 "write",
                 lambda limit: core.store.create_many(core.table, rows, observed, limit),
                 attempt.deadline,
             )
         except OutcomeUnknown as unknown:
-            requests.watch_late(unknown.task)
-            try:
-                items = await requests.read_rows(core.keys, attempt.deadline)
-            except (BudgetSpent, OutcomeUnknown, DynamoDBError):
-                raise unknown from None
-            item = items[core.keys[0]]
-            if core.ours(item) is not None:
-                self._win(core.keys[0], row.version, stamp, item)
-                return True
-            attempt.answered = True
-            raise unknown from None
+            await self._landed(attempt, unknown, core.keys[0], row.version)
+            return True
         attempt.answered = True
         if reply is None:
             return False
         self._win(core.keys[0], row.version, stamp, reply.item)
         return True
+
+    async def _landed(
+        self, attempt: Attempt, unknown: OutcomeUnknown, key: str, version: str
+    ) -> None:
+        """Return when a write of ``version`` whose outcome is ``unknown`` landed (it won).
+
+        A strong read (a multi-key guard's: of every row) tells; a write that did
+        not land, or not yet, or a read that failed, raises ``unknown``.
+        """
+        core, requests = self.core, self.requests
+        requests.watch_late(unknown.task)
+        try:
+            if core.multi:
+                item = (await requests.read_rows(core.keys, attempt.deadline))[key]
+            else:
+                item = await requests.read_row(key, attempt.deadline)
+        except (BudgetSpent, OutcomeUnknown, DynamoDBError):
+            raise unknown from None
+        if core.ours(item) is None:
+            attempt.answered = True  # the read was answered: DynamoDB is reachable
+            raise unknown from None  # not applied, or not yet: the decision backs off
+        self._win(key, version, core.pending[version], item)
 
     def _look(self, attempt: Attempt, rows: dict[str, Item | None]) -> Looked:
         """Ours, free or held: each held row observed in the client's cache."""
