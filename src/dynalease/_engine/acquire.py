@@ -19,7 +19,7 @@ row or none), so the lock was busy or the answers came too slowly, and that is
 
 One outage ends early: when every request so far could not even connect (the
 endpoint refused the connection or its host name did not resolve) for
-``UNREACHABLE_S`` and ``UNREACHABLE_REQUESTS`` requests, the endpoint or Region
+``attempts.UNREACHABLE_S`` and ``UNREACHABLE_REQUESTS`` requests, the endpoint or Region
 is most likely wrong, and waiting out the whole budget only hides that. Any
 other failure (a timeout, a reset, 5xx, throttling) or any answer keeps the
 wait to its end, as a transient outage needs.
@@ -41,8 +41,6 @@ from ..exceptions import (
 from . import protocol as p
 from .attempts import (
     UNREACHABLE_CODES,
-    UNREACHABLE_REQUESTS,
-    UNREACHABLE_S,
     Action,
     Adopt,
     Attempt,
@@ -71,7 +69,7 @@ from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
 from .states import Event, State
 from .targets import Target, give_up_error
 
-__all__ = ["UNREACHABLE_REQUESTS", "UNREACHABLE_S", "Acquirer"]
+__all__ = ["Acquirer"]
 
 
 class Acquirer:

@@ -16,10 +16,10 @@ import contextvars
 import logging
 from collections.abc import Callable
 
-from .base import DEADLINE_PASSED, LeaseCore, logged_key
+from .base import LeaseCore, logged_key
 from .clock import Clock
 
-__all__ = ["DEADLINE_PASSED", "TIME_LEFT", "deadline_on", "suspension_warning"]
+__all__ = ["TIME_LEFT", "deadline_on", "suspension_warning"]
 
 log = logging.getLogger("dynalease")
 

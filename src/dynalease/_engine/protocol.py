@@ -258,13 +258,9 @@ def poll_cap(lease_s: float) -> float:
     return min(max(lease_s / 10, 0.05), 1.0)
 
 
-#: The fastest contention poll, as a fraction of the lease (see contention_poll).
-FASTEST_POLL_FRACTION = 1 / 30
-
-
 def fastest_poll(lease_s: float) -> float:
     """The shortest pause between a waiter's reads: lease/30, within 50 ms - 1 s."""
-    return min(max(lease_s * FASTEST_POLL_FRACTION, 0.05), poll_cap(lease_s))
+    return min(max(lease_s / 30, 0.05), poll_cap(lease_s))
 
 
 def contention_poll(lease_s: float, last: float | None, unchanged: bool, waited: float) -> float:

@@ -103,7 +103,6 @@ class Releaser:
         if core.multi and first is None:
             await self._delete_all_until_gone(deadline)
             return
-        retry = p.renew_retry_interval(core.lease_s)
         uncertain = False
         last_error: BaseException | None = None
         while True:
@@ -131,18 +130,18 @@ class Releaser:
                 except (OutcomeUnknown, DynamoDBError) as error:
                     cause = error.cause if isinstance(error, OutcomeUnknown) else error
                     last_error = cause or last_error
-                    await self._pause(retry, deadline)
+                    await self._pause(deadline)
                     continue
                 if not core.owns(item):
                     return
                 # Not applied: pause like any failed delete, never retry in a tight loop.
-                await self._pause(retry, deadline)
+                await self._pause(deadline)
                 continue
             except DynamoDBError as error:
                 last_error = error
                 if deadline - core.clock.monotonic() <= 0:
                     break
-                await self._pause(retry, deadline)
+                await self._pause(deadline)
                 continue
             if reply is None and not uncertain and core.state is State.RELEASING:
                 await self._refused(key, deadline)
@@ -157,7 +156,6 @@ class Releaser:
         them). An unknown outcome is reconciled with a read of every row.
         """
         core, requests = self.core, self.requests
-        retry = p.renew_retry_interval(core.lease_s)
         keys: tuple[str, ...] = core.keys
         last_error: BaseException | None = None
         while keys:
@@ -181,13 +179,13 @@ class Releaser:
             except BudgetSpent:
                 break
             except (OutcomeUnknown, DynamoDBError):
-                await self._pause(retry, deadline)
+                await self._pause(deadline)
                 continue
             ours = tuple(key for key, item in items.items() if core.owns(item))
             if refused and len(ours) < len(keys) and core.state is State.RELEASING:
                 core._lose("another owner took one of its keys over, or a row was deleted")
             if ours == keys:
-                await self._pause(retry, deadline)  # not applied: never retry in a tight loop
+                await self._pause(deadline)  # not applied: never retry in a tight loop
             keys = ours
         else:
             return
@@ -210,9 +208,10 @@ class Releaser:
             request_id=core.last_request_id,
         )
 
-    async def _pause(self, retry: float, deadline: float) -> None:
-        clock = self.core.clock
-        await clock.sleep(min(retry, max(0.0, deadline - clock.monotonic())))
+    async def _pause(self, deadline: float) -> None:
+        core = self.core
+        left = max(0.0, deadline - core.clock.monotonic())
+        await core.clock.sleep(min(p.renew_retry_interval(core.lease_s), left))
 
     async def _refused(self, key: str, deadline: float) -> None:
         """Our delete's condition failed: find out who holds the row, and record the loss."""

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import pytest
 from support.lease_harness import Fault, Harness, hang, run
 
-from dynalease._engine.acquire import UNREACHABLE_REQUESTS, UNREACHABLE_S
+from dynalease._engine.attempts import UNREACHABLE_REQUESTS, UNREACHABLE_S
 from dynalease._engine.base import key_hash, logged_key
 from dynalease.constants import ENV_LOG_KEYS
 from dynalease.exceptions import (
