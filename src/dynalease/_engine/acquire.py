@@ -375,7 +375,7 @@ class Acquirer:
         waiters = self._waiters if sleep.wake else []
         woken: str | None = None
         try:
-            await sleep_or_wake(clock, min(left, sleep.seconds), _any_of(waiters))
+            await sleep_or_wake(clock, min(left, sleep.seconds), [wake for _, wake in waiters])
             woken = next((key for key, future in waiters if future.done()), None)
         finally:
             self._release_waiters(woken)
@@ -399,20 +399,3 @@ class Acquirer:
             observations.discard_waiter(resource, future)
             if future.done() and not future.cancelled() and key != used:
                 observations.wake_next(resource)
-
-
-def _any_of(waiters: list[tuple[str, asyncio.Future[None]]]) -> asyncio.Future[None] | None:
-    """A future done when any of ``waiters`` is (None when there are none)."""
-    if not waiters:
-        return None
-    if len(waiters) == 1:
-        return waiters[0][1]
-    wake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def woke(future: asyncio.Future[None]) -> None:
-        if not future.cancelled() and not wake.done():
-            wake.set_result(None)
-
-    for _, future in waiters:
-        future.add_done_callback(woke)
-    return wake

@@ -42,14 +42,14 @@ class SystemClock:
 SYSTEM_CLOCK = SystemClock()
 
 
-async def sleep_or_wake(clock: Clock, delay: float, wake: asyncio.Future[None] | None) -> None:
-    """Sleep ``delay`` clock seconds, returning early when ``wake`` resolves."""
-    if wake is None:
+async def sleep_or_wake(clock: Clock, delay: float, wakes: list[asyncio.Future[None]]) -> None:
+    """Sleep ``delay`` clock seconds, returning early when any of ``wakes`` resolves."""
+    if not wakes:
         await clock.sleep(delay)
         return
     sleeper = asyncio.ensure_future(clock.sleep(delay))
     try:
-        await asyncio.wait((sleeper, wake), return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait((sleeper, *wakes), return_when=asyncio.FIRST_COMPLETED)
     finally:
         sleeper.cancel()
 
