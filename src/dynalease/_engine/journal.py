@@ -215,13 +215,8 @@ class Journal:
                 return
             # O_EXCL | O_NOFOLLOW: a file or symlink planted under this name is never
             # written through; the write fails (and is logged) instead.
-            descriptor = os.open(temporary, _CREATE_FLAGS, 0o600)
-            try:
-                left = memoryview(json.dumps(body, separators=(",", ":")).encode("utf-8"))
-                while left:
-                    left = left[os.write(descriptor, left) :]
-            finally:
-                os.close(descriptor)
+            with open(os.open(temporary, _CREATE_FLAGS, 0o600), "wb") as file:
+                file.write(json.dumps(body, separators=(",", ":")).encode("utf-8"))
             os.replace(temporary, final)
         except OSError as error:
             self._warn(f"could not write a journal entry in {self.path!r}: {error}")
