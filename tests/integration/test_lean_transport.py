@@ -64,14 +64,14 @@ def test_every_store_request_works_on_the_lean_path(endpoint: str, table: str) -
         transport = _lean(endpoint)
         store = LockStore(transport)
         row = _row("job")
-        created = await store.create(table, row)
+        created = await store.write(table, row)
         assert created.capacity > 0
         assert (await store.read(table, "job")).item == row.to_item()
         with pytest.raises(ConditionFailed) as taken:
-            await store.create(table, _row("job"))
+            await store.write(table, _row("job"))
         assert taken.value.item == row.to_item()  # ALL_OLD on the failed condition
         newer = LockRow("job", new_token(), new_token(), 3000)
-        await store.replace(table, newer, row)
+        await store.write(table, newer, row)
         renewed = new_token()
         await store.renew(table, "job", newer.owner, newer.version, renewed)
         check = condition_item(table, "job", newer.owner)
@@ -117,7 +117,7 @@ def test_lean_and_botocore_paths_report_the_same_failed_condition(
     async def failed_item(transport: Any, key: str) -> Any:
         store = LockStore(transport)
         row = _row(key)
-        await store.create(table, row)
+        await store.write(table, row)
         try:
             await store.renew(table, key, "not-the-owner", row.version, new_token())
         except ConditionFailed as failure:

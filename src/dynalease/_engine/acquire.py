@@ -263,11 +263,7 @@ class Acquirer:
                 observed = action.row if isinstance(action, TakeOver) else None
                 reply = await requests.send(
                     "write",
-                    lambda limit: (
-                        core.store.create(core.table, row, limit)
-                        if observed is None
-                        else core.store.replace(core.table, row, observed, limit)
-                    ),
+                    lambda limit: core.store.write(core.table, row, observed, limit),
                     attempt.deadline,
                 )
         except OutcomeUnknown as unknown:

@@ -84,11 +84,29 @@ def release_operation(fencing: bool) -> str:
     return fenced.OPERATION if fencing else "DeleteItem"
 
 
-def create_request(table: str, row: LockRow) -> tuple[str, dict[str, Any]]:
-    """The operation and parameters of a create of ``row`` (protocol 1 or 2)."""
+def write_request(
+    table: str, row: LockRow, observed: LockRow | None = None
+) -> tuple[str, dict[str, Any]]:
+    """The operation and parameters of writing ``row`` (protocol 1 or 2): a create when
+    ``observed`` is None, else a takeover of the observed live row."""
     if row.fenced:
-        return fenced.OPERATION, fenced.acquire_params(table, row)
-    return "PutItem", _create_params(table, row)
+        return fenced.OPERATION, fenced.acquire_params(table, row, observed)
+    params: dict[str, Any] = {
+        "TableName": table,
+        "Item": row.to_item(),
+        "ConditionExpression": "attribute_not_exists(#k)",
+        "ExpressionAttributeNames": dict(_NAMES_KEY),
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+    if observed is not None:
+        params["ConditionExpression"] = "#o = :o AND #v = :v"
+        params["ExpressionAttributeNames"] = dict(_NAMES_OWNER_VERSION)
+        params["ExpressionAttributeValues"] = {
+            ":o": {"S": observed.owner},
+            ":v": {"S": observed.version},
+        }
+    return "PutItem", params
 
 
 def release_request(table: str, key: str, owner: str, fencing: bool) -> tuple[str, dict[str, Any]]:
@@ -106,15 +124,6 @@ def read_params(table: str, key: str) -> dict[str, Any]:
         "ConsistentRead": True,
         "ReturnConsumedCapacity": "TOTAL",
     }
-
-
-def takeover_request(table: str, row: LockRow, observed: LockRow) -> tuple[str, dict[str, Any]]:
-    """The operation and parameters of writing ``row`` over the observed live row."""
-    if row.fenced:
-        return fenced.OPERATION, fenced.acquire_params(table, row, observed)
-    values = {":o": {"S": observed.owner}, ":v": {"S": observed.version}}
-    condition = "#o = :o AND #v = :v"
-    return "PutItem", _put_params(table, row, condition, dict(_NAMES_OWNER_VERSION), values)
 
 
 def renew_params(table: str, key: str, owner: str, current: str, new: str) -> dict[str, Any]:
@@ -172,30 +181,6 @@ def batch_reply(table: str, response: dict[str, Any]) -> Reply:
     return Reply(None, _capacity(response), items, unprocessed, request_id_of(response))
 
 
-def _put_params(
-    table: str,
-    row: LockRow,
-    condition: str,
-    names: dict[str, str],
-    values: dict[str, Any] | None,
-) -> dict[str, Any]:
-    params: dict[str, Any] = {
-        "TableName": table,
-        "Item": row.to_item(),
-        "ConditionExpression": condition,
-        "ExpressionAttributeNames": names,
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        "ReturnConsumedCapacity": "TOTAL",
-    }
-    if values:
-        params["ExpressionAttributeValues"] = values
-    return params
-
-
-def _create_params(table: str, row: LockRow) -> dict[str, Any]:
-    return _put_params(table, row, "attribute_not_exists(#k)", dict(_NAMES_KEY), None)
-
-
 def _delete_params(table: str, key: str, owner: str) -> dict[str, Any]:
     return {
         "TableName": table,
@@ -223,11 +208,7 @@ def transact_reply(response: dict[str, Any]) -> Reply:
 
 def put_action(table: str, row: LockRow, observed: LockRow | None) -> dict[str, Any]:
     """The transaction's ``Put`` of ``row``: on no row, or over the ``observed`` one."""
-    if observed is None:
-        params = _create_params(table, row)
-    else:
-        params = takeover_request(table, row, observed)[1]
-    return {"Put": _action(params)}
+    return {"Put": _action(write_request(table, row, observed)[1])}
 
 
 def renew_action(table: str, key: str, owner: str, current: str, new: str) -> dict[str, Any]:

@@ -235,19 +235,15 @@ class LockStore:
         response = await self._send("BatchGetItem", shapes.batch_get_params(table, keys), limit)
         return shapes.batch_reply(table, response)
 
-    async def create(self, table: str, row: LockRow, limit: Limit | None = None) -> Reply:
-        """Write the row only if no row exists (a fenced row: none, or a free one).
-
-        A fenced create's reply carries the new counter (``Reply.item``).
-        """
-        operation, params = shapes.create_request(table, row)
-        return write_reply(await self._send(operation, params, limit))
-
-    async def replace(
-        self, table: str, row: LockRow, observed: LockRow, limit: Limit | None = None
+    async def write(
+        self, table: str, row: LockRow, observed: LockRow | None = None, limit: Limit | None = None
     ) -> Reply:
-        """Take over: write our row only if the observed owner and version are still there."""
-        operation, params = shapes.takeover_request(table, row, observed)
+        """Create the row only if none exists (a fenced row: none, or a free one), or with
+        ``observed``, take over: write it only if the observed owner and version are still there.
+
+        A fenced write's reply carries the new counter (``Reply.item``).
+        """
+        operation, params = shapes.write_request(table, row, observed)
         return write_reply(await self._send(operation, params, limit))
 
     async def renew(
@@ -338,12 +334,12 @@ class LockStore:
     def create_blocking(
         self, table: str, row: LockRow, timeout: float, on_late: Callable[[Any], object]
     ) -> Reply:
-        """:meth:`create`, sent from the calling thread within ``timeout`` seconds.
+        """A create (:meth:`write`), sent from the calling thread within ``timeout`` seconds.
 
         A request sent but not answered in time (or interrupted) may be handed to
         ``on_late``; :meth:`finish_late` later tells how it ended.
         """
-        operation, params = shapes.create_request(table, row)
+        operation, params = shapes.write_request(table, row)
         return write_reply(self.transport.send_blocking(operation, params, timeout, on_late))
 
     def delete_blocking(
