@@ -35,6 +35,7 @@ Needs the ``lambda`` extra: ``pip install 'dynalease[lambda]'``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
@@ -81,20 +82,14 @@ def dynalease_lock_handler(
     """The middleware behind :func:`lock_handler` (its name shows in Powertools' logs)."""
     bound = bound_to(lambda_context_of(context))
     try:
-        holding = dynalease_plan.hold(event, context)
-        try:
-            holding.__enter__()
-        except LockNotAcquired as error:
-            if dynalease_on_contention is None:
-                raise
-            return dynalease_on_contention(event, context, error)
-        try:
-            response = handler(event, context, **handler_kwargs)
-        except BaseException as failure:
-            holding.__exit__(type(failure), failure, failure.__traceback__)
-            raise
-        holding.__exit__(None, None, None)
-        return response
+        with contextlib.ExitStack() as stack:
+            try:
+                stack.enter_context(dynalease_plan.hold(event, context))
+            except LockNotAcquired as error:
+                if dynalease_on_contention is None:
+                    raise
+                return dynalease_on_contention(event, context, error)
+            return handler(event, context, **handler_kwargs)
     finally:
         unbind(bound)
 

@@ -42,11 +42,7 @@ def bound_to(context: Any) -> Bound:
     if not callable(getattr(context, "get_remaining_time_in_millis", None)):
         return None
 
-    def time_left() -> float:
-        seconds = remaining_seconds(context)
-        return 0.0 if seconds is None else seconds
-
-    return TIME_LEFT.set(time_left)
+    return TIME_LEFT.set(lambda: remaining_seconds(context) or 0.0)
 
 
 def unbind(bound: Bound) -> None:

@@ -79,18 +79,6 @@ def _check_reserve(reserve_time: object) -> float:
     return float(reserve_time)
 
 
-def _prepare(client: DynamoDBClient) -> None:
-    """Build the lock transport's botocore client before the budget is measured.
-
-    A cold botocore client takes 100-300 ms to build (more on a small Lambda),
-    and the transport builds it inside the first request, whose timeout is cut
-    to the acquisition's budget: a short budget would then fail every cold
-    start. Built here, the cost is paid once, and the remaining time is read
-    after it.
-    """
-    client._prepare_locks()
-
-
 class LockOptions(TypedDict, total=False):
     """The options ``lock_handler`` and ``lock_record`` share, each documented there.
 
@@ -131,14 +119,14 @@ class LockPlan:
 
     def __init__(self, what: str, client: object, options: LockOptions, /) -> None:
         """Check every option (``what`` is ``"event"`` or ``"record"``); the defaults are here."""
-        check_keywords("lock_handler" if what == "event" else "lock_record", options, LockOptions)
+        function = "lock_handler" if what == "event" else "lock_record"
+        check_keywords(function, options, LockOptions)
         table: object = options.get("table")
         key: object = options.get("key")
         keys: object = options.get("keys")
         if key is None and keys is None:
             # Python's own words, as for any missing keyword (keys=[...] is the other way).
-            name = "lock_handler" if what == "event" else "lock_record"
-            raise TypeError(f"{name}() missing required keyword argument: 'key'")
+            raise TypeError(f"{function}() missing required keyword argument: 'key'")
         fields = options.get("fields")
         lease_duration: object = options.get("lease_duration", 30.0)
         wait_timeout: object = options.get("wait_timeout")
@@ -163,8 +151,7 @@ class LockPlan:
         check_logger(logger)
         check_metrics(metrics)
         templates = _templates(key, keys, permits, fencing)
-        if permits != 1 or not isinstance(permits, int) or isinstance(permits, bool):
-            permit_keys("k", permits)  # the count's checks; each resolved key at call time
+        permit_keys("k", permits)  # the count's checks; each resolved key at call time
         self._permits: int = permits  # type: ignore[assignment]  # checked above
         if fencing and permits != 1:
             raise ValueError(
@@ -226,7 +213,9 @@ class EventKeys:
     def __init__(
         self, templates: tuple[KeyTemplate, ...], fields: Mapping[str, str] | None, *, what: str
     ) -> None:
-        if fields is not None and isinstance(fields, Mapping) and len(templates) > 1:
+        # One template checks the fields itself (EventKey); several share them out.
+        shares: list[Mapping[str, str] | None] = [fields] * len(templates)
+        if isinstance(fields, Mapping) and len(templates) > 1:
             used = {name for template in templates for name in template.placeholders}
             unknown = [name for name in fields if name not in used]
             if unknown:
@@ -234,24 +223,19 @@ class EventKeys:
                     f"fields names {unknown} but the keys templates have the placeholders "
                     f"{sorted(used)}; map only those"
                 )
-        self._keys: tuple[EventKey, ...]
-        if len(templates) == 1:  # EventKey checks the fields against its one template
-            self._keys = (EventKey(templates[0], fields, what=what),)
-            return
+            shares = [
+                {name: value for name, value in fields.items() if name in template.placeholders}
+                for template in templates
+            ]
         self._keys = tuple(
-            EventKey(template, _fields_of(template, fields), what=what) for template in templates
+            EventKey(template, share, what=what)
+            for template, share in zip(templates, shares, strict=True)
         )
 
     def resolve(self, data: Any, context: Any = None) -> tuple[str, ...]:
         """The keys for one event or record (checked as a key set: distinct, 1..100)."""
         keys = [each.resolve(data, context) for each in self._keys]
         return (keys[0],) if len(keys) == 1 else key_set(None, keys)
-
-
-def _fields_of(template: KeyTemplate, fields: Mapping[str, str] | None) -> Mapping[str, str] | None:
-    if fields is None or not isinstance(fields, Mapping):
-        return fields
-    return {name: value for name, value in fields.items() if name in template.placeholders}
 
 
 class Holding:
@@ -276,7 +260,9 @@ class Holding:
         table = self._table = plan.table()
         self._wait(table, key)  # no time at all: not even the client is built
         client = plan.client()
-        _prepare(client)
+        # A cold botocore client takes 100-300 ms to build: inside the first request it
+        # would come out of a short budget and fail every cold start.
+        client._prepare_locks()
         wait, remaining = self._wait(table, key)  # measured after the build
         guard = (
             SyncDistributedLock(

@@ -105,8 +105,8 @@ class Reporter:
         self._metric("LockInsufficientTime", "Count", 1)
         self._line("no_time", table, key, LockMetrics(), remaining_s)
 
-    def finished(self, table: str, key: str, stats: LockMetrics, held_ms: float) -> str:
-        """Report a lock that was held; returns the outcome."""
+    def finished(self, table: str, key: str, stats: LockMetrics, held_ms: float) -> None:
+        """Report a lock that was held."""
         if stats.lost:
             outcome = "lost"
         elif stats.cleanup_failures:
@@ -117,7 +117,6 @@ class Reporter:
         if stats.lost:
             self._metric("LockLost", "Count", 1)
         self._line(outcome, table, key, stats, None, held_ms)
-        return outcome
 
     def _metric(self, name: str, unit: str, value: float) -> None:
         if self._metrics is not None:
