@@ -299,10 +299,11 @@ class BoundKey:
             parameter = parameters.get(name)
             if parameter is None or parameter.kind not in _DIRECT_KINDS:
                 why = "is not a parameter of" if parameter is None else "is the variadic *name of"
+                direct = [each for each, p in parameters.items() if p.kind in _DIRECT_KINDS]
                 raise ValueError(
                     f"key template {template.template!r} uses {{{name}}}, which {why} "
                     f"{self._name}{self._signature}; placeholders must be direct argument "
-                    f"names, one of {self._direct_names()}"
+                    f"names, one of {direct}"
                 )
         # Only the defaults a placeholder can need, so a call does not pay for
         # BoundArguments.apply_defaults() filling in every other parameter.
@@ -311,13 +312,6 @@ class BoundKey:
             for name in template.placeholders
             if parameters[name].default is not inspect.Parameter.empty
         }
-
-    def _direct_names(self) -> list[str]:
-        return [
-            name
-            for name, parameter in self._signature.parameters.items()
-            if parameter.kind in _DIRECT_KINDS
-        ]
 
     @property
     def template(self) -> KeyTemplate:

@@ -27,7 +27,7 @@ from ..semaphore import SyncDistributedSemaphore
 from .budget import NoTimeLeft, acquisition_wait, remaining_seconds, usable_time
 from .fields import EventKey
 from .invocation import lambda_context_of
-from .report import Reporter, check_log_key, check_logger, check_metrics
+from .report import Reporter
 
 __all__ = ["CURRENT_LOCK", "Holding", "LockPlan", "shared_client"]
 
@@ -148,8 +148,6 @@ class LockPlan:
         if not isinstance(fencing, bool):
             raise TypeError(f"fencing must be True or False, got {type(fencing).__name__}")
         self._fencing = fencing
-        check_logger(logger)
-        check_metrics(metrics)
         templates = _templates(key, keys, permits, fencing)
         permit_keys("k", permits)  # the count's checks; each resolved key at call time
         self._permits: int = permits  # type: ignore[assignment]  # checked above
@@ -168,7 +166,7 @@ class LockPlan:
             template=" + ".join(each.template for each in templates),
             logger=logger,
             metrics=metrics,
-            log_key=check_log_key(log_key),
+            log_key=log_key,  # type: ignore[arg-type]  # Reporter checks it
         )
 
     def table(self) -> str:
@@ -268,11 +266,10 @@ class Holding:
             SyncDistributedLock(
                 client,
                 table=table,
-                key=key if len(keys) == 1 else None,
+                keys=keys,
                 lease_duration=plan._lease_s,
                 wait_timeout=wait,
                 fencing=plan._fencing,
-                keys=keys if len(keys) > 1 else None,
             )
             if plan._permits == 1
             else SyncDistributedSemaphore(
@@ -322,7 +319,6 @@ class Holding:
         guard = self._guard
         assert guard is not None and self._token is not None
         CURRENT_LOCK.reset(self._token)
-        held_ms = 0.0
         try:
             guard.__exit__(exc_type, exc, traceback)
         finally:
