@@ -11,7 +11,7 @@ import atexit
 import concurrent.futures
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar, cast
 
 from . import _tracing, shutdown
 from ._advice import explain
@@ -305,7 +305,7 @@ class DistributedLock(_Guard):
             lease.raise_if_lost()
     """
 
-    async def __aenter__(self) -> DistributedLock:
+    async def __aenter__(self) -> Self:
         with self._acquiring(asyncio.current_task()) as runtime:
             try:
                 await runtime.run_async(self._lease.acquire())
@@ -330,7 +330,7 @@ class SyncDistributedLock(_Guard):
             run_import()
     """
 
-    def __enter__(self) -> SyncDistributedLock:
+    def __enter__(self) -> Self:
         with self._acquiring(None) as runtime:
             self._lease.hold_from_caller(runtime)
         return self

@@ -124,10 +124,6 @@ class DistributedSemaphore(_SemaphoreGuard, DistributedLock):
             await call_partner()
     """
 
-    async def __aenter__(self) -> DistributedSemaphore:
-        await DistributedLock.__aenter__(self)
-        return self
-
 
 class SyncDistributedSemaphore(_SemaphoreGuard, SyncDistributedLock):
     """The sync form of :class:`DistributedSemaphore`; waiting releases the GIL.
@@ -137,10 +133,6 @@ class SyncDistributedSemaphore(_SemaphoreGuard, SyncDistributedLock):
         with SyncDistributedSemaphore(client, table="locks", key="reindex", permits=3):
             reindex()
     """
-
-    def __enter__(self) -> SyncDistributedSemaphore:
-        SyncDistributedLock.__enter__(self)
-        return self
 
 
 def distributed_semaphore(
