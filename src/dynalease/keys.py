@@ -14,6 +14,7 @@ keys are 1..2,048 UTF-8 bytes.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -35,6 +36,9 @@ PERMIT_PREFIX = "dynalease-permit:"
 
 MAX_PERMITS = 100
 """Most permits a semaphore may have: one ``BatchGetItem`` reads at most 100 rows."""
+
+#: A template's tokens: an escaped brace, a placeholder (perhaps unclosed), a lone '}'.
+_TOKEN = re.compile(r"\{\{|\}\}|\{[^}]*\}?|\}")
 
 _DIRECT_KINDS = frozenset(
     {
@@ -155,36 +159,29 @@ def _parse(template: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """
     literals: list[str] = []
     names: list[str] = []
-    text: list[str] = []
-    i, end = 0, len(template)
-    while i < end:
-        char = template[i]
-        if char == "{" and template.startswith("{{", i):
-            text.append("{")
-            i += 2
-        elif char == "}" and template.startswith("}}", i):
-            text.append("}")
-            i += 2
-        elif char == "{":
-            close = template.find("}", i)
-            if close < 0:
-                problem: str | None = "an unmatched '{'; write '{{' for a literal brace"
-            else:
-                problem = _placeholder_problem(template[i + 1 : close])
-            if problem is not None:
-                raise ValueError(f"key template {template!r} has {problem}")
-            literals.append("".join(text))
-            names.append(template[i + 1 : close])
-            text = []
-            i = close + 1
-        elif char == "}":
+    text, start = "", 0
+    for token in _TOKEN.finditer(template):
+        text += template[start : token.start()]
+        start = token.end()
+        found = token.group()
+        if found in ("{{", "}}"):
+            text += found[0]
+        elif found == "}":
             raise ValueError(
                 f"key template {template!r} has an unmatched '}}'; write '}}}}' for a literal brace"
             )
         else:
-            text.append(char)
-            i += 1
-    literals.append("".join(text))
+            problem = (
+                _placeholder_problem(found[1:-1])
+                if found.endswith("}")
+                else "an unmatched '{'; write '{{' for a literal brace"
+            )
+            if problem is not None:
+                raise ValueError(f"key template {template!r} has {problem}")
+            literals.append(text)
+            names.append(found[1:-1])
+            text = ""
+    literals.append(text + template[start:])
     return tuple(literals), tuple(names)
 
 
