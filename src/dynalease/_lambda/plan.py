@@ -57,9 +57,6 @@ def shared_client() -> DynamoDBClient:
     """
     global _shared
     identity = (os.getpid(), *(os.environ.get(name) for name in _CLIENT_ENV))
-    current = _shared
-    if current is not None and current[0] == identity:
-        return current[1]
     with _shared_lock:
         if _shared is None or _shared[0] != identity:
             _shared = (identity, DynamoDBClient())
