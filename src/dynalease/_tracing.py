@@ -22,6 +22,7 @@ What is traced:
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import sys
@@ -31,10 +32,7 @@ from typing import Any
 from ._redact import logged_key
 
 __all__ = [
-    "REQUEST_ID",
-    "SERVICE",
     "acquiring",
-    "add_throttling",
     "answered",
     "carried",
     "failed",
@@ -155,30 +153,16 @@ def failed(span: Any, error: BaseException) -> None:
         code = "ConditionalCheckFailedException"
     if code:
         span.set_attribute("aws.error_code", code)
-    add_throttling(span, error)
+    reasons = getattr(error, "reasons", None)  # a ThrottledError's
+    if reasons and all(isinstance(reason, dict) for reason in reasons):
+        names = [str(reason.get("reason", "")) for reason in reasons]
+        span.set_attribute("dynalease.throttling_reasons", names)
     span.record_exception(error)
     span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
 
 
-def add_throttling(span: Any, error: BaseException) -> None:
-    """The throttling reasons of ``error`` (a ThrottledError), as a span attribute."""
-    reasons = getattr(error, "reasons", None)
-    if reasons and all(isinstance(reason, dict) for reason in reasons):
-        names = [str(reason.get("reason", "")) for reason in reasons]
-        span.set_attribute("dynalease.throttling_reasons", names)
-
-
-class _Untraced:
-    """The context manager used when nobody traces: it does nothing."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-_UNTRACED = _Untraced()
+#: The context manager used when nobody traces (reusable: it does nothing).
+_UNTRACED = contextlib.nullcontext()
 
 
 class _LockSpan:
@@ -220,31 +204,24 @@ class _AcquireSpan(_LockSpan):
     def _finish(self, error: BaseException | None) -> None:
         from .exceptions import LockNotAcquired, LockUnavailable
 
+        if error is None:
+            outcome = "acquired"
+        elif isinstance(error, LockUnavailable):
+            outcome = "unavailable"
+        elif isinstance(error, LockNotAcquired):
+            outcome = "contended"
+        else:
+            outcome = type(error).__name__
         lease, span = self.lease, self.span
         tally = lease.tally
-        span.set_attribute("dynalease.outcome", outcome(error))
+        span.set_attribute("dynalease.outcome", outcome)
         span.set_attribute("dynalease.wait_ms", round(tally.wait_ms, 3))
         span.set_attribute("dynalease.attempts", tally.write_requests)
         span.set_attribute("dynalease.takeover", bool(lease.took_over))
         if lease.fencing_token is not None:
             span.set_attribute("dynalease.fencing_token", lease.fencing_token)
-        if error is not None and not (
-            isinstance(error, LockNotAcquired) and not isinstance(error, LockUnavailable)
-        ):
+        if error is not None and outcome != "contended":
             failed(span, error)  # contention is an answer, not an error of the span
-
-
-def outcome(error: BaseException | None) -> str:
-    """acquired, contended, unavailable, or the error's type (see also :func:`no_time`)."""
-    from .exceptions import LockNotAcquired, LockUnavailable
-
-    if error is None:
-        return "acquired"
-    if isinstance(error, LockUnavailable):
-        return "unavailable"
-    if isinstance(error, LockNotAcquired):
-        return "contended"
-    return type(error).__name__
 
 
 def acquiring(lease: Any) -> Any:

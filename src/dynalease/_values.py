@@ -7,8 +7,7 @@ Numbers are stored exactly: ``float`` goes through ``Decimal(str(value))`` so
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Set
+from collections.abc import Callable, Mapping, Set
 from decimal import Decimal
 from typing import Any
 
@@ -40,14 +39,12 @@ def to_attribute(value: Any, *, path: str = "value") -> dict[str, Any]:
 
 
 def _number(value: int | float | Decimal, path: str) -> str:
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{path}: DynamoDB cannot store {value!r}; use a finite number")
-    if isinstance(value, Decimal) and not value.is_finite():
-        raise ValueError(f"{path}: DynamoDB cannot store {value!r}; use a finite number")
     if isinstance(value, int):
         return str(value)
-    text = str(Decimal(str(value)) if isinstance(value, float) else value)
-    return text
+    number = Decimal(str(value)) if isinstance(value, float) else value
+    if not number.is_finite():
+        raise ValueError(f"{path}: DynamoDB cannot store {value!r}; use a finite number")
+    return str(number)
 
 
 def _map(value: Mapping[Any, Any], path: str) -> dict[str, Any]:
@@ -84,27 +81,9 @@ def to_item(item: Mapping[str, Any], *, name: str = "item") -> dict[str, Any]:
 def from_attribute(value: Mapping[str, Any]) -> Any:
     """One AttributeValue as a plain Python value."""
     ((tag, data),) = value.items()
-    if tag == "S":
-        return data
-    if tag == "N":
-        return _from_number(data)
-    if tag == "BOOL":
-        return bool(data)
-    if tag == "NULL":
-        return None
-    if tag == "B":
-        return bytes(data)
-    if tag == "M":
-        return {k: from_attribute(v) for k, v in data.items()}
-    if tag == "L":
-        return [from_attribute(v) for v in data]
-    if tag == "SS":
-        return set(data)
-    if tag == "NS":
-        return {_from_number(v) for v in data}
-    if tag == "BS":
-        return {bytes(v) for v in data}
-    raise ValueError(f"unknown DynamoDB attribute type {tag!r}")
+    if tag not in _DECODE:
+        raise ValueError(f"unknown DynamoDB attribute type {tag!r}")
+    return _DECODE[tag](data)
 
 
 def _from_number(text: str) -> int | float:
@@ -112,6 +91,20 @@ def _from_number(text: str) -> int | float:
     if number == number.to_integral_value():
         return int(number)
     return float(number)
+
+
+_DECODE: dict[str, Callable[[Any], Any]] = {
+    "S": lambda data: data,
+    "N": _from_number,
+    "BOOL": bool,
+    "NULL": lambda data: None,
+    "B": bytes,
+    "M": lambda data: {k: from_attribute(v) for k, v in data.items()},
+    "L": lambda data: [from_attribute(v) for v in data],
+    "SS": set,
+    "NS": lambda data: {_from_number(v) for v in data},
+    "BS": lambda data: {bytes(v) for v in data},
+}
 
 
 def from_item(item: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from ._engine import runtime as _process
-from ._engine.clock import SYSTEM_CLOCK, Clock
+from ._engine.clock import SYSTEM_CLOCK
 from ._engine.journal import process_journal
 from ._engine.lease import Lease
 from ._engine.observations import Observations
@@ -207,13 +207,11 @@ class DynamoDBClient:
         *,
         region: str | None,
         endpoint_url: str | None,
-        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self._generation = _process.generation  # see ``_check_process``
         self._items = items
         self._lock_store = LockStore(locks)
         self._observations = Observations()
-        self._clock = clock
         self._region = region
         self._endpoint_url = endpoint_url
         # Only where the recovery extension is installed; else None, and free.
@@ -259,7 +257,7 @@ class DynamoDBClient:
         target = KeysTarget(keys) if len(keys) > 1 else None
         return Lease(
             store=self._lock_store,
-            clock=self._clock,
+            clock=SYSTEM_CLOCK,
             observations=self._observations,
             table=table,
             key=key,

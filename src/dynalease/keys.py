@@ -14,6 +14,7 @@ keys are 1..2,048 UTF-8 bytes.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -35,6 +36,9 @@ PERMIT_PREFIX = "dynalease-permit:"
 
 MAX_PERMITS = 100
 """Most permits a semaphore may have: one ``BatchGetItem`` reads at most 100 rows."""
+
+#: A template's tokens: an escaped brace, a placeholder (perhaps unclosed), a lone '}'.
+_TOKEN = re.compile(r"\{\{|\}\}|\{[^}]*\}?|\}")
 
 _DIRECT_KINDS = frozenset(
     {
@@ -155,36 +159,29 @@ def _parse(template: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """
     literals: list[str] = []
     names: list[str] = []
-    text: list[str] = []
-    i, end = 0, len(template)
-    while i < end:
-        char = template[i]
-        if char == "{" and template.startswith("{{", i):
-            text.append("{")
-            i += 2
-        elif char == "}" and template.startswith("}}", i):
-            text.append("}")
-            i += 2
-        elif char == "{":
-            close = template.find("}", i)
-            if close < 0:
-                problem: str | None = "an unmatched '{'; write '{{' for a literal brace"
-            else:
-                problem = _placeholder_problem(template[i + 1 : close])
-            if problem is not None:
-                raise ValueError(f"key template {template!r} has {problem}")
-            literals.append("".join(text))
-            names.append(template[i + 1 : close])
-            text = []
-            i = close + 1
-        elif char == "}":
+    text, start = "", 0
+    for token in _TOKEN.finditer(template):
+        text += template[start : token.start()]
+        start = token.end()
+        found = token.group()
+        if found in ("{{", "}}"):
+            text += found[0]
+        elif found == "}":
             raise ValueError(
                 f"key template {template!r} has an unmatched '}}'; write '}}}}' for a literal brace"
             )
         else:
-            text.append(char)
-            i += 1
-    literals.append("".join(text))
+            problem = (
+                _placeholder_problem(found[1:-1])
+                if found.endswith("}")
+                else "an unmatched '{'; write '{{' for a literal brace"
+            )
+            if problem is not None:
+                raise ValueError(f"key template {template!r} has {problem}")
+            literals.append(text)
+            names.append(found[1:-1])
+            text = ""
+    literals.append(text + template[start:])
     return tuple(literals), tuple(names)
 
 
@@ -299,10 +296,11 @@ class BoundKey:
             parameter = parameters.get(name)
             if parameter is None or parameter.kind not in _DIRECT_KINDS:
                 why = "is not a parameter of" if parameter is None else "is the variadic *name of"
+                direct = [each for each, p in parameters.items() if p.kind in _DIRECT_KINDS]
                 raise ValueError(
                     f"key template {template.template!r} uses {{{name}}}, which {why} "
                     f"{self._name}{self._signature}; placeholders must be direct argument "
-                    f"names, one of {self._direct_names()}"
+                    f"names, one of {direct}"
                 )
         # Only the defaults a placeholder can need, so a call does not pay for
         # BoundArguments.apply_defaults() filling in every other parameter.
@@ -311,13 +309,6 @@ class BoundKey:
             for name in template.placeholders
             if parameters[name].default is not inspect.Parameter.empty
         }
-
-    def _direct_names(self) -> list[str]:
-        return [
-            name
-            for name, parameter in self._signature.parameters.items()
-            if parameter.kind in _DIRECT_KINDS
-        ]
 
     @property
     def template(self) -> KeyTemplate:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar, cast
 
 from . import _tracing, shutdown
 from ._advice import explain
@@ -223,23 +224,46 @@ class _Guard:
         """A snapshot of this guard's requests, renewals, wait and capacity."""
         return self._lease.counters()
 
-    def _prepare(self) -> None:
+    @contextlib.contextmanager
+    def _acquiring(self, task: asyncio.Task[Any] | None) -> Iterator[Runtime]:
+        """Around a face's acquisition: the checks, the span, the errors; then it is held."""
         if self._lease.state is not State.NEW:
             raise GuardReused(
                 f"this guard for {logged_key(self.key)} was already used; guards are single use "
                 "and locks are not reentrant: create a new guard"
             )
+        runtime = self._client._runtime()
+        try:
+            with _tracing.acquiring(self._lease):
+                yield runtime
+        except DynamoDBError as error:
+            # The same error, saying which lock it concerns (DynamoDB's messages do not).
+            client = self._client
+            raise explain(
+                error,
+                key=self.key,
+                table=self.table,
+                region=client.region,
+                endpoint=client.endpoint_url,
+            ) from error
+        self._dropped = runtime  # held: see __del__
+        shutdown.hold(self, task)
 
-    def _explain(self, error: DynamoDBError) -> DynamoDBError:
-        """The same error, saying which lock it concerns (DynamoDB's messages do not)."""
-        client = self._client
-        return explain(
-            error,
-            key=self.key,
-            table=self.table,
-            region=client.region,
-            endpoint=client.endpoint_url,
-        )
+    @contextlib.contextmanager
+    def _releasing(self, exc: BaseException | None) -> Iterator[None]:
+        """Around a face's release: its span; a failure is raised, or noted on ``exc``."""
+        self._dropped = None
+        if exc is not None and not isinstance(exc, Exception):
+            suspension_warning(self._lease, exc)
+        try:
+            with _tracing.releasing(self._lease):
+                yield
+        except Exception as cleanup_error:
+            if exc is None:
+                raise
+            exc.add_note(f"dynalease: lock cleanup also failed: {cleanup_error}")
+        finally:
+            shutdown.drop(self)
 
     def _limit_single_attempt(self, seconds: float) -> None:
         """Cap the network budget of a ``wait_timeout=0`` attempt (the Lambda budget)."""
@@ -257,12 +281,6 @@ class _Guard:
         runtime = self._dropped
         if runtime is not None and not _exiting:
             runtime.call_soon(self._lease.abandon)
-
-    @staticmethod
-    def _note_cleanup(exc: BaseException | None, cleanup_error: BaseException) -> None:
-        if exc is None:
-            raise cleanup_error
-        exc.add_note(f"dynalease: lock cleanup also failed: {cleanup_error}")
 
     def __repr__(self) -> str:
         return (
@@ -287,37 +305,20 @@ class DistributedLock(_Guard):
             lease.raise_if_lost()
     """
 
-    async def __aenter__(self) -> DistributedLock:
-        self._prepare()
-        runtime = self._client._runtime()
-        lease = self._lease
-        try:
-            with _tracing.acquiring(lease):
-                await runtime.run_async(lease.acquire())
-        except asyncio.CancelledError:
-            runtime.call_soon(lease.abandon)
-            raise
-        except DynamoDBError as error:
-            raise self._explain(error) from error
-        self._dropped = runtime  # held: see __del__
-        shutdown.hold(self, asyncio.current_task())
+    async def __aenter__(self) -> Self:
+        with self._acquiring(asyncio.current_task()) as runtime:
+            try:
+                await runtime.run_async(self._lease.acquire())
+            except asyncio.CancelledError:
+                runtime.call_soon(self._lease.abandon)
+                raise
         return self
 
     async def __aexit__(
         self, exc_type: object, exc: BaseException | None, traceback: object
     ) -> None:
-        self._dropped = None
-        if exc is not None and not isinstance(exc, Exception):
-            suspension_warning(self._lease, exc)
-        try:
-            with _tracing.releasing(self._lease):
-                await self._client._runtime().run_async(self._lease.release(), shield=True)
-        except asyncio.CancelledError:
-            raise
-        except Exception as cleanup_error:
-            self._note_cleanup(exc, cleanup_error)
-        finally:
-            shutdown.drop(self)
+        with self._releasing(exc):
+            await self._client._runtime().run_async(self._lease.release(), shield=True)
 
 
 class SyncDistributedLock(_Guard):
@@ -329,29 +330,14 @@ class SyncDistributedLock(_Guard):
             run_import()
     """
 
-    def __enter__(self) -> SyncDistributedLock:
-        self._prepare()
-        runtime = self._client._runtime()
-        try:
-            with _tracing.acquiring(self._lease):
-                self._lease.hold_from_caller(runtime)
-        except DynamoDBError as error:
-            raise self._explain(error) from error
-        self._dropped = runtime  # held: see __del__
-        shutdown.hold(self, None)
+    def __enter__(self) -> Self:
+        with self._acquiring(None) as runtime:
+            self._lease.hold_from_caller(runtime)
         return self
 
     def __exit__(self, exc_type: object, exc: BaseException | None, traceback: object) -> None:
-        self._dropped = None
-        if exc is not None and not isinstance(exc, Exception):
-            suspension_warning(self._lease, exc)
-        try:
-            with _tracing.releasing(self._lease):
-                self._lease.release_from_caller(self._client._runtime())
-        except Exception as cleanup_error:
-            self._note_cleanup(exc, cleanup_error)
-        finally:
-            shutdown.drop(self)
+        with self._releasing(exc):
+            self._lease.release_from_caller(self._client._runtime())
 
 
 def current_guard() -> SyncDistributedLock | DistributedLock:

@@ -35,6 +35,7 @@ Needs the ``lambda`` extra: ``pip install 'dynalease[lambda]'``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
@@ -50,7 +51,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     ) from error
 
 from ._lambda import snapstart
-from ._lambda.invocation import bound_to, lambda_context_of, unbind
+from ._lambda.invocation import bounded
 from ._lambda.plan import CURRENT_LOCK, LockOptions, LockPlan
 from ._lambda.report import key_hash
 from .client import DynamoDBClient
@@ -79,24 +80,14 @@ def dynalease_lock_handler(
     **handler_kwargs: Any,
 ) -> Any:
     """The middleware behind :func:`lock_handler` (its name shows in Powertools' logs)."""
-    bound = bound_to(lambda_context_of(context))
-    try:
-        holding = dynalease_plan.hold(event, context)
+    with bounded(context), contextlib.ExitStack() as stack:
         try:
-            holding.__enter__()
+            stack.enter_context(dynalease_plan.hold(event, context))
         except LockNotAcquired as error:
             if dynalease_on_contention is None:
                 raise
             return dynalease_on_contention(event, context, error)
-        try:
-            response = handler(event, context, **handler_kwargs)
-        except BaseException as failure:
-            holding.__exit__(type(failure), failure, failure.__traceback__)
-            raise
-        holding.__exit__(None, None, None)
-        return response
-    finally:
-        unbind(bound)
+        return handler(event, context, **handler_kwargs)
 
 
 @lambda_handler_decorator
@@ -120,11 +111,8 @@ def bound_locks(handler: Callable[..., Any], event: Any, context: Any, **kwargs:
 
     Takes a ``DurableContext`` too (the deadline is its ``.lambda_context``'s).
     """
-    bound = bound_to(lambda_context_of(context))
-    try:
+    with bounded(context):
         return handler(event, context, **kwargs)
-    finally:
-        unbind(bound)
 
 
 def lock_handler(
@@ -251,14 +239,10 @@ def lock_record(
                     "invocation's remaining time; pass context=context to "
                     "process_partial_response (or to the processor)"
                 )
-            bound = bound_to(lambda_context_of(lambda_context))
-            try:
-                with plan.hold(record, lambda_context):
-                    if takes_context:
-                        return record_handler(record, lambda_context=lambda_context)
-                    return record_handler(record)
-            finally:
-                unbind(bound)
+            with bounded(lambda_context), plan.hold(record, lambda_context):
+                if takes_context:
+                    return record_handler(record, lambda_context=lambda_context)
+                return record_handler(record)
 
         # Powertools passes lambda_context only to handlers whose signature asks
         # for it; inspect.signature would otherwise follow __wrapped__ to the

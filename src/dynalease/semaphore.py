@@ -63,11 +63,7 @@ def _checked(function: str, client: DynamoDBClient, options: SemaphoreOptions) -
         options.get("wait_timeout", 35.0),
         on_lost,
     )
-    checked = options.copy()
-    checked["lease_duration"] = lease_s
-    checked["wait_timeout"] = wait_s
-    checked["on_lost"] = on_lost
-    return checked
+    return options | {"lease_duration": lease_s, "wait_timeout": wait_s, "on_lost": on_lost}
 
 
 class _SemaphoreGuard(_Guard):
@@ -128,10 +124,6 @@ class DistributedSemaphore(_SemaphoreGuard, DistributedLock):
             await call_partner()
     """
 
-    async def __aenter__(self) -> DistributedSemaphore:
-        await DistributedLock.__aenter__(self)
-        return self
-
 
 class SyncDistributedSemaphore(_SemaphoreGuard, SyncDistributedLock):
     """The sync form of :class:`DistributedSemaphore`; waiting releases the GIL.
@@ -141,10 +133,6 @@ class SyncDistributedSemaphore(_SemaphoreGuard, SyncDistributedLock):
         with SyncDistributedSemaphore(client, table="locks", key="reindex", permits=3):
             reindex()
     """
-
-    def __enter__(self) -> SyncDistributedSemaphore:
-        SyncDistributedLock.__enter__(self)
-        return self
 
 
 def distributed_semaphore(
@@ -164,19 +152,11 @@ def distributed_semaphore(
     """
     checked = _checked("distributed_semaphore", client, options)
     template = KeyTemplate(checked["key"])
-    if not template.placeholders:
-        permit_keys(template.resolve({}), checked["permits"])  # a fixed key: check it all now
-    else:
-        permit_keys("k", checked["permits"])  # the count now; each resolved key at call time
-
-    def for_key(resolved: str) -> SemaphoreOptions:
-        one = checked.copy()
-        one["key"] = resolved
-        return one
-
+    # A fixed key is checked whole now; else the count now, each resolved key at call time.
+    permit_keys(template.resolve({}) if not template.placeholders else "k", checked["permits"])
     return guarded_calls(
         "distributed_semaphore",
         template,
-        lambda resolved: DistributedSemaphore(client, **for_key(resolved)),
-        lambda resolved: SyncDistributedSemaphore(client, **for_key(resolved)),
+        lambda resolved: DistributedSemaphore(client, **(checked | {"key": resolved})),
+        lambda resolved: SyncDistributedSemaphore(client, **(checked | {"key": resolved})),
     )

@@ -224,13 +224,11 @@ def test_the_lock_transport_is_built_before_the_budget_is_measured(
 ) -> None:
     # Building a cold botocore client takes hundreds of milliseconds; if the first
     # request built it, that time would come out of a short acquisition budget.
-    from dynalease._lambda.plan import _prepare
-
     fresh = DynamoDBClient(region="us-east-1", endpoint_url=aws_env, transport=transport)
     lock_transport = fresh._lock_store.transport
     boto = getattr(lock_transport, "boto", lock_transport)
     assert boto._client is None  # nothing is built by constructing a client
-    _prepare(fresh)
+    fresh._prepare_locks()  # what the middleware does first
     # The boto path holds a built client; the lean one has chosen its route (from
     # the environment without botocore here, or from a built botocore client).
     if transport == "lean":

@@ -98,7 +98,7 @@ class Control:
             {"Lambda-Extension-Name": name, "Content-Type": "application/json"},
             REGISTER_TIMEOUT_S,
         )
-        identifier = {k.lower(): v for k, v in headers.items()}.get("lambda-extension-identifier")
+        identifier = headers.get("lambda-extension-identifier")
         if status != 200 or not identifier:
             raise RuntimeError(
                 f"extension register answered {status} {text[:200]!r}; is {ENV_RUNTIME_API} "
@@ -133,7 +133,7 @@ class Control:
 
 
 def _parse(answer: bytes) -> tuple[int, dict[str, str], bytes]:
-    """Status, headers and body of a whole HTTP/1.1 answer (``Connection: close``)."""
+    """Status, headers (names in lower case) and body of a whole HTTP/1.1 answer."""
     head, separator, body = answer.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     parts = lines[0].split(" ", 2)
@@ -142,8 +142,8 @@ def _parse(answer: bytes) -> tuple[int, dict[str, str], bytes]:
     headers = {}
     for line in lines[1:]:
         name, _, value = line.partition(":")
-        headers[name.strip()] = value.strip()
-    length = {k.lower(): v for k, v in headers.items()}.get("content-length")
+        headers[name.strip().lower()] = value.strip()
+    length = headers.get("content-length")
     if length is not None and length.isdigit():
         body = body[: int(length)]
     return int(parts[1]), headers, body
@@ -205,7 +205,7 @@ async def _release(client: Any, entry: journal.Entry, outcome: Outcome, deadline
     import asyncio
 
     from .. import _tracing
-    from .._engine.base import log_keys, logged_key
+    from .._redact import logged_key, shown_in_message
     from .release import Result, release
 
     more = f" and its {len(entry.keys) - 1} other keys" if len(entry.keys) > 1 else ""
@@ -230,9 +230,8 @@ async def _release(client: Any, entry: journal.Entry, outcome: Outcome, deadline
     except Exception as error:
         outcome.failed.append(entry)
         text = str(error)
-        if log_keys() != "key":
-            for key in entry.keys or (entry.key,):
-                text = text.replace(repr(key), logged_key(key))
+        for key in entry.keys or (entry.key,):
+            text = shown_in_message(text, key)
         log.warning("dynalease-recovery: could not release %s: %r", name, text)
     else:
         if result is Result.RELEASED:
@@ -248,12 +247,8 @@ async def _release(client: Any, entry: journal.Entry, outcome: Outcome, deadline
                 name,
                 "fenced" if entry.fencing else "unfenced",
             )
-        _remove(entry)
-
-
-def _remove(entry: journal.Entry) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(entry.path)
+        with contextlib.suppress(OSError):
+            os.unlink(entry.path)
 
 
 def watch(deadline: float, stop: Callable[[int], object] = os._exit) -> threading.Timer | None:
@@ -269,11 +264,6 @@ def watch(deadline: float, stop: Callable[[int], object] = os._exit) -> threadin
     timer.daemon = True
     timer.start()
     return timer
-
-
-def _cancel(timer: threading.Timer | None) -> None:
-    if timer is not None:
-        timer.cancel()
 
 
 def shutdown_deadline(deadline_ms: object, now: float) -> float:
@@ -333,7 +323,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             control.exit_error("Extension.RecoveryFailed", f"{type(error).__name__}: {error}")
             return 1
         finally:
-            _cancel(watchdog)
+            if watchdog is not None:
+                watchdog.cancel()
         if outcome.released or outcome.failed or outcome.not_ours:
             log.info(
                 "dynalease-recovery: %s: %d released, %d not ours any more, %d failed, "

@@ -36,7 +36,7 @@ from .._engine.protocol import (
 )
 from .._engine.store import ConditionFailed
 
-__all__ = ["DELETE_CONDITION", "FREE_CONDITION", "Result", "release", "request"]
+__all__ = ["DELETE_CONDITION", "FREE_CONDITION", "Result", "release"]
 
 _LIVE_ROW = "#o = :o AND #p = :p AND attribute_exists(#v) AND attribute_exists(#l)"
 DELETE_CONDITION = _LIVE_ROW + " AND attribute_not_exists(#f)"
@@ -50,25 +50,6 @@ _NAMES = {
 }
 
 
-def request(table: str, key: str, owner: str, *, fenced: bool) -> tuple[str, dict[str, Any]]:
-    """The operation and parameters that release ``owner``'s lock row, and only a lock row."""
-    params: dict[str, Any] = {
-        "TableName": table,
-        "Key": {KEY_ATTR: {"S": key}},
-        "ConditionExpression": FREE_CONDITION if fenced else DELETE_CONDITION,
-        "ExpressionAttributeNames": dict(_NAMES),
-        "ExpressionAttributeValues": {
-            ":o": {"S": owner},
-            ":p": {"N": str(FENCED_PROTOCOL if fenced else PROTOCOL)},
-        },
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-    }
-    if not fenced:
-        return "DeleteItem", params
-    params["UpdateExpression"] = RELEASE_UPDATE
-    return "UpdateItem", params
-
-
 class Result(enum.Enum):
     """How one release ended."""
 
@@ -80,14 +61,26 @@ class Result(enum.Enum):
 
 
 async def release(transport: Any, table: str, key: str, owner: str, *, fenced: bool) -> Result:
-    """Send the release the entry names; how it ended.
+    """Release ``owner``'s lock row (and only a lock row) as the entry names; how it ended.
 
     ``transport`` sends one request (``send(operation, params)``) and raises
     :class:`ConditionFailed` with the stored item when a condition fails.
     """
-    operation, params = request(table, key, owner, fenced=fenced)
+    params: dict[str, Any] = {
+        "TableName": table,
+        "Key": {KEY_ATTR: {"S": key}},
+        "ConditionExpression": FREE_CONDITION if fenced else DELETE_CONDITION,
+        "ExpressionAttributeNames": dict(_NAMES),
+        "ExpressionAttributeValues": {
+            ":o": {"S": owner},
+            ":p": {"N": str(FENCED_PROTOCOL if fenced else PROTOCOL)},
+        },
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+    if fenced:
+        params["UpdateExpression"] = RELEASE_UPDATE
     try:
-        await transport.send(operation, params)
+        await transport.send("UpdateItem" if fenced else "DeleteItem", params)
     except ConditionFailed as failed:
         item = failed.item or {}
         if item.get(OWNER_ATTR) == {"S": owner}:

@@ -3,23 +3,21 @@
 - A durable function's handler gets a ``DurableContext``; the Lambda context (remaining
   time, tenant id) is its ``.lambda_context``: :func:`lambda_context_of`.
 - Every guard acquired while the handler runs is bounded by the invocation's deadline
-  (:func:`bound_to`): on Lambda Managed Instances nothing stops a handler that overruns
+  (:func:`bounded`): on Lambda Managed Instances nothing stops a handler that overruns
   its timeout, so a lock must end there by itself. The remaining time is read from the
   context when each guard starts acquiring; 0 or less means the time is up.
 """
 
 from __future__ import annotations
 
-import contextvars
-from collections.abc import Callable
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from .._engine.deadline import TIME_LEFT
 from .budget import remaining_seconds
 
-__all__ = ["Bound", "bound_to", "lambda_context_of", "unbind"]
-
-Bound = contextvars.Token[Callable[[], float]] | None
+__all__ = ["bounded", "lambda_context_of"]
 
 
 def lambda_context_of(context: Any) -> Any:
@@ -33,23 +31,18 @@ def lambda_context_of(context: Any) -> Any:
     return context
 
 
-def bound_to(context: Any) -> Bound:
-    """Bound the guards acquired from here on by ``context``'s deadline; undo with :func:`unbind`.
+@contextlib.contextmanager
+def bounded(context: Any) -> Iterator[None]:
+    """Bound the guards acquired in the block by the deadline of ``context`` (or a durable one's).
 
-    ``context`` is a Lambda context (unwrap a durable one first). Without a remaining
-    time (a quick local test's ``None``) nothing is bounded and ``None`` is returned.
+    Without a remaining time (a quick local test's ``None``) nothing is bounded.
     """
-    if not callable(getattr(context, "get_remaining_time_in_millis", None)):
-        return None
-
-    def time_left() -> float:
-        seconds = remaining_seconds(context)
-        return 0.0 if seconds is None else seconds
-
-    return TIME_LEFT.set(time_left)
-
-
-def unbind(bound: Bound) -> None:
-    """Undo :func:`bound_to`."""
-    if bound is not None:
-        TIME_LEFT.reset(bound)
+    context = lambda_context_of(context)
+    token = None
+    if callable(getattr(context, "get_remaining_time_in_millis", None)):
+        token = TIME_LEFT.set(lambda: remaining_seconds(context) or 0.0)
+    try:
+        yield
+    finally:
+        if token is not None:
+            TIME_LEFT.reset(token)

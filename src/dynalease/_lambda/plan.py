@@ -27,7 +27,7 @@ from ..semaphore import SyncDistributedSemaphore
 from .budget import NoTimeLeft, acquisition_wait, remaining_seconds, usable_time
 from .fields import EventKey
 from .invocation import lambda_context_of
-from .report import Reporter, check_log_key, check_logger, check_metrics
+from .report import Reporter
 
 __all__ = ["CURRENT_LOCK", "Holding", "LockPlan", "shared_client"]
 
@@ -57,9 +57,6 @@ def shared_client() -> DynamoDBClient:
     """
     global _shared
     identity = (os.getpid(), *(os.environ.get(name) for name in _CLIENT_ENV))
-    current = _shared
-    if current is not None and current[0] == identity:
-        return current[1]
     with _shared_lock:
         if _shared is None or _shared[0] != identity:
             _shared = (identity, DynamoDBClient())
@@ -77,18 +74,6 @@ def _check_reserve(reserve_time: object) -> float:
             f"acquiring), got {reserve_time!r}"
         )
     return float(reserve_time)
-
-
-def _prepare(client: DynamoDBClient) -> None:
-    """Build the lock transport's botocore client before the budget is measured.
-
-    A cold botocore client takes 100-300 ms to build (more on a small Lambda),
-    and the transport builds it inside the first request, whose timeout is cut
-    to the acquisition's budget: a short budget would then fail every cold
-    start. Built here, the cost is paid once, and the remaining time is read
-    after it.
-    """
-    client._prepare_locks()
 
 
 class LockOptions(TypedDict, total=False):
@@ -131,14 +116,14 @@ class LockPlan:
 
     def __init__(self, what: str, client: object, options: LockOptions, /) -> None:
         """Check every option (``what`` is ``"event"`` or ``"record"``); the defaults are here."""
-        check_keywords("lock_handler" if what == "event" else "lock_record", options, LockOptions)
+        function = "lock_handler" if what == "event" else "lock_record"
+        check_keywords(function, options, LockOptions)
         table: object = options.get("table")
         key: object = options.get("key")
         keys: object = options.get("keys")
         if key is None and keys is None:
             # Python's own words, as for any missing keyword (keys=[...] is the other way).
-            name = "lock_handler" if what == "event" else "lock_record"
-            raise TypeError(f"{name}() missing required keyword argument: 'key'")
+            raise TypeError(f"{function}() missing required keyword argument: 'key'")
         fields = options.get("fields")
         lease_duration: object = options.get("lease_duration", 30.0)
         wait_timeout: object = options.get("wait_timeout")
@@ -160,11 +145,8 @@ class LockPlan:
         if not isinstance(fencing, bool):
             raise TypeError(f"fencing must be True or False, got {type(fencing).__name__}")
         self._fencing = fencing
-        check_logger(logger)
-        check_metrics(metrics)
         templates = _templates(key, keys, permits, fencing)
-        if permits != 1 or not isinstance(permits, int) or isinstance(permits, bool):
-            permit_keys("k", permits)  # the count's checks; each resolved key at call time
+        permit_keys("k", permits)  # the count's checks; each resolved key at call time
         self._permits: int = permits  # type: ignore[assignment]  # checked above
         if fencing and permits != 1:
             raise ValueError(
@@ -181,7 +163,7 @@ class LockPlan:
             template=" + ".join(each.template for each in templates),
             logger=logger,
             metrics=metrics,
-            log_key=check_log_key(log_key),
+            log_key=log_key,  # type: ignore[arg-type]  # Reporter checks it
         )
 
     def table(self) -> str:
@@ -226,7 +208,9 @@ class EventKeys:
     def __init__(
         self, templates: tuple[KeyTemplate, ...], fields: Mapping[str, str] | None, *, what: str
     ) -> None:
-        if fields is not None and isinstance(fields, Mapping) and len(templates) > 1:
+        # One template checks the fields itself (EventKey); several share them out.
+        shares: list[Mapping[str, str] | None] = [fields] * len(templates)
+        if isinstance(fields, Mapping) and len(templates) > 1:
             used = {name for template in templates for name in template.placeholders}
             unknown = [name for name in fields if name not in used]
             if unknown:
@@ -234,24 +218,19 @@ class EventKeys:
                     f"fields names {unknown} but the keys templates have the placeholders "
                     f"{sorted(used)}; map only those"
                 )
-        self._keys: tuple[EventKey, ...]
-        if len(templates) == 1:  # EventKey checks the fields against its one template
-            self._keys = (EventKey(templates[0], fields, what=what),)
-            return
+            shares = [
+                {name: value for name, value in fields.items() if name in template.placeholders}
+                for template in templates
+            ]
         self._keys = tuple(
-            EventKey(template, _fields_of(template, fields), what=what) for template in templates
+            EventKey(template, share, what=what)
+            for template, share in zip(templates, shares, strict=True)
         )
 
     def resolve(self, data: Any, context: Any = None) -> tuple[str, ...]:
         """The keys for one event or record (checked as a key set: distinct, 1..100)."""
         keys = [each.resolve(data, context) for each in self._keys]
         return (keys[0],) if len(keys) == 1 else key_set(None, keys)
-
-
-def _fields_of(template: KeyTemplate, fields: Mapping[str, str] | None) -> Mapping[str, str] | None:
-    if fields is None or not isinstance(fields, Mapping):
-        return fields
-    return {name: value for name, value in fields.items() if name in template.placeholders}
 
 
 class Holding:
@@ -276,17 +255,18 @@ class Holding:
         table = self._table = plan.table()
         self._wait(table, key)  # no time at all: not even the client is built
         client = plan.client()
-        _prepare(client)
+        # A cold botocore client takes 100-300 ms to build: inside the first request it
+        # would come out of a short budget and fail every cold start.
+        client._prepare_locks()
         wait, remaining = self._wait(table, key)  # measured after the build
         guard = (
             SyncDistributedLock(
                 client,
                 table=table,
-                key=key if len(keys) == 1 else None,
+                keys=keys,
                 lease_duration=plan._lease_s,
                 wait_timeout=wait,
                 fencing=plan._fencing,
-                keys=keys if len(keys) > 1 else None,
             )
             if plan._permits == 1
             else SyncDistributedSemaphore(
@@ -336,7 +316,6 @@ class Holding:
         guard = self._guard
         assert guard is not None and self._token is not None
         CURRENT_LOCK.reset(self._token)
-        held_ms = 0.0
         try:
             guard.__exit__(exc_type, exc, traceback)
         finally:

@@ -42,38 +42,32 @@ _LEVELS = {
 }
 
 
-def check_logger(logger: object) -> None:
-    """A logger needs ``info``/``warning`` taking ``extra=``: stdlib or Powertools ``Logger``."""
-    if logger is not None and not all(
-        callable(getattr(logger, method, None)) for method in ("info", "warning")
-    ):
-        raise TypeError(
-            f"logger must be a Powertools Logger or a logging.Logger, got {type(logger).__name__}"
-        )
-
-
-def check_metrics(metrics: object) -> None:
-    """Metrics need ``add_metric(name=, unit=, value=)``, as Powertools ``Metrics`` has."""
-    if metrics is not None and not callable(getattr(metrics, "add_metric", None)):
-        raise TypeError(f"metrics must be a Powertools Metrics, got {type(metrics).__name__}")
-
-
-def check_log_key(log_key: object) -> str | None:
-    """``log_key`` checked; None follows ``DYNALEASE_LOG_KEYS`` (hash by default) per line."""
-    if log_key is not None and log_key not in LOG_KEY_CHOICES:
-        raise ValueError(
-            f"log_key must be 'hash' (log a SHA-256 prefix of the key), 'key' (log the "
-            f"key itself) or None (DYNALEASE_LOG_KEYS, else 'hash'), got {log_key!r}"
-        )
-    return None if log_key is None else str(log_key)
-
-
 class Reporter:
     """Writes the structured log line and EMF metrics of each lock."""
 
     __slots__ = ("_log_key", "_logger", "_metrics", "_template")
 
     def __init__(self, *, template: str, logger: Any, metrics: Any, log_key: str | None) -> None:
+        """Check the options, at decoration time.
+
+        ``logger`` needs ``info``/``warning`` taking ``extra=`` (stdlib or Powertools
+        ``Logger``), ``metrics`` needs ``add_metric(name=, unit=, value=)`` (Powertools
+        ``Metrics``); ``log_key=None`` follows ``DYNALEASE_LOG_KEYS`` (hash by default).
+        """
+        if logger is not None and not all(
+            callable(getattr(logger, method, None)) for method in ("info", "warning")
+        ):
+            raise TypeError(
+                "logger must be a Powertools Logger or a logging.Logger, "
+                f"got {type(logger).__name__}"
+            )
+        if metrics is not None and not callable(getattr(metrics, "add_metric", None)):
+            raise TypeError(f"metrics must be a Powertools Metrics, got {type(metrics).__name__}")
+        if log_key is not None and log_key not in LOG_KEY_CHOICES:
+            raise ValueError(
+                f"log_key must be 'hash' (log a SHA-256 prefix of the key), 'key' (log the "
+                f"key itself) or None (DYNALEASE_LOG_KEYS, else 'hash'), got {log_key!r}"
+            )
         self._template = template
         self._logger = logger
         self._metrics = metrics
@@ -105,8 +99,8 @@ class Reporter:
         self._metric("LockInsufficientTime", "Count", 1)
         self._line("no_time", table, key, LockMetrics(), remaining_s)
 
-    def finished(self, table: str, key: str, stats: LockMetrics, held_ms: float) -> str:
-        """Report a lock that was held; returns the outcome."""
+    def finished(self, table: str, key: str, stats: LockMetrics, held_ms: float) -> None:
+        """Report a lock that was held."""
         if stats.lost:
             outcome = "lost"
         elif stats.cleanup_failures:
@@ -117,7 +111,6 @@ class Reporter:
         if stats.lost:
             self._metric("LockLost", "Count", 1)
         self._line(outcome, table, key, stats, None, held_ms)
-        return outcome
 
     def _metric(self, name: str, unit: str, value: float) -> None:
         if self._metrics is not None:

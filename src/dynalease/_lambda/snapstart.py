@@ -50,14 +50,6 @@ def _live(kind: type[T]) -> Iterator[T]:
     return (value for value in gc.get_objects() if isinstance(value, kind))
 
 
-def _clients() -> list[DynamoDBClient]:
-    return list(_live(DynamoDBClient))
-
-
-def _drop_connections(client: DynamoDBClient) -> None:
-    client._drop_connections()
-
-
 def _holding(lease: LeaseCore) -> bool:
     """A guard that holds a valid lease, or is acquiring one, on the real clock."""
     if not isinstance(lease.clock, SystemClock):
@@ -76,15 +68,15 @@ def before_snapshot() -> None:
             "every environment restored from it would hold the lock at once. Release "
             "locks before init ends (take them in the handler, not at import time)"
         )
-    for client in _clients():
-        _drop_connections(client)
+    for client in _live(DynamoDBClient):
+        client._drop_connections()
 
 
 def after_restore() -> None:
     """Reseed ``random``, drop pooled connections and observations: fresh for this copy."""
     random.seed()  # from os.urandom: retries and polls spread differently in each copy
-    for client in _clients():
-        _drop_connections(client)
+    for client in _live(DynamoDBClient):
+        client._drop_connections()
         client._observations.forget_all()
         if client._journal is not None:  # the recovery extension checks writers by start time
             client._journal.reidentify()

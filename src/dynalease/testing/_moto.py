@@ -6,11 +6,11 @@ DynamoDB response handler (the code behind ``moto.server``) answers it, and
 botocore parses the answer, error fields included. So validation, expressions,
 error codes and capacity figures are moto's, as they are on the local server.
 
-Each :class:`InProcessDynamoDB` owns a moto backend of its own that is never
-registered in moto's global backend registry: ``mock_aws`` neither sees its
-tables nor resets them, and nothing patches botocore, so the caller's other
-boto3 calls are untouched. :class:`ServedDynamoDB` is the same for the local
-server (``dynalease._tooling.local_server``): a backend per Region, reached over HTTP.
+Each :class:`ServedDynamoDB` (the local server's, ``dynalease._tooling.local_server``)
+and each :class:`InProcessDynamoDB` built on it owns moto backends of its own
+(one per Region) that are never registered in moto's global backend registry:
+``mock_aws`` neither sees their tables nor resets them, and nothing patches
+botocore, so the caller's other boto3 calls are untouched.
 
 Two things differ from moto's own backend, both to keep memory flat however
 long it runs (moto itself is not edited):
@@ -174,22 +174,6 @@ def _untracked() -> Iterator[None]:
             del model.instances_tracked[count:]  # type: ignore[attr-defined]
 
 
-class _Handler(DynamoHandler):
-    """moto's DynamoDB handler, bound to one backend instead of the global registry."""
-
-    def __init__(self, backend: DynamoDBBackend) -> None:
-        super().__init__()
-        self._backend = backend
-
-    @property
-    def dynamodb_backend(self) -> DynamoDBBackend:
-        return self._backend
-
-    def get_current_account(self) -> str:
-        # moto would read MOTO_ACCOUNT_ID or the access key; ours is fixed.
-        return self._backend.account_id
-
-
 @functools.cache
 def _wire() -> tuple[
     botocore.model.ServiceModel,
@@ -235,8 +219,53 @@ def _environ(request: dict[str, Any]) -> dict[str, Any]:
     return environ
 
 
-class InProcessDynamoDB:
-    """One isolated moto DynamoDB backend, answering low-level (botocore-shaped) requests.
+class _Handler(DynamoHandler):
+    """moto's DynamoDB handler on the Region's backend of one :class:`ServedDynamoDB`.
+
+    Not moto's global backend registry: see the module's documentation.
+    """
+
+    def __init__(self, backends: dict[str, SnapshotBackend]) -> None:
+        super().__init__()
+        self._backends = backends
+
+    @property
+    def dynamodb_backend(self) -> DynamoDBBackend:
+        backend = self._backends.get(self.region)
+        if backend is None:
+            backend = self._backends[self.region] = SnapshotBackend(self.region, _ACCOUNT)
+        return backend
+
+    def get_current_account(self) -> str:
+        # moto would read MOTO_ACCOUNT_ID or the access key; ours is fixed.
+        return _ACCOUNT
+
+
+class ServedDynamoDB:
+    """moto's DynamoDB for a server: a :class:`SnapshotBackend` per Region, one request at a time.
+
+    Only DynamoDB: no other moto service and none of moto's ``/moto-api``.
+    """
+
+    def __init__(self) -> None:
+        self._backends: dict[str, SnapshotBackend] = {}
+
+    def answer(self, environ: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        """Status, headers and body of one DynamoDB request (a WSGI environ)."""
+        with _ONE_AT_A_TIME, _untracked():
+            status, headers, body = _Handler(self._backends)._dispatch(Request(environ))
+        return status, dict(headers), body.encode() if isinstance(body, str) else body
+
+    def reset(self) -> None:
+        """Drop every table in every Region."""
+        with _ONE_AT_A_TIME:
+            for backend in self._backends.values():
+                backend.reset()
+            self._backends.clear()
+
+
+class InProcessDynamoDB(ServedDynamoDB):
+    """Isolated moto DynamoDB, answering low-level (botocore-shaped) requests in this process.
 
     Example::
 
@@ -245,7 +274,7 @@ class InProcessDynamoDB:
     """
 
     def __init__(self) -> None:
-        self._backend = SnapshotBackend(_REGION, _ACCOUNT)
+        super().__init__()
         #: Tables whose key schema a lock transport has checked (see TABLE_OPERATIONS).
         self.lock_tables: set[str] = set()
 
@@ -263,16 +292,10 @@ class InProcessDynamoDB:
         except botocore.exceptions.ParamValidationError as error:
             # An SDK refuses these before sending; the closest DynamoDB answer.
             raise DynamoDBAnswer("ValidationException", str(error), 400, {}) from None
-        environ = _environ(request)
-        with _ONE_AT_A_TIME, _untracked():
-            if operation in TABLE_OPERATIONS:
-                self.lock_tables.clear()
-            status, headers, body = _Handler(self._backend)._dispatch(Request(environ))
-        answer = {
-            "status_code": status,
-            "headers": headers,
-            "body": body.encode() if isinstance(body, str) else body,
-        }
+        if operation in TABLE_OPERATIONS:
+            self.lock_tables.clear()
+        status, headers, body = self.answer(_environ(request))
+        answer = {"status_code": status, "headers": headers, "body": body}
         output: Any = operation_model.output_shape  # every DynamoDB operation has one
         parsed: dict[str, Any] = parser.parse(answer, output)
         if status < 300:
@@ -310,47 +333,5 @@ class InProcessDynamoDB:
 
     def reset(self) -> None:
         """Drop every table and item."""
-        with _ONE_AT_A_TIME:
-            self._backend.reset()
-            self.lock_tables.clear()
-
-
-class _RegionHandler(DynamoHandler):
-    """moto's DynamoDB handler on the Region's backend of one :class:`ServedDynamoDB`."""
-
-    def __init__(self, backends: dict[str, SnapshotBackend]) -> None:
-        super().__init__()
-        self._backends = backends
-
-    @property
-    def dynamodb_backend(self) -> DynamoDBBackend:
-        backend = self._backends.get(self.region)
-        if backend is None:
-            backend = self._backends[self.region] = SnapshotBackend(self.region, _ACCOUNT)
-        return backend
-
-    def get_current_account(self) -> str:
-        return _ACCOUNT
-
-
-class ServedDynamoDB:
-    """moto's DynamoDB for a server: a :class:`SnapshotBackend` per Region, one request at a time.
-
-    Only DynamoDB: no other moto service and none of moto's ``/moto-api``.
-    """
-
-    def __init__(self) -> None:
-        self._backends: dict[str, SnapshotBackend] = {}
-
-    def answer(self, environ: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
-        """Status, headers and body of one DynamoDB request (a WSGI environ)."""
-        with _ONE_AT_A_TIME, _untracked():
-            status, headers, body = _RegionHandler(self._backends)._dispatch(Request(environ))
-        return status, dict(headers), body.encode() if isinstance(body, str) else body
-
-    def reset(self) -> None:
-        """Drop every table in every Region."""
-        with _ONE_AT_A_TIME:
-            for backend in self._backends.values():
-                backend.reset()
-            self._backends.clear()
+        super().reset()
+        self.lock_tables.clear()
