@@ -215,7 +215,7 @@ class DynamoDBClient:
         self._region = region
         self._endpoint_url = endpoint_url
         # Only where the recovery extension is installed; else None, and free.
-        self._journal = process_journal(region=region, endpoint_url=endpoint_url)
+        self._journal = process_journal()
 
     # --- shared state -------------------------------------------------------
 

@@ -332,12 +332,12 @@ class SyncDistributedLock(_Guard):
 
     def __enter__(self) -> Self:
         with self._acquiring(None) as runtime:
-            self._lease.hold_from_caller(runtime)
+            self._lease.caller.hold(runtime)
         return self
 
     def __exit__(self, exc_type: object, exc: BaseException | None, traceback: object) -> None:
         with self._releasing(exc):
-            self._lease.release_from_caller(self._client._runtime())
+            self._lease.caller.release(self._client._runtime())
 
 
 def current_guard() -> SyncDistributedLock | DistributedLock:

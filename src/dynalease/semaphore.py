@@ -80,7 +80,7 @@ class _SemaphoreGuard(_Guard):
 
     @property
     def _permit(self) -> PermitTarget:
-        return cast(PermitTarget, self._lease.target)
+        return cast(PermitTarget, self._lease.acquirer.target)
 
     @property
     def key(self) -> str:

@@ -262,12 +262,8 @@ def _problem(info: os.stat_result) -> str | None:
     return None
 
 
-def process_journal(*, region: str | None, endpoint_url: str | None) -> Journal | None:
-    """A client's journal when :func:`enabled`, else None (and nothing is ever written).
-
-    ``region`` and ``endpoint_url`` are never written: where the helper's requests
-    go is its own environment's.
-    """
+def process_journal() -> Journal | None:
+    """A client's journal when :func:`enabled`, else None (and nothing is ever written)."""
     return Journal(directory()) if enabled() else None
 
 

@@ -35,7 +35,6 @@ from .observations import Observations
 from .release import Releaser
 from .renew import Renewer
 from .requests import FirstWrite, Requests
-from .runtime import Runtime
 from .store import LockStore
 from .targets import KeyTarget, Target
 
@@ -90,12 +89,7 @@ class Lease(LeaseCore):
         )
         self.caller = CallerPath(self, self.requests, self.acquirer, self.renewer, self.releaser)
 
-    @property
-    def target(self) -> Target:
-        """What the acquisition aims at (a semaphore's: its permits)."""
-        return self.acquirer.target
-
-    # --- the faces' entry points --------------------------------------------------
+    # --- the faces' entry points (a sync caller's: ``caller``) --------------------
 
     async def acquire(self, first: FirstWrite | None = None) -> None:
         """Acquire within the wait budget or raise LockNotAcquired (``Acquirer.acquire``)."""
@@ -108,11 +102,3 @@ class Lease(LeaseCore):
     def abandon(self) -> None:
         """The caller gave up on a guard it acquired: release in the background."""
         self.releaser.abandon()
-
-    def hold_from_caller(self, runtime: Runtime) -> None:
-        """Acquire for a sync caller, blocking (``CallerPath.hold``)."""
-        self.caller.hold(runtime)
-
-    def release_from_caller(self, runtime: Runtime) -> None:
-        """Release for a sync caller, blocking (``CallerPath.release``)."""
-        self.caller.release(runtime)

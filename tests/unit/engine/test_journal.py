@@ -181,7 +181,7 @@ def test_the_check_needs_both_the_runtime_api_and_the_extension(
     monkeypatch.setattr(journal, "_checked", None)
     os.unlink(sandbox.parent / "extensions" / "dynalease-recovery")
     assert not journal.enabled()
-    assert journal.process_journal(region=None, endpoint_url=None) is None
+    assert journal.process_journal() is None
 
 
 def test_without_the_extension_a_guard_writes_nothing(
