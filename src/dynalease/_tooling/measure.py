@@ -59,35 +59,23 @@ class _Timed:
         self._timings = timings
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    async def prepare(self) -> None:
-        await self._inner.prepare()
+        return getattr(self._inner, name)  # what is not timed: prepare, drop_connections...
 
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         with self._timed(operation):
-            return dict(self._inner.call(operation, params))
+            return self._inner.call(operation, params)
 
     async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         with self._timed(operation):
-            return dict(await self._inner.send(operation, params))
+            return await self._inner.send(operation, params)
 
     async def send_within(self, operation: str, params: dict[str, Any], *rest: Any) -> Any:
         with self._timed(operation):
             return await self._inner.send_within(operation, params, *rest)
 
-    def blocking_ready(self) -> bool:
-        return self._inner.blocking_ready()
-
     def send_blocking(self, operation: str, params: dict[str, Any], *rest: Any) -> Any:
         with self._timed(operation):
             return self._inner.send_blocking(operation, params, *rest)
-
-    async def finish_late(self, operation: str, late: Any) -> dict[str, Any]:
-        return await self._inner.finish_late(operation, late)
-
-    def drop_connections(self) -> None:
-        self._inner.drop_connections()
 
     @contextlib.contextmanager
     def _timed(self, operation: str) -> Iterator[None]:
