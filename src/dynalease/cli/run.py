@@ -30,7 +30,9 @@ from .common import (
     EXIT_FAILED,
     EXIT_USAGE,
     CommandError,
+    Parser,
     connection_options,
+    exit_status,
     one_line,
     positive_seconds,
     run_command,
@@ -194,8 +196,6 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _parse(options: list[str]) -> tuple[argparse.Namespace | None, int]:
-    from .common import Parser, exit_status
-
     parser = Parser(prog="dynalease")
     add_parser(parser.add_subparsers(dest="command"))
     errors = io.StringIO()
