@@ -325,13 +325,10 @@ def _check_pure(dist: metadata.Distribution) -> None:
 
 
 def _wanted(relative: PurePosixPath) -> bool:
-    parts = relative.parts
-    if not parts or parts[0] == ".." or "__pycache__" in parts:
-        return False
-    if any(part.startswith(".") for part in parts):
-        return False
-    name = parts[-1]
-    return not (name.endswith((".pyc", ".pyo", ".pth", "~")))
+    # Hidden parts include "..": nothing outside the installation goes in.
+    hidden = any(part.startswith(".") or part == "__pycache__" for part in relative.parts)
+    unwanted = relative.name.endswith((".pyc", ".pyo", ".pth", "~"))
+    return bool(relative.parts) and not hidden and not unwanted
 
 
 def _add(entries: dict[str, bytes], relative: PurePosixPath, content: bytes) -> None:
