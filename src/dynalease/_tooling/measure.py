@@ -28,7 +28,6 @@ LABELS = {
     "DeleteItem": "release (DeleteItem)",
     "GetItem": "read (GetItem)",
 }
-ORDER = list(LABELS)
 #: A request timeout must cover the p99 this many times over.
 MARGIN = 3.0
 DEFAULT_LEASE_S = 30.0
@@ -101,7 +100,7 @@ def render(timings: Timings, tries: int) -> str:
     """The table of request types and the advice, in one screen."""
     lines = [f"{'request':32} {'n':>4} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}"]
     worst = 0.0
-    for operation in sorted(timings.samples, key=lambda o: [*ORDER, o].index(o)):
+    for operation in sorted(timings.samples, key=lambda o: [*LABELS, o].index(o)):
         values = timings.samples[operation]
         p99 = percentile(values, 0.99)
         worst = max(worst, p99)
