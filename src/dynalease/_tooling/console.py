@@ -11,8 +11,10 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def rich_available() -> bool:
-    """True when rich can be imported (without importing it twice)."""
+def use_rich(plain: bool) -> bool:
+    """Whether to draw with rich: asked for, installed, and writing to a terminal."""
+    if plain or not sys.stdout.isatty():
+        return False
     try:
         import rich  # noqa: F401
     except ImportError:
@@ -20,14 +22,9 @@ def rich_available() -> bool:
     return True
 
 
-def use_rich(plain: bool) -> bool:
-    """Whether to draw with rich: asked for, installed, and writing to a terminal."""
-    return not plain and sys.stdout.isatty() and rich_available()
-
-
-def plain_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+def plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """Left-aligned columns separated by two spaces, with a dashed rule under the header."""
-    cells = [[str(h) for h in headers], *[[_cell(value) for value in row] for row in rows]]
+    cells = [headers, *rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = [
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
@@ -37,7 +34,7 @@ def plain_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str
     return "\n".join(line.rstrip() for line in lines)
 
 
-def rich_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> Any:
+def rich_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> Any:
     """The same table as a rich renderable."""
     from rich.table import Table
 
@@ -45,18 +42,5 @@ def rich_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[objec
     for header in headers:
         table.add_column(header)
     for row in rows:
-        table.add_row(*(_cell(value) for value in row))
+        table.add_row(*row)
     return table
-
-
-def _cell(value: object) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.1f}"
-    return str(value)
-
-
-def seconds(value: float) -> str:
-    """A duration for a table cell."""
-    return f"{value:.1f} s"

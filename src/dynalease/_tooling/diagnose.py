@@ -25,7 +25,6 @@ from ..exceptions import (
 
 OK = "ok"
 PROBLEM = "problem"
-NOTE = "note"
 
 #: A key no lock uses; doctor reads it to prove the credentials can use the table.
 PROBE_KEY = "dynalease-doctor-probe"
@@ -33,7 +32,7 @@ PROBE_KEY = "dynalease-doctor-probe"
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One result: ``status`` is ok, problem or note; problems say how to fix them."""
+    """One result: ``status`` is ok or problem; problems say how to fix them."""
 
     status: str
     check: str

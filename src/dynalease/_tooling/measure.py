@@ -28,7 +28,6 @@ LABELS = {
     "DeleteItem": "release (DeleteItem)",
     "GetItem": "read (GetItem)",
 }
-ORDER = list(LABELS)
 #: A request timeout must cover the p99 this many times over.
 MARGIN = 3.0
 DEFAULT_LEASE_S = 30.0
@@ -59,35 +58,23 @@ class _Timed:
         self._timings = timings
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    async def prepare(self) -> None:
-        await self._inner.prepare()
+        return getattr(self._inner, name)  # what is not timed: prepare, drop_connections...
 
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         with self._timed(operation):
-            return dict(self._inner.call(operation, params))
+            return self._inner.call(operation, params)
 
     async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         with self._timed(operation):
-            return dict(await self._inner.send(operation, params))
+            return await self._inner.send(operation, params)
 
     async def send_within(self, operation: str, params: dict[str, Any], *rest: Any) -> Any:
         with self._timed(operation):
             return await self._inner.send_within(operation, params, *rest)
 
-    def blocking_ready(self) -> bool:
-        return self._inner.blocking_ready()
-
     def send_blocking(self, operation: str, params: dict[str, Any], *rest: Any) -> Any:
         with self._timed(operation):
             return self._inner.send_blocking(operation, params, *rest)
-
-    async def finish_late(self, operation: str, late: Any) -> dict[str, Any]:
-        return await self._inner.finish_late(operation, late)
-
-    def drop_connections(self) -> None:
-        self._inner.drop_connections()
 
     @contextlib.contextmanager
     def _timed(self, operation: str) -> Iterator[None]:
@@ -113,7 +100,7 @@ def render(timings: Timings, tries: int) -> str:
     """The table of request types and the advice, in one screen."""
     lines = [f"{'request':32} {'n':>4} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}"]
     worst = 0.0
-    for operation in sorted(timings.samples, key=lambda o: [*ORDER, o].index(o)):
+    for operation in sorted(timings.samples, key=lambda o: [*LABELS, o].index(o)):
         values = timings.samples[operation]
         p99 = percentile(values, 0.99)
         worst = max(worst, p99)

@@ -27,19 +27,16 @@ from pathlib import Path, PurePosixPath
 __all__ = ["compile_sources", "find_interpreter", "interpreter_env_var"]
 
 # Run by the target interpreter with -I (no environment, no user site, no working
-# directory on sys.path): compiles each named .py under ROOT, recording the path the
+# directory on sys.path): compiles every .py under ROOT, recording the path the
 # module has in Lambda (the importer puts the real path in tracebacks anyway).
 _COMPILE = """
-import py_compile, sys
+import compileall, py_compile, sys
 root, want = sys.argv[1], sys.argv[2]
 if "%d.%d" % sys.version_info[:2] != want:
     sys.exit("this interpreter is Python %d.%d, not %s" % (sys.version_info[:2] + (want,)))
-for name in sys.stdin.read().split("\\0"):
-    if name:
-        py_compile.compile(
-            root + "/" + name, dfile="/opt/" + name, doraise=True,
-            invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
-        )
+mode = py_compile.PycInvalidationMode.UNCHECKED_HASH
+if not compileall.compile_dir(root, ddir="/opt", quiet=1, invalidation_mode=mode):
+    sys.exit(1)
 print(sys.implementation.cache_tag)
 """
 _COMPILE_TIMEOUT_S = 300
@@ -49,14 +46,6 @@ _PROBE_TIMEOUT_S = 30
 def interpreter_env_var(version: str) -> str:
     """The environment variable naming an interpreter for ``version``: ``DYNALEASE_PYTHON_3_13``."""
     return "DYNALEASE_PYTHON_" + version.replace(".", "_")
-
-
-def _how_to_provide(version: str) -> str:
-    return (
-        f"install Python {version} (e.g. pyenv install {version}) so that python{version} is on "
-        f"PATH or under $PYENV_ROOT/versions, or set {interpreter_env_var(version)} to its path "
-        f"(layer/build.py: --interpreter PATH)"
-    )
 
 
 def _pyenv_candidates(version: str) -> list[Path]:
@@ -108,8 +97,10 @@ def find_interpreter(version: str, interpreter: str | os.PathLike[str] | None = 
         if candidate.is_file() and _version_of(candidate) == version:
             return candidate
     raise LookupError(
-        f"no Python {version} interpreter found to compile the layer's bytecode: "
-        + _how_to_provide(version)
+        f"no Python {version} interpreter found to compile the layer's bytecode: install "
+        f"Python {version} (e.g. pyenv install {version}) so that python{version} is on PATH or "
+        f"under $PYENV_ROOT/versions, or set {interpreter_env_var(version)} to its path "
+        "(layer/build.py: --interpreter PATH)"
     )
 
 
@@ -129,7 +120,6 @@ def compile_sources(
             target.write_bytes(content)
         done = subprocess.run(
             [str(interpreter), "-I", "-c", _COMPILE, directory, version],
-            input="\0".join(sorted(sources)),
             capture_output=True,
             text=True,
             timeout=_COMPILE_TIMEOUT_S,
@@ -138,7 +128,7 @@ def compile_sources(
         if done.returncode != 0:
             raise RuntimeError(
                 f"compiling the layer's bytecode with {interpreter} (for Python {version}) "
-                f"failed: {done.stderr.strip()[-1500:]}"
+                f"failed: {(done.stderr.strip() or done.stdout.strip())[-1500:]}"
             )
         tag = done.stdout.strip()
         compiled: dict[str, bytes] = {}

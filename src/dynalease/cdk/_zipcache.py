@@ -53,14 +53,13 @@ def holds_exactly(data: bytes, entries: dict[str, bytes]) -> bool:
             members = archive.infolist()
             if sorted(member.filename for member in members) != sorted(entries):
                 return False  # also catches a name given twice
-            for member in members:
-                if member.external_attr >> 16 != _mode(member.filename):
-                    return False
-                if archive.read(member) != entries[member.filename]:
-                    return False
+            return all(
+                member.external_attr >> 16 == _mode(member.filename)
+                and archive.read(member) == entries[member.filename]
+                for member in members
+            )
     except (OSError, EOFError, zipfile.BadZipFile, zipfile.LargeZipFile, ValueError):
         return False
-    return True
 
 
 def write_zip(entries: dict[str, bytes], zip_path: Path) -> bytes:

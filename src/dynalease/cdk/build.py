@@ -48,6 +48,7 @@ from pathlib import Path, PurePosixPath
 
 from packaging.markers import Marker
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from ._bytecode import compile_sources, find_interpreter
 from ._zipcache import EXTENSION_ENTRY, cached_zip
@@ -183,11 +184,8 @@ def build_layer(
 
     # The cache key is the content itself, and a file found under it is checked
     # member by member: a zip planted or damaged in the cache is rewritten.
-    digest = hashlib.sha256(_FORMAT.encode())
-    for arcname in sorted(entries):
-        digest.update(f"\0{arcname}\0{hashlib.sha256(entries[arcname]).hexdigest()}".encode())
     directory = cache_dir if cache_dir is not None else default_cache_dir()
-    zip_path = directory / f"dynalease-layer-{version}-{digest.hexdigest()[:40]}.zip"
+    zip_path = directory / f"dynalease-layer-{version}-{_digest(_FORMAT, entries)[:40]}.zip"
     data = cached_zip(zip_path, entries)
     return LayerBuild(
         zip_path=zip_path,
@@ -208,17 +206,21 @@ _COMPILED: dict[str, dict[str, bytes]] = {}
 
 
 def _bytecode(executable: Path, version: str, sources: dict[str, bytes]) -> dict[str, bytes]:
-    key = hashlib.sha256(f"{executable}\0{version}".encode())
-    for name in sorted(sources):
-        key.update(f"\0{name}\0{hashlib.sha256(sources[name]).hexdigest()}".encode())
-    found = _COMPILED.get(key.hexdigest())
-    if found is None:
+    key = _digest(f"{executable}\0{version}", sources)
+    if key not in _COMPILED:
         try:
-            found = compile_sources(executable, version, sources)
+            _COMPILED[key] = compile_sources(executable, version, sources)
         except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
             raise LayerBuildError(str(error)) from None
-        _COMPILED[key.hexdigest()] = found
-    return found
+    return _COMPILED[key]
+
+
+def _digest(seed: str, files: dict[str, bytes]) -> str:
+    """SHA-256 of ``seed`` and every file's name and content hash, in name order."""
+    digest = hashlib.sha256(seed.encode())
+    for name in sorted(files):
+        digest.update(f"\0{name}\0{hashlib.sha256(files[name]).hexdigest()}".encode())
+    return digest.hexdigest()
 
 
 def _check_version(python: str) -> str:
@@ -229,12 +231,8 @@ def _check_version(python: str) -> str:
     return python
 
 
-def _normalise(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def _dist_name(dist: metadata.Distribution) -> str:
-    return _normalise(dist.metadata["Name"])
+    return canonicalize_name(dist.metadata["Name"])
 
 
 def _environments(version: str) -> list[dict[str, str]]:
@@ -284,7 +282,7 @@ def _closure(include_powertools: bool, version: str) -> list[metadata.Distributi
             requirement = Requirement(text)
             if not _applies(requirement.marker, extras, envs):
                 continue
-            name = _normalise(requirement.name)
+            name = canonicalize_name(requirement.name)
             if name in LAMBDA_RUNTIME_PACKAGES:
                 continue
             if name in found:
@@ -327,13 +325,10 @@ def _check_pure(dist: metadata.Distribution) -> None:
 
 
 def _wanted(relative: PurePosixPath) -> bool:
-    parts = relative.parts
-    if not parts or parts[0] == ".." or "__pycache__" in parts:
-        return False
-    if any(part.startswith(".") for part in parts):
-        return False
-    name = parts[-1]
-    return not (name.endswith((".pyc", ".pyo", ".pth", "~")))
+    # Hidden parts include "..": nothing outside the installation goes in.
+    hidden = any(part.startswith(".") or part == "__pycache__" for part in relative.parts)
+    unwanted = relative.name.endswith((".pyc", ".pyo", ".pth", "~"))
+    return bool(relative.parts) and not hidden and not unwanted
 
 
 def _add(entries: dict[str, bytes], relative: PurePosixPath, content: bytes) -> None:

@@ -184,11 +184,9 @@ class LockTable(Construct):
             )
         if layer is not None:
             _check_layer(function, layer)
-        function.add_environment(TABLE_ENV_VAR, self.table_name)
-        grant = self.grant_lock(function)
-        if layer is not None:
             function.add_layers(layer)
-        return grant
+        function.add_environment(TABLE_ENV_VAR, self.table_name)
+        return self.grant_lock(function)
 
     def _grant(
         self, grantee: iam.IGrantable, actions: tuple[str, ...], key_actions: tuple[str, ...]

@@ -47,12 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``dynalease`` command; returns the exit status."""
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list[:1] == ["invoke"]:
-        # `invoke` parses its own arguments, handler and event included.
-        return invoke.run(args_list[1:])
-    if args_list[:1] == ["run"]:
-        # `run` splits its options from the command at `--` itself.
-        return run.main(args_list[1:])
+    # `invoke` parses its own arguments (handler and event included), and `run` splits
+    # its options from the command at `--` itself.
+    own_parsing = {"invoke": invoke.run, "run": run.main}
+    if args_list and args_list[0] in own_parsing:
+        return own_parsing[args_list[0]](args_list[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(args_list)

@@ -109,7 +109,7 @@ class CommandGroup:
         #: signal), once one did.
         self.stopped_by: int | None = None
         self._terminal = _foreground_terminal()
-        self._scan_stops = sys.platform.startswith("linux") and _on_a_terminal()
+        self._scan_stops = sys.platform.startswith("linux") and any(map(os.isatty, (0, 1, 2)))
         self._scanned_at = time.monotonic()
         if self._terminal is not None:
             _hand_terminal(self._terminal, self.pgid)
@@ -156,10 +156,9 @@ class CommandGroup:
             return False
         try:
             os.killpg(self.pgid, 0)
-        except ProcessLookupError:
+        except (ProcessLookupError, PermissionError):
+            # PermissionError: what is left is not ours to signal (a set-user-ID program)
             return True
-        except PermissionError:
-            return True  # what is left is not ours to signal (a set-user-ID program)
         return False
 
     def close(self) -> None:
@@ -186,10 +185,6 @@ def _become_subreaper() -> None:
 
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-
-
-def _on_a_terminal() -> bool:
-    return any(os.isatty(descriptor) for descriptor in (0, 1, 2))
 
 
 def _stopped_member(pgid: int) -> bool:

@@ -237,7 +237,7 @@ def run_command(command: str, action: Callable[[], int]) -> int:
     except CommandError as error:
         message, code = str(error), error.code
     except (DynaleaseError, botocore.exceptions.BotoCoreError) as error:
-        message, code = _one_line(error), EXIT_FAILED
+        message, code = one_line(error), EXIT_FAILED
     except (ValueError, TypeError) as error:
         message, code = str(error), EXIT_USAGE
     except KeyboardInterrupt:
@@ -267,5 +267,6 @@ def cli_words(message: str) -> str:
     return message
 
 
-def _one_line(error: BaseException) -> str:
+def one_line(error: BaseException) -> str:
+    """``error``'s message on one line (a multi-line message has its lines joined)."""
     return " ".join(str(error).split())

@@ -36,14 +36,10 @@ def run(argv: list[str]) -> int:
     lifecycle = _LIFECYCLE in argv
     try:
         module = dev_module("lifecycle" if lifecycle else "invoke")
+        status: int = module.main([a for a in argv if a != _LIFECYCLE], Parser)
     except CommandError as error:
         print(f"dynalease invoke: error: {error}", file=sys.stderr)
         return error.code
-    try:
-        if lifecycle:
-            status: int = module.main([a for a in argv if a != _LIFECYCLE], Parser)
-        else:
-            status = module.main(argv, Parser)
     except SystemExit as exit_:  # its argparse exits on --help and usage errors
         return exit_status(exit_)
     return status

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .._engine import protocol as p
@@ -36,7 +36,6 @@ class Row:
     key: str
     parsed: p.LockRow | None
     problem: str = ""
-    raw: dict[str, Any] = field(default_factory=dict)
     #: The counter of a free (released) fenced row; None for any other row.
     free_fence: int | None = None
 
@@ -76,13 +75,13 @@ def _row(item: dict[str, Any], table: str) -> Row:
     try:
         if p.is_free(item):
             fence = p.fence_of(item, table=table, key=key)
-            return Row(key, None, raw=item, free_fence=fence)
+            return Row(key, None, free_fence=fence)
         fenced = item.get(p.PROTOCOL_ATTR) == {"N": str(p.FENCED_PROTOCOL)}
         protocol = p.FENCED_PROTOCOL if fenced else p.PROTOCOL
-        return Row(key, p.parse_row(item, table=table, key=key, protocol=protocol), raw=item)
+        return Row(key, p.parse_row(item, table=table, key=key, protocol=protocol))
     except MalformedLockRow as error:
         found = _PROBLEM.search(str(error))
-        return Row(key, None, found.group(1) if found else str(error), raw=item)
+        return Row(key, None, found.group(1) if found else str(error))
 
 
 def _lease(row: Row) -> str:

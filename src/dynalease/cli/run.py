@@ -30,7 +30,10 @@ from .common import (
     EXIT_FAILED,
     EXIT_USAGE,
     CommandError,
+    Parser,
     connection_options,
+    exit_status,
+    one_line,
     positive_seconds,
     run_command,
     table_name,
@@ -193,8 +196,6 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _parse(options: list[str]) -> tuple[argparse.Namespace | None, int]:
-    from .common import Parser, exit_status
-
     parser = Parser(prog="dynalease")
     add_parser(parser.add_subparsers(dest="command"))
     errors = io.StringIO()
@@ -259,9 +260,9 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     try:
         guard.__enter__()
     except LockUnavailable as error:  # an outage, not contention: exit 1, not 75
-        raise CommandError(" ".join(str(error).split()), EXIT_FAILED) from None
+        raise CommandError(one_line(error), EXIT_FAILED) from None
     except LockNotAcquired as error:
-        print(f"dynalease run: {' '.join(str(error).split())}", file=sys.stderr)
+        print(f"dynalease run: {one_line(error)}", file=sys.stderr)
         return EXIT_NOT_ACQUIRED
     status = EXIT_FAILED
     try:
@@ -272,7 +273,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
         except LockLost:
             status = EXIT_LEASE_LOST
         except LockReleaseError as error:
-            print(f"dynalease run: warning: {' '.join(str(error).split())}", file=sys.stderr)
+            print(f"dynalease run: warning: {one_line(error)}", file=sys.stderr)
     return status
 
 
