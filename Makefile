@@ -50,16 +50,20 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # The default run takes the lean request path; the protocol tests run again over botocore.
-# Every suite on two workers, a file per worker at a time (the timing, process and Lambda
-# suites keep their bounds generous for that). Then the engine, Lambda and integration
+# A file per worker at a time (the timing, process and Lambda suites keep their bounds
+# generous for that): the unit, docs and CDK suites keep both cores busy, so two workers;
+# the integration, Lambda and CLI suites mostly wait (on leases, processes, servers: about
+# 45% of one core on two workers), so four. Then the engine, Lambda and integration
 # suites again on Lambda's other Python versions (test-pythons), without the slow checks
 # of the model tests' own power (marked test_power), which do not depend on the version,
 # and without the benchmarks' smoke test (the benchmarks run from the main venv).
 # The Managed Instances tests run awslambdaric on Python 3.13 whatever runs the suite.
 PYTHON313 = $$(bash tests/support/python_venv.sh 3.13)
+WAITING_WORKERS ?= 4
 test: $(STAMP) system-deps lint typecheck
 	$(BIN)/pytest -n 2 --dist loadfile tests/unit tests/docs tests/infra
-	DYNALEASE_PYTHON313=$(PYTHON313) $(BIN)/pytest -n 2 --dist loadfile tests/integration tests/lambda tests/cli
+	DYNALEASE_PYTHON313=$(PYTHON313) $(BIN)/pytest -n $(WAITING_WORKERS) --dist loadfile \
+	  tests/integration tests/lambda tests/cli
 	DYNALEASE_TRANSPORT=boto $(BIN)/pytest -q -p no:cacheprovider \
 	  tests/integration/test_locks.py tests/integration/test_lock_examples.py
 	$(MAKE) --no-print-directory test-pythons
@@ -73,7 +77,7 @@ test-pythons: system-deps
 	@for version in $(OTHER_PYTHONS); do \
 	  if python=$$(bash tests/support/python_venv.sh $$version); then \
 	    echo "make: the engine, Lambda and integration suites on Python $$version"; \
-	    DYNALEASE_PYTHON313=$(PYTHON313) $$python -m pytest -q -n 2 --dist loadfile -p no:cacheprovider \
+	    DYNALEASE_PYTHON313=$(PYTHON313) $$python -m pytest -q -n $(WAITING_WORKERS) --dist loadfile -p no:cacheprovider \
 	      -m "not test_power" --ignore=tests/integration/test_benchmarks_smoke.py \
 	      $(SUITES_ON_EVERY_PYTHON) || exit 1; \
 	  elif [ "$${CI:-}" = true ]; then exit 1; \
