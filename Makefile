@@ -50,20 +50,17 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # The default run takes the lean request path; the protocol tests run again over botocore.
-# Every suite on two workers, a file per worker at a time (the timing, process and Lambda
-# suites keep their bounds generous for that). The integration, Lambda and CLI suites
-# mostly wait (on leases, processes, servers: about 45% of one core on two workers), and
-# WAITING_WORKERS=4 runs them and the per-version suites in about 4 minutes less; it is
-# not the default because under that load two tests that send SIGINT (a Ctrl-C during a
-# sync release, a Ctrl-C on a terminal under `dynalease run`) failed to see it delivered
-# in time here (the first fails so on the code before this stop's simplifications too).
-# Then the engine, Lambda and integration
+# A file per worker at a time (the timing, process and Lambda suites keep their bounds
+# generous for that): the unit, docs and CDK suites keep both cores busy, so two workers;
+# the integration, Lambda and CLI suites mostly wait (on leases, processes, servers: about
+# 45% of one core on two workers), so four (WAITING_WORKERS=2 on a busy machine). Then the
+# engine, Lambda and integration
 # suites again on Lambda's other Python versions (test-pythons), without the slow checks
 # of the model tests' own power (marked test_power), which do not depend on the version,
 # and without the benchmarks' smoke test (the benchmarks run from the main venv).
 # The Managed Instances tests run awslambdaric on Python 3.13 whatever runs the suite.
 PYTHON313 = $$(bash tests/support/python_venv.sh 3.13)
-WAITING_WORKERS ?= 2
+WAITING_WORKERS ?= 4
 test: $(STAMP) system-deps lint typecheck
 	$(BIN)/pytest -n 2 --dist loadfile tests/unit tests/docs tests/infra
 	DYNALEASE_PYTHON313=$(PYTHON313) $(BIN)/pytest -n $(WAITING_WORKERS) --dist loadfile \

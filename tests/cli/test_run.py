@@ -517,9 +517,12 @@ def test_after_a_partition_the_command_is_dead_before_the_next_holder_acquires(
 
 
 #: Makes argv[1] (a pseudo-terminal) the controlling terminal of a new session, as a
-#: login shell's, then runs the rest of argv with Python in the foreground there.
+#: login shell's, then runs the rest of argv with Python in the foreground there, with
+#: SIGINT at its default as a terminal's foreground job has it (a suite started in the
+#: background of a non-interactive shell inherits SIGINT ignored, and so would sh).
 ON_A_TERMINAL = """\
-import os, sys
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
 os.setsid()
 terminal = os.open(sys.argv[1], os.O_RDWR)
 for descriptor in (0, 1, 2):

@@ -89,7 +89,13 @@ def test_a_row_deleted_by_someone_else_makes_release_report_the_loss() -> None:
 # --- single use, defaults and limits -------------------------------------------------------
 
 
-def test_an_interrupt_during_a_sync_release_does_not_stop_the_release() -> None:
+def test_an_interrupt_during_a_sync_release_does_not_stop_the_release(
+    request: pytest.FixtureRequest,
+) -> None:
+    # Ctrl-C raises KeyboardInterrupt here even when the suite was started in the
+    # background of a non-interactive shell, which passes SIGINT on ignored.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, previous))
     client, transport = recording_client()
     delete_started, gate = threading.Event(), threading.Event()
     send = transport.send
