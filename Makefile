@@ -54,10 +54,10 @@ typecheck: $(STAMP)
 # generous for that): the unit, docs and CDK suites keep both cores busy, so two workers;
 # the integration, Lambda and CLI suites mostly wait (on leases, processes, servers: about
 # 45% of one core on two workers), so four (WAITING_WORKERS=2 on a busy machine). Then the
-# engine, Lambda and integration
-# suites again on Lambda's other Python versions (test-pythons), without the slow checks
-# of the model tests' own power (marked test_power), which do not depend on the version,
-# and without the benchmarks' smoke test (the benchmarks run from the main venv).
+# engine, Lambda and integration suites again on Lambda's other Python versions
+# (test-pythons), also on four, without the slow checks of the model tests' own power
+# (marked test_power), which do not depend on the version, and without the benchmarks'
+# smoke test (the benchmarks run from the main venv).
 # The Managed Instances tests run awslambdaric on Python 3.13 whatever runs the suite.
 PYTHON313 = $$(bash tests/support/python_venv.sh 3.13)
 WAITING_WORKERS ?= 4
