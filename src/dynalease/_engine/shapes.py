@@ -91,17 +91,19 @@ def write_request(
     ``observed`` is None, else a takeover of the observed live row."""
     if row.fenced:
         return fenced.OPERATION, fenced.acquire_params(table, row, observed)
+    if observed is None:
+        condition, names = "attribute_not_exists(#k)", _NAMES_KEY
+    else:
+        condition, names = "#o = :o AND #v = :v", _NAMES_OWNER_VERSION
     params: dict[str, Any] = {
         "TableName": table,
         "Item": row.to_item(),
-        "ConditionExpression": "attribute_not_exists(#k)",
-        "ExpressionAttributeNames": dict(_NAMES_KEY),
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": dict(names),
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         "ReturnConsumedCapacity": "TOTAL",
     }
     if observed is not None:
-        params["ConditionExpression"] = "#o = :o AND #v = :v"
-        params["ExpressionAttributeNames"] = dict(_NAMES_OWNER_VERSION)
         params["ExpressionAttributeValues"] = {
             ":o": {"S": observed.owner},
             ":v": {"S": observed.version},
