@@ -168,6 +168,7 @@ class ControlPlane:
             "AWS_LAMBDA_FUNCTION_VERSION": FUNCTION_VERSION,
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128",
             "AWS_LAMBDA_FUNCTION_TIMEOUT": str(int(timeout)),
+            "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
             "LAMBDA_TASK_ROOT": str(task),
             "_HANDLER": handler,
             "PYTHONPATH": python_path,

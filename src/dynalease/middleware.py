@@ -52,7 +52,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 
 from ._lambda import snapstart
 from ._lambda.invocation import bounded
-from ._lambda.plan import CURRENT_LOCK, LockOptions, LockPlan
+from ._lambda.plan import CURRENT_LOCK, LockOptions, LockPlan, import_ahead
 from ._lambda.report import key_hash
 from .client import DynamoDBClient
 from .exceptions import LockNotAcquired
@@ -67,6 +67,8 @@ _log = logging.getLogger(__name__)
 
 # SnapStart's runtime hooks, where the runtime ships snapshot_restore_py (a no-op elsewhere).
 snapstart.register()
+# The lock request path, imported now where init runs before any request (not on demand).
+import_ahead()
 
 
 @lambda_handler_decorator

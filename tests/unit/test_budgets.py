@@ -70,6 +70,26 @@ def test_import_dynalease_middleware_loads_no_sdk_client_and_starts_no_thread() 
     assert loaded["threads"] == 1  # no runtime thread, so no event loop, before a lock
 
 
+@pytest.mark.parametrize(
+    "init_type",
+    ["", "on-demand", "provisioned-concurrency", "snap-start", "lambda-managed-instances"],
+)
+def test_middleware_imports_the_lock_request_path_at_init_only_where_init_runs_ahead(
+    init_type: str,
+) -> None:
+    # On demand the first invoke imports it (init and invoke are one wait); where init
+    # runs before any request is routed, it is imported then, and still nothing is made.
+    env = {**os.environ, "AWS_LAMBDA_INITIALIZATION_TYPE": init_type}
+    loaded = _loaded_after("import dynalease.middleware", env)
+    modules = loaded["modules"]
+    assert isinstance(modules, list)
+    ahead = init_type not in ("", "on-demand")
+    lock_path = ["http.client", "dynalease._transport.lean", "dynalease._transport.items"]
+    assert [m for m in lock_path if m in modules] == (lock_path if ahead else [])
+    assert [m for m in NEVER_AT_IMPORT if m in modules] == []
+    assert loaded["threads"] == 1
+
+
 @pytest.fixture(params=["memory", "http"])
 def locks(request: pytest.FixtureRequest) -> Iterator[tuple[DynamoDBClient, str]]:
     """A client and a lock table: MemoryBackend's, and the moto server's over HTTP."""

@@ -19,7 +19,7 @@ from .._calls import check_keywords
 from .._engine.protocol import check_durations
 from .._keyset import KeysTemplate, key_set
 from ..client import DynamoDBClient, check_table_name
-from ..constants import ENV_TABLE
+from ..constants import ENV_INITIALIZATION_TYPE, ENV_TABLE
 from ..exceptions import LockNotAcquired
 from ..keys import KeyTemplate, permit_keys
 from ..lock import SyncDistributedLock
@@ -29,7 +29,7 @@ from .fields import EventKey
 from .invocation import lambda_context_of
 from .report import Reporter
 
-__all__ = ["CURRENT_LOCK", "Holding", "LockPlan", "shared_client"]
+__all__ = ["CURRENT_LOCK", "Holding", "LockPlan", "import_ahead", "shared_client"]
 
 CURRENT_LOCK: contextvars.ContextVar[SyncDistributedLock] = contextvars.ContextVar(
     "dynalease_current_lock"
@@ -61,6 +61,34 @@ def shared_client() -> DynamoDBClient:
         if _shared is None or _shared[0] != identity:
             _shared = (identity, DynamoDBClient())
         return _shared[1]
+
+
+#: ``AWS_LAMBDA_INITIALIZATION_TYPE`` values whose init runs before any request is routed
+#: to the environment: provisioned concurrency, SnapStart (init, then the snapshot) and
+#: Managed Instances. On demand, init and the first invoke are one wait for one caller.
+_INIT_AHEAD_OF_REQUESTS = frozenset(
+    {"provisioned-concurrency", "snap-start", "lambda-managed-instances"}
+)
+
+
+def import_ahead() -> bool:
+    """Import the lock request path during init where init runs ahead of requests.
+
+    The first locked invoke otherwise imports it (``http.client`` and the lean
+    transport: 10-14 ms, docs/benchmarks.md). Where init is not on a caller's
+    path, that time leaves the first invocation; on demand it is the same wait
+    either way, so nothing is imported early. Nothing is made: no client, no
+    connection, no thread, so nothing is copied into a SnapStart snapshot but
+    code. Returns True when it imported.
+    """
+    kind = os.environ.get(ENV_INITIALIZATION_TYPE, "").strip().lower()
+    if kind not in _INIT_AHEAD_OF_REQUESTS:
+        return False
+    import concurrent.futures.thread  # noqa: F401  the runtime's pool
+
+    from .._transport import factory, items  # noqa: F401
+
+    return True
 
 
 def _check_reserve(reserve_time: object) -> float:
