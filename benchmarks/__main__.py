@@ -196,6 +196,14 @@ def main(argv: list[str] | None = None) -> int:
         help="lambda_cold: dynalease's layer without its bytecode, as built before (to compare)",
     )
     parser.add_argument(
+        "--cold-init-type",
+        default="on-demand",
+        metavar="TYPE",
+        help="lambda_cold: AWS_LAMBDA_INITIALIZATION_TYPE in the function's environment "
+        "(default on-demand; provisioned-concurrency, snap-start or lambda-managed-instances: "
+        "dynalease imports its lock request path during init)",
+    )
+    parser.add_argument(
         "--tracer-provider",
         action="store_true",
         help="configure an OpenTelemetry SDK tracer provider (spans batched, then dropped): "
@@ -233,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
             scale_guards=args.scale_guards,
             cold_pythons=args.cold_python,
             cold_bytecode=args.cold_bytecode,
+            cold_init_type=args.cold_init_type,
         )
         for name in selected:
             rounds = args.rounds or (1 if name == "scale" else 2 if args.quick else 5)

@@ -159,9 +159,12 @@ def prepare(version: str, *, bytecode: bool = True) -> Runtime:
 
 
 def run(
-    lib: str, runtime: Runtime, endpoint: str, table: str
+    lib: str, runtime: Runtime, endpoint: str, table: str, *, init_type: str = "on-demand"
 ) -> tuple[dict[str, Any], float, float]:
-    """One cold start of ``lib``'s handler: the child's figures, spawn-to-exit wall, child CPU."""
+    """One cold start of ``lib``'s handler: the child's figures, spawn-to-exit wall, child CPU.
+
+    ``init_type`` is the environment's ``AWS_LAMBDA_INITIALIZATION_TYPE``, as Lambda sets it.
+    """
     layer = runtime.layers[lib]
     env = {
         key: value
@@ -173,6 +176,7 @@ def run(
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONNOUSERSITE="1",
         DYNALEASE_BENCH_LAYER=str(layer),
+        AWS_LAMBDA_INITIALIZATION_TYPE=init_type,
     )
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()

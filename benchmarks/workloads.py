@@ -46,6 +46,8 @@ class Context:
     cold_pythons: list[str] = field(default_factory=list)
     #: False: ``lambda_cold`` runs dynalease's layer without its bytecode (for comparison).
     cold_bytecode: bool = True
+    #: ``AWS_LAMBDA_INITIALIZATION_TYPE`` of ``lambda_cold``'s function.
+    cold_init_type: str = "on-demand"
     round: int = 0
 
     def lib(self, name: str) -> Lib:
@@ -292,7 +294,9 @@ def lambda_cold(name: str, ctx: Context) -> Figures:
     figures: Figures = {}
     for version in ctx.cold_pythons:
         runtime = layer_cold.prepare(version, bytecode=ctx.cold_bytecode)
-        report, wall, cpu = layer_cold.run(name, runtime, ctx.endpoint, ctx.table)
+        report, wall, cpu = layer_cold.run(
+            name, runtime, ctx.endpoint, ctx.table, init_type=ctx.cold_init_type
+        )
         prefix = f"py{version}_"
         figures[prefix + "cold_s"] = report["init_s"] + report["invoke_s"]
         figures[prefix + "library_import_s"] = report["library_import_s"]
