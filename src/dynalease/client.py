@@ -55,6 +55,14 @@ def check_table_name(table: object, *, parameter: str = "table") -> str:
     return table
 
 
+def load_request_path() -> None:
+    """Import what a client's first request imports (``http.client``, the lean transport
+    and the runtime's pool), making nothing: for callers whose start-up runs ahead of use."""
+    import concurrent.futures.thread  # noqa: F401
+
+    from ._transport import factory, items  # noqa: F401
+
+
 def _positive(name: str, value: object) -> float | None:
     if value is None:
         return None

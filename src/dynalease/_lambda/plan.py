@@ -18,7 +18,7 @@ from .. import _tracing
 from .._calls import check_keywords
 from .._engine.protocol import check_durations
 from .._keyset import KeysTemplate, key_set
-from ..client import DynamoDBClient, check_table_name
+from ..client import DynamoDBClient, check_table_name, load_request_path
 from ..constants import ENV_INITIALIZATION_TYPE, ENV_TABLE
 from ..exceptions import LockNotAcquired
 from ..keys import KeyTemplate, permit_keys
@@ -84,10 +84,7 @@ def import_ahead() -> bool:
     kind = os.environ.get(ENV_INITIALIZATION_TYPE, "").strip().lower()
     if kind not in _INIT_AHEAD_OF_REQUESTS:
         return False
-    import concurrent.futures.thread  # noqa: F401  the runtime's pool
-
-    from .._transport import factory, items  # noqa: F401
-
+    load_request_path()
     return True
 
 
