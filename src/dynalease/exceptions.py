@@ -219,12 +219,38 @@ class AccessDeniedError(DynamoDBError):
     """The credentials are missing, invalid or not allowed to make this request."""
 
 
+#: What a throttling reason (by how its name ends) means and what to do, a hot key first.
+_THROTTLING_LIMITS = (
+    (
+        "KeyRangeThroughputExceeded",
+        "one key (a hot lock key: many contenders, or polling, on the same key) exceeded "
+        "its partition's throughput; use fewer contenders per key, a longer wait between "
+        "attempts, or spread the work over more keys. Capacity does not help",
+    ),
+    (
+        "ProvisionedThroughputExceeded",
+        "the table's provisioned capacity was exceeded; raise it, enable auto scaling "
+        "or switch the lock table to on-demand",
+    ),
+    (
+        "AccountLimitExceeded",
+        "the account's per-table throughput quota in this Region was reached; ask for a "
+        "quota increase",
+    ),
+    (
+        "MaxOnDemandThroughputExceeded",
+        "the table's configured on-demand maximum throughput was reached; raise it",
+    ),
+)
+
+
 class ThrottledError(DynamoDBError):
     """DynamoDB throttled the request; it was not applied.
 
     ``reasons`` is DynamoDB's ``ThrottlingReasons`` when it sent them: dicts with
     a ``reason`` (such as ``TableWriteKeyRangeThroughputExceeded``: one key is
-    hot) and the ``resource`` (the table's or index's ARN).
+    hot) and the ``resource`` (the table's or index's ARN). ``advice`` says what
+    they mean and what to do (it ends the message too).
     """
 
     def __init__(
@@ -238,6 +264,23 @@ class ThrottledError(DynamoDBError):
     ) -> None:
         super().__init__(message, code=code, operation=operation, request_id=request_id)
         self.reasons: list[dict[str, str]] = list(reasons or [])
+
+    @property
+    def advice(self) -> str:
+        """What :attr:`reasons` mean and what to do, a hot key first."""
+        return self.advice_for(self.reasons)
+
+    @staticmethod
+    def advice_for(reasons: Sequence[Mapping[str, str]]) -> str:
+        """The advice for DynamoDB's ``ThrottlingReasons`` ``reasons`` (see :attr:`advice`)."""
+        said = [
+            advice
+            for limit, advice in _THROTTLING_LIMITS
+            if any(reason["reason"].endswith(limit) for reason in reasons)
+        ]
+        if not said:
+            return "Retry later or raise the table's capacity"
+        return "DynamoDB says " + "; and ".join(said)
 
 
 class ValidationError(DynamoDBError):

@@ -173,3 +173,6 @@ def test_a_throttled_table_is_explained_a_hot_key_first(
     assert "TableReadKeyRangeThroughputExceeded" in result.out
     fix = result.out.split("PROBLEM  throttling", 1)[1]
     assert fix.index("hot lock key") < fix.index("provisioned capacity")
+    detail, advice = fix.split("\n", 1)
+    assert "AWS request id fault-proxy" in detail  # for AWS support
+    assert "AWS request id" not in advice  # the advice alone, not the error's whole message

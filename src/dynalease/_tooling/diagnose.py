@@ -171,11 +171,12 @@ def _replicas(description: dict[str, Any]) -> Finding:
 def _throttled(action: str, error: ThrottledError) -> Finding:
     """A throttled request: why (DynamoDB's reasons, a hot key first) and what to do."""
     reasons = ", ".join(r["reason"] for r in error.reasons) or error.code
+    asked = f", AWS request id {error.request_id}" if error.request_id else ""
     return Finding(
         PROBLEM,
         "throttling",
-        f"{action} was throttled ({reasons}); lock requests on this table are throttled too",
-        str(error).split("; it was not applied. ", 1)[-1],
+        f"{action} was throttled ({reasons}{asked}); lock requests on this table are throttled too",
+        error.advice,
     )
 
 

@@ -30,7 +30,6 @@ __all__ = [
     "map_error_code",
     "map_lean_failure",
     "map_transport_error",
-    "throttling_advice",
     "throttling_reasons",
     "transport_failures",
 ]
@@ -65,28 +64,6 @@ _THROTTLING = {
 #: write from another Region: not applied, safe to retry (neither contention nor an outage).
 REPLICATED_WRITE_CONFLICT = "ReplicatedWriteConflictException"
 #: What each throttling reason's limit means, and what to do; the hot key first.
-_LIMITS = (
-    (
-        "KeyRangeThroughputExceeded",
-        "one key (a hot lock key: many contenders, or polling, on the same key) exceeded "
-        "its partition's throughput; use fewer contenders per key, a longer wait between "
-        "attempts, or spread the work over more keys. Capacity does not help",
-    ),
-    (
-        "ProvisionedThroughputExceeded",
-        "the table's provisioned capacity was exceeded; raise it, enable auto scaling "
-        "or switch the lock table to on-demand",
-    ),
-    (
-        "AccountLimitExceeded",
-        "the account's per-table throughput quota in this Region was reached; ask for a "
-        "quota increase",
-    ),
-    (
-        "MaxOnDemandThroughputExceeded",
-        "the table's configured on-demand maximum throughput was reached; raise it",
-    ),
-)
 _ACCESS = {
     "AccessDeniedException",
     "UnrecognizedClientException",
@@ -110,16 +87,6 @@ def throttling_reasons(response: dict[str, Any]) -> list[dict[str, str]]:
         for r in found
         if isinstance(r, dict)
     ]
-
-
-def throttling_advice(reasons: list[dict[str, str]]) -> str:
-    """What the throttling ``reasons`` mean and what to do, a hot key first."""
-    said = [
-        advice for limit, advice in _LIMITS if any(r["reason"].endswith(limit) for r in reasons)
-    ]
-    if not said:
-        return "Retry later or raise the table's capacity"
-    return "DynamoDB says " + "; and ".join(said)
 
 
 def map_client_error(error: botocore.exceptions.ClientError, operation: str) -> Exception:
@@ -184,7 +151,7 @@ def map_error_code(
         return ThrottledError(
             f"{operation} was throttled ({code}"
             + "".join(f", {r['reason']}" for r in reasons)
-            + f"); it was not applied. {throttling_advice(reasons)}",
+            + f"); it was not applied. {ThrottledError.advice_for(reasons)}",
             code=code,
             operation=operation,
             request_id=request_id,

@@ -71,6 +71,8 @@ def test_a_hot_key_throttle_reaches_the_error_the_metrics_and_the_log(
     assert throttled.reasons == HOT_KEY["ThrottlingReasons"]
     assert "TableWriteKeyRangeThroughputExceeded" in str(throttled)
     assert "hot lock key" in str(throttled)  # the first thing to learn
+    assert throttled.advice.startswith("DynamoDB says one key (a hot lock key")
+    assert f"; it was not applied. {throttled.advice} (AWS request id " in str(throttled)
     assert guard.metrics.throttled_requests >= 1
     assert guard.metrics.throttling_reasons == ("TableWriteKeyRangeThroughputExceeded",)
     lines = [r.getMessage() for r in caplog.records if "throttled" in r.getMessage()]
@@ -88,7 +90,8 @@ def test_a_throttle_without_reasons_still_says_what_to_do(
             pass
     throttled = _throttled_cause(raised.value)
     assert throttled.reasons == []
-    assert "raise the table's capacity" in str(throttled)
+    assert throttled.advice == "Retry later or raise the table's capacity"
+    assert f"; it was not applied. {throttled.advice} (AWS request id " in str(throttled)
     assert guard.metrics.throttled_requests >= 1
     assert guard.metrics.throttling_reasons == ()
 
