@@ -63,14 +63,6 @@ def load_request_path() -> None:
     from ._transport import factory, items  # noqa: F401
 
 
-def _positive(name: str, value: object) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
-    return float(value)
-
-
 def _async_form(
     sync: Callable[Concatenate[DynamoDBClient, P], T],
 ) -> Callable[Concatenate[DynamoDBClient, P], Coroutine[Any, Any, T]]:
@@ -126,42 +118,21 @@ class DynamoDBClient:
         max_retries: int | None = None,
         transport: str | None = None,
     ) -> None:
-        for name, value in (
-            ("region", region),
-            ("endpoint_url", endpoint_url),
-            ("access_key", access_key),
-            ("secret_key", secret_key),
-            ("session_token", session_token),
-            ("profile", profile),
-        ):
-            if value is not None and not isinstance(value, str):
-                raise TypeError(f"{name} must be a str, got {type(value).__name__}")
-        if (access_key is None) != (secret_key is None):
-            raise ValueError("pass access_key and secret_key together, or neither")
-        connect = _positive("connect_timeout", connect_timeout)
-        read = _positive("read_timeout", read_timeout)
-        if max_retries is not None and (
-            isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0
-        ):
-            raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
         from ._transport.factory import Settings, from_settings
 
-        self._setup_transports(
-            from_settings(
-                Settings(
-                    region=region,
-                    endpoint_url=endpoint_url,
-                    access_key=access_key,
-                    secret_key=secret_key,
-                    session_token=session_token,
-                    profile=profile,
-                    connect_timeout=connect,
-                    read_timeout=read,
-                    max_retries=max_retries,
-                    transport=transport,
-                )
-            )
+        settings = Settings(
+            region=region,
+            endpoint_url=endpoint_url,
+            access_key=access_key,
+            secret_key=secret_key,
+            session_token=session_token,
+            profile=profile,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            max_retries=max_retries,
+            transport=transport,
         )
+        self._setup_transports(from_settings(settings.checked()))
 
     # --- construction -----------------------------------------------------
 

@@ -42,7 +42,7 @@ class Transports(NamedTuple):
 
 
 class Settings(NamedTuple):
-    """A client's explicit arguments (already validated); None means "from AWS's chain"."""
+    """A client's explicit arguments; None means "from AWS's chain" (see :meth:`checked`)."""
 
     region: str | None = None
     endpoint_url: str | None = None
@@ -64,8 +64,37 @@ class Settings(NamedTuple):
         )
         return f"Settings({shown})"
 
+    def checked(self) -> Settings:
+        """These settings with the timeouts as floats, or the error for the first bad one.
+
+        Raised before any I/O, in the words of ``DynamoDBClient``'s arguments.
+        """
+        for name in _TEXT:
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+        if (self.access_key is None) != (self.secret_key is None):
+            raise ValueError("pass access_key and secret_key together, or neither")
+        connect = _seconds("connect_timeout", self.connect_timeout)
+        read = _seconds("read_timeout", self.read_timeout)
+        retries = self.max_retries
+        if retries is not None and (
+            isinstance(retries, bool) or not isinstance(retries, int) or retries < 0
+        ):
+            raise ValueError(f"max_retries must be an int >= 0, got {retries!r}")
+        return self._replace(connect_timeout=connect, read_timeout=read)
+
 
 _SECRET = frozenset({"access_key", "secret_key", "session_token"})
+_TEXT = ("region", "endpoint_url", "access_key", "secret_key", "session_token", "profile")
+
+
+def _seconds(name: str, value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+    return float(value)
 
 
 def from_settings(settings: Settings) -> Transports:
