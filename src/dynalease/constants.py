@@ -14,6 +14,7 @@ __all__ = [
     "ENV_RUNTIME_API",
     "ENV_TABLE",
     "ENV_TRANSPORT",
+    "MANAGED_INSTANCES",
     "RECOVERY_EXTENSION",
 ]
 
@@ -39,7 +40,10 @@ ENV_RUNTIME_API = "AWS_LAMBDA_RUNTIME_API"
 
 ENV_INITIALIZATION_TYPE = "AWS_LAMBDA_INITIALIZATION_TYPE"
 """Set by Lambda: how the environment started (``on-demand``, ``snap-start``,
-``lambda-managed-instances``...); the recovery extension reads it."""
+``lambda-managed-instances``...); the recovery extension and the middleware read it."""
+
+MANAGED_INSTANCES = "lambda-managed-instances"
+"""``AWS_LAMBDA_INITIALIZATION_TYPE`` on Lambda Managed Instances."""
 
 ENV_EXTENSIONS_DIR = "DYNALEASE_EXTENSIONS_DIR"
 """Where external extensions are installed (default ``/opt/extensions``; for tests)."""

@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..constants import ENV_INITIALIZATION_TYPE
+from ..constants import ENV_INITIALIZATION_TYPE, MANAGED_INSTANCES
 
 __all__ = [
     "INTERVAL_S",
@@ -36,8 +36,6 @@ __all__ = [
 
 log = logging.getLogger("dynalease.recovery")
 
-#: ``AWS_LAMBDA_INITIALIZATION_TYPE`` on Lambda Managed Instances.
-MANAGED_INSTANCES = "lambda-managed-instances"
 #: How often the journal is looked at: a dead worker's rows go within about this
 #: plus one request.
 INTERVAL_S = 0.25

@@ -19,7 +19,7 @@ from .._calls import check_keywords
 from .._engine.protocol import check_durations
 from .._keyset import KeysTemplate, key_set
 from ..client import DynamoDBClient, check_table_name, load_request_path
-from ..constants import ENV_INITIALIZATION_TYPE, ENV_TABLE
+from ..constants import ENV_INITIALIZATION_TYPE, ENV_TABLE, MANAGED_INSTANCES
 from ..exceptions import LockNotAcquired
 from ..keys import KeyTemplate, permit_keys
 from ..lock import SyncDistributedLock
@@ -66,9 +66,7 @@ def shared_client() -> DynamoDBClient:
 #: ``AWS_LAMBDA_INITIALIZATION_TYPE`` values whose init runs before any request is routed
 #: to the environment: provisioned concurrency, SnapStart (init, then the snapshot) and
 #: Managed Instances. On demand, init and the first invoke are one wait for one caller.
-_INIT_AHEAD_OF_REQUESTS = frozenset(
-    {"provisioned-concurrency", "snap-start", "lambda-managed-instances"}
-)
+_INIT_AHEAD_OF_REQUESTS = frozenset({"provisioned-concurrency", "snap-start", MANAGED_INSTANCES})
 
 
 def import_ahead() -> bool:
