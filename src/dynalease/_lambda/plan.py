@@ -69,21 +69,18 @@ def shared_client() -> DynamoDBClient:
 _INIT_AHEAD_OF_REQUESTS = frozenset({"provisioned-concurrency", "snap-start", MANAGED_INSTANCES})
 
 
-def import_ahead() -> bool:
+def import_ahead() -> None:
     """Import the lock request path during init where init runs ahead of requests.
 
     The first locked invoke otherwise imports it (``http.client`` and the lean
-    transport: 10-14 ms, docs/benchmarks.md). Where init is not on a caller's
+    transport: 10-12 ms, docs/benchmarks.md). Where init is not on a caller's
     path, that time leaves the first invocation; on demand it is the same wait
     either way, so nothing is imported early. Nothing is made: no client, no
     connection, no thread, so nothing is copied into a SnapStart snapshot but
-    code. Returns True when it imported.
+    code.
     """
-    kind = os.environ.get(ENV_INITIALIZATION_TYPE, "").strip().lower()
-    if kind not in _INIT_AHEAD_OF_REQUESTS:
-        return False
-    load_request_path()
-    return True
+    if os.environ.get(ENV_INITIALIZATION_TYPE, "").strip().lower() in _INIT_AHEAD_OF_REQUESTS:
+        load_request_path()
 
 
 def _check_reserve(reserve_time: object) -> float:
