@@ -9,7 +9,6 @@ timeouts; the protocol retries on its own schedule).
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import re
 import time
@@ -253,9 +252,11 @@ class DynamoDBClient:
 
         Building the client and resolving credentials can take a large share of
         a short budget; a caller that measures its budget (the Lambda
-        middleware) pays for it here, before it reads the time left.
+        middleware) pays for it here, before it reads the time left. A route
+        read from the settings alone is made in this thread, without the runtime's loop.
         """
-        self._runtime().run(self._lock_store.prepare())
+        if not self._lock_store.blocking_ready():
+            self._runtime().run(self._lock_store.prepare())
 
     def _drop_connections(self) -> None:
         """Close the lock path's idle pooled connections (SnapStart's hooks; no request)."""
@@ -263,6 +264,8 @@ class DynamoDBClient:
         self._items.drop_connections()
 
     async def _in_pool(self, function: Callable[[], T]) -> T:
+        import asyncio
+
         runtime = self._runtime()
         return await asyncio.wrap_future(runtime.executor.submit(function))
 

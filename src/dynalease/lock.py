@@ -6,7 +6,6 @@ runtime; they differ only in how they wait for it.
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import concurrent.futures
 import contextlib
@@ -28,6 +27,8 @@ from .keys import KeyTemplate
 from .metrics import LockMetrics
 
 if TYPE_CHECKING:
+    import asyncio
+
     from ._engine.runtime import Runtime
     from .transaction import SyncTransaction, Transaction
 
@@ -196,6 +197,8 @@ class _Guard:
                 lost = asyncio.ensure_future(lease.until_lost())
                 await asyncio.wait({work, lost}, return_when=asyncio.FIRST_COMPLETED)
         """
+        import asyncio
+
         await asyncio.shield(asyncio.wrap_future(self._lease.lost_signal))
 
     def check_in(self, transaction: Transaction | SyncTransaction) -> None:
@@ -306,6 +309,8 @@ class DistributedLock(_Guard):
     """
 
     async def __aenter__(self) -> Self:
+        import asyncio
+
         with self._acquiring(asyncio.current_task()) as runtime:
             try:
                 await runtime.run_async(self._lease.acquire())

@@ -30,12 +30,14 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import threading
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["Terminated", "release_locks_on_sigterm"]
 

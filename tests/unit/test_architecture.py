@@ -212,3 +212,67 @@ def test_no_development_tool_is_longer_than_a_few_hundred_lines() -> None:
         if (lines := len(path.read_text().splitlines())) > MAX_LINES
     }
     assert long == {}
+
+
+def _asyncio_used_unbound(tree: ast.Module) -> list[int]:
+    """Lines that use the name ``asyncio`` at run time where nothing binds it.
+
+    Modules on a sync hold's path import ``asyncio`` only inside the functions that
+    run on the loop (see ``_engine/runtime.py``); a function that uses it without
+    importing it would fail with ``NameError``, perhaps only on a rare error path.
+    Annotations do not count: ``from __future__ import annotations`` keeps them text.
+    """
+    annotations: set[int] = set()
+    for node in ast.walk(tree):
+        found: list[ast.expr | None] = []
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            arguments = node.args
+            every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+            every += [arguments.vararg, arguments.kwarg]
+            found += [argument.annotation for argument in every if argument is not None]
+            found.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            found.append(node.annotation)
+        annotations.update(id(sub) for expr in found if expr is not None for sub in ast.walk(expr))
+
+    def binds(body: list[ast.stmt]) -> bool:
+        return any(
+            isinstance(statement, ast.Import)
+            and any(alias.name == "asyncio" and alias.asname is None for alias in statement.names)
+            for statement in body
+        )
+
+    unbound: list[int] = []
+
+    def visit(node: ast.AST, bound: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = bound
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                inner = bound or binds(child.body)
+            used = isinstance(child, ast.Name) and child.id == "asyncio"
+            if used and not bound and id(child) not in annotations:
+                unbound.append(child.lineno)
+            visit(child, inner)
+
+    visit(tree, binds(tree.body))
+    return unbound
+
+
+def test_the_unbound_asyncio_finder_finds_a_use_without_an_import() -> None:
+    tree = ast.parse(
+        "def run(delay: asyncio.Future) -> None:\n"
+        "    import asyncio\n"
+        "    asyncio.sleep(delay)\n"
+        "def late() -> None:\n"
+        "    asyncio.sleep(1)\n"
+    )
+    assert _asyncio_used_unbound(tree) == [5]
+
+
+def test_no_function_uses_asyncio_without_importing_it() -> None:
+    unbound = {
+        name: lines
+        for name, path in _modules().items()
+        if (lines := _asyncio_used_unbound(ast.parse(path.read_text(), str(path))))
+    }
+    assert unbound == {}

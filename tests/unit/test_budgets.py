@@ -162,3 +162,44 @@ def test_a_lean_lock_cycle_without_proxy_variables_imports_no_urllib3_and_no_url
     env["HTTPS_PROXY"] = "http://proxy.internal:3128"  # http:// endpoint: not used, but read
     loaded = _loaded_after(_TRACED_CYCLE.format(endpoint=endpoint, table=table), env)
     assert "urllib.request" in loaded["modules"]  # type: ignore[operator]
+
+
+_LOOP_STARTED = """
+from dynalease._engine.runtime import get_runtime
+assert not get_runtime().started
+"""
+
+
+def test_a_sync_hold_ended_before_its_first_renewal_imports_no_asyncio(
+    client: DynamoDBClient, endpoint: str
+) -> None:
+    """The runtime's event loop starts only when a lease needs it, so a short sync
+    hold (a Lambda invoke's) never imports ``asyncio``: both requests go from the
+    caller's thread, and the runtime's thread only waits."""
+    table = fresh_lock_table(client, "budget")
+    statement = _TRACED_CYCLE.format(endpoint=endpoint, table=table) + _LOOP_STARTED
+    loaded = _loaded_after(statement)
+    assert "asyncio" not in loaded["modules"]  # type: ignore[operator]
+    assert loaded["threads"] == 2  # the main thread and the runtime's, waiting
+
+
+_LONG_HOLD = """
+import time
+from dynalease import DynamoDBClient, SyncDistributedLock
+from dynalease._engine.runtime import get_runtime
+client = DynamoDBClient(region="us-east-1", endpoint_url={endpoint!r}, transport="lean")
+with SyncDistributedLock(client, table={table!r}, key="budget", lease_duration=0.6) as guard:
+    assert not get_runtime().started
+    time.sleep(0.9)  # the first renewal is due at 0.2 s
+    assert get_runtime().started
+    assert not guard.lost
+assert guard.metrics.renewals >= 2, guard.metrics
+"""
+
+
+def test_a_sync_hold_starts_the_event_loop_when_its_first_renewal_is_due(
+    client: DynamoDBClient, endpoint: str
+) -> None:
+    table = fresh_lock_table(client, "budget")
+    loaded = _loaded_after(_LONG_HOLD.format(endpoint=endpoint, table=table))
+    assert "asyncio" in loaded["modules"]  # type: ignore[operator]

@@ -27,9 +27,8 @@ wait to its end, as a transient outage needs.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import (
     DynamoDBError,
@@ -68,6 +67,9 @@ from .renew import Renewer
 from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
 from .states import Event, State
 from .targets import Target, give_up_error
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["Acquirer"]
 
@@ -120,6 +122,8 @@ class Acquirer:
         ``first`` is the outcome of ``acquire_blocking`` when that did not end
         the acquisition; the engine goes on from it.
         """
+        import asyncio
+
         core = self.core
         if first is None:
             start, deadline, single = self.begin()

@@ -9,12 +9,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import logging
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from .._redact import escaped, key_hash, log_keys, logged_key
 from ..exceptions import LockLost
@@ -27,6 +26,9 @@ from .observations import Observations
 from .shapes import condition_item
 from .states import TRANSITIONS, Event, IllegalTransition, State
 from .store import LockStore
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["LeaseCore", "key_hash", "log_keys", "logged_key"]
 
@@ -285,6 +287,8 @@ class LeaseCore:
 
     def background(self, coroutine: Coroutine[Any, Any, None]) -> None:
         """Run ``coroutine`` on this loop as a task the lease keeps until it ends."""
+        import asyncio
+
         task = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

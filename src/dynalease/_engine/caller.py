@@ -9,7 +9,6 @@ and retries. Used only when ``store.blocking_ready()``.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from ..exceptions import DynamoDBError
@@ -68,7 +67,7 @@ class CallerPath:
         if first is not None:
             runtime.run(self.acquirer.acquire(first))
         else:
-            self.renewer.defer(runtime.loop)
+            self.renewer.defer(runtime)
 
     def release(self, runtime: Runtime) -> None:
         """Release for a sync caller, blocking; the delete goes out from this thread.
@@ -136,6 +135,8 @@ class CallerPath:
 
     def abandon_first(self) -> None:
         """On the runtime loop, after an interrupt cut :meth:`acquire_blocking` short."""
+        import asyncio
+
         core = self.core
         late = self._take_late()
         core._move(Event.CANCEL)

@@ -7,9 +7,11 @@ and move time by hand, so a 30-second lease is driven in milliseconds.
 
 from __future__ import annotations
 
-import asyncio
 import time
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 class Clock(Protocol):
@@ -36,6 +38,8 @@ class SystemClock:
 
     async def sleep(self, delay: float) -> None:
         """Sleep on the event loop's timer."""
+        import asyncio
+
         await asyncio.sleep(max(0.0, delay))
 
 
@@ -44,6 +48,8 @@ SYSTEM_CLOCK = SystemClock()
 
 async def sleep_or_wake(clock: Clock, delay: float, wakes: list[asyncio.Future[None]]) -> None:
     """Sleep ``delay`` clock seconds, returning early when any of ``wakes`` resolves."""
+    import asyncio
+
     if not wakes:
         await clock.sleep(delay)
         return

@@ -16,11 +16,14 @@ cadence, since the release itself will wake them.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 from .protocol import OBSERVATION_CAPACITY
+
+if TYPE_CHECKING:
+    import asyncio
 
 Identity = tuple[str, str, int]
 Resource = tuple[str, str]
@@ -73,6 +76,8 @@ class Observations:
 
         Must be called on the runtime loop, like :meth:`released`.
         """
+        import asyncio
+
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.setdefault(resource, []).append(future)
         return future

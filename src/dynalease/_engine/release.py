@@ -8,10 +8,10 @@ given up (a late create or takeover): :meth:`Releaser.cleanup_late`.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..exceptions import DynamoDBError, LockLost, LockReleaseError
 from . import protocol as p
@@ -19,6 +19,9 @@ from .base import DEADLINE_PASSED, LeaseCore, logged_key
 from .renew import Renewer
 from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
 from .states import Event, State
+
+if TYPE_CHECKING:
+    import asyncio
 
 log = logging.getLogger("dynalease")
 
@@ -41,7 +44,8 @@ class Releaser:
         self.requests = requests
         self.renewer = renewer
         self._written = written
-        self._cleaning = asyncio.Lock()
+        #: One clean-up at a time (made on the loop, at the first: most guards never need it).
+        self._cleaning: asyncio.Lock | None = None
 
     def begin(self) -> float | None:
         """Enter RELEASING; the cleanup deadline, or None when there is nothing to release."""
@@ -234,7 +238,11 @@ class Releaser:
         Every row it may have written: a semaphore guard's permits tried, one
         sweep at a time.
         """
+        import asyncio
+
         core = self.core
+        if self._cleaning is None:
+            self._cleaning = asyncio.Lock()
         async with self._cleaning:
             for key in (core.key,) if core.multi else self._written():
                 deadline = core.clock.monotonic() + p.cleanup_budget(core.lease_s)

@@ -15,11 +15,10 @@ costs no task at all. That is so whichever clock the lease runs on.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _tracing
 from ..exceptions import DynamoDBError
@@ -29,6 +28,11 @@ from .clock import Stamp
 from .requests import EPSILON_S, BudgetSpent, OutcomeUnknown, Requests
 from .scheduling import ValidityWatch, deferred_renewals
 from .states import State
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from .runtime import Runtime
 
 log = logging.getLogger("dynalease")
 
@@ -52,12 +56,17 @@ class Renewer:
         """The lease's state (what the shared watches look at)."""
         return self.core.state
 
-    def defer(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Start renewing on ``loop`` when the first renewal is due (from any thread)."""
-        deferred_renewals(loop, self.core.clock).add(self)
+    def defer(self, owner: Runtime | asyncio.AbstractEventLoop) -> None:
+        """Start renewing when the first renewal is due (from any thread).
+
+        ``owner``: the runtime, whose loop then starts only if needed, or the running loop.
+        """
+        deferred_renewals(owner, self.core.clock).add(self)
 
     def start_renewing(self) -> None:
         """Start the renewal task (on the runtime loop) unless released meanwhile."""
+        import asyncio
+
         if self.core.state is State.HELD and self.task is None and not self._stopped:
             self.task = asyncio.ensure_future(self._run())
 

@@ -10,11 +10,10 @@ a guard that gave up: its row is deleted instead.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..exceptions import DynamoDBError, RequestFailedError, ThrottledError
 from . import protocol as p
@@ -23,6 +22,9 @@ from .pacing import first_pause, jittered, next_pause
 from .shapes import reply_of
 from .states import State
 from .store import ConditionFailed, Limit, Reply, TimedOut
+
+if TYPE_CHECKING:
+    import asyncio
 
 Item = dict[str, Any]
 
@@ -105,6 +107,8 @@ class Requests:
         when the request was definitely not applied. ``make(limit)`` makes the
         request.
         """
+        import asyncio
+
         core = self.core
         timeout = p.request_timeout(core.lease_s, deadline - core.clock.monotonic())
         if timeout <= 0:
@@ -138,6 +142,8 @@ class Requests:
         It was sent and counted there; ``first.late`` is still open when its
         answer had not arrived, and may yet say that it was applied.
         """
+        import asyncio
+
         if first.late is not None:
             finished = self.core.store.finish_late(first.operation, first.late)
             self.watch_late(asyncio.ensure_future(finished))
@@ -190,6 +196,8 @@ class Requests:
     def _late_reply(
         self, kind: str, late: list[Awaitable[dict[str, Any]]]
     ) -> asyncio.Future[Reply]:
+        import asyncio
+
         async def reply() -> Reply:
             return reply_of("GetItem" if kind == "read" else "write", await late[0])
 

@@ -4,6 +4,14 @@ Sync callers block on it (waiting on a future releases the GIL); async callers
 await it from whatever event loop they run. Renewal therefore continues while
 user code, or the user's event loop, is stuck.
 
+The loop starts when something first needs it, not with the runtime: a sync
+hold whose lease ends before its first renewal (or validity sweep) is due sends
+its requests from the caller's thread and never needs it. Until then the
+runtime's thread only waits, and ``asyncio`` is not even imported: about 15 ms
+of a Lambda cold start (docs/benchmarks.md). So no module on that path imports
+``asyncio`` at import time; the functions that run on the loop import it where
+they use it (tests/unit/test_budgets.py checks both).
+
 After ``fork()`` the child has no runtime thread; anything created before the
 fork refuses to work there rather than hang. It finds out from :data:`generation`,
 which a fork hook bumps in the child: comparing it costs no system call, where
@@ -12,15 +20,19 @@ which a fork hook bumps in the child: comparing it costs no system call, where
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import contextlib
+import math
 import os
 import threading
+import time
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..exceptions import ForkedProcessError
+
+if TYPE_CHECKING:
+    import asyncio
 
 T = TypeVar("T")
 
@@ -35,26 +47,73 @@ generation = 0
 
 
 class Runtime:
-    """An event loop on a daemon thread, plus a pool for blocking transports."""
+    """An event loop on a daemon thread, started on first need, plus a pool for blocking work."""
 
     def __init__(self) -> None:
         self.generation = generation
-        self.loop = asyncio.new_event_loop()
         self.executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=BLOCKING_WORKERS, thread_name_prefix="dynalease-io"
         )
-        self.loop.set_default_executor(self.executor)
-        ready = threading.Event()
-        self.thread = threading.Thread(
-            target=self._run, args=(ready,), name="dynalease-runtime", daemon=True
-        )
+        self._loop: asyncio.AbstractEventLoop | None = None
+        #: Guards the three below; the thread waits on it until the loop must start.
+        self._starting = threading.Condition()
+        self._start_by = math.inf  # monotonic: when the loop must run at the latest
+        self._at_start: dict[Callable[[], object], None] = {}  # callbacks, in order, once each
+        self.thread = threading.Thread(target=self._run, name="dynalease-runtime", daemon=True)
         self.thread.start()
-        ready.wait()
 
-    def _run(self, ready: threading.Event) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.call_soon(ready.set)
-        self.loop.run_forever()
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The runtime's event loop, started now if it is not running yet."""
+        loop = self._loop
+        if loop is None:
+            with self._starting:
+                self._start_by = -math.inf
+                self._starting.notify()
+                while self._loop is None:
+                    self._starting.wait()
+                loop = self._loop
+        return loop
+
+    @property
+    def started(self) -> bool:
+        """Whether the event loop has been started."""
+        return self._loop is not None
+
+    def call_by(self, when: float, callback: Callable[[], object]) -> None:
+        """Run ``callback`` on the loop soon, starting the loop by monotonic ``when`` at the latest.
+
+        With the loop running, the callback is simply scheduled; before, it
+        waits (with any others) until the loop starts, which is at ``when``
+        unless something needs the loop sooner. Any thread.
+        """
+        self.check()
+        with self._starting:
+            loop = self._loop
+            if loop is None:
+                self._at_start[callback] = None
+                if when < self._start_by:
+                    self._start_by = when
+                    self._starting.notify()
+                return
+        loop.call_soon_threadsafe(callback)
+
+    def _run(self) -> None:
+        with self._starting:
+            while (wait := self._start_by - time.monotonic()) > 0:
+                self._starting.wait(None if wait == math.inf else wait)
+        import asyncio
+
+        loop = asyncio.new_event_loop()
+        loop.set_default_executor(self.executor)
+        asyncio.set_event_loop(loop)
+        with self._starting:
+            self._loop = loop
+            waiting, self._at_start = list(self._at_start), {}
+            self._starting.notify_all()
+        for callback in waiting:
+            loop.call_soon(callback)
+        loop.run_forever()
 
     def check(self) -> None:
         """Refuse use from a forked child or from inside the runtime thread itself."""
@@ -67,6 +126,8 @@ class Runtime:
 
     def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Schedule a coroutine on the runtime loop."""
+        import asyncio
+
         self.check()
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
 
@@ -104,7 +165,10 @@ class Runtime:
         ``run_coroutine_threadsafe`` + ``wrap_future`` (about a fifth less CPU
         per round trip, paid twice by every async acquire and release).
         """
+        import asyncio
+
         self.check()
+        loop = self.loop
         caller = asyncio.get_running_loop()
         answer: asyncio.Future[T] = caller.create_future()
         task: asyncio.Task[T] | None = None
@@ -115,7 +179,7 @@ class Runtime:
             if cancelled and not shield:
                 coroutine.close()
                 return
-            task = self.loop.create_task(coroutine)
+            task = loop.create_task(coroutine)
             task.add_done_callback(finished)
 
         def finished(done: asyncio.Task[T]) -> None:
@@ -139,13 +203,13 @@ class Runtime:
             if task is not None:
                 task.cancel()
 
-        self.loop.call_soon_threadsafe(start)
+        loop.call_soon_threadsafe(start)
         try:
             return await answer
         except asyncio.CancelledError:
             if not shield:
                 cancelled = True  # read by ``start`` if it has not run yet
-                self.loop.call_soon_threadsafe(cancel)
+                loop.call_soon_threadsafe(cancel)
             raise
 
     def call_soon(self, callback: Callable[[], object]) -> None:

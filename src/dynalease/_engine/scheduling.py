@@ -8,16 +8,20 @@ start renewing or check its validity), so this module imports no lease code.
 
 from __future__ import annotations
 
-import asyncio
 import heapq
 import itertools
 import math
 import threading
 import weakref
-from typing import Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from .clock import SYSTEM_CLOCK, Clock
+from .runtime import Runtime
 from .states import State
+
+if TYPE_CHECKING:
+    import asyncio
 
 #: The lost signal is pushed at least this often while renewal waits, so a wall
 #: clock jump ends the lease promptly rather than at the next renewal. One watch
@@ -45,6 +49,11 @@ class Scheduled(Protocol):
         ...
 
 
+#: How deferred renewals reach their loop: run a callback there soon, and start
+#: the loop by a monotonic time at the latest (:meth:`.runtime.Runtime.call_by`).
+CallBy = Callable[[float, Callable[[], object]], None]
+
+
 class ValidityWatch:
     """Checks every held lease of one event loop and clock each WATCH_INTERVAL_S."""
 
@@ -56,6 +65,8 @@ class ValidityWatch:
     @classmethod
     def of(cls, clock: Clock) -> ValidityWatch:
         """The watch for ``clock`` on the running loop."""
+        import asyncio
+
         by_clock = _WATCHES.setdefault(asyncio.get_running_loop(), {})
         watch = by_clock.get(id(clock))
         if watch is None or watch.clock is not clock:
@@ -64,6 +75,8 @@ class ValidityWatch:
 
     def add(self, lease: Scheduled) -> None:
         """Watch ``lease`` (on the loop) until :meth:`discard`."""
+        import asyncio
+
         self.leases.add(lease)
         if self.task is None or self.task.done():
             self.task = asyncio.ensure_future(self._run())
@@ -95,8 +108,10 @@ class DeferredRenewals:
     Instead the lease waits here: one timer on the loop starts each renewal
     task when it is due, and checks every waiting lease's validity once per
     :data:`WATCH_INTERVAL_S` (as the validity watch does for running ones). A
-    lease released before its first renewal never gets a task. One per event
-    loop and clock: its timer sleeps on that clock.
+    lease released before its first renewal never gets a task, and one released
+    before the first wake-up never even starts the runtime's loop (its clock is
+    the system's: a clock of its own is slept on, so it needs the loop at once).
+    One per runtime and clock: its timer sleeps on that clock.
 
     Leases are held weakly: a released guard's lease is freed with its guard,
     not kept (with all it refers to, through the garbage collector's passes)
@@ -105,8 +120,8 @@ class DeferredRenewals:
     the guard's ``__del__`` schedules.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, clock: Clock = SYSTEM_CLOCK) -> None:
-        self.loop = loop
+    def __init__(self, call_by: CallBy, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.call_by = call_by
         self.clock = clock
         self._lock = threading.Lock()
         self._heap: list[tuple[float, int, weakref.ref[Scheduled]]] = []
@@ -126,12 +141,14 @@ class DeferredRenewals:
             if when >= self._wake_at:
                 return  # the loop looks before this lease needs it
             self._wake_at = when
-        self.loop.call_soon_threadsafe(self._schedule)
+        self.call_by(when if self.clock is SYSTEM_CLOCK else -math.inf, self._schedule)
 
     def __len__(self) -> int:
         return len(self._heap)
 
     def _schedule(self) -> None:
+        import asyncio
+
         with self._lock:
             wake_at = self._wake_at
         if self._timer is not None:
@@ -140,7 +157,7 @@ class DeferredRenewals:
             self._timer.cancel()
         self._timer, self._timer_at = None, wake_at
         if wake_at != math.inf:
-            self._timer = self.loop.create_task(self._sleep_until(wake_at))
+            self._timer = asyncio.get_running_loop().create_task(self._sleep_until(wake_at))
 
     async def _sleep_until(self, wake_at: float) -> None:
         await self.clock.sleep(wake_at - self.clock.monotonic())
@@ -181,19 +198,33 @@ class DeferredRenewals:
         self._schedule()
 
 
-_DEFERRED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, DeferredRenewals]] = (
-    weakref.WeakKeyDictionary()
-)
+_DEFERRED: weakref.WeakKeyDictionary[
+    Runtime | asyncio.AbstractEventLoop, dict[int, DeferredRenewals]
+] = weakref.WeakKeyDictionary()
 _DEFERRED_LOCK = threading.Lock()
 
 
 def deferred_renewals(
-    loop: asyncio.AbstractEventLoop, clock: Clock = SYSTEM_CLOCK
+    owner: Runtime | asyncio.AbstractEventLoop, clock: Clock = SYSTEM_CLOCK
 ) -> DeferredRenewals:
-    """The :class:`DeferredRenewals` of ``loop`` and ``clock`` (any thread)."""
+    """The :class:`DeferredRenewals` of ``owner`` and ``clock`` (any thread).
+
+    ``owner`` is the runtime, for a sync caller's hold (its loop starts only
+    when a lease needs it), or the running loop of an async acquisition.
+    """
     with _DEFERRED_LOCK:
-        by_clock = _DEFERRED.setdefault(loop, {})
+        by_clock = _DEFERRED.setdefault(owner, {})
         deferred = by_clock.get(id(clock))
         if deferred is None or deferred.clock is not clock:
-            deferred = by_clock[id(clock)] = DeferredRenewals(loop, clock)
+            call_by = owner.call_by if isinstance(owner, Runtime) else _at_once(owner)
+            deferred = by_clock[id(clock)] = DeferredRenewals(call_by, clock)
     return deferred
+
+
+def _at_once(loop: asyncio.AbstractEventLoop) -> CallBy:
+    """A running loop's :data:`CallBy`: it runs, so the callback is simply scheduled."""
+
+    def call_by(when: float, callback: Callable[[], object]) -> None:
+        loop.call_soon_threadsafe(callback)
+
+    return call_by

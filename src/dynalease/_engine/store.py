@@ -9,14 +9,16 @@ lean path; each implements the one :class:`Transport` interface.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..exceptions import RequestFailedError, TransactionCanceledException
 from . import shapes
 from .protocol import LockRow
 from .shapes import Item, Reply, reply_of, write_reply
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = [
     "ConditionFailed",
@@ -137,6 +139,8 @@ async def bounded(
     on_late: Callable[[Awaitable[dict[str, Any]]], object] | None,
 ) -> dict[str, Any]:
     """Await ``request`` as ``send_within`` does: at most ``timeout`` seconds, then ``on_late``."""
+    import asyncio
+
     if timeout is None or on_late is None:
         return await request
     task = asyncio.ensure_future(request)

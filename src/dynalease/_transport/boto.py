@@ -5,7 +5,6 @@ Its failures are mapped by :mod:`.errors`, as the lean path's are.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -76,6 +75,8 @@ class BotoTransport(LoopTransport):
 
     async def prepare(self) -> None:
         """Make the client (which may resolve credentials) on the blocking pool."""
+        import asyncio
+
         if self._client is None:
             try:
                 await asyncio.get_running_loop().run_in_executor(None, lambda: self.client)
@@ -99,6 +100,8 @@ class BotoTransport(LoopTransport):
 
     async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one request from the runtime loop, on its blocking pool."""
+        import asyncio
+
         # botocore's own instrumentation makes the request's span, in the caller's context
         call = _tracing.carried(self.call)
         return await asyncio.get_running_loop().run_in_executor(None, call, operation, params)

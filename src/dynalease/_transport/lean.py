@@ -25,7 +25,6 @@ Answers are read by :mod:`.codec`; they and failures are mapped by
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import logging
 import os
@@ -36,6 +35,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import asyncio
+
     from botocore.client import BaseClient
 
 from .. import _tracing
@@ -137,6 +138,8 @@ class LeanTransport:
         # Making the client may resolve credentials (a metadata-service call), and
         # reading its route signs a request: off the loop, and once for all the
         # requests that arrive before it is made.
+        import asyncio
+
         if self._prepared or self.direct_route() is not None:
             return  # chosen, or everything is known without botocore
         making = self._making
@@ -198,6 +201,8 @@ class LeanTransport:
         an awaitable of its answer and :class:`TimedOut` (or the cancellation)
         is raised. Without a timeout, as :meth:`send`.
         """
+        import asyncio
+
         if not self._prepared:
             try:
                 await self._prepare()
@@ -213,7 +218,10 @@ class LeanTransport:
         return await bounded(exchange, timeout, on_late)
 
     def blocking_ready(self) -> bool:
-        """True when :meth:`send_blocking` can send (the lean path was chosen)."""
+        """True when :meth:`send_blocking` can send: the lean path was chosen, or the
+        settings alone give its route (then the first request needs no event loop)."""
+        if not self._prepared:
+            self.direct_route()
         return self._prepared and self._route is not None
 
     def send_blocking(
@@ -251,6 +259,8 @@ class LeanTransport:
     async def finish_late(self, operation: str, late: Any) -> dict[str, Any]:
         """The answer to a request handed to ``on_late``: a future of the pool's, or
         the awaitable :meth:`send_within` handed over."""
+        import asyncio
+
         if isinstance(late, concurrent.futures.Future):
             late = asyncio.wrap_future(late)
         answer: dict[str, Any] = await late

@@ -21,7 +21,7 @@ import pytest
 from support.lease_harness import Fault, Harness, lost_answer, run
 
 from dynalease._engine import protocol as p
-from dynalease._engine.scheduling import DeferredRenewals
+from dynalease._engine.scheduling import deferred_renewals
 from dynalease._engine.states import State
 from dynalease.exceptions import LockLost, LockNotAcquired, ThrottledError
 
@@ -238,7 +238,7 @@ class _FakeLease:
 def test_deferred_renewals_start_when_due_and_skip_released_leases() -> None:
     async def scenario() -> None:
         loop = asyncio.get_running_loop()
-        deferred = DeferredRenewals(loop)
+        deferred = deferred_renewals(loop)
         posts = 0
         post = loop.call_soon_threadsafe
 
@@ -264,7 +264,7 @@ def test_deferred_renewals_start_when_due_and_skip_released_leases() -> None:
 
 def test_deferred_leases_are_checked_for_validity_every_watch_interval() -> None:
     async def scenario() -> None:
-        deferred = DeferredRenewals(asyncio.get_running_loop())
+        deferred = deferred_renewals(asyncio.get_running_loop())
         waiting = _FakeLease(math.inf)  # never due within the test
         deferred.add(waiting)  # type: ignore[arg-type]
         await asyncio.sleep(1.3)  # WATCH_INTERVAL_S is 1 s
@@ -278,7 +278,7 @@ def test_deferred_leases_are_checked_for_validity_every_watch_interval() -> None
 
 def test_deferred_renewals_do_not_keep_a_released_guards_lease_alive() -> None:
     async def scenario() -> None:
-        deferred = DeferredRenewals(asyncio.get_running_loop())
+        deferred = deferred_renewals(asyncio.get_running_loop())
         lease = _FakeLease(math.inf)
         deferred.add(lease)  # type: ignore[arg-type]
         freed = weakref.ref(lease)
@@ -314,7 +314,7 @@ def test_many_leases_due_one_after_another_are_still_swept_once_per_interval() -
     # 1,000 async guards acquired over a few seconds fall due one after another;
     # every start must not also re-check (and re-sort) every waiting lease.
     async def scenario() -> None:
-        deferred = DeferredRenewals(asyncio.get_running_loop())
+        deferred = deferred_renewals(asyncio.get_running_loop())
         now = time.monotonic()
         starting = [_FakeLease(now + 0.01 * i) for i in range(1, 51)]
         waiting = _FakeLease(math.inf)

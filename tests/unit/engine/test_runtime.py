@@ -1,14 +1,48 @@
-"""Runtime.run_async: an awaitable bridge from any event loop to the runtime's loop."""
+"""The runtime: its loop started on first need, and Runtime.run_async, an awaitable
+bridge from any event loop to the runtime's loop."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
 import threading
+import time
 
 import pytest
 
-from dynalease._engine.runtime import get_runtime
+from dynalease._engine.runtime import Runtime, get_runtime
+
+
+def test_the_loop_starts_by_the_earliest_time_asked_and_runs_every_waiting_callback() -> None:
+    runtime = Runtime()  # a runtime of its own: the process's may have started already
+    ran: list[tuple[str, str]] = []
+    done = threading.Event()
+
+    def note(name: str) -> None:
+        ran.append((name, threading.current_thread().name))
+        if len(ran) == 2:
+            done.set()
+
+    start = time.monotonic()
+    runtime.call_by(start + 30.0, lambda: note("late"))
+    runtime.call_by(start + 0.2, lambda: note("soon"))
+    assert not runtime.started
+    assert done.wait(10)
+    assert time.monotonic() - start >= 0.2
+    assert runtime.started
+    assert ran == [("late", runtime.thread.name), ("soon", runtime.thread.name)]
+
+
+def test_asking_for_the_loop_starts_it_at_once() -> None:
+    runtime = Runtime()
+    assert not runtime.started
+    loop = runtime.loop
+    assert runtime.started
+    ran = threading.Event()
+    runtime.call_by(time.monotonic() + 30.0, ran.set)  # running: scheduled, not kept
+    assert ran.wait(10)
+    assert runtime.submit(asyncio.sleep(0, "answer")).result(10) == "answer"
+    assert loop.is_running()
 
 
 def test_the_result_comes_back_and_the_coroutine_ran_on_the_runtime_thread() -> None:
