@@ -55,10 +55,8 @@ def check_table_name(table: object, *, parameter: str = "table") -> str:
 
 
 def load_request_path() -> None:
-    """Import what a client's first request imports (``http.client``, the lean transport
-    and the runtime's pool), making nothing: for callers whose start-up runs ahead of use."""
-    import concurrent.futures.thread  # noqa: F401
-
+    """Import what a client's first request imports (``http.client``, the lean transport),
+    making nothing: for callers whose start-up runs ahead of use."""
     from ._transport import factory, items  # noqa: F401
 
 

@@ -47,20 +47,28 @@ generation = 0
 
 
 class Runtime:
-    """An event loop on a daemon thread, started on first need, plus a pool for blocking work."""
+    """An event loop on a daemon thread and a pool for blocking work, each made on first need."""
 
     def __init__(self) -> None:
         self.generation = generation
-        self.executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=BLOCKING_WORKERS, thread_name_prefix="dynalease-io"
-        )
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        #: Guards the three below; the thread waits on it until the loop must start.
+        #: Guards the four above and below; the thread waits on it until the loop must start.
         self._starting = threading.Condition()
         self._start_by = math.inf  # monotonic: when the loop must run at the latest
         self._at_start: dict[Callable[[], object], None] = {}  # callbacks, in order, once each
         self.thread = threading.Thread(target=self._run, name="dynalease-runtime", daemon=True)
         self.thread.start()
+
+    @property
+    def executor(self) -> concurrent.futures.ThreadPoolExecutor:
+        """The bounded pool for blocking work (and the loop's default executor)."""
+        with self._starting:
+            if self._executor is None:
+                self._executor = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=BLOCKING_WORKERS, thread_name_prefix="dynalease-io"
+                )
+            return self._executor
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:

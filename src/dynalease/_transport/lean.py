@@ -244,9 +244,9 @@ class LeanTransport:
         assert route is not None, "send_blocking before the lean path was chosen"
         if operation not in _MAY_LEAVE_A_ROW:
             return _exchange(route, operation, params, timeout)
-        pool = get_runtime().executor
 
         def read_late(rest: Callable[[], Answer]) -> None:
+            pool = get_runtime().executor  # made now if this is its first use
             on_late(pool.submit(_late_answer, route, operation, rest))
 
         return _exchange(route, operation, params, timeout, read_late)
