@@ -165,7 +165,10 @@ def test_a_lean_lock_cycle_without_proxy_variables_imports_no_urllib3_and_no_url
 
 
 _LOOP_STARTED = """
+import time
 from dynalease._engine.runtime import get_runtime
+from dynalease._engine.scheduling import WATCH_INTERVAL_S
+time.sleep(WATCH_INTERVAL_S + 0.3)  # past the wake-up the hold asked for
 assert not get_runtime().started
 """
 
@@ -175,7 +178,8 @@ def test_a_sync_hold_ended_before_its_first_renewal_imports_no_asyncio(
 ) -> None:
     """The runtime's event loop starts only when a lease needs it, so a short sync
     hold (a Lambda invoke's) never imports ``asyncio``: both requests go from the
-    caller's thread, and the runtime's thread only waits. Its pool is not made either."""
+    caller's thread, and the runtime's thread only waits, also past the wake-up the
+    hold asked for (it has ended by then). Its pool is not made either."""
     table = fresh_lock_table(client, "budget")
     statement = _TRACED_CYCLE.format(endpoint=endpoint, table=table) + _LOOP_STARTED
     loaded = _loaded_after(statement)

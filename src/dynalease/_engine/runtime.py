@@ -56,7 +56,8 @@ class Runtime:
         #: Guards the four above and below; the thread waits on it until the loop must start.
         self._starting = threading.Condition()
         self._start_by = math.inf  # monotonic: when the loop must run at the latest
-        self._at_start: dict[Callable[[], object], None] = {}  # callbacks, in order, once each
+        #: Callbacks waiting for the loop, in order, once each, with their ``still_needed``.
+        self._at_start: dict[Callable[[], object], Callable[[], bool]] = {}
         self.thread = threading.Thread(target=self._run, name="dynalease-runtime", daemon=True)
         self.thread.start()
 
@@ -88,18 +89,23 @@ class Runtime:
         """Whether the event loop has been started."""
         return self._loop is not None
 
-    def call_by(self, when: float, callback: Callable[[], object]) -> None:
+    def call_by(
+        self, when: float, callback: Callable[[], object], still_needed: Callable[[], bool]
+    ) -> None:
         """Run ``callback`` on the loop soon, starting the loop by monotonic ``when`` at the latest.
 
         With the loop running, the callback is simply scheduled; before, it
         waits (with any others) until the loop starts, which is at ``when``
-        unless something needs the loop sooner. Any thread.
+        unless something needs the loop sooner. Then ``still_needed()`` is asked
+        first (on the runtime's thread): when no waiting callback still needs
+        the loop (the leases they were for have ended), it does not start, and
+        they are dropped. Any thread.
         """
         self.check()
         with self._starting:
             loop = self._loop
             if loop is None:
-                self._at_start[callback] = None
+                self._at_start[callback] = still_needed
                 if when < self._start_by:
                     self._start_by = when
                     self._starting.notify()
@@ -108,7 +114,8 @@ class Runtime:
 
     def _run(self) -> None:
         with self._starting:
-            while (wait := self._start_by - time.monotonic()) > 0:
+            while not self._must_start():
+                wait = self._start_by - time.monotonic()
                 self._starting.wait(None if wait == math.inf else wait)
         import asyncio
 
@@ -122,6 +129,17 @@ class Runtime:
         for callback in waiting:
             loop.call_soon(callback)
         loop.run_forever()
+
+    def _must_start(self) -> bool:
+        """Whether the loop must start now (with ``_starting`` held, on the runtime's thread)."""
+        if self._start_by == -math.inf:
+            return True  # asked for the loop itself
+        if self._start_by > time.monotonic():
+            return False
+        if any(still_needed() for still_needed in self._at_start.values()):
+            return True
+        self._start_by, self._at_start = math.inf, {}  # what asked has ended meanwhile
+        return False
 
     def check(self) -> None:
         """Refuse use from a forked child or from inside the runtime thread itself."""

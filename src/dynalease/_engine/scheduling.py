@@ -14,7 +14,7 @@ import math
 import threading
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeGuard
 
 from .clock import SYSTEM_CLOCK, Clock
 from .runtime import Runtime
@@ -50,8 +50,9 @@ class Scheduled(Protocol):
 
 
 #: How deferred renewals reach their loop: run a callback there soon, and start
-#: the loop by a monotonic time at the latest (:meth:`.runtime.Runtime.call_by`).
-CallBy = Callable[[float, Callable[[], object]], None]
+#: the loop by a monotonic time at the latest unless nothing still needs it then
+#: (:meth:`.runtime.Runtime.call_by`).
+CallBy = Callable[[float, Callable[[], object], Callable[[], bool]], None]
 
 
 class ValidityWatch:
@@ -141,10 +142,25 @@ class DeferredRenewals:
             if when >= self._wake_at:
                 return  # the loop looks before this lease needs it
             self._wake_at = when
-        self.call_by(when if self.clock is SYSTEM_CLOCK else -math.inf, self._schedule)
+        self.call_by(
+            when if self.clock is SYSTEM_CLOCK else -math.inf, self._schedule, self._waiting
+        )
 
     def __len__(self) -> int:
         return len(self._heap)
+
+    def _waiting(self) -> bool:
+        """Whether a held lease still waits here; forgets the others (any thread).
+
+        When none does, nothing is due: the next :meth:`add` asks for a wake-up again.
+        """
+        with self._lock:
+            kept = [entry for entry in self._heap if _held(entry[2]())]
+            heapq.heapify(kept)
+            self._heap = kept
+            if not kept:
+                self._wake_at = math.inf
+            return bool(kept)
 
     def _schedule(self) -> None:
         import asyncio
@@ -182,7 +198,7 @@ class DeferredRenewals:
                 kept = []
                 for entry in heap:
                     lease = entry[2]()
-                    if lease is not None and lease.state is State.HELD:
+                    if _held(lease):
                         kept.append(entry)
                         waiting.append(lease)
                 heapq.heapify(kept)
@@ -224,7 +240,14 @@ def deferred_renewals(
 def _at_once(loop: asyncio.AbstractEventLoop) -> CallBy:
     """A running loop's :data:`CallBy`: it runs, so the callback is simply scheduled."""
 
-    def call_by(when: float, callback: Callable[[], object]) -> None:
+    def call_by(
+        when: float, callback: Callable[[], object], still_needed: Callable[[], bool]
+    ) -> None:
         loop.call_soon_threadsafe(callback)
 
     return call_by
+
+
+def _held(lease: Scheduled | None) -> TypeGuard[Scheduled]:
+    """Whether ``lease`` (a weak reference's target) is still there and held."""
+    return lease is not None and lease.state is State.HELD

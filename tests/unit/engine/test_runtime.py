@@ -13,6 +13,10 @@ import pytest
 from dynalease._engine.runtime import Runtime, get_runtime
 
 
+def _needed() -> bool:
+    return True
+
+
 def test_the_loop_starts_by_the_earliest_time_asked_and_runs_every_waiting_callback() -> None:
     runtime = Runtime()  # a runtime of its own: the process's may have started already
     ran: list[tuple[str, str]] = []
@@ -24,13 +28,33 @@ def test_the_loop_starts_by_the_earliest_time_asked_and_runs_every_waiting_callb
             done.set()
 
     start = time.monotonic()
-    runtime.call_by(start + 30.0, lambda: note("late"))
-    runtime.call_by(start + 0.2, lambda: note("soon"))
+    runtime.call_by(start + 30.0, lambda: note("late"), _needed)
+    runtime.call_by(start + 0.2, lambda: note("soon"), _needed)
     assert not runtime.started
     assert done.wait(10)
     assert time.monotonic() - start >= 0.2
     assert runtime.started
     assert ran == [("late", runtime.thread.name), ("soon", runtime.thread.name)]
+
+
+def test_the_loop_does_not_start_for_callbacks_nothing_needs_any_more() -> None:
+    # A lease released before its first wake-up: at that time the loop is not started
+    # (no asyncio import behind the caller's back); a later need still starts it.
+    runtime = Runtime()
+    asked = threading.Event()
+    ran = threading.Event()
+
+    def ended() -> bool:
+        asked.set()
+        return False
+
+    runtime.call_by(time.monotonic() + 0.1, ran.set, ended)
+    assert asked.wait(10)
+    time.sleep(0.2)
+    assert not runtime.started and not ran.is_set()
+    runtime.call_by(time.monotonic() + 0.1, ran.set, _needed)
+    assert ran.wait(10)
+    assert runtime.started
 
 
 def test_asking_for_the_loop_starts_it_at_once() -> None:
@@ -39,7 +63,7 @@ def test_asking_for_the_loop_starts_it_at_once() -> None:
     loop = runtime.loop
     assert runtime.started
     ran = threading.Event()
-    runtime.call_by(time.monotonic() + 30.0, ran.set)  # running: scheduled, not kept
+    runtime.call_by(time.monotonic() + 30.0, ran.set, _needed)  # running: scheduled, not kept
     assert ran.wait(10)
     assert runtime.submit(asyncio.sleep(0, "answer")).result(10) == "answer"
     assert loop.is_running()
