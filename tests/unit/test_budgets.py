@@ -164,11 +164,16 @@ def test_a_lean_lock_cycle_without_proxy_variables_imports_no_urllib3_and_no_url
     assert "urllib.request" in loaded["modules"]  # type: ignore[operator]
 
 
-_LOOP_STARTED = """
+_SHORT_HOLD = """
 import time
+from dynalease import DynamoDBClient, SyncDistributedLock
 from dynalease._engine.runtime import get_runtime
 from dynalease._engine.scheduling import WATCH_INTERVAL_S
-time.sleep(WATCH_INTERVAL_S + 0.3)  # past the wake-up the hold asked for
+client = DynamoDBClient(region="us-east-1", endpoint_url={endpoint!r}, transport="lean")
+with SyncDistributedLock(client, table={table!r}, key="budget") as guard:
+    time.sleep(WATCH_INTERVAL_S + 0.3)  # its validity is checked once meanwhile
+assert guard.metrics.write_requests == 2
+time.sleep(WATCH_INTERVAL_S)  # past the next wake-up the hold asked for
 assert not get_runtime().started
 """
 
@@ -176,13 +181,13 @@ assert not get_runtime().started
 def test_a_sync_hold_ended_before_its_first_renewal_imports_no_asyncio(
     client: DynamoDBClient, endpoint: str
 ) -> None:
-    """The runtime's event loop starts only when a lease needs it, so a short sync
-    hold (a Lambda invoke's) never imports ``asyncio``: both requests go from the
-    caller's thread, and the runtime's thread only waits, also past the wake-up the
+    """The runtime's event loop starts only when a lease needs it, so a sync hold
+    that ends before its first renewal (a Lambda invoke's) never imports ``asyncio``:
+    both requests go from the caller's thread, the runtime's thread checks the
+    lease's validity each second and otherwise waits, also past the wake-up the
     hold asked for (it has ended by then). Its pool is not made either."""
     table = fresh_lock_table(client, "budget")
-    statement = _TRACED_CYCLE.format(endpoint=endpoint, table=table) + _LOOP_STARTED
-    loaded = _loaded_after(statement)
+    loaded = _loaded_after(_SHORT_HOLD.format(endpoint=endpoint, table=table))
     unwanted = ["asyncio", "concurrent.futures.thread"]
     assert [m for m in unwanted if m in loaded["modules"]] == []  # type: ignore[operator]
     assert loaded["threads"] == 2  # the main thread and the runtime's, waiting

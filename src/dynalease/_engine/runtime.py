@@ -56,8 +56,8 @@ class Runtime:
         #: Guards the four above and below; the thread waits on it until the loop must start.
         self._starting = threading.Condition()
         self._start_by = math.inf  # monotonic: when the loop must run at the latest
-        #: Callbacks waiting for the loop, in order, once each, with their ``still_needed``.
-        self._at_start: dict[Callable[[], object], Callable[[], bool]] = {}
+        #: Callbacks waiting for the loop, in order, once each, with their ``needed_at``.
+        self._at_start: dict[Callable[[], object], Callable[[], float]] = {}
         self.thread = threading.Thread(target=self._run, name="dynalease-runtime", daemon=True)
         self.thread.start()
 
@@ -90,22 +90,22 @@ class Runtime:
         return self._loop is not None
 
     def call_by(
-        self, when: float, callback: Callable[[], object], still_needed: Callable[[], bool]
+        self, when: float, callback: Callable[[], object], needed_at: Callable[[], float]
     ) -> None:
         """Run ``callback`` on the loop soon, starting the loop by monotonic ``when`` at the latest.
 
         With the loop running, the callback is simply scheduled; before, it
-        waits (with any others) until the loop starts, which is at ``when``
-        unless something needs the loop sooner. Then ``still_needed()`` is asked
-        first (on the runtime's thread): when no waiting callback still needs
-        the loop (the leases they were for have ended), it does not start, and
-        they are dropped. Any thread.
+        waits (with any others) until the loop starts. At ``when`` the runtime's
+        thread asks ``needed_at()`` (the monotonic time the loop is needed by)
+        first: now or earlier starts the loop; later, it asks again then;
+        ``math.inf`` (the leases it was for have ended) drops the callback, and
+        with no callback left the loop does not start. Any thread.
         """
         self.check()
         with self._starting:
             loop = self._loop
             if loop is None:
-                self._at_start[callback] = still_needed
+                self._at_start[callback] = needed_at
                 if when < self._start_by:
                     self._start_by = when
                     self._starting.notify()
@@ -131,14 +131,26 @@ class Runtime:
         loop.run_forever()
 
     def _must_start(self) -> bool:
-        """Whether the loop must start now (with ``_starting`` held, on the runtime's thread)."""
+        """Whether the loop must start now, else when to look again (``_start_by``).
+
+        With ``_starting`` held, on the runtime's thread: what ``needed_at`` does
+        there (a validity check that marks a lease lost) never calls the runtime.
+        """
         if self._start_by == -math.inf:
             return True  # asked for the loop itself
-        if self._start_by > time.monotonic():
+        now = time.monotonic()
+        if self._start_by > now:
             return False
-        if any(still_needed() for still_needed in self._at_start.values()):
+        try:
+            needed = {callback: needed_at() for callback, needed_at in self._at_start.items()}
+        except Exception:  # never leave the loop unstarted for that: starting it is always safe
             return True
-        self._start_by, self._at_start = math.inf, {}  # what asked has ended meanwhile
+        if any(at <= now for at in needed.values()):
+            return True
+        for callback, at in needed.items():
+            if at == math.inf:  # what it was for has ended
+                del self._at_start[callback]
+        self._start_by = min(needed.values(), default=math.inf)
         return False
 
     def check(self) -> None:

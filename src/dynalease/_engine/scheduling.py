@@ -50,9 +50,9 @@ class Scheduled(Protocol):
 
 
 #: How deferred renewals reach their loop: run a callback there soon, and start
-#: the loop by a monotonic time at the latest unless nothing still needs it then
-#: (:meth:`.runtime.Runtime.call_by`).
-CallBy = Callable[[float, Callable[[], object], Callable[[], bool]], None]
+#: the loop by a monotonic time at the latest, unless asked then it says it needs
+#: the loop later or no longer (:meth:`.runtime.Runtime.call_by`).
+CallBy = Callable[[float, Callable[[], object], Callable[[], float]], None]
 
 
 class ValidityWatch:
@@ -109,10 +109,12 @@ class DeferredRenewals:
     Instead the lease waits here: one timer on the loop starts each renewal
     task when it is due, and checks every waiting lease's validity once per
     :data:`WATCH_INTERVAL_S` (as the validity watch does for running ones). A
-    lease released before its first renewal never gets a task, and one released
-    before the first wake-up never even starts the runtime's loop (its clock is
-    the system's: a clock of its own is slept on, so it needs the loop at once).
-    One per runtime and clock: its timer sleeps on that clock.
+    lease released before its first renewal never gets a task. Until one is
+    due the runtime's loop need not even run: the runtime's thread makes the
+    validity checks (:meth:`_loop_needed_at`), so a sync hold that ends before
+    its first renewal never starts the loop (with the system's clock: a clock of
+    its own is slept on, so it needs the loop at once). One per runtime and
+    clock: its timer sleeps on that clock.
 
     Leases are held weakly: a released guard's lease is freed with its guard,
     not kept (with all it refers to, through the garbage collector's passes)
@@ -143,24 +145,39 @@ class DeferredRenewals:
                 return  # the loop looks before this lease needs it
             self._wake_at = when
         self.call_by(
-            when if self.clock is SYSTEM_CLOCK else -math.inf, self._schedule, self._waiting
+            when if self.clock is SYSTEM_CLOCK else -math.inf, self._schedule, self._loop_needed_at
         )
 
     def __len__(self) -> int:
         return len(self._heap)
 
-    def _waiting(self) -> bool:
-        """Whether a held lease still waits here; forgets the others (any thread).
+    def _loop_needed_at(self) -> float:
+        """Before the loop runs (on the runtime's thread): when a waiting lease needs it.
 
-        When none does, nothing is due: the next :meth:`add` asks for a wake-up again.
+        Forgets the leases no longer held, and checks the others' validity when
+        a sweep is due, as :meth:`_tick` does on the loop. Returns the time the
+        first renewal falls due once it has (the loop must start), else when to
+        look again (the next sweep or that renewal), or ``math.inf`` when no
+        lease waits (the next :meth:`add` asks for a wake-up again).
         """
+        now = self.clock.monotonic()
+        waiting: list[Scheduled] = []
         with self._lock:
-            kept = [entry for entry in self._heap if _held(entry[2]())]
-            heapq.heapify(kept)
-            self._heap = kept
-            if not kept:
+            self._heap = [entry for entry in self._heap if _held(entry[2]())]
+            heapq.heapify(self._heap)
+            if not self._heap:
                 self._wake_at = math.inf
-            return bool(kept)
+                return math.inf
+            if now >= self._next_sweep:
+                self._next_sweep = now + WATCH_INTERVAL_S
+                waiting = [lease for entry in self._heap if _held(lease := entry[2]())]
+            due = self._heap[0][0]
+            self._wake_at = min(due, self._next_sweep)
+            wake_at = self._wake_at
+        wall = self.clock.wall()
+        for lease in waiting:
+            lease.check_validity(now, wall)
+        return due if due <= now else wake_at
 
     def _schedule(self) -> None:
         import asyncio
@@ -241,7 +258,7 @@ def _at_once(loop: asyncio.AbstractEventLoop) -> CallBy:
     """A running loop's :data:`CallBy`: it runs, so the callback is simply scheduled."""
 
     def call_by(
-        when: float, callback: Callable[[], object], still_needed: Callable[[], bool]
+        when: float, callback: Callable[[], object], needed_at: Callable[[], float]
     ) -> None:
         loop.call_soon_threadsafe(callback)
 

@@ -21,6 +21,7 @@ import pytest
 from support.lease_harness import Fault, Harness, lost_answer, run
 
 from dynalease._engine import protocol as p
+from dynalease._engine.runtime import Runtime
 from dynalease._engine.scheduling import deferred_renewals
 from dynalease._engine.states import State
 from dynalease.exceptions import LockLost, LockNotAcquired, ThrottledError
@@ -260,6 +261,22 @@ def test_deferred_renewals_start_when_due_and_skip_released_leases() -> None:
         assert len(deferred) == 0
 
     asyncio.run(scenario())
+
+
+def test_before_the_loop_runs_the_runtimes_thread_checks_waiting_leases_until_one_is_due() -> None:
+    # A sync hold of a few seconds: its validity is checked each second without the
+    # loop (no asyncio import); the loop starts when the first renewal falls due.
+    runtime = Runtime()  # a runtime of its own, its loop not started
+    deferred = deferred_renewals(runtime)
+    lease = _FakeLease(time.monotonic() + 1.6)
+    deferred.add(lease)  # type: ignore[arg-type]
+    time.sleep(1.3)  # one sweep (at 1 s), on the runtime's thread
+    assert lease.checks == 1 and not runtime.started
+    deadline = time.monotonic() + 10
+    while not lease.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert lease.started >= lease.due and runtime.started
+    assert len(deferred) == 0
 
 
 def test_deferred_leases_are_checked_for_validity_every_watch_interval() -> None:

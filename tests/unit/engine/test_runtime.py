@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import math
 import threading
 import time
 
@@ -13,8 +14,8 @@ import pytest
 from dynalease._engine.runtime import Runtime, get_runtime
 
 
-def _needed() -> bool:
-    return True
+def _needed() -> float:
+    return -math.inf  # now
 
 
 def test_the_loop_starts_by_the_earliest_time_asked_and_runs_every_waiting_callback() -> None:
@@ -44,9 +45,9 @@ def test_the_loop_does_not_start_for_callbacks_nothing_needs_any_more() -> None:
     asked = threading.Event()
     ran = threading.Event()
 
-    def ended() -> bool:
+    def ended() -> float:
         asked.set()
-        return False
+        return math.inf  # never: what it was for has ended
 
     runtime.call_by(time.monotonic() + 0.1, ran.set, ended)
     assert asked.wait(10)
@@ -55,6 +56,21 @@ def test_the_loop_does_not_start_for_callbacks_nothing_needs_any_more() -> None:
     runtime.call_by(time.monotonic() + 0.1, ran.set, _needed)
     assert ran.wait(10)
     assert runtime.started
+
+
+def test_the_loop_starts_when_a_callback_says_it_is_needed_later() -> None:
+    runtime = Runtime()
+    asked: list[float] = []
+    ran = threading.Event()
+    start = time.monotonic()
+
+    def later() -> float:
+        asked.append(time.monotonic())
+        return start + 0.3  # asked at 0.1 s: needed at 0.3 s, not now
+
+    runtime.call_by(start + 0.1, ran.set, later)
+    assert ran.wait(10)
+    assert len(asked) == 2 and asked[0] - start >= 0.1 and asked[1] - start >= 0.3
 
 
 def test_asking_for_the_loop_starts_it_at_once() -> None:
