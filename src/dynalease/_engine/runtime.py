@@ -78,7 +78,7 @@ class Runtime:
         if loop is None:
             with self._starting:
                 self._start_by = -math.inf
-                self._starting.notify()
+                self._starting.notify_all()  # the runtime's thread, whoever else waits
                 while self._loop is None:
                     self._starting.wait()
                 loop = self._loop
@@ -108,7 +108,7 @@ class Runtime:
                 self._at_start[callback] = needed_at
                 if when < self._start_by:
                     self._start_by = when
-                    self._starting.notify()
+                    self._starting.notify_all()
                 return
         loop.call_soon_threadsafe(callback)
 

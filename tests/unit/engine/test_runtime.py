@@ -73,6 +73,35 @@ def test_the_loop_starts_when_a_callback_says_it_is_needed_later() -> None:
     assert len(asked) == 2 and asked[0] - start >= 0.1 and asked[1] - start >= 0.3
 
 
+def _ask_at_once(runtime: Runtime) -> tuple[list[object], int]:
+    """Eight threads at once: half want the loop itself, half a callback of their own
+    by a time. Returns the loops they got and how many callbacks ran."""
+    loops: list[object] = []
+    ran = threading.Semaphore(0)
+
+    def want_loop() -> None:
+        loops.append(runtime.loop)
+
+    def want_callback() -> None:
+        runtime.call_by(time.monotonic() + 0.01, lambda: ran.release(), _needed)
+
+    threads = [threading.Thread(target=want_loop if n % 2 else want_callback) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert not any(thread.is_alive() for thread in threads)
+    return loops, sum(ran.acquire(timeout=10) for _ in range(4))
+
+
+def test_many_threads_asking_for_the_loop_at_once_all_get_it() -> None:
+    for _ in range(10):  # each leaves a runtime thread behind: enough to catch a lost wake-up
+        runtime = Runtime()
+        loops, callbacks = _ask_at_once(runtime)
+        assert callbacks == 4
+        assert len(loops) == 4 and all(loop is runtime.loop for loop in loops)
+
+
 def test_asking_for_the_loop_starts_it_at_once() -> None:
     runtime = Runtime()
     assert not runtime.started
