@@ -213,3 +213,37 @@ def test_a_sync_hold_starts_the_event_loop_when_its_first_renewal_is_due(
     table = fresh_lock_table(client, "budget")
     loaded = _loaded_after(_LONG_HOLD.format(endpoint=endpoint, table=table))
     assert "asyncio" in loaded["modules"]  # type: ignore[operator]
+
+
+_THREADS_OF_SHORT_HOLDS = """
+import threading, time
+from dynalease import DynamoDBClient, SyncDistributedLock
+from dynalease._engine.runtime import get_runtime
+client = DynamoDBClient(region="us-east-1", endpoint_url={endpoint!r}, transport="lean")
+writes = []
+
+def worker(n):
+    for i in range(30):
+        with SyncDistributedLock(client, table={table!r}, key=f"t{{n}}-{{i}}") as guard:
+            time.sleep(0.05)  # 30 holds take 1.5 s: across a validity sweep
+        writes.append(guard.metrics.write_requests)
+
+workers = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+for w in workers:
+    w.start()
+for w in workers:
+    w.join()
+assert writes == [2] * 240, writes
+assert not get_runtime().started
+"""
+
+
+def test_many_threads_of_short_sync_holds_never_start_the_event_loop(
+    client: DynamoDBClient, endpoint: str
+) -> None:
+    """As on Lambda Managed Instances: eight threads take and release locks at once
+    while the runtime's thread checks their validity; none needs the loop."""
+    table = fresh_lock_table(client, "budget")
+    loaded = _loaded_after(_THREADS_OF_SHORT_HOLDS.format(endpoint=endpoint, table=table))
+    assert "asyncio" not in loaded["modules"]  # type: ignore[operator]
+    assert loaded["threads"] == 2
