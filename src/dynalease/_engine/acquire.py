@@ -1,75 +1,25 @@
-"""Acquire: the one driver of a lock's and a semaphore's acquisitions.
+"""Acquire: getting a lock's or a semaphore's guard from NEW to HELD.
 
-The driver performs the actions :func:`.attempts.decide` chooses (create, take
-over, read, look at the rows, sleep) and records how each ended; a
-:class:`.targets.Target` says which rows it aims at (a lock's key, or a semaphore's
-permits: ``permits.py``) and how its pacing goes (``targets.py``). A create
-(``attribute_not_exists``) that fails shows the current row; the client's
-observation cache remembers when it first saw that (owner, version, lease_ms),
-and the row may be taken over only once it has stayed unchanged for its stored
-lease. Until then the acquirer waits, woken early when a holder in this process
-releases. Everything happens within the wait budget (a single attempt's network
-budget when ``wait_s == 0``).
-
-When the budget ends, the error says which of two things happened: DynamoDB
-answered at least one request (a reply, a failed condition, a read that found a
-row or none), so the lock was busy or the answers came too slowly, and that is
-:class:`LockNotAcquired`; or every request failed (connection errors, timeouts,
-5xx, throttling), which is an outage, :class:`LockUnavailable`.
-
-One outage ends early: when every request so far could not even connect (the
-endpoint refused the connection or its host name did not resolve) for
-``attempts.UNREACHABLE_S`` and ``UNREACHABLE_REQUESTS`` requests, the endpoint or Region
-is most likely wrong, and waiting out the whole budget only hides that. Any
-other failure (a timeout, a reset, 5xx, throttling) or any answer keeps the
-wait to its end, as a transient outage needs.
+The :class:`Acquirer` starts an acquisition (the caller's deadline, the journal,
+the budget) and ends it (HELD, or NOT_ACQUIRED or CANCELLED with a clean-up). In
+between, a sync caller's first create goes out from its own thread
+(``caller.py``); anything else runs on the runtime's loop through the driver
+(``driver.py``), which is imported only then.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..exceptions import (
-    DynamoDBError,
-    GuardReused,
-    MalformedLockRow,
-    RequestFailedError,
-    ThrottledError,
-)
+from ..exceptions import GuardReused
 from . import protocol as p
-from .attempts import (
-    UNREACHABLE_CODES,
-    Action,
-    Adopt,
-    Attempt,
-    Create,
-    Failed,
-    GiveUp,
-    Item,
-    Look,
-    Looked,
-    Outcome,
-    Read,
-    Seen,
-    Sleep,
-    Slept,
-    Spent,
-    TakeOver,
-    TakeOverAll,
-    decide,
-)
 from .base import LeaseCore, logged_key
-from .clock import Stamp, sleep_or_wake
 from .deadline import deadline_on
-from .pacing import Sighting, first_pause, next_pause
 from .renew import Renewer
-from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
+from .requests import FirstWrite, Requests
 from .states import Event, State
-from .targets import Target, give_up_error
-
-if TYPE_CHECKING:
-    import asyncio
+from .targets import Target
 
 __all__ = ["Acquirer"]
 
@@ -92,8 +42,6 @@ class Acquirer:
         self._cleanup = cleanup
         #: Every row this guard aimed a write at (for a cleanup after giving up).
         self.written = list(target.together or (target.first_key,))
-        #: The waiters registered when the rows were last looked at (see :meth:`_look`).
-        self._waiters: list[tuple[str, asyncio.Future[None]]] = []
 
     def begin(self) -> tuple[float, float, bool]:
         """Leave NEW; (start, deadline, single attempt) of this acquisition."""
@@ -124,6 +72,8 @@ class Acquirer:
         """
         import asyncio
 
+        from .driver import Driver
+
         core = self.core
         if first is None:
             start, deadline, single = self.begin()
@@ -134,10 +84,8 @@ class Acquirer:
             # the wait, but is not charged to the first request's timeout: a cold
             # client with a short budget would otherwise time out before it sent.
             await core.store.prepare()
-            pause = first_pause(core.lease_s)
-            began = core.clock.monotonic()  # after the transport's setup
-            attempt = Attempt(core.lease_s, deadline, single, began, core.key, pause, pause)
-            await self._drive(attempt, first)
+            driver = Driver(core, self.requests, self.target, self.written)
+            await driver.run(deadline, single, first)
         except asyncio.CancelledError:
             self.finish_unacquired(Event.CANCEL)
             raise
@@ -167,235 +115,3 @@ class Acquirer:
             core.background(self._cleanup())
         else:
             core.forget()
-
-    # --- the driver -------------------------------------------------------------
-
-    async def _drive(self, attempt: Attempt, first: FirstWrite | None) -> None:
-        """Perform what :func:`decide` says until a write wins or it gives up."""
-        action: Action = Create(attempt.key)
-        try:
-            while not isinstance(action, GiveUp):
-                if await self._perform(attempt, action, first):
-                    return
-                first = None  # the caller's first outcome is used once
-                action = decide(attempt, self.target.rules)
-        finally:
-            self._release_waiters(None)
-        raise give_up_error(self.core, self.target, attempt, action)
-
-    async def _perform(self, attempt: Attempt, action: Action, first: FirstWrite | None) -> bool:
-        """Do ``action``; True when the row is now ours, else its outcome is in ``attempt``."""
-        attempt.step = action
-        outcome: Outcome
-        try:
-            if self.core.multi and isinstance(action, Create | TakeOverAll):
-                observed = action.observed if isinstance(action, TakeOverAll) else {}
-                if await self._write_all(attempt, observed):
-                    return True
-                outcome = Seen({})  # nothing written: read every row next
-            elif isinstance(action, Create | TakeOver):
-                rows = await self._write(attempt, action, first)
-                if rows is None:
-                    return True
-                outcome = Seen(rows)
-            elif isinstance(action, Read):
-                outcome = Seen(
-                    self._free_as_none(await self.target.read(self.requests, attempt.deadline))
-                )
-                attempt.answered = True
-            elif isinstance(action, Look):
-                outcome = self._look(attempt, action.rows)
-            elif isinstance(action, Adopt):
-                self._aim(attempt, action.key)
-                stamp = self.core.ours(action.item)
-                assert stamp is not None
-                self._win(action.key, action.item[p.VERSION_ATTR]["S"], stamp, action.item)
-                return True
-            else:
-                assert isinstance(action, Sleep)
-                outcome = await self._sleep(attempt, action)
-        except BudgetSpent:
-            outcome = Spent()
-        except OutcomeUnknown as unknown:
-            attempt.last_error = unknown.cause or attempt.last_error
-            attempt.refused, attempt.now = -1, self.core.clock.monotonic()
-            outcome = Failed(unknown=True)
-        except (ThrottledError, RequestFailedError) as error:
-            attempt.last_error = error
-            refused = attempt.refused >= 0 and error.code in UNREACHABLE_CODES
-            attempt.refused = attempt.refused + 1 if refused else -1
-            attempt.now = self.core.clock.monotonic()
-            outcome = Failed(unknown=False)
-        attempt.outcome = outcome
-        return False
-
-    def _aim(self, attempt: Attempt, key: str) -> None:
-        """The next write goes to ``key``: the journal names its row before it is sent."""
-        if key != attempt.key:
-            self.core.journal_rows(key)
-        attempt.key = key
-        if key not in self.written:
-            self.written.append(key)
-
-    def _win(self, key: str, version: str, stamp: Stamp, item: Item | None) -> None:
-        """A write of ours at ``key`` is confirmed: it is the row this guard holds."""
-        self.core.key = key
-        self.core.won(version, stamp, item)
-
-    def _free_as_none(self, rows: dict[str, Item | None]) -> dict[str, Item | None]:
-        """``rows`` with a free fenced row (no owner, counter kept) as no row at all."""
-        fencing = self.core.fencing
-        return {key: None if fencing and p.is_free(item) else item for key, item in rows.items()}
-
-    async def _write(
-        self, attempt: Attempt, action: Create | TakeOver, first: FirstWrite | None
-    ) -> dict[str, Item | None] | None:
-        """Create or take over; None when it won, else the row its failed condition showed.
-
-        With ``first`` (a create already sent from the caller's thread), goes on
-        from its outcome instead of sending.
-        """
-        core, requests, key = self.core, self.requests, action.key
-        self._aim(attempt, key)
-        try:
-            if first is not None and first.sent:
-                version, stamp = first.version, core.pending[first.version]
-                reply = requests.replay(first)
-            else:
-                row, stamp = core.new_write(key)
-                version = row.version
-                observed = action.row if isinstance(action, TakeOver) else None
-                reply = await requests.send(
-                    "write",
-                    lambda limit: core.store.write(core.table, row, observed, limit),
-                    attempt.deadline,
-                )
-        except OutcomeUnknown as unknown:
-            await self._landed(attempt, unknown, key, version)
-            return None
-        if reply is not None:
-            self._win(key, version, stamp, reply.item)
-            core.took_over = isinstance(action, TakeOver)
-            return None
-        attempt.answered = True
-        item = requests.conflict_item
-        if item is None:
-            # DynamoDB returns the row with a failed condition (ALL_OLD), but some
-            # implementations do not (docs/emulators.md). "No item" must not mean
-            # "no row", or a contender retries its create in a tight loop: read it.
-            item = await requests.read_row(key, attempt.deadline)
-        return self._free_as_none({key: item})
-
-    async def _write_all(self, attempt: Attempt, observed: dict[str, p.LockRow]) -> bool:
-        """Write every row (one owner, one version) in one transaction; True when it won.
-
-        Each row is created, or written over its ``observed`` stale row. A lost answer
-        is reconciled by reading every row: all or nothing, so one of ours means all.
-        """
-        core = self.core
-        row, stamp = core.new_write(core.keys[0])
-        rows = tuple(row._replace(key=key) for key in core.keys)
-        try:
-            reply = await self.requests.send(
-                "write",
-                lambda limit: core.store.create_many(core.table, rows, observed, limit),
-                attempt.deadline,
-            )
-        except OutcomeUnknown as unknown:
-            await self._landed(attempt, unknown, core.keys[0], row.version)
-            return True
-        attempt.answered = True
-        if reply is None:
-            return False
-        self._win(core.keys[0], row.version, stamp, reply.item)
-        return True
-
-    async def _landed(
-        self, attempt: Attempt, unknown: OutcomeUnknown, key: str, version: str
-    ) -> None:
-        """Return when a write of ``version`` whose outcome is ``unknown`` landed (it won).
-
-        A strong read (a multi-key guard's: of every row) tells; a write that did
-        not land, or not yet, or a read that failed, raises ``unknown``.
-        """
-        core, requests = self.core, self.requests
-        requests.watch_late(unknown.task)
-        try:
-            if core.multi:
-                item = (await requests.read_rows(core.keys, attempt.deadline))[key]
-            else:
-                item = await requests.read_row(key, attempt.deadline)
-        except (BudgetSpent, OutcomeUnknown, DynamoDBError):
-            raise unknown from None
-        if core.ours(item) is None:
-            attempt.answered = True  # the read was answered: DynamoDB is reachable
-            raise unknown from None  # not applied, or not yet: the decision backs off
-        self._win(key, version, core.pending[version], item)
-
-    def _look(self, attempt: Attempt, rows: dict[str, Item | None]) -> Looked:
-        """Ours, free or held: each held row observed in the client's cache."""
-        core, observations = self.core, self.core.observations
-        # Registered before the holders are looked at: a release in a sync caller's
-        # thread clears the holder first and then looks for waiters, so it either
-        # sees this waiter or we see that the key is no longer held here.
-        self._release_waiters(None)
-        self._waiters = [
-            (key, observations.waiter((core.table, key))) for key in self.target.wake_keys
-        ]
-        now = attempt.now = core.clock.monotonic()
-        for key, item in rows.items():
-            if item is not None and core.ours(item) is not None:
-                return Looked((key, item), [], [], ())  # an earlier attempt of ours landed
-        free = [key for key, item in rows.items() if item is None]
-        if free and not self.target.rules.together:
-            return Looked(None, free, [], ())
-        held: list[Sighting] = []
-        malformed: MalformedLockRow | None = None
-        for key, item in rows.items():
-            if item is None:
-                continue  # free (a multi-key guard looks at the held ones too)
-            try:
-                row = p.parse_row(item, table=core.table, key=key, protocol=core.protocol)
-            except MalformedLockRow as error:  # never taken over; other permits may be
-                malformed = malformed or error
-                continue
-            first_seen = observations.observe((core.table, key), row.identity, now)
-            here = observations.held_here((core.table, key), row.owner)
-            held.append(Sighting(key, row, first_seen + row.lease_ms / 1000, here))
-        if malformed is not None and (not held or self.target.rules.together):
-            raise malformed  # a multi-key guard needs every row: one never taken over ends it
-        return Looked(None, free, held, tuple(sighting.row.owner for sighting in held))
-
-    async def _sleep(self, attempt: Attempt, sleep: Sleep) -> Slept:
-        """Sleep (a wait on held rows ends early when a guard of this client releases one)."""
-        clock = self.core.clock
-        left = attempt.deadline - clock.monotonic()
-        if left <= 0:
-            return Slept(None, time_left=False)
-        waiters = self._waiters if sleep.wake else []
-        woken: str | None = None
-        try:
-            await sleep_or_wake(clock, min(left, sleep.seconds), [wake for _, wake in waiters])
-            woken = next((key for key, future in waiters if future.done()), None)
-        finally:
-            self._release_waiters(woken)
-        if sleep.pace is not None:
-            attempt.pace = sleep.pace
-        time_left = woken is not None or clock.monotonic() < attempt.deadline
-        if woken is None and time_left and sleep.grow is not None:
-            lease_s = self.core.lease_s
-            if sleep.grow == "poll":
-                attempt.poll = next_pause(lease_s, attempt.poll)
-            else:
-                attempt.backoff = next_pause(lease_s, attempt.backoff)
-        return Slept(woken, time_left)
-
-    def _release_waiters(self, used: str | None) -> None:
-        """Stop waiting; a wake this guard does not use is handed to the next waiter."""
-        waiters, self._waiters = self._waiters, []
-        observations = self.core.observations
-        for key, future in waiters:
-            resource = (self.core.table, key)
-            observations.discard_waiter(resource, future)
-            if future.done() and not future.cancelled() and key != used:
-                observations.wake_next(resource)

@@ -18,7 +18,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .pacing import Pace, Sighting, WaitRule, jittered
+from .pacing import ContentionPoll, KeysPoll, Pace, PermitPoll, Sighting, WaitRule, jittered
 from .protocol import LockRow
 
 Item = dict[str, Any]
@@ -213,6 +213,14 @@ class Rules:
     look_after_takeover: bool
     #: Every row at once (a multi-key guard): written only when all are free or stale.
     together: bool = False
+
+
+#: A lock's rules (:class:`.targets.KeyTarget`), paced by ``protocol.contention_poll``.
+LOCK_RULES = Rules(LOCK_RETRIES, ContentionPoll(), look_after_takeover=True)
+#: A multi-key lock's (:class:`.targets.KeysTarget`): every row at once.
+KEYS_RULES = Rules(LOCK_RETRIES, KeysPoll(), look_after_takeover=False, together=True)
+#: A semaphore's (:class:`.permits.PermitTarget`).
+PERMIT_RULES = Rules(PERMIT_RETRIES, PermitPoll(), look_after_takeover=False)
 
 
 def decide(attempt: Attempt, rules: Rules) -> Action:

@@ -13,7 +13,7 @@ and async faces, through the lock's acquire driver:
 3. a free permit: create it; all held: observe each row in the client's
    observation cache and take over one that stayed unchanged for its stored
    lease; otherwise poll again with the backoff series, within the budget
-   (:data:`.attempts.PERMIT_RETRIES`, :class:`.pacing.PermitPoll`).
+   (:data:`.attempts.PERMIT_RULES`).
 
 A write whose outcome was unknown is retried on the same permit when that one
 is free, so a late landing cannot leave a second row of ours behind; a guard
@@ -23,13 +23,15 @@ that gives up deletes what it may have written on every permit it tried.
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
 from ..exceptions import LockNotAcquired
-from .attempts import PERMIT_RETRIES, Item, Rules
 from .base import LeaseCore
-from .pacing import PermitPoll
 from .requests import Requests
 from .targets import not_acquired
+
+if TYPE_CHECKING:
+    from .attempts import Item, Rules
 
 __all__ = ["PermitTarget"]
 
@@ -37,7 +39,6 @@ __all__ = ["PermitTarget"]
 class PermitTarget:
     """A semaphore's acquisition: one of ``permit_keys``, the first chosen at random."""
 
-    rules = Rules(PERMIT_RETRIES, PermitPoll(), look_after_takeover=False)
     advice = "Retry later, raise wait_timeout or the number of permits"
     together: tuple[str, ...] = ()
 
@@ -46,6 +47,13 @@ class PermitTarget:
         self.name = name
         self.first_key = permit_keys[random.randrange(len(permit_keys))]
         self.wake_keys = permit_keys
+
+    @property
+    def rules(self) -> Rules:
+        """A semaphore's: a failed write is followed by a read of every permit."""
+        from .attempts import PERMIT_RULES
+
+        return PERMIT_RULES
 
     @property
     def permits(self) -> int:

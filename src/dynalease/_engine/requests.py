@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..exceptions import DynamoDBError, RequestFailedError, ThrottledError
 from . import protocol as p
 from .base import LeaseCore, logged_key
-from .pacing import first_pause, jittered, next_pause
 from .shapes import reply_of
 from .states import State
 from .store import ConditionFailed, Limit, Reply, TimedOut
@@ -217,6 +216,8 @@ class Requests:
     async def read_rows(self, keys: tuple[str, ...], deadline: float) -> dict[str, Item | None]:
         """Every row at ``keys`` (None where none), from one strongly consistent
         ``BatchGetItem`` (more only if DynamoDB leaves keys unprocessed)."""
+        from .pacing import first_pause, jittered, next_pause  # loaded with the loop's work
+
         core = self.core
         wanted, found = keys, dict[str, Item]()
         pause = first_pause(core.lease_s)
