@@ -7,7 +7,6 @@ runtime; they differ only in how they wait for it.
 from __future__ import annotations
 
 import atexit
-import concurrent.futures
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar, cast
@@ -183,7 +182,7 @@ class _Guard:
         """
         try:
             self._lease.lost_signal.result(timeout)
-        except concurrent.futures.TimeoutError:
+        except TimeoutError:  # concurrent.futures' is the built-in one
             return self.lost
         return True
 

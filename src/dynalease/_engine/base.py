@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import threading
 from collections.abc import Callable, Coroutine
@@ -29,6 +28,7 @@ from .store import LockStore
 
 if TYPE_CHECKING:
     import asyncio
+    import concurrent.futures
 
 __all__ = ["LeaseCore", "key_hash", "log_keys", "logged_key"]
 
@@ -117,6 +117,8 @@ class LeaseCore:
         with _SIGNALS:
             signal = self._lost_signal
             if signal is None:
+                import concurrent.futures  # loaded by the first guard asked
+
                 signal = self._lost_signal = concurrent.futures.Future()
                 if self.loss is not None:  # lost before anyone asked
                     signal.set_result(None)

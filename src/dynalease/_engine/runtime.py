@@ -20,7 +20,6 @@ which a fork hook bumps in the child: comparing it costs no system call, where
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import math
 import os
@@ -33,6 +32,7 @@ from ..exceptions import ForkedProcessError
 
 if TYPE_CHECKING:
     import asyncio
+    import concurrent.futures
 
 T = TypeVar("T")
 
@@ -64,6 +64,8 @@ class Runtime:
     @property
     def executor(self) -> concurrent.futures.ThreadPoolExecutor:
         """The bounded pool for blocking work (and the loop's default executor)."""
+        import concurrent.futures
+
         with self._starting:
             if self._executor is None:
                 self._executor = concurrent.futures.ThreadPoolExecutor(

@@ -23,7 +23,6 @@ from ..constants import ENV_INITIALIZATION_TYPE, ENV_TABLE, MANAGED_INSTANCES
 from ..exceptions import LockNotAcquired
 from ..keys import KeyTemplate, permit_keys
 from ..lock import SyncDistributedLock
-from ..semaphore import SyncDistributedSemaphore
 from .budget import NoTimeLeft, acquisition_wait, remaining_seconds, usable_time
 from .fields import EventKey
 from .invocation import lambda_context_of
@@ -279,8 +278,9 @@ class Holding:
         # would come out of a short budget and fail every cold start.
         client._prepare_locks()
         wait, remaining = self._wait(table, key)  # measured after the build
-        guard = (
-            SyncDistributedLock(
+        guard: SyncDistributedLock
+        if plan._permits == 1:
+            guard = SyncDistributedLock(
                 client,
                 table=table,
                 keys=keys,
@@ -288,8 +288,10 @@ class Holding:
                 wait_timeout=wait,
                 fencing=plan._fencing,
             )
-            if plan._permits == 1
-            else SyncDistributedSemaphore(
+        else:
+            from ..semaphore import SyncDistributedSemaphore  # loaded for a handler with permits
+
+            guard = SyncDistributedSemaphore(
                 client,
                 table=table,
                 key=key,
@@ -297,7 +299,6 @@ class Holding:
                 lease_duration=plan._lease_s,
                 wait_timeout=wait,
             )
-        )
         if wait == 0 and remaining is not None:
             # One immediate attempt still has a network budget (up to 5 s); never
             # let it run past what the invocation can afford.

@@ -25,7 +25,6 @@ Answers are read by :mod:`.codec`; they and failures are mapped by
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import os
 import random
@@ -258,12 +257,10 @@ class LeanTransport:
 
     async def finish_late(self, operation: str, late: Any) -> dict[str, Any]:
         """The answer to a request handed to ``on_late``: a future of the pool's, or
-        the awaitable :meth:`send_within` handed over."""
+        the task :meth:`send_within` handed over (which ``wrap_future`` leaves as it is)."""
         import asyncio
 
-        if isinstance(late, concurrent.futures.Future):
-            late = asyncio.wrap_future(late)
-        answer: dict[str, Any] = await late
+        answer: dict[str, Any] = await asyncio.wrap_future(late)
         return answer
 
 
