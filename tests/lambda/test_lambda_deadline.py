@@ -91,7 +91,9 @@ def test_an_overrunning_handler_loses_its_lock_and_its_row_is_deleted_at_the_dea
     # The handler's own exit reports the loss; its row had been deleted long before.
     assert "reached its deadline" in str(lost.value)
     assert seen["gone"]
-    assert 0 <= seen["lost_at"] - seen["deadline"] < 1.0
+    # The context reports whole milliseconds: the guard's reading of the deadline (at its
+    # acquisition) and the handler's (just after) differ by up to 1 ms either way.
+    assert -0.001 <= seen["lost_at"] - seen["deadline"] < 1.0
     assert seen["other_acquired_at"] - seen["deadline"] < 1.5
     assert any("reached its deadline" in record.getMessage() for record in caplog.records)
 
