@@ -163,21 +163,37 @@ class DeferredRenewals:
         now = self.clock.monotonic()
         waiting: list[Scheduled] = []
         with self._lock:
-            self._heap = [entry for entry in self._heap if _held(entry[2]())]
-            heapq.heapify(self._heap)
-            if not self._heap:
+            held = self._forget_ended()
+            if not held:
                 self._wake_at = math.inf
                 return math.inf
             if now >= self._next_sweep:
                 self._next_sweep = now + WATCH_INTERVAL_S
-                waiting = [lease for entry in self._heap if _held(lease := entry[2]())]
+                waiting = held
             due = self._heap[0][0]
-            self._wake_at = min(due, self._next_sweep)
-            wake_at = self._wake_at
-        wall = self.clock.wall()
-        for lease in waiting:
-            lease.check_validity(now, wall)
+            self._wake_at = wake_at = min(due, self._next_sweep)
+        self._check(waiting, now)
         return due if due <= now else wake_at
+
+    def _forget_ended(self) -> list[Scheduled]:
+        """Drop the entries of leases no longer held (with ``_lock``); the held ones."""
+        kept: list[tuple[float, int, weakref.ref[Scheduled]]] = []
+        held: list[Scheduled] = []
+        for entry in self._heap:
+            lease = entry[2]()
+            if _held(lease):
+                kept.append(entry)
+                held.append(lease)
+        heapq.heapify(kept)
+        self._heap = kept
+        return held
+
+    def _check(self, leases: list[Scheduled], now: float) -> None:
+        """Check the validity of ``leases`` at ``now`` (outside ``_lock``)."""
+        if leases:
+            wall = self.clock.wall()
+            for lease in leases:
+                lease.check_validity(now, wall)
 
     def _schedule(self) -> None:
         import asyncio
@@ -212,22 +228,13 @@ class DeferredRenewals:
                 # after another, a sweep per start would cost n^2.
                 self._next_sweep = now + WATCH_INTERVAL_S
                 # Released (or lost, or freed) leases are dropped here, unseen by the loop.
-                kept = []
-                for entry in heap:
-                    lease = entry[2]()
-                    if _held(lease):
-                        kept.append(entry)
-                        waiting.append(lease)
-                heapq.heapify(kept)
-                self._heap = heap = kept
+                waiting = self._forget_ended()
+                heap = self._heap
             self._wake_at = min(heap[0][0], self._next_sweep) if heap else math.inf
         for lease in due:
             if lease.state is State.HELD:
                 lease.start_renewing()
-        if waiting:
-            wall = self.clock.wall()
-            for lease in waiting:
-                lease.check_validity(now, wall)
+        self._check(waiting, now)
         self._schedule()
 
 
