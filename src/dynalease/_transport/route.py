@@ -17,7 +17,7 @@ from .boto import LOCK_POOL_CONNECTIONS, LOCK_READ_TIMEOUT_S
 from .botocore_internals import endpoint_verify, signing_credentials
 from .config import DirectConfig
 from .connections import Answer, Connections
-from .sign import SigV4Signer, headers_of, host_header
+from .sign import SigV4Signer, host_header
 
 __all__ = ["Route", "Unsupported", "botocore_request"]
 
@@ -76,11 +76,11 @@ class Route:
     ) -> Answer:
         """Sign ``body`` as ``operation`` with the ``frozen`` keys, send it and read the answer
         (``late``: see :meth:`.Connections.post`)."""
-        fields = self.signer.fields(
+        headers = self.signer.headers(
             _TARGET + operation, body, frozen.access_key, frozen.secret_key, frozen.token
         )
         return self.connections.post(
-            headers_of(fields), body, timeout=timeout, retry_stale=retry_stale, late=late
+            headers, body, timeout=timeout, retry_stale=retry_stale, late=late
         )
 
     @classmethod

@@ -265,7 +265,7 @@ def test_no_repr_of_the_lean_settings_shows_a_secret_or_token(
     credentials = StaticCredentials(KEY_ID, SECRET, TOKEN)
     config = DirectConfig("http://127.0.0.1:1", "us-east-1", credentials, 1.0)
     route = Route.direct(config)
-    route.signer.fields("x", b"{}", KEY_ID, SECRET, TOKEN)  # the signer caches a derived key
+    route.signer.headers("x", b"{}", KEY_ID, SECRET, TOKEN)  # the signer caches a derived key
     settings = Settings(
         region="us-east-1", access_key=KEY_ID, secret_key=SECRET, session_token=TOKEN
     )

@@ -56,15 +56,7 @@ def _ours(url: str, region: str, target: str, body: bytes, creds: Credentials, d
     parts = urlsplit(url)
     assert parts.hostname is not None
     signer = SigV4Signer(host_header(parts.scheme, parts.hostname, parts.port), region)
-    return _headers(
-        signer.fields(target, body, creds.access_key, creds.secret_key, creds.token, date)
-    )
-
-
-def _headers(fields: str) -> dict[str, str]:
-    """The header lines the signer made, by name; each ends with CRLF."""
-    assert fields.endswith("\r\n")
-    return dict(line.split(": ", 1) for line in fields[:-2].split("\r\n"))
+    return signer.headers(target, body, creds.access_key, creds.secret_key, creds.token, date)
 
 
 @pytest.mark.parametrize(
@@ -127,7 +119,7 @@ def test_a_rotated_secret_signs_with_the_new_key_not_a_cached_one() -> None:
     for secret in ("first-secret", "second-secret", "first-secret"):
         creds = Credentials("AKID", secret, "token")
         theirs = _botocore_signed(url, "us-east-1", target, body, creds)
-        ours = _headers(signer.fields(target, body, "AKID", secret, "token", theirs["X-Amz-Date"]))
+        ours = signer.headers(target, body, "AKID", secret, "token", theirs["X-Amz-Date"])
         assert ours["Authorization"] == theirs["Authorization"]
 
 
@@ -301,10 +293,10 @@ def test_a_5xx_page_that_is_not_json_may_have_been_applied() -> None:
 def test_a_token_signature_reads_the_same_with_the_cached_key_as_with_a_fresh_one() -> None:
     signer = SigV4Signer("127.0.0.1:8000", "us-east-1")
     request = ("DynamoDB_20120810.GetItem", b"{}", "AKID", "s3cret", "tok", "20260101T120000Z")
-    first = signer.fields(*request)
-    again = signer.fields(*request)
+    first = signer.headers(*request)
+    again = signer.headers(*request)
     fresh = SigV4Signer("127.0.0.1:8000", "us-east-1")
-    assert first == again == fresh.fields(*request)
+    assert first == again == fresh.headers(*request)
 
 
 @pytest.mark.parametrize(
@@ -323,4 +315,4 @@ def test_a_key_or_token_with_a_line_break_is_never_signed_into_a_head(
 ) -> None:
     signer = SigV4Signer("127.0.0.1:8000", "us-east-1")
     with pytest.raises(ValueError, match="line break"):
-        signer.fields("DynamoDB_20120810.GetItem", b"{}", access_key, "s", token, amz_date())
+        signer.headers("DynamoDB_20120810.GetItem", b"{}", access_key, "s", token, amz_date())
