@@ -16,7 +16,6 @@ and pyenv's ``$PYENV_ROOT/versions/3.13.*`` (newest patch release first).
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -50,12 +49,11 @@ def interpreter_env_var(version: str) -> str:
 
 def _pyenv_candidates(version: str) -> list[Path]:
     root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
-    found: list[tuple[int, Path]] = []
-    if root.is_dir():
-        for entry in root.iterdir():
-            match = re.fullmatch(re.escape(version) + r"\.(\d+)", entry.name)
-            if match:
-                found.append((int(match.group(1)), entry / "bin" / f"python{version}"))
+    found = [
+        (int(patch), entry / "bin" / f"python{version}")
+        for entry in root.glob(f"{version}.*")
+        if (patch := entry.name.removeprefix(f"{version}.")).isdecimal()
+    ]
     return [path for _, path in sorted(found, reverse=True)]
 
 
