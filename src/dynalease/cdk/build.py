@@ -37,6 +37,7 @@ pull them in).
 from __future__ import annotations
 
 import base64
+import email
 import hashlib
 import importlib.metadata as metadata
 import os
@@ -312,10 +313,9 @@ def _closure(include_powertools: bool, version: str) -> list[metadata.Distributi
 
 
 def _check_pure(dist: metadata.Distribution) -> None:
-    wheel = dist.read_text("WHEEL") or ""
-    tags = [line.split(":", 1)[1].strip() for line in wheel.splitlines() if line.startswith("Tag:")]
-    impure = [tag for tag in tags if not tag.endswith("-none-any")]
-    if impure or "Root-Is-Purelib: false" in wheel:
+    wheel = email.message_from_string(dist.read_text("WHEEL") or "")  # headers, as METADATA
+    impure = [tag for tag in wheel.get_all("Tag", []) if not tag.endswith("-none-any")]
+    if impure or wheel["Root-Is-Purelib"] == "false":
         raise LayerBuildError(
             f"{_dist_name(dist)} {dist.version} is platform-specific "
             f"({', '.join(impure) or 'not purelib'}); "
