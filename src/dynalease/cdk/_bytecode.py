@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-__all__ = ["compile_sources", "find_interpreter", "interpreter_env_var"]
+__all__ = ["compile_sources", "find_interpreter", "interpreter_env_var", "running_python"]
 
 # Run by the target interpreter with -I (no environment, no user site, no working
 # directory on sys.path): compiles every .py under ROOT, recording the path the
@@ -45,6 +45,11 @@ _PROBE_TIMEOUT_S = 30
 def interpreter_env_var(version: str) -> str:
     """The environment variable naming an interpreter for ``version``: ``DYNALEASE_PYTHON_3_13``."""
     return "DYNALEASE_PYTHON_" + version.replace(".", "_")
+
+
+def running_python() -> str:
+    """The version of the interpreter running this code, e.g. ``'3.11'``: the default target."""
+    return f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
 def _pyenv_candidates(version: str) -> list[Path]:
@@ -87,7 +92,7 @@ def find_interpreter(version: str, interpreter: str | os.PathLike[str] | None = 
     explicit = os.environ.get(interpreter_env_var(version))
     if explicit:
         return _given(Path(explicit), version, interpreter_env_var(version))
-    if f"{sys.version_info.major}.{sys.version_info.minor}" == version:
+    if running_python() == version:
         return Path(sys.executable)
     on_path = shutil.which(f"python{version}")
     candidates = ([Path(on_path)] if on_path else []) + _pyenv_candidates(version)

@@ -43,7 +43,6 @@ import importlib.metadata as metadata
 import os
 import re
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -51,7 +50,7 @@ from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from ._bytecode import compile_sources, find_interpreter
+from ._bytecode import compile_sources, find_interpreter, running_python
 from ._zipcache import EXTENSION_ENTRY, cached_zip
 
 __all__ = [
@@ -135,11 +134,6 @@ def default_cache_dir() -> Path:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "dynalease" / "layers"
-
-
-def running_python() -> str:
-    """The version of the interpreter running this code, e.g. ``'3.11'``: the default target."""
-    return f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
 def build_layer(
