@@ -6,6 +6,7 @@ not a terminal, everything is plain aligned text, so scripts and tests can read 
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -13,13 +14,7 @@ from typing import Any
 
 def use_rich(plain: bool) -> bool:
     """Whether to draw with rich: asked for, installed, and writing to a terminal."""
-    if plain or not sys.stdout.isatty():
-        return False
-    try:
-        import rich  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return not plain and sys.stdout.isatty() and importlib.util.find_spec("rich") is not None
 
 
 def plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

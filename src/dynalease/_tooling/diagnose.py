@@ -96,14 +96,13 @@ def _schema(description: dict[str, Any]) -> list[Finding]:
     types = {
         d["AttributeName"]: d["AttributeType"] for d in description.get("AttributeDefinitions", [])
     }
-    hash_keys = [k["AttributeName"] for k in description["KeySchema"] if k["KeyType"] == "HASH"]
-    range_keys = [k["AttributeName"] for k in description["KeySchema"] if k["KeyType"] == "RANGE"]
+    keys = {k["KeyType"]: k["AttributeName"] for k in description["KeySchema"]}
     findings: list[Finding] = []
     recreate = (
         "the key schema cannot be changed: create a new table with partition key 'key' (S) "
         "and no sort key, and point the locks at it"
     )
-    partition = hash_keys[0] if hash_keys else "?"
+    partition = keys.get("HASH", "?")
     if partition == KEY_ATTR and types.get(partition) == "S":
         findings.append(Finding(OK, "partition key", "'key' of type S"))
     else:
@@ -115,12 +114,12 @@ def _schema(description: dict[str, Any]) -> list[Finding]:
                 recreate,
             )
         )
-    if range_keys:
+    if "RANGE" in keys:
         findings.append(
             Finding(
                 PROBLEM,
                 "sort key",
-                f"{range_keys[0]!r}; lock rows are addressed by the partition key alone",
+                f"{keys['RANGE']!r}; lock rows are addressed by the partition key alone",
                 recreate,
             )
         )

@@ -16,7 +16,6 @@ and pyenv's ``$PYENV_ROOT/versions/3.13.*`` (newest patch release first).
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -24,7 +23,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-__all__ = ["compile_sources", "find_interpreter", "interpreter_env_var"]
+__all__ = ["compile_sources", "find_interpreter", "interpreter_env_var", "running_python"]
 
 # Run by the target interpreter with -I (no environment, no user site, no working
 # directory on sys.path): compiles every .py under ROOT, recording the path the
@@ -48,14 +47,18 @@ def interpreter_env_var(version: str) -> str:
     return "DYNALEASE_PYTHON_" + version.replace(".", "_")
 
 
+def running_python() -> str:
+    """The version of the interpreter running this code, e.g. ``'3.11'``: the default target."""
+    return f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
 def _pyenv_candidates(version: str) -> list[Path]:
     root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
-    found: list[tuple[int, Path]] = []
-    if root.is_dir():
-        for entry in root.iterdir():
-            match = re.fullmatch(re.escape(version) + r"\.(\d+)", entry.name)
-            if match:
-                found.append((int(match.group(1)), entry / "bin" / f"python{version}"))
+    found = [
+        (int(patch), entry / "bin" / f"python{version}")
+        for entry in root.glob(f"{version}.*")
+        if (patch := entry.name.removeprefix(f"{version}.")).isdecimal()
+    ]
     return [path for _, path in sorted(found, reverse=True)]
 
 
@@ -89,7 +92,7 @@ def find_interpreter(version: str, interpreter: str | os.PathLike[str] | None = 
     explicit = os.environ.get(interpreter_env_var(version))
     if explicit:
         return _given(Path(explicit), version, interpreter_env_var(version))
-    if f"{sys.version_info.major}.{sys.version_info.minor}" == version:
+    if running_python() == version:
         return Path(sys.executable)
     on_path = shutil.which(f"python{version}")
     candidates = ([Path(on_path)] if on_path else []) + _pyenv_candidates(version)

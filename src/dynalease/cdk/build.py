@@ -37,12 +37,12 @@ pull them in).
 from __future__ import annotations
 
 import base64
+import email
 import hashlib
 import importlib.metadata as metadata
 import os
 import re
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -50,7 +50,7 @@ from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from ._bytecode import compile_sources, find_interpreter
+from ._bytecode import compile_sources, find_interpreter, running_python
 from ._zipcache import EXTENSION_ENTRY, cached_zip
 
 __all__ = [
@@ -134,11 +134,6 @@ def default_cache_dir() -> Path:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "dynalease" / "layers"
-
-
-def running_python() -> str:
-    """The version of the interpreter running this code, e.g. ``'3.11'``: the default target."""
-    return f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
 def build_layer(
@@ -312,10 +307,9 @@ def _closure(include_powertools: bool, version: str) -> list[metadata.Distributi
 
 
 def _check_pure(dist: metadata.Distribution) -> None:
-    wheel = dist.read_text("WHEEL") or ""
-    tags = [line.split(":", 1)[1].strip() for line in wheel.splitlines() if line.startswith("Tag:")]
-    impure = [tag for tag in tags if not tag.endswith("-none-any")]
-    if impure or "Root-Is-Purelib: false" in wheel:
+    wheel = email.message_from_string(dist.read_text("WHEEL") or "")  # headers, as METADATA
+    impure = [tag for tag in wheel.get_all("Tag", []) if not tag.endswith("-none-any")]
+    if impure or wheel["Root-Is-Purelib"] == "false":
         raise LayerBuildError(
             f"{_dist_name(dist)} {dist.version} is platform-specific "
             f"({', '.join(impure) or 'not purelib'}); "

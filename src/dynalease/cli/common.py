@@ -178,17 +178,15 @@ def make_client(args: argparse.Namespace) -> DynamoDBClient:
     """A client from the connection options, failing fast on an unreachable endpoint."""
     from ..client import DynamoDBClient
 
-    try:
-        return DynamoDBClient(
-            region=args.region,
-            endpoint_url=args.endpoint,
-            profile=args.profile,
-            connect_timeout=3.0,
-            read_timeout=10.0,
-            max_retries=1,
-        )
-    except ValueError as error:
-        raise CommandError(str(error), EXIT_USAGE) from None
+    # A ValueError (a bad option value) is reported by run_command: exit 2.
+    return DynamoDBClient(
+        region=args.region,
+        endpoint_url=args.endpoint,
+        profile=args.profile,
+        connect_timeout=3.0,
+        read_timeout=10.0,
+        max_retries=1,
+    )
 
 
 def moto_missing() -> bool:

@@ -7,6 +7,7 @@ imported when the command runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from typing import Any
@@ -71,30 +72,28 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     watcher = Watcher(args.table)
     stop = None if args.watch_for is None else time.monotonic() + args.watch_for
-    live: Any = None
+    view: Any = contextlib.nullcontext()  # as None: plain text
     if use_rich(args.plain):
         from rich.live import Live
 
-        live = Live(auto_refresh=False)
-        live.start()
+        view = Live(auto_refresh=False)
     try:
-        while True:
-            rows = read()
-            cells = watcher.update(rows, time.monotonic())
-            title = f"{args.table} at {time.strftime('%H:%M:%S')}: {count_rows(rows)}"
-            if live is not None:
-                live.update(rich_table(title, WATCH_HEADERS, rich_cells(cells)), refresh=True)
-            else:
-                print(title)
-                print(plain_table(WATCH_HEADERS, cells), flush=True)
-            if stop is not None and time.monotonic() + args.interval > stop:
-                return EXIT_OK
-            time.sleep(args.interval)
+        with view as live:
+            while True:
+                rows = read()
+                cells = watcher.update(rows, time.monotonic())
+                title = f"{args.table} at {time.strftime('%H:%M:%S')}: {count_rows(rows)}"
+                if live is not None:
+                    live.update(rich_table(title, WATCH_HEADERS, rich_cells(cells)), refresh=True)
+                else:
+                    print(title)
+                    print(plain_table(WATCH_HEADERS, cells), flush=True)
+                if stop is not None and time.monotonic() + args.interval > stop:
+                    return EXIT_OK
+                time.sleep(args.interval)
     except KeyboardInterrupt:
         return EXIT_OK
     finally:
-        if live is not None:
-            live.stop()
         sys.stdout.flush()
 
 

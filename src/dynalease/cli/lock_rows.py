@@ -126,8 +126,8 @@ class Watcher:
     def __init__(self, table: str) -> None:
         self.table = table
         self._observations = Observations(capacity=1_000_000)
-        self._owners: dict[str, str] = {}
-        self._renewals: dict[str, int] = {}
+        #: Each followed row's owner and the renewals seen since that owner took it.
+        self._held: dict[str, tuple[str, int]] = {}
 
     def update(self, rows: list[Row], now: float) -> list[tuple[str, ...]]:
         """Record one read; return the watch table's cells."""
@@ -141,18 +141,17 @@ class Watcher:
                 cells.append(_shown((row.key, "-", "-", "-", "-", "-", state)))
                 self._forget(row.key)
                 continue
-            previous_owner = self._owners.get(row.key)
             first_seen = self._observations.observe((self.table, row.key), parsed.identity, now)
-            if previous_owner != parsed.owner:
-                self._renewals[row.key] = 0
-                self._owners[row.key] = parsed.owner
+            owner, renewals = self._held.get(row.key, (None, 0))
+            if owner != parsed.owner:
+                renewals = 0
             elif first_seen == now:  # same owner, new version: a renewal
-                self._renewals[row.key] += 1
+                renewals += 1
+            self._held[row.key] = (parsed.owner, renewals)
             unchanged = now - first_seen
-            lease = parsed.lease_ms / 1000
-            if unchanged >= lease:
+            if unchanged >= parsed.lease_ms / 1000:
                 state = "unchanged for a whole lease: a contender may take it over"
-            elif self._renewals[row.key]:
+            elif renewals:
                 state = "held, renewing"
             else:
                 state = "held"
@@ -166,21 +165,18 @@ class Watcher:
                         parsed.version[:8],
                         _lease(row),
                         f"{unchanged:.1f} s",
-                        str(self._renewals[row.key]),
+                        str(renewals),
                         state,
                     )
                 )
             )
-        seen = {row.key for row in rows}
-        for key in list(self._owners):
-            if key not in seen:  # released (or taken over after a delete): start over
-                self._forget(key)
+        # A row no longer read was released (or taken over after a delete): start over.
+        for key in self._held.keys() - {row.key for row in rows}:
+            self._forget(key)
         return cells
 
     def _forget(self, key: str) -> None:
-        if key in self._owners:
-            del self._owners[key]
-            del self._renewals[key]
+        if self._held.pop(key, None) is not None:
             self._observations.forget((self.table, key))
 
 

@@ -231,13 +231,11 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     if args.key is None:
         raise CommandError("--key is required (or set DYNALEASE_KEY)", EXIT_USAGE)
     keys: list[str] = args.key
-    try:
-        for key in keys:
-            validate_key(key, parameter="--key") if args.permits == 1 else permit_keys(
-                key, args.permits
-            )
-    except (TypeError, ValueError) as error:
-        raise CommandError(str(error), EXIT_USAGE) from None
+    for key in keys:  # a bad key raises ValueError or TypeError: run_command exits 2
+        if args.permits == 1:
+            validate_key(key, parameter="--key")
+        else:
+            permit_keys(key, args.permits)
     _check_keys(keys, args)
     client = make_client(args)
     if not client.sync_table_exists(args.table):
