@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._keyset import key_set
-from ..keys import KeyTemplate
+from ..keys import KeyTemplate, _describe
 
 __all__ = ["TENANT_PLACEHOLDER", "EventKeys", "plain_data"]
 
@@ -39,11 +39,6 @@ def plain_data(value: Any) -> Any:
     if callable(dump) and not isinstance(value, Mapping):
         return dump(by_alias=True, mode="json")
     return value
-
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class EventKeys:
@@ -98,7 +93,7 @@ class EventKeys:
             if not isinstance(expression, str) or not expression.strip():
                 raise TypeError(
                     f"fields[{name!r}] must be a JMESPath expression (a non-empty str), "
-                    f"got {_short(expression)}"
+                    f"got {_describe(expression)}"
                 )
             try:
                 self._expressions[name] = jmespath.compile(expression)
@@ -156,8 +151,8 @@ class EventKeys:
                 else f"map it with fields={{{name!r}: 'to_string({name})'}}"
             )
             raise TypeError(
-                f"placeholder {{{name}}}: {source} gave {type(value).__name__} "
-                f"{_short(value)}, not a str; {hint} so every service formats it alike"
+                f"placeholder {{{name}}}: {source} gave {_describe(value)}, not a str; {hint} "
+                "so every service formats it alike"
             )
         return value
 
