@@ -31,8 +31,6 @@ if TYPE_CHECKING:
     import boto3
     from botocore.client import BaseClient
 
-    from ._transport.factory import Transports
-
 __all__ = ["DynamoDBClient"]
 
 T = TypeVar("T")
@@ -129,7 +127,7 @@ class DynamoDBClient:
             max_retries=max_retries,
             transport=transport,
         )
-        self._setup_transports(from_settings(settings.checked()))
+        self._setup(*from_settings(settings.checked()))
 
     # --- construction -----------------------------------------------------
 
@@ -145,7 +143,7 @@ class DynamoDBClient:
         from ._transport.factory import from_session
 
         client = cls.__new__(cls)
-        client._setup_transports(from_session(session, endpoint_url, transport))
+        client._setup(*from_session(session, endpoint_url, transport))
         return client
 
     @classmethod
@@ -165,25 +163,13 @@ class DynamoDBClient:
         from ._transport.factory import from_client
 
         client = cls.__new__(cls)
-        client._setup_transports(from_client(dynamodb, transport))
+        client._setup(*from_client(dynamodb, transport))
         return client
 
-    def _setup_transports(self, transports: Transports) -> None:
-        self._setup(
-            transports.items,
-            transports.locks,
-            region=transports.region,
-            endpoint_url=transports.endpoint_url,
-        )
-
     def _setup(
-        self,
-        items: Transport,
-        locks: Transport,
-        *,
-        region: str | None,
-        endpoint_url: str | None,
+        self, items: Transport, locks: Transport, region: str | None, endpoint_url: str | None
     ) -> None:
+        """Start on these transports (the fields of a ``_transport.factory.Transports``)."""
         self._generation = _process.generation  # see ``_check_process``
         self._items = items
         self._lock_store = LockStore(locks)

@@ -241,13 +241,7 @@ class KeyTemplate:
                     f"placeholder {{{name}}} got {_describe(value)}; {_convert_hint(value)}"
                 )
             if self._framed:
-                try:
-                    size = len(value.encode("utf-8"))
-                except UnicodeEncodeError:
-                    raise ValueError(
-                        f"placeholder {{{name}}} got text with a lone surrogate, which is "
-                        "not valid UTF-8; clean the value before calling"
-                    ) from None
+                size = _utf8_size(value, f"placeholder {{{name}}}")
                 parts.append(f"{size}:{value}")
             else:
                 parts.append(value)

@@ -247,15 +247,10 @@ def lock_record(
                 return record_handler(record)
 
         # Powertools passes lambda_context only to handlers whose signature asks
-        # for it; inspect.signature would otherwise follow __wrapped__ to the
-        # user's function, which may not.
-        locked_record.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-            [
-                inspect.Parameter("record", inspect.Parameter.POSITIONAL_OR_KEYWORD),
-                inspect.Parameter(
-                    "lambda_context", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None
-                ),
-            ]
+        # for it: show the wrapper's own, not (through __wrapped__) the user's
+        # function's, which may not ask.
+        locked_record.__signature__ = inspect.signature(  # type: ignore[attr-defined]
+            locked_record, follow_wrapped=False
         )
         return cast(H, locked_record)
 

@@ -7,7 +7,8 @@ and compete for one lock. Here each placeholder is read from the event instead:
 by a JMESPath expression from ``fields`` (with Powertools' functions such as
 ``powertools_json``), or else from the top-level event key of the same name.
 ``{tenant_id}``, unless ``fields`` maps it, is the invocation's tenant id
-(``context.tenant_id``, set by Lambda's tenant isolation mode).
+(``context.tenant_id``, set by Lambda's tenant isolation mode). With ``keys=[...]``
+every template is resolved so, from the one ``fields``.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..keys import KeyTemplate
+from .._keyset import key_set
+from ..keys import KeyTemplate, _describe
 
-__all__ = ["TENANT_PLACEHOLDER", "EventKey", "plain_data"]
+__all__ = ["TENANT_PLACEHOLDER", "EventKeys", "plain_data"]
 
 #: The placeholder read from the invocation's tenant id unless ``fields`` maps it.
 TENANT_PLACEHOLDER = "tenant_id"
@@ -39,26 +41,28 @@ def plain_data(value: Any) -> Any:
     return value
 
 
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+class EventKeys:
+    """Resolve a plan's key templates from an event (or a batch record), before any request.
 
-
-class EventKey:
-    """Resolve a key template from an event (or a batch record), before any request.
-
-    ``fields`` maps placeholder names to JMESPath expressions, compiled here so
-    a syntax error surfaces when the handler is decorated. Placeholders left
-    out of ``fields`` name top-level keys of the event. ``what`` names the
-    searched data in messages ("event" or "record").
+    ``fields`` maps placeholder names (of any of the templates) to JMESPath
+    expressions, compiled here so a syntax error surfaces when the handler is
+    decorated. Placeholders left out of ``fields`` name top-level keys of the
+    event. ``what`` names the searched data in messages ("event" or "record").
     """
 
-    __slots__ = ("_expressions", "_options", "_template", "_what")
+    __slots__ = ("_expressions", "_options", "_placeholders", "_templates", "_what")
 
     def __init__(
-        self, template: KeyTemplate, fields: Mapping[str, str] | None, *, what: str = "event"
+        self,
+        templates: tuple[KeyTemplate, ...],
+        fields: Mapping[str, str] | None,
+        *,
+        what: str = "event",
     ) -> None:
-        self._template = template
+        self._templates = templates
+        self._placeholders = tuple(
+            dict.fromkeys(name for template in templates for name in template.placeholders)
+        )
         self._what = what
         self._expressions: dict[str, Any] = {}
         self._options: Any = None
@@ -69,12 +73,15 @@ class EventKey:
                 "fields must map placeholder names to JMESPath expressions, e.g. "
                 f"{{'customer_id': 'detail.customer_id'}}, got {type(fields).__name__}"
             )
-        unknown = [name for name in fields if name not in template.placeholders]
+        unknown = [name for name in fields if name not in self._placeholders]
         if unknown:
-            raise ValueError(
-                f"fields names {unknown} but key template {template.template!r} has the "
-                f"placeholders {list(template.placeholders)}; map only those"
+            whose = (
+                f"key template {templates[0].template!r} has the placeholders "
+                f"{list(self._placeholders)}"
+                if len(templates) == 1
+                else f"the keys templates have the placeholders {sorted(self._placeholders)}"
             )
+            raise ValueError(f"fields names {unknown} but {whose}; map only those")
         # Imported only when fields are used: jmespath and Powertools' function
         # table are not needed for top-level lookups.
         import jmespath  # type: ignore[import-untyped]
@@ -86,7 +93,7 @@ class EventKey:
             if not isinstance(expression, str) or not expression.strip():
                 raise TypeError(
                     f"fields[{name!r}] must be a JMESPath expression (a non-empty str), "
-                    f"got {_short(expression)}"
+                    f"got {_describe(expression)}"
                 )
             try:
                 self._expressions[name] = jmespath.compile(expression)
@@ -96,21 +103,18 @@ class EventKey:
                     f"{error}".replace("\n", " ")
                 ) from None
 
-    @property
-    def template(self) -> KeyTemplate:
-        """The key template."""
-        return self._template
-
-    def resolve(self, data: Any, context: Any = None) -> str:
-        """The lock key for one event or record, in the invocation of ``context``.
+    def resolve(self, data: Any, context: Any = None) -> tuple[str, ...]:
+        """The keys for one event or record, in the invocation of ``context``.
 
         A placeholder whose value is missing raises ``ValueError`` and one whose
         value is not a ``str`` raises ``TypeError``; both name the placeholder
-        and where it was looked up.
+        and where it was looked up. Several keys are checked as a key set
+        (distinct, 1..100).
         """
         data = plain_data(data)
-        values = {name: self._value(name, data, context) for name in self._template.placeholders}
-        return self._template.resolve(values)
+        values = {name: self._value(name, data, context) for name in self._placeholders}
+        keys = [template.resolve(values) for template in self._templates]
+        return (keys[0],) if len(keys) == 1 else key_set(None, keys)
 
     def _value(self, name: str, data: Any, context: Any) -> str:
         expression = self._expressions.get(name)
@@ -147,8 +151,8 @@ class EventKey:
                 else f"map it with fields={{{name!r}: 'to_string({name})'}}"
             )
             raise TypeError(
-                f"placeholder {{{name}}}: {source} gave {type(value).__name__} "
-                f"{_short(value)}, not a str; {hint} so every service formats it alike"
+                f"placeholder {{{name}}}: {source} gave {_describe(value)}, not a str; {hint} "
+                "so every service formats it alike"
             )
         return value
 
@@ -168,4 +172,5 @@ class EventKey:
 
     def __repr__(self) -> str:
         fields = {name: expr.expression for name, expr in self._expressions.items()}
-        return f"EventKey({self._template.template!r}, fields={fields!r})"
+        templates = [template.template for template in self._templates]
+        return f"EventKeys({templates!r}, fields={fields!r})"

@@ -17,14 +17,14 @@ from typing import Any, TypedDict
 from .. import _tracing
 from .._calls import check_keywords
 from .._engine.protocol import check_durations
-from .._keyset import KeysTemplate, key_set
+from .._keyset import KeysTemplate
 from ..client import DynamoDBClient, check_table_name, load_request_path
 from ..constants import ENV_INITIALIZATION_TYPE, ENV_TABLE, MANAGED_INSTANCES
 from ..exceptions import LockNotAcquired
 from ..keys import KeyTemplate, permit_keys
 from ..lock import SyncDistributedLock
 from .budget import NoTimeLeft, acquisition_wait, remaining_seconds, usable_time
-from .fields import EventKey
+from .fields import EventKeys
 from .invocation import lambda_context_of
 from .report import Reporter
 
@@ -217,39 +217,6 @@ def _templates(
             "(fencing=True); pass key=... for those"
         )
     return KeysTemplate(keys, key).templates
-
-
-class EventKeys:
-    """Every key template of a plan, resolved from one event or record."""
-
-    __slots__ = ("_keys",)
-
-    def __init__(
-        self, templates: tuple[KeyTemplate, ...], fields: Mapping[str, str] | None, *, what: str
-    ) -> None:
-        # One template checks the fields itself (EventKey); several share them out.
-        shares: list[Mapping[str, str] | None] = [fields] * len(templates)
-        if isinstance(fields, Mapping) and len(templates) > 1:
-            used = {name for template in templates for name in template.placeholders}
-            unknown = [name for name in fields if name not in used]
-            if unknown:
-                raise ValueError(
-                    f"fields names {unknown} but the keys templates have the placeholders "
-                    f"{sorted(used)}; map only those"
-                )
-            shares = [
-                {name: value for name, value in fields.items() if name in template.placeholders}
-                for template in templates
-            ]
-        self._keys = tuple(
-            EventKey(template, share, what=what)
-            for template, share in zip(templates, shares, strict=True)
-        )
-
-    def resolve(self, data: Any, context: Any = None) -> tuple[str, ...]:
-        """The keys for one event or record (checked as a key set: distinct, 1..100)."""
-        keys = [each.resolve(data, context) for each in self._keys]
-        return (keys[0],) if len(keys) == 1 else key_set(None, keys)
 
 
 class Holding:

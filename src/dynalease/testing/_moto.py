@@ -30,8 +30,8 @@ import contextlib
 import copy
 import functools
 import io
-import sys
 import threading
+import wsgiref.util
 from collections.abc import Iterator
 from typing import Any, NamedTuple, cast
 
@@ -197,25 +197,15 @@ def _environ(request: dict[str, Any]) -> dict[str, Any]:
     body: bytes = request["body"]
     environ: dict[str, Any] = {
         "REQUEST_METHOD": "POST",
-        "SCRIPT_NAME": "",
-        "PATH_INFO": "/",
-        "QUERY_STRING": "",
         "SERVER_NAME": _HOST,
-        "SERVER_PORT": "443",
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "HTTP_HOST": _HOST,
-        "CONTENT_LENGTH": str(len(body)),
-        "wsgi.version": (1, 0),
         "wsgi.url_scheme": "https",
+        "CONTENT_LENGTH": str(len(body)),
         "wsgi.input": io.BytesIO(body),
-        "wsgi.errors": sys.stderr,
-        "wsgi.multithread": True,
-        "wsgi.multiprocess": False,
-        "wsgi.run_once": False,
     }
     for name, value in request["headers"].items():
         key = name.upper().replace("-", "_")
         environ[key if key == "CONTENT_TYPE" else f"HTTP_{key}"] = value
+    wsgiref.util.setup_testing_defaults(environ)  # the rest: HTTP_HOST, SERVER_PORT...
     return environ
 
 
