@@ -71,7 +71,7 @@ class LeaseCore:
         self.lease_s = lease_s
         self.wait_s = wait_s
         self.owner = p.new_token()
-        self.fencing = fencing  # protocol 2 (fenced rows) when true; see ``fenced.py``
+        self.fencing = fencing  # protocol 2 (fenced rows) when true; see ``shapes.py``
         self.protocol = p.FENCED_PROTOCOL if fencing else p.PROTOCOL
         self.lease_ms = p.lease_ms(lease_s)
         self.span = p.validity_span(lease_s)
