@@ -9,37 +9,25 @@ and retries. Used only when ``store.blocking_ready()``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import DynamoDBError
 from . import protocol as p
-from .acquire import Acquirer
-from .base import LeaseCore
-from .release import Releaser
-from .renew import Renewer
-from .requests import FirstWrite, Requests, interrupted_failure
+from .requests import FirstWrite, interrupted_failure
 from .runtime import Runtime
 from .shapes import create_operation, release_operation
 from .states import Event, State
 from .store import ConditionFailed
 
+if TYPE_CHECKING:
+    from .lease import Lease
+
 
 class CallerPath:
     """The blocking halves of acquire and release, run in a sync caller's thread."""
 
-    def __init__(
-        self,
-        core: LeaseCore,
-        requests: Requests,
-        acquirer: Acquirer,
-        renewer: Renewer,
-        releaser: Releaser,
-    ) -> None:
-        self.core = core
-        self.requests = requests
-        self.acquirer = acquirer
-        self.renewer = renewer
-        self.releaser = releaser
+    def __init__(self, lease: Lease) -> None:
+        self.core = lease
         #: The open request a blocking write handed over (the transport's ``on_late``:
         #: sent, not answered in time or interrupted), until a :class:`FirstWrite` or
         #: :meth:`abandon_first` takes it. A clean answer never sets it.
@@ -57,7 +45,7 @@ class CallerPath:
         wakes the runtime loop at all.
         """
         if self.core.multi or not self.core.store.blocking_ready():
-            runtime.run(self.acquirer.acquire())
+            runtime.run(self.core.acquirer.acquire())
             return
         try:
             first = self.acquire_blocking()
@@ -65,9 +53,9 @@ class CallerPath:
             runtime.call_soon(self.abandon_first)
             raise
         if first is not None:
-            runtime.run(self.acquirer.acquire(first))
+            runtime.run(self.core.acquirer.acquire(first))
         else:
-            self.renewer.defer(runtime)
+            self.core.renewer.defer(runtime)
 
     def release(self, runtime: Runtime) -> None:
         """Release for a sync caller, blocking; the delete goes out from this thread.
@@ -78,15 +66,15 @@ class CallerPath:
         Raises like ``Releaser.release``.
         """
         if self.core.multi or not self.core.store.blocking_ready():
-            runtime.submit(self.releaser.release()).result()
+            runtime.submit(self.core.releaser.release()).result()
             return
         try:
             first = self.release_blocking()
         except BaseException:
-            runtime.submit(self.releaser.release(self.interrupted_release()))
+            runtime.submit(self.core.releaser.release(self.interrupted_release()))
             raise
         if first is not None:
-            runtime.submit(self.releaser.release(first)).result()
+            runtime.submit(self.core.releaser.release(first)).result()
             return
         if self.after_blocking_release():
             runtime.call_soon(self.released_elsewhere)
@@ -109,7 +97,7 @@ class CallerPath:
         simply succeed.)
         """
         core = self.core
-        start, deadline, single = self.acquirer.begin()
+        start, deadline, single = self.core.acquirer.begin()
         timeout = p.request_timeout(core.lease_s, deadline - core.clock.monotonic())
         operation = create_operation(core.fencing)
         if timeout <= 0:
@@ -130,7 +118,7 @@ class CallerPath:
         core.note_answer(reply.request_id)
         # A token missing from the answer raises: ``hold`` then cleans up.
         core.won(row.version, stamp, reply.item)
-        self.acquirer.now_held()
+        self.core.acquirer.now_held()
         return None
 
     def abandon_first(self) -> None:
@@ -143,9 +131,9 @@ class CallerPath:
         core.pending.clear()
         if late is not None:
             finished = core.store.finish_late(create_operation(core.fencing), late)
-            self.requests.watch_late(asyncio.ensure_future(finished))
+            self.core.requests.watch_late(asyncio.ensure_future(finished))
         # The create may have landed with its answer unread: delete our row if so.
-        core.background(self.releaser.cleanup_late())
+        core.background(self.core.releaser.cleanup_late())
 
     def release_blocking(self) -> FirstWrite | None:
         """Try the release's delete from the calling thread; None when it is done.
@@ -156,7 +144,7 @@ class CallerPath:
         ``lost_error()`` when ``state`` is LOST.
         """
         core = self.core
-        deadline = self.releaser.begin()
+        deadline = self.core.releaser.begin()
         if deadline is None:
             return None
         timeout = p.request_timeout(core.lease_s, deadline - core.clock.monotonic())
@@ -176,7 +164,7 @@ class CallerPath:
             raise
         core.tally.caller_wcu += reply.capacity
         core.note_answer(reply.request_id)
-        self.releaser.end()
+        self.core.releaser.end()
         if core.journal is not None:
             core.journal.forget(core.owner)
         return None
@@ -195,9 +183,9 @@ class CallerPath:
         """
         core = self.core
         core.observations.clear_holder(core.resource)
-        return self.renewer.task is not None or core.observations.has_waiters(core.resource)
+        return self.core.renewer.task is not None or core.observations.has_waiters(core.resource)
 
     def released_elsewhere(self) -> None:
         """On the runtime loop, after :meth:`release_blocking` deleted the row."""
-        self.renewer.stop()
+        self.core.renewer.stop()
         self.core.observations.released(self.core.resource)
