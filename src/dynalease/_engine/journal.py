@@ -154,9 +154,9 @@ class Entry(NamedTuple):
     pid: int
     started: str | None
     #: A fenced (protocol-2) row: released by leaving it free, never by a delete.
-    fencing: bool = False
+    fencing: bool
     #: Every row the entry names: ``(key,)``, or a multi-key lock's keys (``key`` first).
-    keys: tuple[str, ...] = ()
+    keys: tuple[str, ...]
 
 
 class Journal:
@@ -164,8 +164,7 @@ class Journal:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._pid = os.getpid()
-        self._started = start_time(self._pid)
+        self.reidentify()
         #: None until the directory is checked, then whether entries may be written.
         self._usable: bool | None = None
         self._warned = False
