@@ -97,7 +97,7 @@ class CallerPath:
         simply succeed.)
         """
         core = self.core
-        start, deadline, single = self.core.acquirer.begin()
+        start, deadline, single = core.acquirer.begin()
         timeout = p.request_timeout(core.lease_s, deadline - core.clock.monotonic())
         operation = create_operation(core.fencing)
         if timeout <= 0:
