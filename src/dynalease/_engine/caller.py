@@ -9,25 +9,37 @@ and retries. Used only when ``store.blocking_ready()``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..exceptions import DynamoDBError
 from . import protocol as p
-from .requests import FirstWrite, interrupted_failure
+from .acquire import Acquirer
+from .base import LeaseCore
+from .release import Releaser
+from .renew import Renewer
+from .requests import FirstWrite, Requests, interrupted_failure
 from .runtime import Runtime
 from .shapes import create_operation, release_operation
 from .states import Event, State
 from .store import ConditionFailed
 
-if TYPE_CHECKING:
-    from .lease import Lease
-
 
 class CallerPath:
     """The blocking halves of acquire and release, run in a sync caller's thread."""
 
-    def __init__(self, lease: Lease) -> None:
-        self.core = lease
+    def __init__(
+        self,
+        core: LeaseCore,
+        requests: Requests,
+        acquirer: Acquirer,
+        renewer: Renewer,
+        releaser: Releaser,
+    ) -> None:
+        self.core = core
+        self.requests = requests
+        self.acquirer = acquirer
+        self.renewer = renewer
+        self.releaser = releaser
         #: The open request a blocking write handed over (the transport's ``on_late``:
         #: sent, not answered in time or interrupted), until a :class:`FirstWrite` or
         #: :meth:`abandon_first` takes it. A clean answer never sets it.
@@ -45,7 +57,7 @@ class CallerPath:
         wakes the runtime loop at all.
         """
         if self.core.multi or not self.core.store.blocking_ready():
-            runtime.run(self.core.acquirer.acquire())
+            runtime.run(self.acquirer.acquire())
             return
         try:
             first = self.acquire_blocking()
@@ -53,9 +65,9 @@ class CallerPath:
             runtime.call_soon(self.abandon_first)
             raise
         if first is not None:
-            runtime.run(self.core.acquirer.acquire(first))
+            runtime.run(self.acquirer.acquire(first))
         else:
-            self.core.renewer.defer(runtime)
+            self.renewer.defer(runtime)
 
     def release(self, runtime: Runtime) -> None:
         """Release for a sync caller, blocking; the delete goes out from this thread.
@@ -66,15 +78,15 @@ class CallerPath:
         Raises like ``Releaser.release``.
         """
         if self.core.multi or not self.core.store.blocking_ready():
-            runtime.submit(self.core.releaser.release()).result()
+            runtime.submit(self.releaser.release()).result()
             return
         try:
             first = self.release_blocking()
         except BaseException:
-            runtime.submit(self.core.releaser.release(self.interrupted_release()))
+            runtime.submit(self.releaser.release(self.interrupted_release()))
             raise
         if first is not None:
-            runtime.submit(self.core.releaser.release(first)).result()
+            runtime.submit(self.releaser.release(first)).result()
             return
         if self.after_blocking_release():
             runtime.call_soon(self.released_elsewhere)
@@ -97,7 +109,7 @@ class CallerPath:
         simply succeed.)
         """
         core = self.core
-        start, deadline, single = core.acquirer.begin()
+        start, deadline, single = self.acquirer.begin()
         timeout = p.request_timeout(core.lease_s, deadline - core.clock.monotonic())
         operation = create_operation(core.fencing)
         if timeout <= 0:
@@ -118,7 +130,7 @@ class CallerPath:
         core.note_answer(reply.request_id)
         # A token missing from the answer raises: ``hold`` then cleans up.
         core.won(row.version, stamp, reply.item)
-        self.core.acquirer.now_held()
+        self.acquirer.now_held()
         return None
 
     def abandon_first(self) -> None:
@@ -131,9 +143,9 @@ class CallerPath:
         core.pending.clear()
         if late is not None:
             finished = core.store.finish_late(create_operation(core.fencing), late)
-            self.core.requests.watch_late(asyncio.ensure_future(finished))
+            self.requests.watch_late(asyncio.ensure_future(finished))
         # The create may have landed with its answer unread: delete our row if so.
-        core.background(self.core.releaser.cleanup_late())
+        core.background(self.releaser.cleanup_late())
 
     def release_blocking(self) -> FirstWrite | None:
         """Try the release's delete from the calling thread; None when it is done.
@@ -144,7 +156,7 @@ class CallerPath:
         ``lost_error()`` when ``state`` is LOST.
         """
         core = self.core
-        deadline = self.core.releaser.begin()
+        deadline = self.releaser.begin()
         if deadline is None:
             return None
         timeout = p.request_timeout(core.lease_s, deadline - core.clock.monotonic())
@@ -164,7 +176,7 @@ class CallerPath:
             raise
         core.tally.caller_wcu += reply.capacity
         core.note_answer(reply.request_id)
-        self.core.releaser.end()
+        self.releaser.end()
         if core.journal is not None:
             core.journal.forget(core.owner)
         return None
@@ -183,9 +195,9 @@ class CallerPath:
         """
         core = self.core
         core.observations.clear_holder(core.resource)
-        return self.core.renewer.task is not None or core.observations.has_waiters(core.resource)
+        return self.renewer.task is not None or core.observations.has_waiters(core.resource)
 
     def released_elsewhere(self) -> None:
         """On the runtime loop, after :meth:`release_blocking` deleted the row."""
-        self.core.renewer.stop()
+        self.renewer.stop()
         self.core.observations.released(self.core.resource)

@@ -9,8 +9,7 @@ stamp for 90% of the lease and is only ever extended by a confirmed write. A
 write whose outcome is unknown is reconciled with a strong read: it counts only
 if the row shows exactly the owner and version we attempted.
 
-The parts, each in a file of its own and each handed the lease (through which they
-reach each other):
+The parts, each in a file of its own and each handed the lease's core:
 
 - ``base.LeaseCore``: identity, state changes, loss, validity, what other threads ask;
 - ``requests.Requests``: bounded requests, unknown outcomes, late answers;
@@ -79,12 +78,16 @@ class Lease(LeaseCore):
         )
         self.together = aim.together
         self.requests = Requests(self, landed=lambda: self.background(self.releaser.cleanup_late()))
-        self.renewer = Renewer(self)
-        self.releaser = Releaser(self)
+        self.renewer = Renewer(
+            self, self.requests, at_deadline=lambda: self.releaser.end_at_deadline()
+        )
+        self.releaser = Releaser(
+            self, self.requests, self.renewer, written=lambda: self.acquirer.written
+        )
         self.acquirer = Acquirer(
             self, self.requests, self.renewer, aim, cleanup=self.releaser.cleanup_late
         )
-        self.caller = CallerPath(self)
+        self.caller = CallerPath(self, self.requests, self.acquirer, self.renewer, self.releaser)
 
     # --- the faces' entry points (a sync caller's: ``caller``) --------------------
 

@@ -10,28 +10,40 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..exceptions import DynamoDBError, LockLost, LockReleaseError
 from . import protocol as p
-from .base import DEADLINE_PASSED, logged_key
-from .requests import BudgetSpent, FirstWrite, OutcomeUnknown
+from .base import DEADLINE_PASSED, LeaseCore, logged_key
+from .renew import Renewer
+from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
 from .states import Event, State
 
 if TYPE_CHECKING:
     import asyncio
 
-    from .lease import Lease
-
 log = logging.getLogger("dynalease")
 
 
 class Releaser:
-    """Ending a guard's hold: RELEASING, then RELEASED or LOST."""
+    """Ending a guard's hold: RELEASING, then RELEASED or LOST.
 
-    def __init__(self, lease: Lease) -> None:
-        self.core = lease
-        self.requests = lease.requests
+    ``written`` names every row this guard may have written while acquiring (a
+    lock's key; a semaphore's permits tried), for :meth:`cleanup_late`.
+    """
+
+    def __init__(
+        self,
+        core: LeaseCore,
+        requests: Requests,
+        renewer: Renewer,
+        written: Callable[[], list[str]],
+    ) -> None:
+        self.core = core
+        self.requests = requests
+        self.renewer = renewer
+        self._written = written
         #: One clean-up at a time (made on the loop, at the first: most guards never need it).
         self._cleaning: asyncio.Lock | None = None
 
@@ -72,7 +84,7 @@ class Releaser:
     async def _release_row(self, deadline: float, first: FirstWrite | None = None) -> None:
         """:meth:`release` from RELEASING on: the delete within ``deadline``, then the end state."""
         core = self.core
-        core.renewer.stop()
+        self.renewer.stop()
         try:
             await self._delete_until_gone(core.key, deadline, first)
         except LockReleaseError:
@@ -223,8 +235,8 @@ class Releaser:
     async def cleanup_late(self) -> None:
         """Delete a row this guard wrote after it stopped wanting it (owner-conditional).
 
-        Every row it may have written (``Acquirer.written``: a lock's key, a
-        semaphore guard's permits tried), one sweep at a time.
+        Every row it may have written: a semaphore guard's permits tried, one
+        sweep at a time.
         """
         import asyncio
 
@@ -232,7 +244,7 @@ class Releaser:
         if self._cleaning is None:
             self._cleaning = asyncio.Lock()
         async with self._cleaning:
-            for key in (core.key,) if core.multi else core.acquirer.written:
+            for key in (core.key,) if core.multi else self._written():
                 deadline = core.clock.monotonic() + p.cleanup_budget(core.lease_s)
                 try:
                     await self._delete_until_gone(key, deadline)

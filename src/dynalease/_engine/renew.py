@@ -17,21 +17,21 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import _tracing
 from ..exceptions import DynamoDBError
 from . import protocol as p
-from .base import logged_key
+from .base import LeaseCore, logged_key
 from .clock import Stamp
-from .requests import EPSILON_S, BudgetSpent, OutcomeUnknown
+from .requests import EPSILON_S, BudgetSpent, OutcomeUnknown, Requests
 from .scheduling import ValidityWatch, deferred_renewals
 from .states import State
 
 if TYPE_CHECKING:
     import asyncio
 
-    from .lease import Lease
     from .runtime import Runtime
 
 log = logging.getLogger("dynalease")
@@ -40,9 +40,13 @@ log = logging.getLogger("dynalease")
 class Renewer:
     """The renewal task of a held lease and the validity checks around it."""
 
-    def __init__(self, lease: Lease) -> None:
-        self.core = lease
-        self.requests = lease.requests
+    def __init__(
+        self, core: LeaseCore, requests: Requests, at_deadline: Callable[[], None]
+    ) -> None:
+        self.core = core
+        self.requests = requests
+        #: Ends the hold when the caller's deadline passes (``Releaser.end_at_deadline``).
+        self._at_deadline = at_deadline
         #: The running renewal task, once started.
         self.task: asyncio.Task[None] | None = None
         self._stopped = False
@@ -122,7 +126,7 @@ class Renewer:
                 return
             now = clock.monotonic()
             if core.deadline is not None and now >= core.deadline:
-                core.releaser.end_at_deadline()
+                self._at_deadline()
                 return
             end = math.inf if core.deadline is None else core.deadline
             wait = min(next_attempt, end) - now
