@@ -34,7 +34,7 @@ import os
 import re
 import stat
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 from ..constants import ENV_EXTENSIONS_DIR, ENV_JOURNAL_DIR, ENV_RUNTIME_API, RECOVERY_EXTENSION
 
@@ -365,11 +365,10 @@ def _entry(full: str, name: str, body: Any) -> Entry:
     fencing = body.get("fencing", False)
     if type(fencing) is not bool:
         raise _Skip("fencing is not true or false")
-    assert isinstance(key, str)
     return Entry(full, table, key, owner, pid, started, fencing, tuple(keys))
 
 
-def _is_key(value: Any) -> bool:
+def _is_key(value: Any) -> TypeGuard[str]:
     """Whether ``value`` is a lock key: text of 1 to 2,048 UTF-8 bytes."""
     try:
         size = len(value.encode("utf-8")) if isinstance(value, str) else 0
