@@ -39,8 +39,6 @@ from typing import Any, NamedTuple, TypeGuard
 from ..constants import ENV_EXTENSIONS_DIR, ENV_JOURNAL_DIR, ENV_RUNTIME_API, RECOVERY_EXTENSION
 
 __all__ = [
-    "DEFAULT_DIRECTORY",
-    "DEFAULT_EXTENSIONS",
     "MAX_ENTRY_BYTES",
     "MAX_KEYS",
     "Entry",

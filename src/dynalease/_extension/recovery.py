@@ -43,7 +43,7 @@ from .._engine import journal
 from ..constants import ENV_RUNTIME_API, RECOVERY_EXTENSION
 from . import workers
 
-__all__ = ["RECOVER_ON", "Control", "Outcome", "main", "recover"]
+__all__ = ["Control", "Outcome", "main", "recover"]
 
 log = logging.getLogger("dynalease.recovery")
 

@@ -36,7 +36,7 @@ from .._engine.protocol import (
 from .._engine.shapes import RELEASE_UPDATE
 from .._engine.store import ConditionFailed
 
-__all__ = ["DELETE_CONDITION", "FREE_CONDITION", "Result", "release"]
+__all__ = ["Result", "release"]
 
 _LIVE_ROW = "#o = :o AND #p = :p AND attribute_exists(#v) AND attribute_exists(#l)"
 DELETE_CONDITION = _LIVE_ROW + " AND attribute_not_exists(#f)"
