@@ -31,7 +31,7 @@ from support.lambda_plane import ControlPlane, Invocation
 
 from dynalease import DynamoDBClient, SyncDistributedLock
 from dynalease._engine import journal
-from dynalease._engine.base import key_hash
+from dynalease._redact import key_hash
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = Path(__file__).resolve().parent / "plane_task"

@@ -34,7 +34,7 @@ _WRITE = {
     "ReturnValuesOnConditionCheckFailure",
     "ReturnConsumedCapacity",
 }
-#: Fenced rows' writes (dynalease._engine.fenced), recognized by their exact text.
+#: Fenced rows' writes (dynalease._engine.shapes), recognized by their exact text.
 _FENCED_ACQUIRE = "SET #o = :owner, #v = :version, #l = :lease, #p = :protocol ADD #f :one"
 _FENCED_RELEASE = "REMOVE #o, #v, #l"
 _FENCED_NAMES = {"#o": "owner", "#v": "version", "#l": "lease_ms", "#p": "protocol", "#f": "fence"}

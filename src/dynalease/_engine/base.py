@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from .._redact import escaped, key_hash, log_keys, logged_key
+from .._redact import escaped, logged_key
 from ..exceptions import LockLost
 from ..metrics import LockMetrics
 from . import protocol as p
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import asyncio
     import concurrent.futures
 
-__all__ = ["LeaseCore", "key_hash", "log_keys", "logged_key"]
+__all__ = ["LeaseCore", "logged_key"]
 
 log = logging.getLogger("dynalease")
 #: Why a lease was lost at its caller's deadline (``deadline.py``): what ``raise_if_lost``
@@ -71,7 +71,7 @@ class LeaseCore:
         self.lease_s = lease_s
         self.wait_s = wait_s
         self.owner = p.new_token()
-        self.fencing = fencing  # protocol 2 (fenced rows) when true; see ``fenced.py``
+        self.fencing = fencing  # protocol 2 (fenced rows) when true; see ``shapes.py``
         self.protocol = p.FENCED_PROTOCOL if fencing else p.PROTOCOL
         self.lease_ms = p.lease_ms(lease_s)
         self.span = p.validity_span(lease_s)

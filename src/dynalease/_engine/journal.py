@@ -34,13 +34,11 @@ import os
 import re
 import stat
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 from ..constants import ENV_EXTENSIONS_DIR, ENV_JOURNAL_DIR, ENV_RUNTIME_API, RECOVERY_EXTENSION
 
 __all__ = [
-    "DEFAULT_DIRECTORY",
-    "DEFAULT_EXTENSIONS",
     "MAX_ENTRY_BYTES",
     "MAX_KEYS",
     "Entry",
@@ -154,9 +152,9 @@ class Entry(NamedTuple):
     pid: int
     started: str | None
     #: A fenced (protocol-2) row: released by leaving it free, never by a delete.
-    fencing: bool = False
+    fencing: bool
     #: Every row the entry names: ``(key,)``, or a multi-key lock's keys (``key`` first).
-    keys: tuple[str, ...] = ()
+    keys: tuple[str, ...]
 
 
 class Journal:
@@ -164,8 +162,7 @@ class Journal:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._pid = os.getpid()
-        self._started = start_time(self._pid)
+        self.reidentify()
         #: None until the directory is checked, then whether entries may be written.
         self._usable: bool | None = None
         self._warned = False
@@ -366,11 +363,10 @@ def _entry(full: str, name: str, body: Any) -> Entry:
     fencing = body.get("fencing", False)
     if type(fencing) is not bool:
         raise _Skip("fencing is not true or false")
-    assert isinstance(key, str)
     return Entry(full, table, key, owner, pid, started, fencing, tuple(keys))
 
 
-def _is_key(value: Any) -> bool:
+def _is_key(value: Any) -> TypeGuard[str]:
     """Whether ``value`` is a lock key: text of 1 to 2,048 UTF-8 bytes."""
     try:
         size = len(value.encode("utf-8")) if isinstance(value, str) else 0

@@ -4,7 +4,7 @@ Protocol 1 rows match pydynox 1.8 lock rows so both libraries compete for the
 same lock. Protocol 2 is the fenced row (``fencing=True``): the same attributes
 plus a counter, ``fence``, that every change of owner increases; a released
 fenced row stays as a *free row* (key, protocol and counter only). Its requests
-are in ``fenced.py``. Every timing rule of the protocol is a function here, so
+are in ``shapes.py``. Every timing rule of the protocol is a function here, so
 the lease state machine and the tests share one definition.
 """
 

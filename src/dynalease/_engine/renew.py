@@ -192,10 +192,6 @@ class Renewer:
                 item = await self.requests.read_row(core.key, deadline)
         except (BudgetSpent, OutcomeUnknown, DynamoDBError):
             return False
-        return self._reconcile(item, current)
-
-    def _reconcile(self, item: dict[str, Any] | None, current: str) -> bool:
-        core = self.core
         if core.state is not State.HELD:
             return False
         stamp = core.ours(item)

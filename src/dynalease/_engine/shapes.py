@@ -1,9 +1,23 @@
 """The protocol's requests as DynamoDB parameters, and what their answers say.
 
-Every request a lease sends is built here, for every transport; protocol 2's
-own writes are in :mod:`.fenced`.
-The conditions are docs/protocol.md's table: create if absent, take over if
-the observed owner and version are still there, renew and release if ours.
+Every request a lease sends is built here, for every transport. The conditions
+are docs/protocol.md's table: create if absent, take over if the observed owner
+and version are still there, renew and release if ours.
+
+Protocol 2, fenced rows, differs in three writes. A fenced row carries the
+protocol-1 attributes with ``protocol`` = 2 and a counter, ``fence``. Every
+write that makes a guard the owner ``ADD``s 1 to the counter in the same
+conditional ``UpdateItem`` and returns it (``ReturnValues=UPDATED_NEW``): that
+number is the guard's fencing token, at no extra request. Release removes the
+owner, version and lease but keeps the row, so the counter survives as a *free
+row* (key, protocol, fence) for the next owner. Renewal (``SET version``), the
+strong read and the ``check_in`` condition are protocol 1's requests unchanged.
+
+| step | request | condition |
+|---|---|---|
+| acquire | UpdateItem ``SET owner, version, lease_ms, protocol ADD fence 1`` | row absent or free |
+| take over | the same UpdateItem | owner and version equal the observed ones |
+| release | UpdateItem ``REMOVE owner, version, lease_ms`` | owner equals ours |
 """
 
 from __future__ import annotations
@@ -12,8 +26,16 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from . import fenced
-from .protocol import KEY_ATTR, OWNER_ATTR, VERSION_ATTR, LockRow
+from .protocol import (
+    FENCE_ATTR,
+    FENCED_PROTOCOL,
+    KEY_ATTR,
+    LEASE_ATTR,
+    OWNER_ATTR,
+    PROTOCOL_ATTR,
+    VERSION_ATTR,
+    LockRow,
+)
 
 Item = dict[str, Any]
 
@@ -76,12 +98,12 @@ def reply_of(operation: str, response: dict[str, Any]) -> Reply:
 
 def create_operation(fencing: bool) -> str:
     """The operation a create (or takeover) is: PutItem, or UpdateItem for a fenced row."""
-    return fenced.OPERATION if fencing else "PutItem"
+    return "UpdateItem" if fencing else "PutItem"
 
 
 def release_operation(fencing: bool) -> str:
     """The operation a release is: DeleteItem, or UpdateItem leaving a free fenced row."""
-    return fenced.OPERATION if fencing else "DeleteItem"
+    return "UpdateItem" if fencing else "DeleteItem"
 
 
 def write_request(
@@ -90,7 +112,7 @@ def write_request(
     """The operation and parameters of writing ``row`` (protocol 1 or 2): a create when
     ``observed`` is None, else a takeover of the observed live row."""
     if row.fenced:
-        return fenced.OPERATION, fenced.acquire_params(table, row, observed)
+        return "UpdateItem", _fenced_write_params(table, row, observed)
     if observed is None:
         condition, names = "attribute_not_exists(#k)", _NAMES_KEY
     else:
@@ -114,7 +136,7 @@ def write_request(
 def release_request(table: str, key: str, owner: str, fencing: bool) -> tuple[str, dict[str, Any]]:
     """The operation and parameters of a release by ``owner``."""
     if fencing:
-        return fenced.OPERATION, fenced.release_params(table, key, owner)
+        return "UpdateItem", _fenced_release_params(table, key, owner)
     return "DeleteItem", _delete_params(table, key, owner)
 
 
@@ -189,6 +211,69 @@ def _delete_params(table: str, key: str, owner: str) -> dict[str, Any]:
         "Key": {KEY_ATTR: {"S": key}},
         "ConditionExpression": "#o = :o",
         "ExpressionAttributeNames": dict(_NAMES_OWNER),
+        "ExpressionAttributeValues": {":o": {"S": owner}},
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+
+
+# --- protocol 2: the fenced writes --------------------------------------------
+
+ACQUIRE_UPDATE = "SET #o = :owner, #v = :version, #l = :lease, #p = :protocol ADD #f :one"
+#: Absent, or free (released: no owner). A live row of either protocol has an owner.
+ACQUIRE_CONDITION = "attribute_not_exists(#k) OR attribute_not_exists(#o)"
+TAKEOVER_CONDITION = "#o = :o AND #v = :v"
+RELEASE_UPDATE = "REMOVE #o, #v, #l"
+RELEASE_CONDITION = "#o = :o"
+
+_WRITE_NAMES = {
+    "#o": OWNER_ATTR,
+    "#v": VERSION_ATTR,
+    "#l": LEASE_ATTR,
+    "#p": PROTOCOL_ATTR,
+    "#f": FENCE_ATTR,
+}
+
+
+def _fenced_write_params(table: str, row: LockRow, observed: LockRow | None) -> dict[str, Any]:
+    """The fenced write of ``row``: become the owner and count one more owner, on a row
+    absent or free (``observed`` None) or over the observed live row."""
+    names = dict(_WRITE_NAMES)
+    values: dict[str, Any] = {
+        ":owner": {"S": row.owner},
+        ":version": {"S": row.version},
+        ":lease": {"N": str(row.lease_ms)},
+        ":protocol": {"N": str(FENCED_PROTOCOL)},
+        ":one": {"N": "1"},
+    }
+    if observed is None:
+        condition = ACQUIRE_CONDITION
+        names["#k"] = KEY_ATTR
+    else:
+        condition = TAKEOVER_CONDITION
+        values[":o"] = {"S": observed.owner}
+        values[":v"] = {"S": observed.version}
+    return {
+        "TableName": table,
+        "Key": {KEY_ATTR: {"S": row.key}},
+        "UpdateExpression": ACQUIRE_UPDATE,
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+        "ReturnValues": "UPDATED_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+
+
+def _fenced_release_params(table: str, key: str, owner: str) -> dict[str, Any]:
+    """The fenced release: leave a free row (key, protocol, fence) if we still own it."""
+    return {
+        "TableName": table,
+        "Key": {KEY_ATTR: {"S": key}},
+        "UpdateExpression": RELEASE_UPDATE,
+        "ConditionExpression": RELEASE_CONDITION,
+        "ExpressionAttributeNames": {"#o": OWNER_ATTR, "#v": VERSION_ATTR, "#l": LEASE_ATTR},
         "ExpressionAttributeValues": {":o": {"S": owner}},
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         "ReturnConsumedCapacity": "TOTAL",

@@ -10,15 +10,12 @@ lean path; each implements the one :class:`Transport` interface.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ..exceptions import RequestFailedError, TransactionCanceledException
 from . import shapes
 from .protocol import LockRow
 from .shapes import Item, Reply, reply_of, write_reply
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "ConditionFailed",
@@ -50,9 +47,10 @@ class Transport(Protocol):
     Failures are raised as :class:`ConditionFailed` or as
     :class:`dynalease.exceptions.DynamoDBError` subclasses; a
     :class:`~dynalease.exceptions.RequestFailedError` whose
-    ``may_have_committed`` is true means the outcome is unknown. A transport that
-    cannot bound a request or send from a caller's thread builds on
-    :class:`LoopTransport`.
+    ``may_have_committed`` is true means the outcome is unknown. The method
+    bodies here are the defaults of a transport that sends only from the runtime
+    loop (:class:`LoopTransport`); a transport that can bound a request itself or
+    send from a caller's thread defines its own.
     """
 
     async def prepare(self) -> None:
@@ -60,9 +58,9 @@ class Transport(Protocol):
 
         Awaited before a lock request's timeout starts, so one-time setup is not
         charged to a single request. Failures are left for the first request to
-        report; a second call after success returns at once.
+        report; a second call after success returns at once. By default: nothing
+        to set up.
         """
-        ...
 
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send from the calling thread and block until the answer."""
@@ -82,12 +80,16 @@ class Transport(Protocol):
         """Send from the runtime loop; raise :class:`TimedOut` after ``timeout`` seconds.
 
         The answer still to come goes to ``on_late`` first (see :class:`Limit`).
+        By default: :meth:`send`, bounded by :func:`bounded` (a task per request).
         """
-        ...
+        return await bounded(self.send(operation, params), timeout, on_late)
 
     def blocking_ready(self) -> bool:
-        """True when :meth:`send_blocking` may be used now (and, once True, always)."""
-        ...
+        """True when :meth:`send_blocking` may be used now (and, once True, always).
+
+        By default never: a sync caller's requests then go through the runtime loop.
+        """
+        return False
 
     def send_blocking(
         self,
@@ -100,13 +102,17 @@ class Transport(Protocol):
 
         Raises like :meth:`send`; a request sent but not answered in time (or
         interrupted) may first be handed to ``on_late``, if the transport can
-        still read its answer.
+        still read its answer. Used only after :meth:`blocking_ready` said True.
         """
-        ...
+        raise RuntimeError(f"{type(self).__name__} sends from the runtime loop only")
 
     async def finish_late(self, operation: str, late: Any) -> dict[str, Any]:
-        """The answer to a request handed to ``on_late`` (on the runtime loop)."""
-        ...
+        """The answer to a request handed to ``on_late`` (on the runtime loop).
+
+        By default ``late`` is the task :func:`bounded` handed over.
+        """
+        answer: dict[str, Any] = await late
+        return answer
 
     def drop_connections(self) -> None:
         """Close the idle pooled connections and forget them; the next request opens anew.
@@ -114,7 +120,7 @@ class Transport(Protocol):
         For SnapStart: a connection open in the snapshot would be shared by every
         restored copy. Called with no request in flight.
         """
-        ...
+        return  # by default nothing is pooled of ours (botocore keeps its own pool)
 
 
 class TimedOut(Exception):
@@ -155,52 +161,9 @@ async def bounded(
     return task.result()
 
 
-class LoopTransport:
-    """What a transport that sends only from the runtime loop inherits.
-
-    Its requests are bounded by :func:`bounded` (a task per bounded request), and
-    a sync caller's requests go through the runtime loop too (never
-    :meth:`send_blocking`). Subclasses define ``call`` and ``send``.
-    """
-
-    async def prepare(self) -> None:
-        """Nothing to set up."""
-
-    async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Send from the runtime's event loop (subclasses define it)."""
-        raise NotImplementedError
-
-    async def send_within(
-        self,
-        operation: str,
-        params: dict[str, Any],
-        timeout: float,
-        on_late: Callable[[Awaitable[dict[str, Any]]], object],
-    ) -> dict[str, Any]:
-        """:meth:`send`, bounded by :func:`bounded`."""
-        return await bounded(self.send(operation, params), timeout, on_late)
-
-    def blocking_ready(self) -> bool:
-        """Never: this transport sends from the runtime loop only."""
-        return False
-
-    def send_blocking(
-        self,
-        operation: str,
-        params: dict[str, Any],
-        timeout: float,
-        on_late: Callable[[Any], object],
-    ) -> dict[str, Any]:
-        """Not available (:meth:`blocking_ready` is False)."""
-        raise RuntimeError(f"{type(self).__name__} sends from the runtime loop only")
-
-    async def finish_late(self, operation: str, late: Any) -> dict[str, Any]:
-        """The answer :func:`bounded` handed to ``on_late``."""
-        answer: dict[str, Any] = await late
-        return answer
-
-    def drop_connections(self) -> None:
-        """Nothing pooled of ours (botocore keeps its own pool)."""
+class LoopTransport(Transport):
+    """What a transport that sends only from the runtime loop inherits: :class:`Transport`'s
+    defaults. Subclasses define ``call`` and ``send``."""
 
 
 class LockStore:

@@ -43,7 +43,7 @@ from .._engine import journal
 from ..constants import ENV_RUNTIME_API, RECOVERY_EXTENSION
 from . import workers
 
-__all__ = ["RECOVER_ON", "Control", "Outcome", "main", "recover"]
+__all__ = ["Control", "Outcome", "main", "recover"]
 
 log = logging.getLogger("dynalease.recovery")
 
@@ -217,7 +217,7 @@ async def _release(client: Any, entry: journal.Entry, outcome: Outcome, deadline
         left = deadline - time.time() - MARGIN_S
         releases = [  # a multi-key lock's rows are released one by one
             release(store.transport, entry.table, key, entry.owner, fenced=entry.fencing)
-            for key in entry.keys or (entry.key,)
+            for key in entry.keys
         ]
         with _tracing.recovering(entry.table, entry.key):
             results = await asyncio.wait_for(asyncio.gather(*releases), max(0.01, left))
@@ -230,7 +230,7 @@ async def _release(client: Any, entry: journal.Entry, outcome: Outcome, deadline
     except Exception as error:
         outcome.failed.append(entry)
         text = str(error)
-        for key in entry.keys or (entry.key,):
+        for key in entry.keys:
             text = shown_in_message(text, key)
         log.warning("dynalease-recovery: could not release %s: %r", name, text)
     else:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from .._engine.fenced import RELEASE_UPDATE
 from .._engine.protocol import (
     FENCE_ATTR,
     FENCED_PROTOCOL,
@@ -34,9 +33,10 @@ from .._engine.protocol import (
     PROTOCOL_ATTR,
     VERSION_ATTR,
 )
+from .._engine.shapes import RELEASE_UPDATE
 from .._engine.store import ConditionFailed
 
-__all__ = ["DELETE_CONDITION", "FREE_CONDITION", "Result", "release"]
+__all__ = ["Result", "release"]
 
 _LIVE_ROW = "#o = :o AND #p = :p AND attribute_exists(#v) AND attribute_exists(#l)"
 DELETE_CONDITION = _LIVE_ROW + " AND attribute_not_exists(#f)"

@@ -26,13 +26,7 @@ from collections.abc import Callable
 
 from ..constants import ENV_INITIALIZATION_TYPE, MANAGED_INSTANCES
 
-__all__ = [
-    "INTERVAL_S",
-    "MANAGED_INSTANCES",
-    "RELEASE_BUDGET_S",
-    "WorkerWatch",
-    "managed_instances",
-]
+__all__ = ["RELEASE_BUDGET_S", "WorkerWatch", "managed_instances"]
 
 log = logging.getLogger("dynalease.recovery")
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from support.lease_harness import Fault, Harness, lost_answer, run
 
-from dynalease._engine import fenced
+from dynalease._engine import shapes
 from dynalease._engine.states import State
 from dynalease.exceptions import (
     FencingMismatch,
@@ -36,10 +36,10 @@ def test_an_uncontended_fenced_cycle_is_two_updates_and_leaves_a_free_row() -> N
             assert h.row() == free(expected)
         assert h.transport.operations() == ["UpdateItem"] * 6  # no read, no delete
         acquire = h.transport.sent[0].params
-        assert acquire["UpdateExpression"] == fenced.ACQUIRE_UPDATE
-        assert acquire["ConditionExpression"] == fenced.ACQUIRE_CONDITION
+        assert acquire["UpdateExpression"] == shapes.ACQUIRE_UPDATE
+        assert acquire["ConditionExpression"] == shapes.ACQUIRE_CONDITION
         assert acquire["ReturnValues"] == "UPDATED_NEW"
-        assert h.transport.sent[1].params["UpdateExpression"] == fenced.RELEASE_UPDATE
+        assert h.transport.sent[1].params["UpdateExpression"] == shapes.RELEASE_UPDATE
 
     run(scenario)
 
@@ -104,7 +104,7 @@ def test_an_abandoned_fenced_row_is_taken_over_after_its_lease_with_the_next_tok
         assert h.clock.monotonic() - start >= 2.0
         assert lease.fencing_token == 10
         takeover = h.transport.sent[-1].params
-        assert takeover["ConditionExpression"] == fenced.TAKEOVER_CONDITION
+        assert takeover["ConditionExpression"] == shapes.TAKEOVER_CONDITION
         assert takeover["ExpressionAttributeValues"][":o"] == {"S": "crashed"}
 
     run(scenario)

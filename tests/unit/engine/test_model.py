@@ -47,8 +47,8 @@ from support.manual_clock import ManualClock
 from support.memory import MemoryTransport as _MemoryTransport
 from support.memory import memory_lock_table
 
-from dynalease._engine import fenced
 from dynalease._engine import protocol as p
+from dynalease._engine import shapes
 from dynalease._engine.lease import Lease
 from dynalease._engine.observations import Observations
 from dynalease._engine.states import State
@@ -213,9 +213,9 @@ def kind_of(operation: str, params: dict[str, Any]) -> str:
     if operation == "DeleteItem":
         return "release"
     expression = params.get("UpdateExpression")
-    if expression == fenced.ACQUIRE_UPDATE:
+    if expression == shapes.ACQUIRE_UPDATE:
         return "acquire"
-    if expression == fenced.RELEASE_UPDATE:
+    if expression == shapes.RELEASE_UPDATE:
         return "release"
     return "renew"
 

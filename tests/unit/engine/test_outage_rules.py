@@ -19,7 +19,7 @@ import pytest
 from support.lease_harness import Fault, Harness, hang, run
 
 from dynalease._engine.attempts import UNREACHABLE_REQUESTS, UNREACHABLE_S
-from dynalease._engine.base import key_hash, logged_key
+from dynalease._redact import key_hash, logged_key
 from dynalease.constants import ENV_LOG_KEYS
 from dynalease.exceptions import (
     DynaleaseError,
