@@ -15,10 +15,11 @@ a write whose condition failed, and how long to wait on held rows
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .pacing import ContentionPoll, KeysPoll, Pace, PermitPoll, Sighting, WaitRule, jittered
+from .pacing import Pace, Sighting, Waiting, contention_pause, jittered, keys_pause, permit_pause
 from .protocol import LockRow
 
 Item = dict[str, Any]
@@ -207,20 +208,24 @@ class Rules:
     """What differs between a lock's acquisition and a semaphore's."""
 
     retries: dict[tuple[str, bool], Retry]
-    waits: WaitRule
+    #: How long to wait while every row is held and none may be taken over yet
+    #: (``pacing``): the pause (jittered) and the pacing memory for the next wait.
+    wait: Callable[[Waiting, list[Sighting]], tuple[float, Pace]]
     #: After a takeover whose condition failed: look at the row it showed (a lock:
     #: create at once when it is gone) or read again (False: a semaphore, always).
     look_after_takeover: bool
+    #: Whether a wait that ran its course grows the backoff series (``poll``).
+    grows_poll: bool = False
     #: Every row at once (a multi-key guard): written only when all are free or stale.
     together: bool = False
 
 
 #: A lock's rules (:class:`.targets.KeyTarget`), paced by ``protocol.contention_poll``.
-LOCK_RULES = Rules(LOCK_RETRIES, ContentionPoll(), look_after_takeover=True)
+LOCK_RULES = Rules(LOCK_RETRIES, contention_pause, look_after_takeover=True)
 #: A multi-key lock's (:class:`.targets.KeysTarget`): every row at once.
-KEYS_RULES = Rules(LOCK_RETRIES, KeysPoll(), look_after_takeover=False, together=True)
+KEYS_RULES = Rules(LOCK_RETRIES, keys_pause, look_after_takeover=False, together=True)
 #: A semaphore's (:class:`.permits.PermitTarget`).
-PERMIT_RULES = Rules(PERMIT_RETRIES, PermitPoll(), look_after_takeover=False)
+PERMIT_RULES = Rules(PERMIT_RETRIES, permit_pause, grows_poll=True, look_after_takeover=False)
 
 
 def decide(attempt: Attempt, rules: Rules) -> Action:
@@ -301,6 +306,6 @@ def _wait(attempt: Attempt, rules: Rules, held: list[Sighting], holders: tuple[s
     """No row may be written yet: a single attempt gives up, any other waits on ``held``."""
     if attempt.single:
         return GiveUp(HELD, holders)
-    pause, pace = rules.waits.pause(attempt, held)
-    grow = "poll" if rules.waits.grows_poll else None
+    pause, pace = rules.wait(attempt, held)
+    grow = "poll" if rules.grows_poll else None
     return Sleep(pause, Read(), wake=True, grow=grow, pace=pace, holders=holders)
