@@ -43,7 +43,6 @@ class TakeOver(NamedTuple):
 class TakeOverAll(NamedTuple):
     """A multi-key guard's write of every row: over the ``observed`` stale ones, the rest new."""
 
-    key: str
     observed: dict[str, LockRow]
 
 
@@ -298,7 +297,7 @@ def _choose_all(attempt: Attempt, rules: Rules, looked: Looked) -> Action:
     live = [sighting for sighting in looked.held if attempt.now < sighting.eligible]
     if not live:
         observed = {sighting.key: sighting.row for sighting in looked.held}
-        return TakeOverAll(attempt.key, observed) if observed else Create(attempt.key)
+        return TakeOverAll(observed) if observed else Create(attempt.key)
     return _wait(attempt, rules, live, tuple(sighting.row.owner for sighting in live))
 
 
