@@ -1,6 +1,6 @@
 """One acquisition as a state value, and the decision of what it does next.
 
-The acquire driver (``acquire.py``) performs one action at a time (create, take
+The acquire driver (``driver.py``) performs one action at a time (create, take
 over, read, look at what a read saw, sleep), records what it ended with in the
 :class:`Attempt`, and asks :func:`decide` for the next action, as tenacity's
 ``iter()`` decides "attempt, sleep or stop" from its retry state. :func:`decide`
