@@ -1,6 +1,6 @@
 """One acquisition as a state value, and the decision of what it does next.
 
-The acquire driver (``acquire.py``) performs one action at a time (create, take
+The acquire driver (``driver.py``) performs one action at a time (create, take
 over, read, look at what a read saw, sleep), records what it ended with in the
 :class:`Attempt`, and asks :func:`decide` for the next action, as tenacity's
 ``iter()`` decides "attempt, sleep or stop" from its retry state. :func:`decide`
@@ -15,10 +15,11 @@ a write whose condition failed, and how long to wait on held rows
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .pacing import ContentionPoll, KeysPoll, Pace, PermitPoll, Sighting, WaitRule, jittered
+from .pacing import Pace, Sighting, Waiting, contention_pause, jittered, keys_pause, permit_pause
 from .protocol import LockRow
 
 Item = dict[str, Any]
@@ -42,7 +43,6 @@ class TakeOver(NamedTuple):
 class TakeOverAll(NamedTuple):
     """A multi-key guard's write of every row: over the ``observed`` stale ones, the rest new."""
 
-    key: str
     observed: dict[str, LockRow]
 
 
@@ -207,20 +207,24 @@ class Rules:
     """What differs between a lock's acquisition and a semaphore's."""
 
     retries: dict[tuple[str, bool], Retry]
-    waits: WaitRule
+    #: How long to wait while every row is held and none may be taken over yet
+    #: (``pacing``): the pause (jittered) and the pacing memory for the next wait.
+    wait: Callable[[Waiting, list[Sighting]], tuple[float, Pace]]
     #: After a takeover whose condition failed: look at the row it showed (a lock:
     #: create at once when it is gone) or read again (False: a semaphore, always).
     look_after_takeover: bool
+    #: Whether a wait that ran its course grows the backoff series (``poll``).
+    grows_poll: bool = False
     #: Every row at once (a multi-key guard): written only when all are free or stale.
     together: bool = False
 
 
 #: A lock's rules (:class:`.targets.KeyTarget`), paced by ``protocol.contention_poll``.
-LOCK_RULES = Rules(LOCK_RETRIES, ContentionPoll(), look_after_takeover=True)
+LOCK_RULES = Rules(LOCK_RETRIES, contention_pause, look_after_takeover=True)
 #: A multi-key lock's (:class:`.targets.KeysTarget`): every row at once.
-KEYS_RULES = Rules(LOCK_RETRIES, KeysPoll(), look_after_takeover=False, together=True)
+KEYS_RULES = Rules(LOCK_RETRIES, keys_pause, look_after_takeover=False, together=True)
 #: A semaphore's (:class:`.permits.PermitTarget`).
-PERMIT_RULES = Rules(PERMIT_RETRIES, PermitPoll(), look_after_takeover=False)
+PERMIT_RULES = Rules(PERMIT_RETRIES, permit_pause, grows_poll=True, look_after_takeover=False)
 
 
 def decide(attempt: Attempt, rules: Rules) -> Action:
@@ -293,7 +297,7 @@ def _choose_all(attempt: Attempt, rules: Rules, looked: Looked) -> Action:
     live = [sighting for sighting in looked.held if attempt.now < sighting.eligible]
     if not live:
         observed = {sighting.key: sighting.row for sighting in looked.held}
-        return TakeOverAll(attempt.key, observed) if observed else Create(attempt.key)
+        return TakeOverAll(observed) if observed else Create(attempt.key)
     return _wait(attempt, rules, live, tuple(sighting.row.owner for sighting in live))
 
 
@@ -301,6 +305,6 @@ def _wait(attempt: Attempt, rules: Rules, held: list[Sighting], holders: tuple[s
     """No row may be written yet: a single attempt gives up, any other waits on ``held``."""
     if attempt.single:
         return GiveUp(HELD, holders)
-    pause, pace = rules.waits.pause(attempt, held)
-    grow = "poll" if rules.waits.grows_poll else None
+    pause, pace = rules.wait(attempt, held)
+    grow = "poll" if rules.grows_poll else None
     return Sleep(pause, Read(), wake=True, grow=grow, pace=pace, holders=holders)

@@ -70,11 +70,10 @@ from .base import LeaseCore
 from .clock import Stamp, sleep_or_wake
 from .pacing import Sighting, first_pause, next_pause
 from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
+from .targets import Target, not_acquired
 
 if TYPE_CHECKING:
     import asyncio
-
-    from .targets import Target
 
 __all__ = ["Driver", "give_up_error"]
 
@@ -96,16 +95,13 @@ class Driver:
     async def run(self, deadline: float, single: bool, first: FirstWrite | None) -> None:
         """Drive the acquisition from its first write (or ``first``'s outcome) until it wins.
 
-        Raises :func:`give_up_error`'s error when it gives up.
+        Performs what :func:`decide` says; raises :func:`give_up_error`'s error when it
+        gives up.
         """
         core = self.core
         pause = first_pause(core.lease_s)
         began = core.clock.monotonic()  # after the transport's setup
         attempt = Attempt(core.lease_s, deadline, single, began, core.key, pause, pause)
-        await self._drive(attempt, first)
-
-    async def _drive(self, attempt: Attempt, first: FirstWrite | None) -> None:
-        """Perform what :func:`decide` says until a write wins or it gives up."""
         action: Action = Create(attempt.key)
         try:
             while not isinstance(action, GiveUp):
@@ -361,35 +357,25 @@ def _budget_spent(core: LeaseCore, target: Target, attempt: Attempt) -> LockNotA
         detail = f" (last failure: {cause})" if cause is not None else ""
         return target.not_acquired(core, f"the {budget} ran out{detail}", cause)
     failure = cause if cause is not None else "no answer within the request timeout"
-    error = LockUnavailable(
+    message = (
         f"lock {attempt.key!r} in table {core.table!r} was not acquired: the {budget} ran "
         f"out and DynamoDB answered none of its {sent} request{'s' if sent > 1 else ''} "
         f"(last failure: {failure}). This is an outage, not contention: check the "
         "endpoint and Region, the network path to DynamoDB (a Lambda function in a VPC "
         "needs a DynamoDB VPC endpoint or a NAT gateway), the credentials and the "
-        "table's throughput, then retry",
-        table=core.table,
-        key=attempt.key,
-        owner=core.owner,
-        request_id=core.last_request_id,
+        "table's throughput, then retry"
     )
-    error.__cause__ = cause
-    return error
+    return not_acquired(core, message, attempt.key, cause, LockUnavailable)
 
 
-def _unreachable(core: LeaseCore, attempt: Attempt) -> LockUnavailable:
+def _unreachable(core: LeaseCore, attempt: Attempt) -> LockNotAcquired:
     """Nothing could connect for a while: most likely a wrong endpoint or Region."""
-    error = LockUnavailable(
+    message = (
         f"lock {attempt.key!r} in table {core.table!r} was not acquired: none of its "
         f"{attempt.refused} requests could connect (last failure: {attempt.last_error}); "
         "the endpoint refused the connection or its host name did not resolve. This is "
         "not contention: the acquisition stopped at once instead of waiting out its "
         f"wait_timeout of {core.wait_s:g} s. Check the endpoint URL and Region (`dynalease "
-        f"doctor --table {core.table}` checks them) and that the server is running",
-        table=core.table,
-        key=attempt.key,
-        owner=core.owner,
-        request_id=core.last_request_id,
+        f"doctor --table {core.table}` checks them) and that the server is running"
     )
-    error.__cause__ = attempt.last_error
-    return error
+    return not_acquired(core, message, attempt.key, attempt.last_error, LockUnavailable)

@@ -1,4 +1,4 @@
-"""How long an acquisition pauses between tries: the pacing rules as named strategies.
+"""How long an acquisition pauses between tries: the pacing rules.
 
 Every pause is a function of the acquisition's state and what its last read saw,
 with no I/O, so the acquire decision (``attempts.decide``) stays pure:
@@ -6,8 +6,9 @@ with no I/O, so the acquire decision (``attempts.decide``) stays pure:
 - :func:`first_pause`, :func:`next_pause`: the backoff series (25 ms, x1.6, up to
   :func:`.protocol.poll_cap`) that follows a failed request, and that paces a
   semaphore's polls;
-- :class:`ContentionPoll`: a lock's waits on a held row (``protocol.contention_poll``);
-- :class:`PermitPoll`: a semaphore's waits while every permit is held.
+- :func:`contention_pause`: a lock's waits on a held row (``protocol.contention_poll``);
+- :func:`permit_pause`: a semaphore's waits while every permit is held;
+- :func:`keys_pause`: a multi-key guard's waits while some of its rows are held.
 """
 
 from __future__ import annotations
@@ -70,69 +71,45 @@ class Waiting(Protocol):
     poll: float
 
 
-class WaitRule(Protocol):
-    """How long to wait while every row is held and none may be taken over yet."""
-
-    def pause(self, waiting: Waiting, held: list[Sighting]) -> tuple[float, Pace]:
-        """The pause (jittered) and the pacing memory for the next wait."""
-        ...
-
-    #: Whether a wait that ran its course grows the backoff series (``poll``).
-    grows_poll: bool
-
-
-class ContentionPoll:
-    """A lock's wait on a held row: ``protocol.contention_poll``, jittered, capped.
+def contention_pause(waiting: Waiting, held: list[Sighting]) -> tuple[float, Pace]:
+    """A lock's wait on its held row: ``protocol.contention_poll``, jittered, capped.
 
     A first wait starts at a random phase (0.1-1.0 of the pause), later ones get
     +-20%: waiters that arrived together do not read together. A holder in this
     process wakes us when it releases, so its row is polled only at the slowest
     cadence. No pause passes the row's eligibility, or half the wait left (at
-    least 50 ms): a short wait still reads before it gives up.
+    least 50 ms): a short wait still reads before it gives up. Returns the pause
+    and the pacing memory for the next wait.
     """
-
-    grows_poll = False
-
-    def pause(self, waiting: Waiting, held: list[Sighting]) -> tuple[float, Pace]:
-        """The pause and the pacing memory for the next wait (one held row)."""
-        (sighting,) = held
-        identity, pace, now = sighting.row.identity, waiting.pace, waiting.now
-        spread = random.uniform(0.8, 1.2) if pace.last else random.uniform(0.1, 1.0)
-        unchanged = identity == pace.seen
-        last = p.contention_poll(waiting.lease_s, pace.last, unchanged, now - waiting.began)
-        if sighting.held_here:
-            last, spread = p.poll_cap(waiting.lease_s), random.uniform(0.8, 1.2)
-        left = waiting.deadline - now
-        pause = min(last * spread, sighting.eligible - now, max(left / 2, 0.05))
-        return pause, Pace(last, identity)
+    (sighting,) = held
+    identity, pace, now = sighting.row.identity, waiting.pace, waiting.now
+    spread = random.uniform(0.8, 1.2) if pace.last else random.uniform(0.1, 1.0)
+    unchanged = identity == pace.seen
+    last = p.contention_poll(waiting.lease_s, pace.last, unchanged, now - waiting.began)
+    if sighting.held_here:
+        last, spread = p.poll_cap(waiting.lease_s), random.uniform(0.8, 1.2)
+    left = waiting.deadline - now
+    pause = min(last * spread, sighting.eligible - now, max(left / 2, 0.05))
+    return pause, Pace(last, identity)
 
 
-class PermitPoll:
+def permit_pause(waiting: Waiting, held: list[Sighting]) -> tuple[float, Pace]:
     """A semaphore's wait while every permit is held: its backoff series, jittered.
 
-    Never past the moment the first held permit becomes eligible for takeover.
+    Never past the moment the first held permit becomes eligible for takeover
+    (the pacing memory is not used).
     """
-
-    grows_poll = True
-
-    def pause(self, waiting: Waiting, held: list[Sighting]) -> tuple[float, Pace]:
-        """The pause (the pacing memory is not used)."""
-        soonest = min(sighting.eligible for sighting in held)
-        return min(jittered(waiting.poll), max(0.0, soonest - waiting.now)), waiting.pace
+    soonest = min(sighting.eligible for sighting in held)
+    return min(jittered(waiting.poll), max(0.0, soonest - waiting.now)), waiting.pace
 
 
-class KeysPoll:
+def keys_pause(waiting: Waiting, held: list[Sighting]) -> tuple[float, Pace]:
     """A multi-key guard's wait while some of its rows are held: the lock's pacing.
 
-    :class:`ContentionPoll` on the held row that becomes eligible first; any held
+    :func:`contention_pause` on the held row that becomes eligible first; any held
     row whose holder is a guard of this client caps the pause at the slowest
     cadence (its release wakes us).
     """
-
-    grows_poll = False
-
-    def pause(self, waiting: Waiting, held: list[Sighting]) -> tuple[float, Pace]:
-        """The pause and the pacing memory for the next wait (one or more held rows)."""
-        soonest = min(held, key=lambda sighting: sighting.eligible)
-        here = any(sighting.held_here for sighting in held)
-        return ContentionPoll().pause(waiting, [soonest._replace(held_here=here)])
+    soonest = min(held, key=lambda sighting: sighting.eligible)
+    here = any(sighting.held_here for sighting in held)
+    return contention_pause(waiting, [soonest._replace(held_here=here)])

@@ -231,13 +231,12 @@ class Requests:
             wanted = tuple(key for key in reply.unprocessed if key in asked)
             if not wanted:
                 return {key: found.get(key) for key in keys}
-            # DynamoDB left some keys unread (throughput): ask again for them, backing off.
+            # DynamoDB left some keys unread (throughput): ask again for them, backing off
+            # (a sleep to the deadline leaves the next send no time: it raises BudgetSpent).
             left = deadline - core.clock.monotonic()
             if left <= 0:
                 raise BudgetSpent
             await core.clock.sleep(min(left, jittered(pause)))
-            if core.clock.monotonic() >= deadline:
-                raise BudgetSpent
             pause = next_pause(core.lease_s, pause)
 
     def watch_late(self, task: asyncio.Future[Reply]) -> None:

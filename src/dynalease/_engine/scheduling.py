@@ -14,7 +14,7 @@ import math
 import threading
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, TypeGuard
+from typing import TYPE_CHECKING, Protocol
 
 from .clock import SYSTEM_CLOCK, Clock
 from .runtime import Runtime
@@ -181,7 +181,7 @@ class DeferredRenewals:
         held: list[Scheduled] = []
         for entry in self._heap:
             lease = entry[2]()
-            if _held(lease):
+            if lease is not None and lease.state is State.HELD:  # still there, and held
                 kept.append(entry)
                 held.append(lease)
         heapq.heapify(kept)
@@ -270,8 +270,3 @@ def _at_once(loop: asyncio.AbstractEventLoop) -> CallBy:
         loop.call_soon_threadsafe(callback)
 
     return call_by
-
-
-def _held(lease: Scheduled | None) -> TypeGuard[Scheduled]:
-    """Whether ``lease`` (a weak reference's target) is still there and held."""
-    return lease is not None and lease.state is State.HELD

@@ -128,10 +128,14 @@ class KeysTarget:
 
 
 def not_acquired(
-    core: LeaseCore, message: str, key: str, cause: BaseException | None
+    core: LeaseCore,
+    message: str,
+    key: str,
+    cause: BaseException | None,
+    kind: type[LockNotAcquired] = LockNotAcquired,
 ) -> LockNotAcquired:
-    """:class:`LockNotAcquired` with ``message``, naming ``key`` and this guard's owner."""
-    error = LockNotAcquired(
+    """:class:`LockNotAcquired` (or ``kind``) with ``message``, naming ``key`` and our owner."""
+    error = kind(
         message, table=core.table, key=key, owner=core.owner, request_id=core.last_request_id
     )
     error.__cause__ = cause

@@ -154,7 +154,7 @@ def test_a_multi_key_guard_writes_only_when_every_row_is_free_or_stale() -> None
     assert decide(attempt(step=Look({}), outcome=free), KEYS) == Create("k")
     stale_b = Sighting("b", ROW, 999.0, False)
     some_stale = Looked(None, ["a", "c"], [stale_b], ("someone",))
-    assert decide(attempt(step=Look({}), outcome=some_stale), KEYS) == TakeOverAll("k", {"b": ROW})
+    assert decide(attempt(step=Look({}), outcome=some_stale), KEYS) == TakeOverAll({"b": ROW})
     live_c = Sighting("c", ROW._replace(key="c"), 1_010.0, False)
     one_live = Looked(None, ["a"], [stale_b, live_c], ("someone", "someone"))
     waiting = decide(attempt(step=Look({}), outcome=one_live), KEYS)
@@ -165,7 +165,7 @@ def test_a_multi_key_guard_writes_only_when_every_row_is_free_or_stale() -> None
 
 
 def test_a_refused_takeover_of_every_row_is_followed_by_a_read() -> None:
-    step = TakeOverAll("a", {"b": ROW})
+    step = TakeOverAll({"b": ROW})
     assert decide(attempt(step=step, outcome=Seen({})), KEYS) == Read()
     again = decide(attempt(step=step, outcome=Failed(unknown=False)), KEYS)
     assert isinstance(again, Sleep) and again.then == Read()
