@@ -106,7 +106,6 @@ class Connections:
         proxies: dict[str, str] | None = None,
     ) -> None:
         parts = urlsplit(url)
-        self.url = url
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.proxy = proxy_for(url, proxies)

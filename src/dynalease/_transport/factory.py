@@ -100,9 +100,8 @@ def from_settings(settings: Settings) -> Transports:
     def make_session() -> Any:
         import boto3
 
-        if (settings.access_key, settings.secret_key, settings.session_token) == (None,) * 3 and (
-            settings.profile is None
-        ):
+        keys = (settings.access_key, settings.secret_key, settings.session_token)
+        if keys == (None, None, None) and settings.profile is None:
             # boto3's default session, as boto3.client() uses: its credentials and loaded
             # models are shared with the user's clients.
             if boto3.DEFAULT_SESSION is None:

@@ -280,14 +280,9 @@ def _frozen_now(credentials: Any, operation: str) -> Any:
     try:
         frozen = credentials.get_frozen_credentials()
         if frozen.access_key is None or frozen.secret_key is None:
-            raise _no_credentials()
+            from botocore.exceptions import NoCredentialsError  # botocore made them: loaded
+
+            raise NoCredentialsError()
     except transport_failures() as error:
         raise map_transport_error(error, operation) from error
     return frozen
-
-
-def _no_credentials() -> Exception:
-    # botocore made the credentials, so importing it costs nothing.
-    from botocore.exceptions import NoCredentialsError
-
-    return NoCredentialsError()
