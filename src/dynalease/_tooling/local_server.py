@@ -173,15 +173,6 @@ def make_server(host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
     return _Server((host, port), _keep_alive_handler(app))
 
 
-def serve(port: int, *, keep_alive: bool = True) -> None:
-    if keep_alive:
-        make_server("127.0.0.1", port).serve_forever()
-    else:
-        from werkzeug.serving import run_simple
-
-        run_simple("127.0.0.1", port, dynamodb_app(), threaded=True)
-
-
 class LocalServer:
     """A local server process on 127.0.0.1; use as a context manager (``url`` then set)."""
 
@@ -252,7 +243,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--close-connections", action="store_true")
     args = parser.parse_args(argv)
-    serve(args.port, keep_alive=not args.close_connections)
+    if not args.close_connections:
+        make_server("127.0.0.1", args.port).serve_forever()
+    else:
+        from werkzeug.serving import run_simple
+
+        run_simple("127.0.0.1", args.port, dynamodb_app(), threaded=True)
 
 
 if __name__ == "__main__":

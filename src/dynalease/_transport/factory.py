@@ -124,8 +124,6 @@ def from_settings(settings: Settings) -> Transports:
     if choice == "lean":
         from .config import direct_config
 
-        # When the settings are all in arguments and the environment, lock
-        # requests need no botocore at all: a fresh process locks sooner.
         connect = settings.connect_timeout or LOCK_CONNECT_TIMEOUT_S
         direct = direct_config(
             region=settings.region,
