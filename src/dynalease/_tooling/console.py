@@ -13,12 +13,10 @@ from typing import Any
 
 
 def use_rich(plain: bool) -> bool:
-    """Whether to draw with rich: asked for, installed, and writing to a terminal."""
     return not plain and sys.stdout.isatty() and importlib.util.find_spec("rich") is not None
 
 
 def plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Left-aligned columns separated by two spaces, with a dashed rule under the header."""
     cells = [headers, *rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = [

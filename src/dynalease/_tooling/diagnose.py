@@ -1,11 +1,8 @@
-"""Is this table usable by the lock protocol? What ``dynalease doctor`` prints.
+"""Is this table usable by the lock protocol? Read-only; each problem carries its fix.
 
-The demo runs the same :func:`diagnose` on its lock table before it starts.
-Read-only. Each check yields a finding; a problem carries the fix. The checks
-follow from the protocol: rows are addressed by a string partition key named
-``key`` and nothing else, a row must never vanish on its own (TTL), and every
-conditional write must be decided in one place (no multi-Region replicas, which
-resolve concurrent writes by last-writer-wins).
+The checks follow from the protocol: rows are addressed by a string partition key named
+``key`` alone, a row must never vanish on its own (TTL), and every conditional write must
+be decided in one place (no eventually consistent replicas: last-writer-wins).
 """
 
 from __future__ import annotations
@@ -26,14 +23,12 @@ from ..exceptions import (
 OK = "ok"
 PROBLEM = "problem"
 
-#: A key no lock uses; doctor reads it to prove the credentials can use the table.
+#: A key no lock uses, read to prove the credentials can use the table.
 PROBE_KEY = "dynalease-doctor-probe"
 
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One result: ``status`` is ok or problem; problems say how to fix them."""
-
     status: str
     check: str
     detail: str
@@ -41,7 +36,7 @@ class Finding:
 
 
 def diagnose(client: DynamoDBClient, table: str) -> list[Finding]:
-    """Every finding for ``table``; stops early when the table cannot be read at all."""
+    """Stops early when the table cannot be read at all."""
     where = f"Region {client.region}" + (
         f" at {client.endpoint_url}" if client.endpoint_url else ""
     )
@@ -168,7 +163,6 @@ def _replicas(description: dict[str, Any]) -> Finding:
 
 
 def _throttled(action: str, error: ThrottledError) -> Finding:
-    """A throttled request: why (DynamoDB's reasons, a hot key first) and what to do."""
     reasons = ", ".join(r["reason"] for r in error.reasons) or error.code
     asked = f", AWS request id {error.request_id}" if error.request_id else ""
     return Finding(
@@ -223,7 +217,6 @@ def _probe(client: DynamoDBClient, table: str) -> Finding:
 
 
 def render(findings: list[Finding]) -> str:
-    """One line per finding, a fix line under each problem, and a verdict."""
     lines = []
     for finding in findings:
         lines.append(f"{finding.status.upper():<8} {finding.check}: {finding.detail}")

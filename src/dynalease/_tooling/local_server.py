@@ -1,30 +1,12 @@
-"""A local DynamoDB-compatible server: moto's DynamoDB in its own process.
+"""A local DynamoDB-compatible server: moto's DynamoDB in its own process (the demo, the
+tests, the benchmarks and ``dynalease local``).
 
-The demo, the test suite, the benchmarks and ``dynalease local`` all start it.
-It differs from ``python -m moto.server`` to behave more like DynamoDB, and to
-be safe to leave running on a developer's machine:
-
-- Only DynamoDB is served (``dynalease.testing._moto.ServedDynamoDB``): no other
-  moto service and none of moto's ``/moto-api``, except ``POST /moto-api/reset``
-  (forget every table) for the tests. A request with an ``Origin`` header (a web
-  page's, which SDKs never send) is refused, and no CORS header is ever sent, so
-  no web page can read from or reset it; on loopback, a ``Host`` that is not a
-  loopback address or ``localhost`` is refused too (DNS rebinding).
-- Requests are served one at a time. moto's TransactWriteItems puts back what
-  it touched when the transaction is cancelled, so with concurrent requests it
-  would silently undo writes that other requests committed (and that were
-  acknowledged) in between, lock rows included. A cancelled ``check_in``
-  transaction is an everyday event for a lock, so a threaded moto would report
-  lost renewals and false violations. DynamoDB has no such behaviour.
-- A transaction snapshots only the items it touches, and the objects a request
-  makes are not kept: memory stays flat however long it runs (moto copies every
-  table a transaction names, and keeps the copies).
-- Connections are kept alive (HTTP/1.1 with lengths on every answer), as
-  DynamoDB's are, unless ``keep_alive=False`` asks for werkzeug's
-  close-after-every-answer server.
-
-moto ships with the ``dev`` extra (``make demo`` installs it). Run alone:
-``python -m dynalease._tooling.local_server --port 8000``.
+Unlike ``python -m moto.server``, it serves only DynamoDB (and ``POST /moto-api/reset`` for
+the tests); refuses what a web page could send (an ``Origin`` header, never a CORS header;
+on loopback, a ``Host`` that is not loopback: DNS rebinding); answers one request at a time
+(a cancelled moto transaction undoes concurrent writes: docs/soak.md); keeps memory flat
+(:mod:`dynalease.testing._moto`); and keeps connections alive, as DynamoDB does, unless
+``keep_alive=False``. Run alone: ``python -m dynalease._tooling.local_server --port 8000``.
 """
 
 from __future__ import annotations
@@ -43,7 +25,7 @@ from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-#: Credentials the local server accepts (it accepts any); never real ones.
+#: It accepts any; never real ones.
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 LOCAL_REGION = "us-east-1"
 _START_TIMEOUT_S = 30.0
@@ -56,19 +38,17 @@ class ServerError(RuntimeError):
 
 
 def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-#: The target prefix of every DynamoDB operation (``X-Amz-Target``).
 DYNAMODB_TARGET = "DynamoDB_20120810."
 RESET_PATH = "/moto-api/reset"
 
 
 def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a name or an address, IPv6 with or without brackets) is loopback."""
+    """``host``: a name or an address, IPv6 with or without brackets."""
     name = host.strip("[]").lower()
     if name == "localhost" or name.endswith(".localhost"):
         return True
@@ -79,18 +59,13 @@ def is_loopback(host: str) -> bool:
 
 
 def _host_name(header: str) -> str:
-    """The host in a ``Host`` header, without its port."""
     if header.startswith("["):
         return header[: header.find("]") + 1]
     return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
 def dynamodb_app(*, loopback_only: bool = True) -> WsgiApp:
-    """The server's WSGI application: moto's DynamoDB and nothing else.
-
-    ``loopback_only``: refuse a ``Host`` that is not loopback (a name that a web
-    page could make resolve to this machine).
-    """
+    """``loopback_only``: refuse a ``Host`` a web page could make resolve to this machine."""
     from ..testing._moto import ServedDynamoDB
 
     dynamodb = ServedDynamoDB()
@@ -188,38 +163,18 @@ def _keep_alive_handler(app: WsgiApp) -> type[BaseHTTPRequestHandler]:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    # socketserver listens with a backlog of 5: a sixth connection opened at the
-    # same moment had its SYN dropped and waited a second to retry it.
+    # socketserver's backlog of 5 drops the SYN of a sixth simultaneous connection.
     request_queue_size = socket.SOMAXCONN
 
 
 def make_server(host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
-    """A bound keep-alive moto server (port 0: a free one); call ``serve_forever``.
-
-    Raises ImportError without moto's server extra and OSError if the address is taken.
-    """
+    """Bound (port 0: a free one); call ``serve_forever``."""
     app = dynamodb_app(loopback_only=is_loopback(host))
     return _Server((host, port), _keep_alive_handler(app))
 
 
-def serve(port: int, *, keep_alive: bool = True) -> None:
-    """Serve moto on 127.0.0.1:port, one request at a time, until killed."""
-    if keep_alive:
-        make_server("127.0.0.1", port).serve_forever()
-    else:
-        from werkzeug.serving import run_simple
-
-        run_simple("127.0.0.1", port, dynamodb_app(), threaded=True)
-
-
 class LocalServer:
-    """A local server process on 127.0.0.1; use as a context manager.
-
-    Example::
-
-        with LocalServer() as server:
-            client = DynamoDBClient(region="us-east-1", endpoint_url=server.url)
-    """
+    """A local server process on 127.0.0.1; use as a context manager (``url`` then set)."""
 
     def __init__(self, *, keep_alive: bool = True) -> None:
         self.url = ""
@@ -227,7 +182,6 @@ class LocalServer:
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> str:
-        """Start the server and wait until it answers; returns its URL."""
         if importlib.util.find_spec("moto") is None:
             raise ServerError(
                 "the local server needs moto: install the dev extra "
@@ -256,16 +210,14 @@ class LocalServer:
 
     @property
     def pid(self) -> int | None:
-        """The server process's id while it runs (for measuring it), else None."""
         return None if self._process is None else self._process.pid
 
     def reset(self) -> None:
-        """Forget every table (``POST /moto-api/reset``)."""
         request = urllib.request.Request(f"{self.url}/moto-api/reset", method="POST", data=b"")
         urllib.request.urlopen(request, timeout=10).close()
 
     def stop(self) -> None:
-        """Stop the server (idempotent)."""
+        """Idempotent."""
         process, self._process = self._process, None
         if process is None:
             return
@@ -285,14 +237,18 @@ class LocalServer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m dynalease._tooling.local_server --port N [--close-connections]``."""
     parser = argparse.ArgumentParser(
         description="Serve moto's DynamoDB (only) on 127.0.0.1, one request at a time."
     )
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--close-connections", action="store_true")
     args = parser.parse_args(argv)
-    serve(args.port, keep_alive=not args.close_connections)
+    if not args.close_connections:
+        make_server("127.0.0.1", args.port).serve_forever()
+    else:
+        from werkzeug.serving import run_simple
+
+        run_simple("127.0.0.1", args.port, dynamodb_app(), threaded=True)
 
 
 if __name__ == "__main__":

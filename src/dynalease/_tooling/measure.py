@@ -1,11 +1,7 @@
-"""``dynalease doctor --measure``: request latencies of real lock cycles, and what they mean.
-
-:class:`Timings` wraps a client's lock transport and records how long each request
-took, by DynamoDB operation, without touching the normal request path (it is
-installed only on the client that the measuring command builds). :func:`render`
-prints p50/p99/max per request type and the settings the figures support: a lock
-request is bounded by ``min(time left, L/3, 5 s)`` (docs/operations.md), so the
-shortest safe lease ``L`` keeps ``L/3`` a margin above the measured p99.
+"""``dynalease doctor --measure``: request latencies of real lock cycles, and the lease they
+support: a lock request is bounded by at most ``L/3`` (docs/operations.md), so the shortest
+safe lease keeps ``L/3`` a margin above the measured p99. The timing wrapper goes only on
+the measuring command's own client.
 """
 
 from __future__ import annotations
@@ -20,7 +16,6 @@ from typing import Any
 from .._engine.store import LockStore, Transport
 from ..client import DynamoDBClient
 
-#: The lock protocol's request for each operation, as users know them.
 LABELS = {
     "PutItem": "acquire (PutItem)",
     "UpdateItem": "renew (UpdateItem)",
@@ -34,25 +29,19 @@ DEFAULT_LEASE_S = 30.0
 
 
 class Timings:
-    """Seconds per request, by operation; :meth:`install` puts it on a client's lock path."""
-
     def __init__(self) -> None:
         self.samples: dict[str, list[float]] = defaultdict(list)
 
     def add(self, operation: str, seconds: float) -> None:
-        """Record one request's duration."""
         self.samples[operation].append(seconds)
 
     def install(self, client: DynamoDBClient) -> None:
-        """Time every lock request the client sends from now on."""
         store: LockStore = client._lock_store
         store.transport = _Timed(store.transport, self)
         client._items = _Timed(client._items, self)  # transactions (check_in) go this way
 
 
 class _Timed:
-    """A transport that forwards every request and records its duration."""
-
     def __init__(self, inner: Transport, timings: Timings) -> None:
         self._inner = inner
         self._timings = timings
@@ -86,7 +75,7 @@ class _Timed:
 
 
 def percentile(values: list[float], share: float) -> float:
-    """The nearest-rank percentile (``share`` in 0..1) of a non-empty list."""
+    """Nearest-rank; ``share`` in 0..1, ``values`` not empty."""
     ordered = sorted(values)
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
@@ -97,7 +86,6 @@ def shortest_lease(p99_s: float) -> float:
 
 
 def render(timings: Timings, tries: int) -> str:
-    """The table of request types and the advice, in one screen."""
     lines = [f"{'request':32} {'n':>4} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}"]
     worst = 0.0
     for operation in sorted(timings.samples, key=lambda o: [*LABELS, o].index(o)):

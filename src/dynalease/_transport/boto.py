@@ -1,7 +1,4 @@
-"""botocore clients for dynalease: the lock client's settings and the botocore transport.
-
-Its failures are mapped by :mod:`.errors`, as the lean path's are.
-"""
+"""The lock client's botocore settings and the botocore transport."""
 
 from __future__ import annotations
 
@@ -32,7 +29,7 @@ LOCK_POOL_CONNECTIONS = 64
 
 
 def lock_config(user: Config | None) -> Config:
-    """The lock client's config: the user's, with SDK retries off and bounded timeouts."""
+    """The user's config with SDK retries off and bounded timeouts."""
     from botocore.config import Config
 
     overrides = Config(
@@ -49,13 +46,8 @@ def lock_config(user: Config | None) -> Config:
 
 
 class BotoTransport(LoopTransport):
-    """Low-level DynamoDB requests through a botocore client made on first use.
-
-    Making the client is deferred because it may resolve credentials (which can
-    mean a metadata-service call): decorating or constructing a lock must make
-    no request. ``send`` runs the blocking call on the runtime's thread pool, so
-    the lock protocol never blocks the runtime loop.
-    """
+    """Requests through a botocore client made on first use: making it may call the metadata
+    service, and decorating or constructing a lock must make no request."""
 
     def __init__(self, factory: Callable[[], BaseClient]) -> None:
         self._factory = factory
@@ -64,7 +56,6 @@ class BotoTransport(LoopTransport):
 
     @property
     def client(self) -> BaseClient:
-        """The botocore client, created on first use."""
         client = self._client
         if client is None:
             with self._lock:
@@ -74,7 +65,6 @@ class BotoTransport(LoopTransport):
         return client
 
     async def prepare(self) -> None:
-        """Make the client (which may resolve credentials) on the blocking pool."""
         import asyncio
 
         if self._client is None:
@@ -84,8 +74,7 @@ class BotoTransport(LoopTransport):
                 return
 
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Send one request from this thread."""
-        import botocore  # loaded by the time a client exists; imported lazily
+        import botocore  # loaded by the time a client exists
         import botocore.exceptions
 
         try:
@@ -99,7 +88,6 @@ class BotoTransport(LoopTransport):
         return response
 
     async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Send one request from the runtime loop, on its blocking pool."""
         import asyncio
 
         # botocore's own instrumentation makes the request's span, in the caller's context

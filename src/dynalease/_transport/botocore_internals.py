@@ -1,15 +1,8 @@
 """Every private botocore attribute dynalease reads or writes, in one place.
 
-The lean path takes its route from a botocore client so both paths agree, and
-some of what it needs is only on private attributes: the request signer's
-credentials object and the HTTP session's ``verify`` setting (where requests go
-is read from a request botocore prepares: :func:`.route.botocore_request`). The
-lock client made for ``from_client`` shares the caller's credentials object and
-copies its ``verify``. A botocore release that renames one must not silently
-change what is sent (a missing ``_verify`` read as "the default bundle"): every
-read here raises :class:`BotocoreChanged` instead, and the lean path then leaves lock requests to
-botocore (logged as a warning). ``tests/unit/transport/test_lean_settings.py``
-builds real clients and fails when any of these is gone or changes type.
+A botocore release that renames one must not silently change what is sent (a missing
+``_verify`` read as "the default bundle"): every read raises :class:`BotocoreChanged`
+instead, and lock requests go through botocore (logged as a warning).
 """
 
 from __future__ import annotations
@@ -42,16 +35,13 @@ def _attr(owner: Any, name: str) -> Any:
 
 
 def signing_credentials(client: Any) -> Any:
-    """``client``'s credentials object (``_request_signer._credentials``); None if it signs none."""
+    """None if ``client`` signs no requests."""
     return _attr(_attr(client, "_request_signer"), "_credentials")
 
 
 def endpoint_verify(client: Any) -> bool | str:
-    """The ``verify`` a botocore client was made with (False, a CA path, or True)."""
-    return _verify(_attr(_attr(client, "_endpoint"), "http_session"))
-
-
-def _verify(session: Any) -> bool | str:
+    """False, a CA path, or True."""
+    session = _attr(_attr(client, "_endpoint"), "http_session")
     value = _attr(session, "_verify")
     if isinstance(value, os.PathLike):
         value = os.fspath(value)
@@ -63,7 +53,7 @@ def _verify(session: Any) -> bool | str:
 
 
 def share_credentials(source: Any, target: Any) -> None:
-    """Make ``target`` sign with ``source``'s credentials object (refreshes apply to both)."""
+    """Refreshes of ``source``'s credentials then apply to both."""
     credentials = signing_credentials(source)
     signer = _attr(target, "_request_signer")
     _attr(signer, "_credentials")  # it must exist: setting a new name would change nothing

@@ -1,8 +1,5 @@
-"""Lock requests' JSON bodies and DynamoDB's JSON answers, as botocore would read them.
-
-The lean path's only serialising and parsing: bodies are encoded with a
-compact encoder made once, and answers become the dicts botocore would hand over (binary
-attributes decoded, errors raised through :mod:`.errors`).
+"""Lock requests' JSON bodies, and DynamoDB's JSON answers as the dicts botocore would hand
+over (binary attributes decoded, errors raised through :mod:`.errors`).
 """
 
 from __future__ import annotations
@@ -28,17 +25,14 @@ def _encode_blob(value: object) -> str:
 
 #: Made once: ``json.dumps`` with options builds a new encoder on every call.
 ENCODER = json.JSONEncoder(separators=(",", ":"), default=_encode_blob)
-#: The answer members that may hold items, whose binary attributes are decoded.
 _WITH_ITEMS = frozenset({"Item", "Attributes", "Responses", "CancellationReasons"})
 
 
 def read_answer(operation: str, answer: Answer, url: str) -> dict[str, Any]:
-    """The parsed answer, or the mapped error (with its request id); as botocore would parse it.
+    """The parsed answer, or the mapped error.
 
-    DynamoDB's success is a 200 with a JSON object. Any other success status, a 200
-    with no body or not a JSON object, a status no answer has (an interim 1xx read
-    as the answer) or a checksum that does not match says the request arrived but
-    not what became of it: "it may have been applied".
+    Success is a 200 with a JSON object. Any other success status, a 200 without one, a
+    1xx read as the answer or a checksum mismatch: the request arrived, its fate unknown.
     """
     status, payload, crc, request_id = answer
     metadata: dict[str, Any] = {"HTTPStatusCode": status}
@@ -68,7 +62,6 @@ def read_answer(operation: str, answer: Answer, url: str) -> dict[str, Any]:
 
 
 def _json_object(payload: bytes) -> dict[str, Any] | None:
-    """``payload`` read as botocore reads it (UTF-8 JSON), if it is one JSON object."""
     try:
         parsed = json.loads(payload.decode("utf-8"))
     except ValueError:  # UnicodeDecodeError too
@@ -77,7 +70,6 @@ def _json_object(payload: bytes) -> dict[str, Any] | None:
 
 
 def _decode_blobs(response: dict[str, Any]) -> None:
-    """Binary attributes arrive base64-encoded; botocore hands them over as bytes."""
     if response.keys().isdisjoint(_WITH_ITEMS):
         return  # most lock answers: only ConsumedCapacity
     for name in ("Item", "Attributes"):

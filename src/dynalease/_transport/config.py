@@ -1,18 +1,10 @@
-"""Where and as whom lean lock requests go, when the settings say so without botocore.
+"""Where and as whom lean lock requests go, read from arguments and the environment alone
+(static keys, the Region, perhaps an endpoint URL or an account ID), so a fresh process
+need not import botocore.
 
-Importing botocore and building a DynamoDB client costs a fresh process a few
-hundred milliseconds (most of a Lambda cold start's lock). In the common
-deployment (a Lambda function, a container with static keys in the
-environment) everything the lock path needs is in a few environment
-variables: static keys, the Region, perhaps an endpoint URL or an account ID.
-This module reads those, and only those, and answers ``None`` whenever botocore
-could decide differently: a shared config file (profiles may set a Region, an
-endpoint, a CA bundle, FIPS or dual-stack endpoints), a profile, refreshable
-credentials, FIPS or dual-stack endpoints, an account-ID endpoint mode botocore
-would refuse, or a Region outside the partitions whose endpoint patterns are
-fixed. ``None`` means: build the botocore client and take everything from it
-(``tests/unit/transport/test_endpoint_urls.py`` compares the URLs with
-botocore's own requests).
+Whenever botocore could decide differently (a config file, a profile, refreshable
+credentials, FIPS or dual-stack, an account-ID mode it would refuse, a Region outside the
+fixed-pattern partitions) the answer is ``None``: build the botocore client and follow it.
 """
 
 from __future__ import annotations
@@ -21,7 +13,6 @@ import os
 import re
 from typing import NamedTuple
 
-#: Variables that change what botocore would do in ways this module does not model.
 _HAND_TO_BOTOCORE = (
     "AWS_PROFILE",
     "AWS_DEFAULT_PROFILE",
@@ -29,7 +20,7 @@ _HAND_TO_BOTOCORE = (
     "AWS_USE_FIPS_ENDPOINT",
     "AWS_USE_DUALSTACK_ENDPOINT",
 )
-#: Where botocore finds a CA bundle, after an explicit ``verify`` and the config file.
+#: botocore's order, after an explicit ``verify`` and the config file.
 _CA_BUNDLES = ("AWS_CA_BUNDLE", "REQUESTS_CA_BUNDLE")
 
 #: Regions of the partitions whose DynamoDB endpoint is ``dynamodb.<region>.<suffix>``.
@@ -40,53 +31,40 @@ _PARTITIONS = (
 )
 
 
-def masked(access_key: str | None) -> str:
-    """An access key id as shown in a repr: its last four characters only."""
-    return "None" if access_key is None else f"'…{access_key[-4:]}'"
-
-
 class StaticCredentials(NamedTuple):
-    """Keys that never change; shaped like botocore's frozen credentials (a named tuple too)."""
+    """Shaped like botocore's frozen credentials (a named tuple too)."""
 
     access_key: str
     secret_key: str
     token: str | None
 
     def get_frozen_credentials(self) -> StaticCredentials:
-        """These keys (botocore's credentials interface)."""
         return self
 
     def __repr__(self) -> str:  # never the secret or the token
         token = "None" if self.token is None else "'<hidden>'"
         return (
-            f"StaticCredentials(access_key={masked(self.access_key)}, "
+            f"StaticCredentials(access_key='…{self.access_key[-4:]}', "
             f"secret_key='<hidden>', token={token})"
         )
 
 
 class DirectConfig(NamedTuple):
-    """Everything the lean path needs, read from arguments and the environment."""
-
     endpoint_url: str
     region: str
     credentials: StaticCredentials
     connect_timeout: float
-    #: ``AWS_CA_BUNDLE``, else ``REQUESTS_CA_BUNDLE`` (botocore's ``verify`` then is
-    #: this path), else None: the default bundle.
+    #: None: the default bundle.
     ca_bundle: str | None = None
 
 
-#: An account ID as botocore puts it in a host name (the lean path takes only these).
+#: The only account IDs the lean path puts in a host name.
 _ACCOUNT_ID = re.compile(r"[0-9]{12}")
 _ENDPOINT_MODES = ("preferred", "disabled", "required")
 
 
 def regional_endpoint(region: str, account_id: str | None = None) -> str | None:
-    """The DynamoDB endpoint of a Region in a fixed-pattern partition, else None.
-
-    With ``account_id``, the account's own endpoint (``<account>.ddb.<region>...``),
-    as botocore resolves it for credentials that carry an account ID.
-    """
+    """The DynamoDB endpoint of a Region in a fixed-pattern partition, else None."""
     for pattern, suffix in _PARTITIONS:
         # fullmatch: match() with ``$`` takes 'us-east-1\n', and \d takes any script's digits.
         if pattern.fullmatch(region):
@@ -97,12 +75,9 @@ def regional_endpoint(region: str, account_id: str | None = None) -> str | None:
 
 
 def _account_endpoint_id(account_id: str | None) -> tuple[bool, str | None]:
-    """Whether the lean path can follow the account-ID setting, and the ID to put in the host.
+    """Whether the lean path can follow ``AWS_ACCOUNT_ID_ENDPOINT_MODE``, and the ID.
 
-    botocore's rule (``AWS_ACCOUNT_ID_ENDPOINT_MODE``): ``preferred`` (the
-    default) uses the credentials' account ID when they carry one, ``disabled``
-    never does, ``required`` fails without one; that failure and any value
-    botocore refuses are left for botocore to report.
+    ``required`` without an ID and values botocore refuses are left for botocore to report.
     """
     mode = os.environ.get("AWS_ACCOUNT_ID_ENDPOINT_MODE")
     if mode is not None and mode not in _ENDPOINT_MODES:
@@ -120,14 +95,10 @@ def _env(name: str) -> str | None:
     return os.environ.get(name) or None
 
 
-def _config_files_exist() -> bool:
-    paths = (
-        os.environ.get("AWS_CONFIG_FILE") or "~/.aws/config",
-        # botocore reads credentials files only after the environment, but a profile
-        # there could be selected; its presence alone does not matter when keys
-        # come from the environment, so only the config file is checked.
-    )
-    return any(os.path.exists(os.path.expanduser(path)) for path in paths)
+def _config_file_exists() -> bool:
+    # Not the credentials file: botocore reads it only after the environment's keys.
+    path = os.environ.get("AWS_CONFIG_FILE") or "~/.aws/config"
+    return os.path.exists(os.path.expanduser(path))
 
 
 def direct_config(
@@ -140,10 +111,9 @@ def direct_config(
     profile: str | None,
     connect_timeout: float,
 ) -> DirectConfig | None:
-    """The lean route from explicit arguments and the environment, or None for botocore."""
     if profile is not None or any(os.environ.get(name) for name in _HAND_TO_BOTOCORE):
         return None
-    if _config_files_exist():
+    if _config_file_exists():
         return None
     if access_key is None and session_token is not None:
         return None  # a token without keys: whatever botocore makes of it
@@ -157,8 +127,7 @@ def direct_config(
         token = _env("AWS_SESSION_TOKEN") or _env("AWS_SECURITY_TOKEN")
         credentials = StaticCredentials(key, secret, token)
         account_id = _env("AWS_ACCOUNT_ID")
-    # As DynamoDBClient resolves it: botocore's answer (explicit, AWS_DEFAULT_REGION),
-    # then AWS_REGION.
+    # As DynamoDBClient resolves it: botocore's answer, then AWS_REGION.
     region = region or _env("AWS_DEFAULT_REGION") or _env("AWS_REGION")
     if region is None:
         return None

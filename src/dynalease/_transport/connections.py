@@ -1,19 +1,10 @@
-"""The lean path's HTTP exchanges with one endpoint, through the standard library's ``http.client``.
+"""The lean path's HTTP exchanges with one endpoint, over ``http.client`` directly: urllib3's
+import and pool cost more than the one list of idle connections it would add
+(docs/benchmarks.md).
 
-``http.client`` (CPython's HTTP/1.1 client, the one urllib3 and botocore build on)
-frames the requests, parses the answers (chunked ones included), speaks TLS through
-:mod:`ssl` and reaches HTTPS endpoints through a proxy with ``CONNECT``
-(``set_tunnel``). We use it directly rather than through urllib3 because urllib3's
-import is most of a Lambda function's first locked invoke (about 28 ms of 45, see
-docs/benchmarks.md) and its pool adds CPU to every request; what urllib3 would add
-for us is one list of idle connections.
-
-What stays ours is what botocore decides around the exchange, decided the same way:
-which proxy an endpoint goes through (the configured ones, else the environment's
-and the system's, ``NO_PROXY`` included: :func:`proxy_for`), which certificates are
-trusted (``verify``), how much of an answer we read (:data:`MAX_BODY`), which idle
-connections are kept, and what a failed exchange means: :class:`NotSent` (nothing
-reached the server) or :class:`Unanswered` (the request may have been applied).
+What botocore decides around the exchange is decided here its way: the proxy
+(:func:`proxy_for`), the trusted certificates, and what a failure means: :class:`NotSent`
+(nothing reached the server) or :class:`Unanswered` (the request may have been applied).
 """
 
 from __future__ import annotations
@@ -37,7 +28,7 @@ __all__ = ["MAX_BODY", "Answer", "Connections", "NotSent", "Unanswered", "proxy_
 MAX_BODY = 4 * 1024 * 1024
 _UNSIGNED = {"User-Agent": "dynalease-lean/3", "Accept-Encoding": "identity"}
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-#: What a kept-alive connection that the server closed while it was idle raises when reused.
+#: What reusing a connection the server closed while it was idle raises.
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
 
 
@@ -69,19 +60,15 @@ class Answer(NamedTuple):
 
 
 def proxy_for(url: str, configured: dict[str, str] | None = None) -> str | None:
-    """The proxy botocore would send ``url`` through, or None.
-
-    Proxies configured on the client win; otherwise the standard library's reading
-    of the environment and the system's settings (macOS, Windows), unless
-    ``NO_PROXY`` or the system's bypass list names the host, as botocore reads them.
-    """
+    """The proxy botocore would send ``url`` through: the configured ones, else the
+    environment's and the system's, unless ``NO_PROXY`` or the bypass list names the host."""
     scheme = urlsplit(url).scheme
     if configured:
         proxies = configured
     elif not _proxies_may_be_set():
         return None
     else:
-        import urllib.request  # about 10 ms of a cold start: only where a proxy may be set
+        import urllib.request  # costly on a cold start: only where a proxy may be set
 
         try:
             bypass = bool(urllib.request.proxy_bypass(urlsplit(url).netloc))
@@ -98,22 +85,15 @@ def proxy_for(url: str, configured: dict[str, str] | None = None) -> str | None:
 
 
 def _proxies_may_be_set() -> bool:
-    """False where the standard library would find no proxy: no system settings, no variable.
-
-    Outside macOS and Windows, ``urllib.request.getproxies()`` reads only environment
-    variables whose names end in ``_proxy`` (in any letter case).
-    """
+    # Outside macOS and Windows, getproxies() reads only variables ending in _proxy (any case).
     if sys.platform in ("darwin", "win32"):
         return True
     return any(name.lower().endswith("_proxy") for name in os.environ)
 
 
 class Connections:
-    """Keep-alive connections to one endpoint (through its proxy, if any); thread-safe.
-
-    Each request takes an idle connection, or opens one, and gives it back once its
-    answer is read whole; at most ``max_connections`` idle ones are kept.
-    """
+    """Keep-alive connections to one endpoint; thread-safe. A connection goes back to the
+    idle list (at most ``max_connections``) only once its answer is read whole."""
 
     def __init__(
         self,
@@ -126,7 +106,6 @@ class Connections:
         proxies: dict[str, str] | None = None,
     ) -> None:
         parts = urlsplit(url)
-        self.url = url
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.proxy = proxy_for(url, proxies)
@@ -145,7 +124,6 @@ class Connections:
                 self._path = url
 
     def drop(self) -> None:
-        """Close every idle connection; the next request connects anew."""
         with self._lock:
             idle, self._idle = self._idle, []
         for connection in idle:
@@ -160,14 +138,12 @@ class Connections:
         retry_stale: bool,
         late: Callable[[Callable[[], Answer]], object] | None = None,
     ) -> Answer:
-        """Send one POST and read its answer, within ``timeout`` seconds in all.
+        """One POST within ``timeout`` seconds in all.
 
-        With ``retry_stale``, a request whose kept-alive connection the server had
-        closed is sent once more on a new one (only for requests that change nothing).
-        With ``late``, an answer that has not come by ``timeout`` (or whose wait is
-        interrupted) is not given up: ``late`` gets a function that goes on reading
-        it, up to the read timeout, on another thread, and the caller gets
-        :class:`Unanswered` (or its interrupt) as for any timeout.
+        ``retry_stale`` (only for requests that change nothing): resend once on a new
+        connection if the server had closed the kept-alive one. ``late``: an answer not
+        come by ``timeout`` (or an interrupted wait) gets a function that reads the rest on
+        another thread; the caller still gets :class:`Unanswered` (or its interrupt).
         """
         deadline = time.monotonic() + max(timeout, 1e-3)
         headers = {**headers, **_UNSIGNED}
@@ -202,11 +178,10 @@ class Connections:
         connection: http.client.HTTPConnection,
         late: Callable[[Callable[[], Answer]], object] | None,
     ) -> http.client.HTTPResponse | None:
-        """The answer's status line and headers, or None once the rest is ``late``'s.
+        """None once the rest is ``late``'s.
 
-        A timeout while ``http.client`` waits for an answer leaves the request
-        outstanding on the connection: another ``getresponse()`` reads the answer
-        from its start (one cut off inside its head is then garbled: unanswered).
+        A timeout in ``getresponse()`` leaves the request outstanding: another call reads
+        the answer from its start (one cut off inside its head is garbled: unanswered).
         """
         try:
             return connection.getresponse()
@@ -221,7 +196,6 @@ class Connections:
             raise
 
     def _rest(self, connection: http.client.HTTPConnection) -> Answer:
-        """The answer to a request its caller stopped waiting for (see :meth:`post`)."""
         assert connection.sock is not None
         connection.sock.settimeout(self.read_timeout)
         try:
@@ -234,7 +208,6 @@ class Connections:
         return answer
 
     def _connect(self, deadline: float) -> http.client.HTTPConnection:
-        """A new connection (TLS handshake and proxy tunnel done), or :class:`NotSent`."""
         host, port = self._target
         if self.proxy is not None:
             proxy = urlsplit(self.proxy)
@@ -261,7 +234,6 @@ class Connections:
         return connection
 
     def _take_idle(self) -> http.client.HTTPConnection | None:
-        """The most recently used idle connection the server has not closed or written to."""
         while True:
             with self._lock:
                 if not self._idle:
@@ -274,7 +246,6 @@ class Connections:
     def _give_back(
         self, connection: http.client.HTTPConnection, response: http.client.HTTPResponse
     ) -> None:
-        """Keep ``connection`` for the next request if its answer left it open and reusable."""
         if response.will_close or not response.isclosed() or connection.sock is None:
             connection.close()
             return
@@ -286,7 +257,6 @@ class Connections:
 
 
 def _read(response: http.client.HTTPResponse) -> Answer:
-    """The whole answer, refused as soon as it is known to pass :data:`MAX_BODY`."""
     lengths = set(response.msg.get_all("content-length") or ())
     if len(lengths) > 1:  # http.client would read by the first; the framing is unknowable
         raise ConnectionResetError("answer with conflicting Content-Length headers")
@@ -307,14 +277,12 @@ def _read(response: http.client.HTTPResponse) -> Answer:
 
 
 def _unanswered(error: BaseException) -> Unanswered:
-    """A failure once the request was on its way: its outcome is unknown."""
     if isinstance(error, TimeoutError):
         return Unanswered(None, timeout=True)
     return Unanswered(error, timeout=False)
 
 
 def _readable(sock: socket.socket) -> bool:
-    """Whether an idle connection has something to read: the server's close, or junk."""
     if hasattr(select, "poll"):  # not on Windows; select() cannot watch descriptors >= 1024
         poller = select.poll()
         poller.register(sock, select.POLLIN)
@@ -323,7 +291,6 @@ def _readable(sock: socket.socket) -> bool:
 
 
 def _tls_context(verify: bool | str | None) -> Any:
-    """The TLS settings for botocore's ``verify``: False, a CA file or directory, or True."""
     import ssl
 
     if verify is False:
@@ -353,7 +320,6 @@ def _default_ca_bundle() -> str:
 
 
 def _proxy_authorization(proxy: str) -> dict[str, str]:
-    """The ``Proxy-Authorization`` header botocore sends for a proxy URL with credentials."""
     import base64
 
     parts = urlsplit(proxy)

@@ -1,8 +1,5 @@
-"""DynamoDB failures as dynalease errors: one mapping for every transport.
-
-botocore's exceptions (the boto transport) and the lean path's answers and
-connection failures (:mod:`.connections`) are translated here, so a lock
-sees the same error for the same failure whichever path carried the request.
+"""DynamoDB failures as dynalease errors: one mapping for every transport, so a lock sees
+the same error for the same failure whichever path carried the request.
 """
 
 from __future__ import annotations
@@ -36,20 +33,13 @@ __all__ = [
 
 
 def _botocore_exceptions() -> Any:
-    """``botocore.exceptions`` once something imported it, else None.
-
-    The lean path does not import botocore (about 4 ms of a cold start): until
-    something does, no botocore exception can have been raised, so every check
-    against its classes is false without importing it.
-    """
+    # Until something imports botocore none of its exceptions can have been raised: the
+    # lean path never imports it just to check.
     return sys.modules.get("botocore.exceptions")
 
 
 def transport_failures() -> tuple[type[Exception], ...]:
-    """What a request may raise for a transport failure: ``OSError``, and botocore's errors.
-
-    For ``except transport_failures():``, evaluated only when something was raised.
-    """
+    """For ``except transport_failures():``, evaluated only when something was raised."""
     exceptions = _botocore_exceptions()
     return (OSError,) if exceptions is None else (exceptions.BotoCoreError, OSError)
 
@@ -60,10 +50,8 @@ _THROTTLING = {
     "RequestLimitExceeded",
     "LimitExceededException",
 }
-#: A write on a multi-Region strongly consistent global table that lost to a concurrent
-#: write from another Region: not applied, safe to retry (neither contention nor an outage).
+#: Not applied, safe to retry (neither contention nor an outage).
 REPLICATED_WRITE_CONFLICT = "ReplicatedWriteConflictException"
-#: What each throttling reason's limit means, and what to do; the hot key first.
 _ACCESS = {
     "AccessDeniedException",
     "UnrecognizedClientException",
@@ -78,7 +66,6 @@ _VALIDATION = {"ValidationException", "SerializationException"}
 
 
 def throttling_reasons(response: dict[str, Any]) -> list[dict[str, str]]:
-    """DynamoDB's ``ThrottlingReasons`` of an error answer: dicts of reason and resource."""
     found = response.get("ThrottlingReasons")
     if not isinstance(found, list):
         return []
@@ -90,7 +77,6 @@ def throttling_reasons(response: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def map_client_error(error: botocore.exceptions.ClientError, operation: str) -> Exception:
-    """Translate a DynamoDB error answer into the dynalease error it means."""
     response: dict[str, Any] = dict(error.response or {})
     err = response.get("Error", {}) or {}
     code = str(err.get("Code", "")).rsplit("#", 1)[-1]
@@ -110,10 +96,6 @@ def map_error_code(
     *,
     request_id: str | None = None,
 ) -> Exception:
-    """Map a DynamoDB error code (from any transport) to a dynalease error.
-
-    ``request_id`` is the answer's AWS request id, carried by the error.
-    """
     if code == "ConditionalCheckFailedException":
         return ConditionFailed(response.get("Item"), request_id)
     if code == "TransactionCanceledException":
@@ -192,7 +174,6 @@ def map_error_code(
 
 
 def map_transport_error(error: Exception, operation: str) -> Exception:
-    """Translate a botocore transport failure."""
     exceptions = _botocore_exceptions()
     if exceptions is not None and isinstance(
         error, exceptions.NoCredentialsError | exceptions.PartialCredentialsError
@@ -224,7 +205,7 @@ def map_transport_error(error: Exception, operation: str) -> Exception:
 
 
 def map_lean_failure(failure: NotSent | Unanswered, url: str, operation: str) -> Exception:
-    """A lean connection failure as the botocore error botocore would have raised, mapped."""
+    """Mapped as the botocore error botocore would have raised."""
     import botocore.exceptions  # a failure path: the messages are botocore's
 
     error: Exception

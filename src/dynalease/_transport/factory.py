@@ -1,12 +1,9 @@
 """Which transports a DynamoDBClient gets, from its arguments, a session or a boto3 client.
 
-Every client has two: one for the caller's own requests (item helpers,
-transactions), botocore with the caller's retry settings (or, when the lock
-path needs no botocore, :mod:`.items`); and one for
-lock requests, lean or botocore (see :func:`.lean.transport_choice`), with SDK
-retries off and the protocol's timeouts. botocore clients are made on first
-use, so a client whose lock requests take the lean path and whose settings are
-all in arguments and the environment never imports botocore to lock.
+Two per client: the caller's own requests (botocore with the caller's retry settings, or
+:mod:`.items`), and lock requests (lean or botocore, SDK retries off, the protocol's
+timeouts). botocore clients are made on first use, so a lean client whose settings are all
+in arguments and the environment never imports botocore to lock.
 """
 
 from __future__ import annotations
@@ -27,14 +24,10 @@ if TYPE_CHECKING:
     from .config import DirectConfig
 
 
-# Named tuples, not dataclasses: these are made once per client, and each frozen
-# dataclass costs about a millisecond to define when the module loads, on a
-# script's or a Lambda function's first lock.
+# Named tuples, not dataclasses: a frozen dataclass is slow to define on a cold start.
 
 
 class Transports(NamedTuple):
-    """What a client sends through, and where it sends."""
-
     items: Transport
     locks: Transport
     region: str | None
@@ -42,7 +35,7 @@ class Transports(NamedTuple):
 
 
 class Settings(NamedTuple):
-    """A client's explicit arguments; None means "from AWS's chain" (see :meth:`checked`)."""
+    """A client's explicit arguments; None means "from AWS's chain"."""
 
     region: str | None = None
     endpoint_url: str | None = None
@@ -56,7 +49,7 @@ class Settings(NamedTuple):
     transport: str | None = None
 
     def __repr__(self) -> str:
-        """The settings without the keys and token (so no log line or error shows them)."""
+        # Without the keys and token, so no log line or error shows them.
         shown = ", ".join(
             f"{name}={value!r}"
             for name, value in zip(self._fields, self, strict=True)
@@ -65,10 +58,7 @@ class Settings(NamedTuple):
         return f"Settings({shown})"
 
     def checked(self) -> Settings:
-        """These settings with the timeouts as floats, or the error for the first bad one.
-
-        Raised before any I/O, in the words of ``DynamoDBClient``'s arguments.
-        """
+        """The timeouts as floats; the first bad argument raised, before any I/O."""
         for name in _TEXT:
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
@@ -98,7 +88,6 @@ def _seconds(name: str, value: object) -> float | None:
 
 
 def from_settings(settings: Settings) -> Transports:
-    """Transports for ``DynamoDBClient(...)``'s arguments."""
     choice = transport_choice(settings.transport)
     options: dict[str, Any] = {}
     if settings.connect_timeout is not None:
@@ -111,11 +100,10 @@ def from_settings(settings: Settings) -> Transports:
     def make_session() -> Any:
         import boto3
 
-        if (settings.access_key, settings.secret_key, settings.session_token) == (None,) * 3 and (
-            settings.profile is None
-        ):
-            # Nothing of the user's own: boto3's default session, as boto3.client()
-            # uses (its credentials and loaded models are shared with the user's clients).
+        keys = (settings.access_key, settings.secret_key, settings.session_token)
+        if keys == (None, None, None) and settings.profile is None:
+            # boto3's default session, as boto3.client() uses: its credentials and loaded
+            # models are shared with the user's clients.
             if boto3.DEFAULT_SESSION is None:
                 boto3.setup_default_session()
             return boto3.DEFAULT_SESSION
@@ -136,8 +124,6 @@ def from_settings(settings: Settings) -> Transports:
     if choice == "lean":
         from .config import direct_config
 
-        # When the settings are all in arguments and the environment, lock
-        # requests need no botocore at all: a fresh process locks sooner.
         connect = settings.connect_timeout or LOCK_CONNECT_TIMEOUT_S
         direct = direct_config(
             region=settings.region,
@@ -158,17 +144,12 @@ def from_settings(settings: Settings) -> Transports:
 def from_session(
     session: boto3.Session, endpoint_url: str | None, transport: str | None
 ) -> Transports:
-    """Transports for ``DynamoDBClient.from_session``."""
     return _over_session(session, endpoint_url, None, transport_choice(transport))
 
 
 def from_client(dynamodb: BaseClient, transport: str | None) -> Transports:
-    """Transports for ``DynamoDBClient.from_client``: the caller's client for their requests.
-
-    Lock requests go through a sibling client with the same Region, endpoint
-    and credentials (shared, so refreshes apply to both) but with SDK retries
-    off and the protocol's timeouts.
-    """
+    """Lock requests go through a sibling of the caller's client: SDK retries off, the
+    protocol's timeouts, the same credentials object (so refreshes apply to both)."""
     choice = transport_choice(transport)
 
     def lock_client() -> BaseClient:
@@ -185,7 +166,6 @@ def from_client(dynamodb: BaseClient, transport: str | None) -> Transports:
             aws_access_key_id="placeholder",
             aws_secret_access_key="placeholder",
         )
-        # Share the credentials object so refreshable credentials stay fresh.
         share_credentials(dynamodb, sibling)
         made: BaseClient = sibling
         return made
@@ -223,7 +203,6 @@ def _direct(
     settings: Settings,
     direct: DirectConfig,
 ) -> Transports:
-    """Lean lock and item requests from ``direct``; botocore only when something needs it."""
     from .items import ItemTransport, lean_items_allowed
 
     made: list[tuple[Any, Any]] = []
@@ -259,7 +238,6 @@ def _botocore_clients(
     endpoint_url: str | None,
     make_lock_transport: Callable[[Callable[[], BaseClient]], Transport],
 ) -> Transports:
-    """botocore clients made on first use: the caller's, and the lock client."""
 
     def client(lock: bool) -> BaseClient:
         session, config = session_and_config()

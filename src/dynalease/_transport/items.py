@@ -1,20 +1,8 @@
-"""The caller's own requests (item and table helpers, transactions) on the lean path.
-
-When a client's lock requests need no botocore (every setting in arguments and
-the environment, :mod:`.config`), its item helpers need none either: a script's
-``sync_table_exists`` or ``sync_get_item`` would otherwise import botocore and
-build a client (a few hundred milliseconds) for one small request. They are sent
-from the calling thread over the lock route's keep-alive connections, signed the
-same way, with botocore's standard retry rule (3 attempts unless
-``max_retries`` says otherwise; throttling, 5xx and connection failures,
-backing off ``random() * 2 ** (attempt - 1)`` seconds up to 20). A failure
-that may have been applied is retried only for requests that are safe to send
-twice, as botocore's idempotency tokens make them: a transaction without a
-``ClientRequestToken`` gets one.
-
-Operations outside :data:`LEAN_OPERATIONS` (a ``Scan``, whose items this path
-would not decode), and any client whose settings botocore must read, go through
-botocore as before.
+"""The caller's own requests (item and table helpers, transactions) on the lean path, when the
+lock route needs no botocore (:mod:`.config`): from the calling thread over the lock route's
+connections, with botocore's standard retry rule. A request that may have been applied is
+resent only when that is safe; a transaction without a ``ClientRequestToken`` gets one.
+Other operations (a ``Scan``) go through botocore.
 """
 
 from __future__ import annotations
@@ -36,7 +24,7 @@ from .route import Route
 
 __all__ = ["LEAN_OPERATIONS", "ItemTransport", "backoff_s", "lean_items_allowed"]
 
-#: Operations whose answers :func:`.codec.read_answer` reads exactly as botocore would.
+#: Those whose answers :func:`.codec.read_answer` reads exactly as botocore would.
 LEAN_OPERATIONS = frozenset(
     {
         "DescribeTable",
@@ -49,25 +37,23 @@ LEAN_OPERATIONS = frozenset(
         "TransactWriteItems",
     }
 )
-#: Safe to send twice: reads and tokened transactions (and unconditional puts and deletes).
+#: Safe to send twice (transactions carry a token).
 _RESENDABLE = frozenset({"DescribeTable", "DescribeTimeToLive", "GetItem", "TransactWriteItems"})
 _RESENDABLE_UNCONDITIONAL = frozenset({"PutItem", "DeleteItem"})
-#: botocore's standard retry mode: 3 attempts, full-jitter backoff capped at 20 s.
+#: botocore's standard retry mode and default timeouts.
 DEFAULT_ATTEMPTS = 3
 MAX_BACKOFF_S = 20.0
-#: botocore's default timeouts for the caller's requests.
 DEFAULT_TIMEOUT_S = 60.0
-#: Retry settings only botocore reads; with one of them set, botocore sends.
+#: Retry settings only botocore reads.
 _RETRY_SETTINGS = ("AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE")
 
 
 def lean_items_allowed() -> bool:
-    """False when the environment sets a retry rule this path does not model."""
     return not any(os.environ.get(name) for name in _RETRY_SETTINGS)
 
 
 class ItemTransport(LoopTransport):
-    """The caller's requests: lean from the calling thread when the route is known, else boto."""
+    """Lean from the calling thread when the route is known, else botocore."""
 
     def __init__(
         self,
@@ -81,32 +67,28 @@ class ItemTransport(LoopTransport):
         self.boto = boto
         self._locks = locks
         self._attempts = DEFAULT_ATTEMPTS if max_retries is None else max_retries + 1
-        # One bound for the whole exchange: connecting (the shared pool caps that at
-        # the lock client's connect timeout) and reading the answer.
+        # One bound for the whole exchange; the shared pool caps connecting at the lock's.
         self._timeout = (connect_timeout or DEFAULT_TIMEOUT_S) + (read_timeout or DEFAULT_TIMEOUT_S)
 
     @property
     def client(self) -> Any:
-        """The botocore client for what this path leaves to botocore, made on first use."""
         return self.boto.client
 
     async def prepare(self) -> None:
-        """Nothing to build for the lean path; botocore's client is made on first use."""
+        pass  # botocore's client is made on first use
 
     async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Send from the runtime loop (on its blocking pool)."""
         import asyncio
 
         call = _tracing.carried(self.call)
         return await asyncio.get_running_loop().run_in_executor(None, call, operation, params)
 
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Send one request from this thread, retrying as botocore's standard mode does."""
         route = self._locks.direct_route() if operation in LEAN_OPERATIONS else None
         if route is None:
             return self.boto.call(operation, params)
         if operation == "TransactWriteItems" and "ClientRequestToken" not in params:
-            import uuid  # here: with the platform module it imports, 3 ms of a script's start
+            import uuid  # here: it imports platform, slow on a script's start
 
             params = {**params, "ClientRequestToken": str(uuid.uuid4())}
         span = _tracing.request_span(operation, params, route.region)
@@ -141,7 +123,7 @@ class ItemTransport(LoopTransport):
 
 
 def backoff_s(attempt: int) -> float:
-    """The pause after failed attempt ``attempt`` (1-based): botocore's standard full jitter."""
+    """After failed attempt ``attempt`` (1-based): botocore's standard full jitter."""
     return min(random.random() * 2.0 ** (attempt - 1), MAX_BACKOFF_S)
 
 

@@ -1,26 +1,10 @@
-"""The lean request path: lock requests signed by us, sent over ``http.client``.
+"""The lean request path: lock requests encoded, signed (:mod:`.sign`) and sent over
+``http.client`` (:mod:`.connections`), from a sync caller's thread or the runtime's bounded
+pool, never a thread per lease.
 
-botocore spends most of a lock request's CPU on generic machinery (the request
-pipeline, event hooks, model-driven serialising and parsing). Lock requests are
-a handful of fixed JSON shapes, so this path encodes them, signs them
-(:mod:`.sign`) and sends them over the standard library's keep-alive connections
-(:mod:`.connections`): from a sync caller's own thread, or from the runtime's
-bounded thread pool for async guards and renewals (never a thread per lease).
-
-When every setting is in arguments and environment variables (static keys, a
-Region, perhaps an endpoint URL or an account ID; see :mod:`.config`), the route
-is read from them and no botocore client is built for lock requests. Otherwise
-everything about *where* and *as whom* comes from the botocore lock client made
-from the user's configuration, so both paths agree: the URL botocore's own
-request would go to, its Region, its credentials object (the same chain, and
-refreshed the same way), its CA bundle or ``verify`` setting, its proxies and
-its timeouts (:mod:`.route`). Configurations this path does not implement
-(client certificates, proxy TLS settings, unsigned or non-SigV4 clients,
-endpoints with a path) are handed to botocore: the transport then sends
-everything through :class:`BotoTransport`.
-
-Answers are read by :mod:`.codec`; they and failures are mapped by
-:mod:`.errors`, exactly as on the botocore path.
+The route is read from the settings when they suffice (:mod:`.config`), else from the
+botocore lock client (:mod:`.route`), so both paths agree on where and as whom. What this
+path does not implement goes through :class:`BotoTransport`.
 """
 
 from __future__ import annotations
@@ -62,19 +46,16 @@ log = logging.getLogger("dynalease")
 
 TRANSPORTS = ("lean", "boto")
 DEFAULT_TRANSPORT = "lean"
-#: Operations that change nothing: safe to resend when a reused connection was dropped.
+#: Safe to resend when a reused connection was dropped.
 _READS = frozenset({"GetItem", "BatchGetItem", "DescribeTable"})
-#: Writes sent from a caller's thread that leave a row behind if they land after their wait
-#: (a create; a fenced create is an UpdateItem): their answers are kept (``send_blocking``).
+#: Writes that leave a row behind if they land after their wait (a create; a fenced create
+#: is an UpdateItem): their answers are kept (``send_blocking``).
 _MAY_LEAVE_A_ROW = frozenset({"PutItem", "UpdateItem"})
-#: Who reads the rest of an answer its caller stopped waiting for (see ``send_blocking``).
 Late = Callable[[Callable[[], Answer]], object] | None
-#: The first pause before resending a write that conflicted with another Region's.
 CONFLICT_PAUSE_S = 0.02
 
 
 def transport_choice(explicit: str | None) -> str:
-    """The lock request path: the explicit choice, else ``DYNALEASE_TRANSPORT``, else lean."""
     if explicit is not None:
         if explicit not in TRANSPORTS:
             raise ValueError(f"transport must be 'lean' or 'boto', got {explicit!r}")
@@ -91,17 +72,14 @@ def transport_choice(explicit: str | None) -> str:
 
 
 def lock_transport(factory: Callable[[], BaseClient], choice: str) -> Transport:
-    """The transport for lock requests over a botocore lock client made by ``factory``."""
     if choice == "boto":
         return BotoTransport(factory)
     return LeanTransport(factory)
 
 
 class LeanTransport:
-    """Lock requests signed by us over ``http.client``, from the caller's thread or the pool.
+    """Lock requests on the lean path; ``call`` and what it does not support go to botocore.
 
-    ``call`` (the caller's own requests) and anything the lean path does not
-    support go through the botocore client; lock requests use the lean path.
     The botocore client, when one is needed, is made on first use, off the loop.
     """
 
@@ -117,16 +95,13 @@ class LeanTransport:
         self.fallback_reason: str | None = None
 
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Send one request from this thread (through botocore)."""
         return self.boto.call(operation, params)
 
     @property
     def route(self) -> Route | None:
-        """Where lean requests go, once the first request has chosen the lean path."""
         return self._route
 
     async def prepare(self) -> None:
-        """Make the botocore client off the loop and choose the lean path or botocore."""
         if not self._prepared:
             try:
                 await self._prepare()
@@ -134,9 +109,8 @@ class LeanTransport:
                 return
 
     async def _prepare(self) -> None:
-        # Making the client may resolve credentials (a metadata-service call), and
-        # reading its route signs a request: off the loop, and once for all the
-        # requests that arrive before it is made.
+        # Making the client may call the metadata service and reading its route signs a
+        # request: off the loop, once for all the requests that arrive before it is made.
         import asyncio
 
         if self._prepared or self.direct_route() is not None:
@@ -150,7 +124,7 @@ class LeanTransport:
             self._route, self._prepared = route, True
 
     def _route_of_client(self) -> Route | None:
-        """The botocore lock client's route, or None (and why) when botocore must send."""
+        """None (with ``fallback_reason``) when botocore must send."""
         try:
             return Route.of_client(self.boto.client)
         except Unsupported as why:
@@ -165,10 +139,7 @@ class LeanTransport:
         return None
 
     def direct_route(self) -> Route | None:
-        """The route read from the settings alone (built once, from any thread), else None.
-
-        The caller's own requests (:mod:`.items`) share it, and so its connections.
-        """
+        """The route read from the settings alone, built once; :mod:`.items` shares it."""
         if self._direct is None:
             return None
         with self._building:
@@ -183,7 +154,6 @@ class LeanTransport:
         return self._route
 
     async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Send one request from the runtime loop."""
         return await self.send_within(operation, params, None, None)
 
     async def send_within(
@@ -193,13 +163,7 @@ class LeanTransport:
         timeout: float | None,
         on_late: Callable[[Awaitable[dict[str, Any]]], object] | None,
     ) -> dict[str, Any]:
-        """Send from the runtime loop, waiting at most ``timeout`` seconds.
-
-        The request runs on the runtime's bounded thread pool. One not answered
-        in time (or whose wait was cancelled) is not abandoned: ``on_late`` gets
-        an awaitable of its answer and :class:`TimedOut` (or the cancellation)
-        is raised. Without a timeout, as :meth:`send`.
-        """
+        """On the runtime's pool; one not answered in time goes to ``on_late``, then raises."""
         import asyncio
 
         if not self._prepared:
@@ -217,8 +181,7 @@ class LeanTransport:
         return await bounded(exchange, timeout, on_late)
 
     def blocking_ready(self) -> bool:
-        """True when :meth:`send_blocking` can send: the lean path was chosen, or the
-        settings alone give its route (then the first request needs no event loop)."""
+        """The lean path was chosen, or the settings alone give its route (no loop needed)."""
         if not self._prepared:
             self.direct_route()
         return self._prepared and self._route is not None
@@ -230,14 +193,11 @@ class LeanTransport:
         timeout: float,
         on_late: Callable[[Any], object],
     ) -> dict[str, Any]:
-        """Send one request from the calling thread, waiting at most ``timeout`` seconds.
+        """Only after :meth:`blocking_ready`.
 
-        Only after :meth:`blocking_ready`. One not answered in time is raised as a
-        failure that may have been applied. A request that could leave a row behind
-        if it landed after its wait (a create) is not given up then: the rest of its
-        answer is read on the runtime's thread pool and handed to ``on_late`` (a
-        future of the answer), and the lease deletes the row if the answer says it
-        landed. An interrupted wait (Ctrl-C) hands it over the same way.
+        A create not answered in time (or whose wait was interrupted) is not given up: the
+        rest of its answer is read on the pool and handed to ``on_late``, so the lease can
+        delete the row if it landed.
         """
         route = self._route
         assert route is not None, "send_blocking before the lean path was chosen"
@@ -251,13 +211,11 @@ class LeanTransport:
         return _exchange(route, operation, params, timeout, read_late)
 
     def drop_connections(self) -> None:
-        """Close the route's idle connections (the item helpers share them)."""
         if self._route is not None:
             self._route.connections.drop()
 
     async def finish_late(self, operation: str, late: Any) -> dict[str, Any]:
-        """The answer to a request handed to ``on_late``: a future of the pool's, or
-        the task :meth:`send_within` handed over (which ``wrap_future`` leaves as it is)."""
+        """``late`` is a pool future or :meth:`send_within`'s task (``wrap_future`` keeps it)."""
         import asyncio
 
         answer: dict[str, Any] = await asyncio.wrap_future(late)
@@ -267,12 +225,7 @@ class LeanTransport:
 def _exchange(
     route: Route, operation: str, params: dict[str, Any], timeout: float, late: Late = None
 ) -> dict[str, Any]:
-    """Encode, sign and send one request, and read its answer (in a blocking thread).
-
-    A due refresh of the credentials runs here too, as botocore's would. When
-    someone traces, the request is a CLIENT span (:mod:`dynalease._tracing`).
-    ``late``: see :meth:`.Connections.post`.
-    """
+    """In a blocking thread: a due credential refresh runs here too, as botocore's would."""
     span = _tracing.request_span(operation, params, route.region)
     if span is None:
         return _answer_of(route, operation, params, timeout, None, late)
@@ -287,12 +240,8 @@ def _answer_of(
     span: Any,
     late: Late,
 ) -> dict[str, Any]:
-    """The answer, with a write that lost to another Region's retried within ``timeout``.
-
-    On a multi-Region strongly consistent global table a write conflicting with a
-    concurrent write from another Region fails with ``ReplicatedWriteConflictException``;
-    it was not applied and is safe to resend: neither contention nor an outage.
-    """
+    """A ``ReplicatedWriteConflictException`` (multi-Region strong consistency) is resent
+    within ``timeout``: the write was not applied, and it is neither contention nor an outage."""
     end = time.monotonic() + timeout
     body = ENCODER.encode(params).encode()
     attempt = 1
@@ -320,7 +269,6 @@ def _answer_of(
 
 
 def _late_answer(route: Route, operation: str, rest: Callable[[], Answer]) -> dict[str, Any]:
-    """The answer that ``rest`` reads after its caller stopped waiting, decoded (on the pool)."""
     try:
         answer = rest()
     except Unanswered as failure:
@@ -329,18 +277,12 @@ def _late_answer(route: Route, operation: str, rest: Callable[[], Answer]) -> di
 
 
 def _frozen_now(credentials: Any, operation: str) -> Any:
-    """The current key, secret and token, refreshed in this thread if due."""
     try:
         frozen = credentials.get_frozen_credentials()
         if frozen.access_key is None or frozen.secret_key is None:
-            raise _no_credentials()
+            from botocore.exceptions import NoCredentialsError  # botocore made them: loaded
+
+            raise NoCredentialsError()
     except transport_failures() as error:
         raise map_transport_error(error, operation) from error
     return frozen
-
-
-def _no_credentials() -> Exception:
-    """botocore's error for credentials without a key (botocore made them, so it is loaded)."""
-    from botocore.exceptions import NoCredentialsError
-
-    return NoCredentialsError()

@@ -1,10 +1,6 @@
-"""Where lean lock requests go and how they are signed.
-
-A :class:`Route` is read either from a botocore client (the URL and Region its
-own request would use, its credentials object, CA bundle, proxies and timeouts,
-so both paths agree) or from the settings :mod:`.config` read without botocore.
-Configurations the lean path does not implement raise :class:`Unsupported`, and
-the transport hands them to botocore.
+"""Where lean lock requests go and how they are signed: read from a botocore client (so both
+paths agree) or from :mod:`.config`'s settings. What the lean path does not implement
+raises :class:`Unsupported`, and the transport hands it to botocore.
 """
 
 from __future__ import annotations
@@ -29,8 +25,6 @@ class Unsupported(Exception):
 
 
 class Route:
-    """Where lean requests go and how they are signed."""
-
     def __init__(
         self,
         url: str,
@@ -74,8 +68,6 @@ class Route:
         retry_stale: bool,
         late: Callable[[Callable[[], Answer]], object] | None = None,
     ) -> Answer:
-        """Sign ``body`` as ``operation`` with the ``frozen`` keys, send it and read the answer
-        (``late``: see :meth:`.Connections.post`)."""
         headers = self.signer.headers(
             _TARGET + operation, body, frozen.access_key, frozen.secret_key, frozen.token
         )
@@ -85,7 +77,6 @@ class Route:
 
     @classmethod
     def of_client(cls, client: Any) -> Route:
-        """The route of a botocore client: where its requests go, its credentials and settings."""
         config = client.meta.config
         if (config.signature_version or "v4") not in ("v4", "dynamodb"):
             raise Unsupported(f"signature version {config.signature_version!r}")
@@ -111,7 +102,6 @@ class Route:
 
     @classmethod
     def direct(cls, config: DirectConfig) -> Route:
-        """The route read from the environment, with the lock client's bounds."""
         return cls(
             config.endpoint_url,
             config.region,
@@ -124,12 +114,10 @@ class Route:
 
 
 def botocore_request(client: Any) -> tuple[str, str]:
-    """The URL and signing Region of a lock request ``client`` would send, found without sending.
+    """The URL and signing Region of a request ``client`` would send.
 
-    botocore resolves a DynamoDB endpoint per request (account-ID endpoints, FIPS,
-    dual-stack, endpoint overrides, the partition's suffix): one ``GetItem`` is
-    prepared and signed as botocore would send it, and stopped at its
-    ``before-send`` event, so the lean path goes where botocore goes.
+    botocore resolves the endpoint per request (account-ID, FIPS, dual-stack, overrides):
+    one ``GetItem`` is prepared and signed, and stopped at its ``before-send`` event.
     """
     from botocore.awsrequest import AWSResponse, HTTPHeaders
 
@@ -158,14 +146,12 @@ def botocore_request(client: Any) -> tuple[str, str]:
 
 
 class _Empty:
-    """The raw body of the answer that stops :func:`botocore_request`'s request: ``{}``."""
-
     def stream(self, **_: Any) -> Any:
         yield b"{}"
 
 
 def _shown(url: str) -> str:
-    """``url`` for a message: its scheme, host and port (user info or a query may be secret)."""
+    """Scheme, host and port only: user info or a query may be secret."""
     try:
         parts = urlsplit(url)
         port = f":{parts.port}" if parts.port else ""

@@ -1,11 +1,5 @@
-"""AWS Signature Version 4 for the lean request path's DynamoDB POSTs.
-
-botocore's ``SigV4Auth`` handles every AWS service and request shape; lock
-requests are always a JSON POST to ``/`` with the same five or six headers, so
-signing them is a few hashes. The signing key depends only on the secret, the
-UTC date, the Region and the service, so it is derived once a day per secret
-instead of four HMACs per request. ``tests/unit/transport/test_signing.py`` checks every
-signature against ``botocore.auth.SigV4Auth`` for the same request and time.
+"""AWS Signature Version 4 for the lean path's DynamoDB JSON POSTs to ``/``
+(``tests/unit/transport/test_signing.py`` checks it against botocore's ``SigV4Auth``).
 """
 
 from __future__ import annotations
@@ -21,12 +15,11 @@ _ALGORITHM = "AWS4-HMAC-SHA256"
 
 
 def amz_date(epoch: float | None = None) -> str:
-    """The ``X-Amz-Date`` form of a UTC time (``20260101T120000Z``); now by default."""
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if epoch is None else epoch))
 
 
 def host_header(scheme: str, host: str, port: int | None) -> str:
-    """The Host header (and signed host) for an endpoint, as botocore derives it."""
+    """As botocore derives it: lower case, the port only when not the scheme's default."""
     name = host.lower()
     if ":" in name:
         name = f"[{name}]"
@@ -36,20 +29,14 @@ def host_header(scheme: str, host: str, port: int | None) -> str:
 
 
 def _one_line(value: str) -> str:
-    """``value`` if it holds no line break, which would end the request's head early and
-    smuggle in headers of its own (a Region or token read from a damaged setting)."""
+    """A line break would end the request's head early and smuggle in headers of its own
+    (a Region or token read from a damaged setting)."""
     if "\r" in value or "\n" in value:
         raise ValueError("a request header holds a line break")
     return value
 
 
 class SigV4Signer:
-    """Signs DynamoDB JSON POST requests to one host and Region.
-
-    ``host`` is the Host header value as botocore derives it from the endpoint
-    URL (lower case, port only when it is not the scheme's default).
-    """
-
     def __init__(self, host: str, region: str, service: str = "dynamodb") -> None:
         self.host = _one_line(host)
         self.region = _one_line(region)
@@ -57,7 +44,7 @@ class SigV4Signer:
         self._keys: dict[tuple[str, str], bytes] = {}
 
     def _signing_key(self, secret: str, day: str) -> bytes:
-        """The day's signing key for ``secret`` (derived once a day)."""
+        # It depends only on the secret, the day, the Region and the service.
         key = self._keys.get((secret, day))
         if key is None:
             key = _hmac(("AWS4" + secret).encode(), day)
@@ -77,12 +64,7 @@ class SigV4Signer:
         token: str | None,
         date: str | None = None,
     ) -> dict[str, str]:
-        """The signed headers to send (``Authorization`` last).
-
-        ``target`` is the ``X-Amz-Target`` value and ``date`` the ``X-Amz-Date``
-        value (now when None); the caller adds the unsigned ones (Content-Length,
-        User-Agent).
-        """
+        """``Authorization`` last; the caller adds the unsigned headers."""
         date = date or amz_date()
         headers = {
             "Host": self.host,
@@ -92,8 +74,7 @@ class SigV4Signer:
         }
         if token:
             headers["X-Amz-Security-Token"] = _one_line(token)
-        # Signed in the canonical order: names in lower case, sorted; values with
-        # inner runs of white space folded to one space, as botocore folds them.
+        # Inner runs of white space folded to one space, as botocore folds them.
         signed = sorted((name.lower(), " ".join(value.split())) for name, value in headers.items())
         names = ";".join(name for name, _ in signed)
         canonical = "\n".join(

@@ -1,27 +1,12 @@
-"""moto's DynamoDB in this process, answered one request at a time.
+"""moto's DynamoDB in this process, one request at a time: botocore validates, serializes
+and parses as an SDK client does and moto's DynamoDB handler (the code behind
+``moto.server``) answers, so everything is moto's, as on the local server minus the socket.
 
-A request goes the way it would go to the local server, minus the socket:
-botocore validates and serializes it exactly as an SDK client does, moto's
-DynamoDB response handler (the code behind ``moto.server``) answers it, and
-botocore parses the answer, error fields included. So validation, expressions,
-error codes and capacity figures are moto's, as they are on the local server.
-
-Each :class:`ServedDynamoDB` (the local server's, ``dynalease._tooling.local_server``)
-and each :class:`InProcessDynamoDB` built on it owns moto backends of its own
-(one per Region) that are never registered in moto's global backend registry:
-``mock_aws`` neither sees their tables nor resets them, and nothing patches
-botocore, so the caller's other boto3 calls are untouched.
-
-Two things differ from moto's own backend, both to keep memory flat however
-long it runs (moto itself is not edited):
-
-- ``TransactWriteItems`` snapshots only the items it touches
-  (:class:`SnapshotBackend`). moto deep-copies every table a transaction names,
-  a whole table per ``check_in``, and keeps every copied item alive.
-- moto records every model object it ever makes (``instances_tracked``, read
-  only by its ``/moto-api`` data view); the objects a request makes here are
-  forgotten once it is answered (:func:`_untracked`), or every replaced or
-  deleted item would stay in memory for good.
+Each :class:`ServedDynamoDB` owns moto backends of its own (one per Region), never in
+moto's global registry: ``mock_aws`` neither sees nor resets them, and nothing patches
+botocore. Memory stays flat however long it runs: transactions snapshot only the items
+they touch (:class:`SnapshotBackend`), and the model objects moto records for its
+``/moto-api`` data view are forgotten once a request is answered (:func:`_untracked`).
 """
 
 from __future__ import annotations
@@ -52,20 +37,16 @@ _REGION = "us-east-1"
 _ACCOUNT = "123456789012"
 _HOST = f"dynamodb.{_REGION}.amazonaws.com"
 
-#: One request at a time, across every backend in the process. moto's
-#: TransactWriteItems puts back snapshots of the tables it touched when it
-#: cancels, undoing writes other requests committed meanwhile (see
-#: ``dynalease._tooling.local_server``); and moto keeps process-wide state (IAM
-#: bookkeeping, id generators) that no two backends should touch at once.
+#: Across every backend in the process: a cancelled TransactWriteItems puts back what it
+#: touched, undoing writes other requests committed meanwhile, and moto keeps process-wide
+#: state (IAM bookkeeping, id generators) that no two backends should touch at once.
 _ONE_AT_A_TIME = threading.Lock()
 
-#: Operations that change a table's definition (schema checks must be redone).
+#: Schema checks must be redone after these.
 TABLE_OPERATIONS = frozenset({"CreateTable", "DeleteTable", "UpdateTable"})
 
 
 class DynamoDBAnswer(Exception):
-    """An error answer: DynamoDB's error code, message, HTTP status and parsed fields."""
-
     def __init__(self, code: str, message: str, status: int, response: dict[str, Any]) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
@@ -75,13 +56,13 @@ class DynamoDBAnswer(Exception):
 
 
 class _Snapshot(NamedTuple):
-    """One item a transaction touches, as it was before: put back if the transaction fails."""
+    """An item as it was before a transaction: put back if the transaction fails."""
 
     table: Table
     hash_key: DynamoType
     range_key: DynamoType | None
     item: Item | None
-    #: The item's attributes then (a copy: an update changes them in place).
+    #: A copy: an update changes them in place.
     attrs: Any
 
     def restore(self) -> None:
@@ -101,14 +82,8 @@ def _itself(table: Table, memo: Any) -> Table:
 
 
 class SnapshotBackend(DynamoDBBackend):
-    """moto's DynamoDB backend whose transactions snapshot only the items they touch.
-
-    A transaction's cost no longer grows with the tables it names: moto's
-    whole-table copy is replaced by a reference, and the touched items'
-    attributes are saved instead and put back if the transaction fails in any
-    way (cancelled, invalid, or refused before it ran), so a failed
-    transaction leaves every item as before, as DynamoDB's does.
-    """
+    """Transactions snapshot only the items they touch, not moto's copy of each whole table,
+    and put them back however they fail (cancelled, invalid, refused before running)."""
 
     def transact_write_items(self, transact_items: list[dict[str, Any]]) -> None:
         operations = [
@@ -131,7 +106,7 @@ class SnapshotBackend(DynamoDBBackend):
                 del table.__deepcopy__  # type: ignore[attr-defined]
 
     def _snapshot(self, kind: str, op: Any) -> _Snapshot | None:
-        """The item ``op`` would change, as it is now; None when moto will refuse ``op``."""
+        """None when moto will refuse ``op``."""
         try:
             table = self.tables[op["TableName"]]
             if kind == "Put":
@@ -159,12 +134,8 @@ def _tracked_models() -> tuple[type, ...]:
 
 @contextlib.contextmanager
 def _untracked() -> Iterator[None]:
-    """Forget the DynamoDB model objects moto records while the block runs.
-
-    moto appends every model object it makes to its class's ``instances_tracked``
-    and keeps it there for its data view; only the objects made inside the
-    block are dropped, so nothing another user of moto made is touched.
-    """
+    """Forget the model objects moto records in ``instances_tracked`` while the block runs
+    (only those: nothing another user of moto made is touched)."""
     models = _tracked_models()
     before = [len(model.instances_tracked) for model in models]  # type: ignore[attr-defined]
     try:
@@ -180,7 +151,6 @@ def _wire() -> tuple[
     botocore.validate.ParamValidationDecorator,
     botocore.parsers.ResponseParser,
 ]:
-    """DynamoDB's service model with botocore's JSON serializer and parser (built once)."""
     loader = botocore.loaders.create_loader()
     model = botocore.model.ServiceModel(
         loader.load_service_model("dynamodb", "service-2"), service_name="dynamodb"
@@ -193,7 +163,6 @@ def _wire() -> tuple[
 
 
 def _environ(request: dict[str, Any]) -> dict[str, Any]:
-    """The WSGI environ of a serialized request, as the local server would build it."""
     body: bytes = request["body"]
     environ: dict[str, Any] = {
         "REQUEST_METHOD": "POST",
@@ -210,10 +179,7 @@ def _environ(request: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Handler(DynamoHandler):
-    """moto's DynamoDB handler on the Region's backend of one :class:`ServedDynamoDB`.
-
-    Not moto's global backend registry: see the module's documentation.
-    """
+    """On the Region's backend of one :class:`ServedDynamoDB`, not moto's registry."""
 
     def __init__(self, backends: dict[str, SnapshotBackend]) -> None:
         super().__init__()
@@ -232,22 +198,17 @@ class _Handler(DynamoHandler):
 
 
 class ServedDynamoDB:
-    """moto's DynamoDB for a server: a :class:`SnapshotBackend` per Region, one request at a time.
-
-    Only DynamoDB: no other moto service and none of moto's ``/moto-api``.
-    """
+    """Only DynamoDB: no other moto service and none of moto's ``/moto-api``."""
 
     def __init__(self) -> None:
         self._backends: dict[str, SnapshotBackend] = {}
 
     def answer(self, environ: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
-        """Status, headers and body of one DynamoDB request (a WSGI environ)."""
         with _ONE_AT_A_TIME, _untracked():
             status, headers, body = _Handler(self._backends)._dispatch(Request(environ))
         return status, dict(headers), body.encode() if isinstance(body, str) else body
 
     def reset(self) -> None:
-        """Drop every table in every Region."""
         with _ONE_AT_A_TIME:
             for backend in self._backends.values():
                 backend.reset()
@@ -255,21 +216,14 @@ class ServedDynamoDB:
 
 
 class InProcessDynamoDB(ServedDynamoDB):
-    """Isolated moto DynamoDB, answering low-level (botocore-shaped) requests in this process.
-
-    Example::
-
-        db = InProcessDynamoDB()
-        db.call("ListTables", {})  # {'TableNames': [], 'ResponseMetadata': {...}}
-    """
+    """Answers low-level (botocore-shaped) requests in this process."""
 
     def __init__(self) -> None:
         super().__init__()
-        #: Tables whose key schema a lock transport has checked (see TABLE_OPERATIONS).
+        #: Tables whose key schema a lock transport has checked.
         self.lock_tables: set[str] = set()
 
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Run one operation (e.g. ``"PutItem"``); raise :class:`DynamoDBAnswer` on an error."""
         model, serializer, parser = _wire()
         try:
             operation_model = model.operation_model(operation)
@@ -300,7 +254,7 @@ class InProcessDynamoDB(ServedDynamoDB):
         raise DynamoDBAnswer(code, str(failure.get("Message", "")), status, parsed)
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:
-        """Every table's items (AttributeValue form), read with Scan."""
+        """Every table's items, in AttributeValue form."""
         names: list[str] = []
         page: dict[str, Any] = {}
         while True:
@@ -322,6 +276,5 @@ class InProcessDynamoDB(ServedDynamoDB):
             params["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
 
     def reset(self) -> None:
-        """Drop every table and item."""
         super().reset()
         self.lock_tables.clear()

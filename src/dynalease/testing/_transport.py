@@ -12,14 +12,10 @@ _LOCK_OPERATIONS = frozenset({"GetItem", "PutItem", "UpdateItem", "DeleteItem"})
 
 
 class MemoryTransport(LoopTransport):
-    """Runs requests inline on the in-process DynamoDB, failures mapped as on the wire.
+    """Failures mapped as on the wire; no ``ConsumedCapacity`` (moto's is not DynamoDB's bill).
 
-    Answers carry no ``ConsumedCapacity``: moto's figures are not DynamoDB's
-    bill, so a lease's ``consumed_rcu`` and ``consumed_wcu`` stay 0 here.
-
-    With ``lock_requests`` it first checks that the table can hold locks: real
-    DynamoDB answers a schema mismatch with a terse ValidationException, and in
-    tests we can say exactly what is wrong.
+    With ``lock_requests`` it first checks that the table can hold locks: DynamoDB answers
+    a schema mismatch with a terse ValidationException, and in tests we can say more.
     """
 
     def __init__(self, db: InProcessDynamoDB, *, lock_requests: bool) -> None:
@@ -27,7 +23,6 @@ class MemoryTransport(LoopTransport):
         self._lock_requests = lock_requests
 
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Send one request from this thread."""
         if self._lock_requests and operation in _LOCK_OPERATIONS:
             self._check_lock_table(str(params.get("TableName", "")))
         elif self._lock_requests and operation == "BatchGetItem":  # a semaphore's permits
@@ -39,14 +34,14 @@ class MemoryTransport(LoopTransport):
             raise map_error_code(
                 answer.code, answer.message, operation, answer.status, answer.response
             ) from None
-        response.pop("ConsumedCapacity", None)  # MemoryBackend reports zero real capacity
+        response.pop("ConsumedCapacity", None)
         return response
 
     async def prepare(self) -> None:
-        """Nothing to set up: the table is in this process."""
+        pass  # the table is in this process
 
     async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Send from the runtime loop (inline: an answer takes about a millisecond)."""
+        # Inline: moto answers in this process, one request at a time.
         return self.call(operation, params)
 
     def _check_lock_table(self, table: str) -> None:
