@@ -149,10 +149,9 @@ _UNTRACED = contextlib.nullcontext()
 class _LockSpan:
     """An INTERNAL span around an acquisition or a release, current while it runs."""
 
-    def __init__(self, traced: Any, name: str, table: str, key: str, lease: Any = None) -> None:
+    def __init__(self, traced: Any, name: str, table: str, key: str) -> None:
         from opentelemetry.trace import SpanKind, use_span
 
-        self.lease = lease
         self.span = traced.start_span(
             name,
             kind=SpanKind.INTERNAL,
@@ -177,7 +176,8 @@ class _LockSpan:
 
 class _AcquireSpan(_LockSpan):
     def __init__(self, traced: Any, lease: Any) -> None:
-        super().__init__(traced, "dynalease.acquire", lease.table, lease.key, lease)
+        super().__init__(traced, "dynalease.acquire", lease.table, lease.key)
+        self.lease = lease
         self.span.set_attribute("dynalease.lease_seconds", lease.lease_s)
         self.span.set_attribute("dynalease.wait_timeout_seconds", lease.wait_s)
         lease.trace_link = self.span.get_span_context()
@@ -234,7 +234,7 @@ def releasing(lease: Any) -> Any:
     traced = tracer()
     if traced is None or lease.state.value == "new":
         return _UNTRACED
-    return _LockSpan(traced, "dynalease.release", lease.table, lease.key, lease)
+    return _LockSpan(traced, "dynalease.release", lease.table, lease.key)
 
 
 def recovering(table: str, key: str) -> Any:
