@@ -33,7 +33,6 @@ def explain(
 
 
 def _missing_table(table: str, region: str | None, endpoint: str | None) -> str:
-    """Where the table was looked for, and what to do: check where, or create it."""
     where = f"Region {region!r} at " + (endpoint or "AWS's endpoint for that Region")
     doctor = f"dynalease doctor --table {table} --region {region}"
     doctor += f" --endpoint {endpoint}" if endpoint else ""

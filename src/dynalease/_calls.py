@@ -1,10 +1,5 @@
-"""Calls under a guard: the decorator of ``distributed_lock`` and ``distributed_semaphore``.
-
-Each call of a decorated function resolves the key template over its arguments,
-holds a guard for it, and makes that guard the call's ``current_guard()``. And
-the keyword check of the signatures that take their options from one TypedDict
-(``**options: Unpack[...]``: the semaphore's, the Lambda middleware's).
-"""
+"""The decorator ``distributed_lock`` and ``distributed_semaphore`` share, and the keyword
+check of signatures that take ``**options: Unpack[SomeTypedDict]``."""
 
 from __future__ import annotations
 
@@ -25,13 +20,12 @@ CALL: contextvars.ContextVar[Any] = contextvars.ContextVar("dynalease_call")
 def check_keywords(function: str, given: Mapping[str, object], options: Any) -> None:
     """Python's own ``TypeError`` for a misspelled or missing keyword, with the closest name.
 
-    For a signature that takes ``**kwargs: Unpack[options]``, where ``options`` is
-    a TypedDict: Python no longer checks the names itself.
+    Python does not check the names of ``**kwargs: Unpack[options]`` itself.
     """
     known = sorted(options.__required_keys__ | options.__optional_keys__)
     for name in given:
         if name not in known:
-            import difflib  # only for a misspelled keyword: 1 ms of every Lambda cold start
+            import difflib  # here: too slow an import for every Lambda cold start
 
             close = difflib.get_close_matches(name, known, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
@@ -46,17 +40,13 @@ def check_keywords(function: str, given: Mapping[str, object], options: Any) -> 
 class Resolver(Protocol):
     """A key template bound to a function: one call's key (or keys) from its arguments."""
 
-    def resolve(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """The key (``keys.BoundKey``) or keys (``_keyset.BoundKeys``) of one call."""
-        ...
+    def resolve(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any: ...
 
 
 class Template(Protocol):
     """A key template (``keys.KeyTemplate``) or several (``_keyset.KeysTemplate``)."""
 
-    def bind(self, function: Callable[..., Any]) -> Resolver:
-        """Bind to ``function``'s parameters."""
-        ...
+    def bind(self, function: Callable[..., Any]) -> Resolver: ...
 
 
 def guarded_calls(
@@ -65,11 +55,7 @@ def guarded_calls(
     async_guard: Callable[[Any], AbstractAsyncContextManager[Any]],
     sync_guard: Callable[[Any], AbstractContextManager[Any]],
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """The decorator of ``distributed_lock`` and ``distributed_semaphore``.
-
-    Each call resolves ``template`` over its arguments and runs under the guard
-    that ``async_guard`` or ``sync_guard`` makes for the resolved key.
-    """
+    """A decorator: each call runs under a guard for ``template`` resolved over its arguments."""
 
     def decorate(function: Callable[P, R]) -> Callable[P, R]:
         if not callable(function):

@@ -1,9 +1,5 @@
-"""A multi-key lock's keys: ``keys=[...]`` checked, and resolved from templates.
-
-A multi-key guard holds 1..100 distinct keys at once (one ``TransactWriteItems``
-writes them all); each key is checked like a lock's ``key``. Every entry of a
-decorator's ``keys`` is a template over the call's arguments, like ``key``.
-"""
+"""A multi-key lock's ``keys=[...]``: 1..100 distinct keys (one ``TransactWriteItems``
+writes them all), each checked like a lock's ``key`` and, for a decorator, a template."""
 
 from __future__ import annotations
 
@@ -19,12 +15,7 @@ MAX_KEYS = 100
 
 
 def key_set(key: object, keys: object, *, fencing: bool = False) -> tuple[str, ...]:
-    """The keys a guard holds: ``(key,)``, or every one of ``keys``, checked.
-
-    Exactly one of ``key`` and ``keys`` must be given; ``keys`` is a list or
-    tuple of 1..100 distinct ``str`` keys, each 1..2,048 UTF-8 bytes. Raises
-    ``TypeError`` or ``ValueError`` before any request. ``fencing=True`` takes one key.
-    """
+    """The keys a guard holds: ``(key,)``, or every one of ``keys``, checked."""
     if keys is None:
         return (validate_key(key),)
     if key is not None:
@@ -78,7 +69,6 @@ class KeysTemplate:
         self.templates = tuple(KeyTemplate(entry) for entry in keys)
 
     def bind(self, function: Callable[..., Any]) -> BoundKeys:
-        """Bind every template to ``function``'s parameters (see ``keys.BoundKey``)."""
         return BoundKeys(tuple(template.bind(function) for template in self.templates))
 
 
@@ -89,5 +79,4 @@ class BoundKeys:
         self._bound = bound
 
     def resolve(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, ...]:
-        """The call's keys: every template resolved, then checked as a key set."""
         return key_set(None, [bound.resolve(args, kwargs) for bound in self._bound])

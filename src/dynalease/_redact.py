@@ -1,19 +1,9 @@
 """How lock keys and caller data appear in log lines and exception messages.
 
-Keys often carry personal data (``customer:jane@example.com``). By default a key
-is named by its hash (``key_hash=<16 hex digits>``) in every log line and in every
-exception message; ``DYNALEASE_LOG_KEYS=key`` shows keys instead. The exception
-objects keep the plain key in their ``key`` attribute for code.
-
-The hash is the first 16 hex digits of the key's SHA-256: pseudonymous, not
-anonymous. Anyone who can guess the shape of a key (``customer:{id}`` with a
-numeric id) can hash every candidate and find it in seconds. Set
-``DYNALEASE_LOG_KEY_SECRET`` (per deployment, kept like any secret) to make it an
-HMAC-SHA256 under that secret instead: the same key still gives the same hash in
-that deployment, and without the secret the hash cannot be reversed by guessing.
-
-Text log lines escape control characters in what they carry (:func:`escaped`), so
-a key or a message cannot start a forged line.
+Keys often carry personal data, so a key is named by its hash (:func:`key_hash`,
+keyed by ``DYNALEASE_LOG_KEY_SECRET`` when set) unless ``DYNALEASE_LOG_KEYS=key``;
+exceptions keep the plain key in their ``key`` attribute. Text log lines escape
+control characters (:func:`escaped`), so a key cannot start a forged line.
 """
 
 from __future__ import annotations
@@ -44,10 +34,7 @@ def key_hash(key: str) -> str:
 
 
 def log_keys() -> str:
-    """``"key"`` when ``DYNALEASE_LOG_KEYS=key`` asks for keys in log lines, else ``"hash"``.
-
-    Read each time: log lines and errors are rare, and a test or a process may change it.
-    """
+    """``"key"`` when ``DYNALEASE_LOG_KEYS=key``, else ``"hash"``; read each call: it can change."""
     return "key" if os.environ.get(ENV_LOG_KEYS, "").strip().lower() == "key" else "hash"
 
 

@@ -1,23 +1,8 @@
-"""OpenTelemetry spans for lock requests, acquisitions and releases, when someone traces.
+"""OpenTelemetry spans for lock requests, acquisitions and releases (docs/lambda.md, "Traces").
 
-dynalease never imports OpenTelemetry itself. A tracer provider can only have
-been configured by code that imported ``opentelemetry.trace``, so until that
-module is in ``sys.modules`` nothing is traced and nothing is imported; once it
-is, a provider that is still the API's default (the proxy or the no-op
-provider) traces nothing either. :func:`tracer` answers that with a dictionary
-look-up and, when OpenTelemetry is loaded, one ``isinstance``.
-
-What is traced:
-
-- every request the lean path sends is a CLIENT span as botocore's
-  OpenTelemetry instrumentation makes one (``DynamoDB.PutItem`` ...), so a trace
-  shows no gap where the lock requests were. Requests sent through botocore get
-  their span from botocore's own instrumentation, never a second one here;
-- every acquisition is an INTERNAL ``dynalease.acquire`` span, parent of its
-  requests (the context travels with the request to the runtime's thread), with
-  its outcome, wait, attempts, takeover and fencing token; a release is a
-  ``dynalease.release`` span;
-- renewals are request spans of their own, linked to their acquisition.
+Never imports OpenTelemetry: until ``opentelemetry.trace`` is loaded, or while its
+provider is the API's default (proxy or no-op), :func:`tracer` is None and nothing is
+traced. Requests botocore sends get botocore's own span, never a second one here.
 """
 
 from __future__ import annotations
@@ -72,11 +57,7 @@ def tracer() -> Any:
 
 
 def carried(call: Callable[..., Any]) -> Callable[..., Any]:
-    """``call``, run in a copy of this context when someone traces (for another thread).
-
-    ``run_in_executor`` does not carry context variables: without this, a
-    request sent from the runtime's pool would lose its acquisition as parent.
-    """
+    """``call`` in a copy of this context when someone traces: ``run_in_executor`` drops it."""
     if tracer() is None:
         return call
     return functools.partial(contextvars.copy_context().run, call)
@@ -168,10 +149,9 @@ _UNTRACED = contextlib.nullcontext()
 class _LockSpan:
     """An INTERNAL span around an acquisition or a release, current while it runs."""
 
-    def __init__(self, traced: Any, name: str, table: str, key: str, lease: Any = None) -> None:
+    def __init__(self, traced: Any, name: str, table: str, key: str) -> None:
         from opentelemetry.trace import SpanKind, use_span
 
-        self.lease = lease
         self.span = traced.start_span(
             name,
             kind=SpanKind.INTERNAL,
@@ -196,7 +176,8 @@ class _LockSpan:
 
 class _AcquireSpan(_LockSpan):
     def __init__(self, traced: Any, lease: Any) -> None:
-        super().__init__(traced, "dynalease.acquire", lease.table, lease.key, lease)
+        super().__init__(traced, "dynalease.acquire", lease.table, lease.key)
+        self.lease = lease
         self.span.set_attribute("dynalease.lease_seconds", lease.lease_s)
         self.span.set_attribute("dynalease.wait_timeout_seconds", lease.wait_s)
         lease.trace_link = self.span.get_span_context()
@@ -253,7 +234,7 @@ def releasing(lease: Any) -> Any:
     traced = tracer()
     if traced is None or lease.state.value == "new":
         return _UNTRACED
-    return _LockSpan(traced, "dynalease.release", lease.table, lease.key, lease)
+    return _LockSpan(traced, "dynalease.release", lease.table, lease.key)
 
 
 def recovering(table: str, key: str) -> Any:
@@ -269,8 +250,7 @@ def recovering(table: str, key: str) -> Any:
 def renewing(link: Any) -> None:
     """In a renewal task: its requests start traces of their own, linked to ``link``.
 
-    A renewal happens while the protected work runs, long after the acquisition's
-    span ended; a child of it would stretch the acquisition over the whole hold.
+    A child of the acquisition's span would stretch it over the whole hold.
     """
     if link is None:
         return  # the acquisition was not traced

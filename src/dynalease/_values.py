@@ -1,8 +1,7 @@
 """Plain Python values <-> DynamoDB AttributeValues.
 
-Numbers are stored exactly: ``float`` goes through ``Decimal(str(value))`` so
-``0.1`` is written as ``0.1``. On the way back, integral numbers come back as
-``int`` and the rest as ``float``; binary comes back as ``bytes``.
+Numbers are stored exactly (a ``float`` through ``Decimal(str(value))``: ``0.1`` as
+``0.1``) and come back as ``int`` when integral, else ``float``; binary as ``bytes``.
 """
 
 from __future__ import annotations

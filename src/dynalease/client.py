@@ -61,11 +61,7 @@ def load_request_path() -> None:
 def _async_form(
     sync: Callable[Concatenate[DynamoDBClient, P], T],
 ) -> Callable[Concatenate[DynamoDBClient, P], Coroutine[Any, Any, T]]:
-    """The async form of a ``sync_`` item helper: its signature, run on the client's pool.
-
-    One signature for both forms; bad arguments raise the sync form's error
-    before any request, as they do there.
-    """
+    """The async form of a ``sync_`` item helper: its signature, run on the client's pool."""
 
     async def helper(self: DynamoDBClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
         return await self._in_pool(lambda: sync(self, *args, **kwargs))
@@ -169,14 +165,12 @@ class DynamoDBClient:
     def _setup(
         self, items: Transport, locks: Transport, region: str | None, endpoint_url: str | None
     ) -> None:
-        """Start on these transports (the fields of a ``_transport.factory.Transports``)."""
         self._generation = _process.generation  # see ``_check_process``
         self._items = items
         self._lock_store = LockStore(locks)
         self._observations = Observations()
         self._region = region
         self._endpoint_url = endpoint_url
-        # Only where the recovery extension is installed; else None, and free.
         self._journal = process_journal()
 
     # --- shared state -------------------------------------------------------
@@ -232,12 +226,10 @@ class DynamoDBClient:
         )
 
     def _prepare_locks(self) -> None:
-        """Do the lock transport's one-time setup now, blocking (for budgeted callers).
+        """Do the lock transport's one-time setup now, blocking.
 
-        Building the client and resolving credentials can take a large share of
-        a short budget; a caller that measures its budget (the Lambda
-        middleware) pays for it here, before it reads the time left. A route
-        read from the settings alone is made in this thread, without the runtime's loop.
+        For a caller that measures its budget (the Lambda middleware): credentials
+        and the client can take much of a short one, so it pays before reading the time left.
         """
         if not self._lock_store.blocking_ready():
             self._runtime().run(self._lock_store.prepare())
@@ -267,16 +259,6 @@ class DynamoDBClient:
         For locks: ``partition_key=("key", "S")`` and no sort key. Lock
         operations never create tables; do this at deployment time.
         """
-        params = self._create_table_params(name, partition_key, sort_key)
-        self._check_process()
-        self._items.call("CreateTable", params)
-        if wait:
-            self._wait_active(name)
-
-    @staticmethod
-    def _create_table_params(
-        name: str, partition_key: tuple[str, str], sort_key: tuple[str, str] | None
-    ) -> dict[str, Any]:
         check_table_name(name, parameter="name")
         schema = [("partition_key", partition_key, "HASH")]
         if sort_key is not None:
@@ -296,12 +278,16 @@ class DynamoDBClient:
                 )
             key_schema.append({"AttributeName": spec[0], "KeyType": role})
             definitions.append({"AttributeName": spec[0], "AttributeType": spec[1]})
-        return {
+        params = {
             "TableName": name,
             "KeySchema": key_schema,
             "AttributeDefinitions": definitions,
             "BillingMode": "PAY_PER_REQUEST",
         }
+        self._check_process()
+        self._items.call("CreateTable", params)
+        if wait:
+            self._wait_active(name)
 
     def _wait_active(self, name: str) -> None:
         deadline = time.monotonic() + _TABLE_WAIT_S

@@ -211,11 +211,7 @@ def _conditioned(request: dict[str, Any], attribute: str, stored: Any) -> dict[s
 
 
 def _fenced_update_expression(expression: str) -> str:
-    """``expression`` that also sets the token and removes the tombstone marker.
-
-    The clauses are found by their keywords alone: a placeholder such as
-    ``:set`` or ``#add`` is one word, never a keyword.
-    """
+    """``expression`` that also sets the token and removes the tombstone marker."""
     keywords = [
         (match.start(), match.group().upper())
         for match in _WORD.finditer(expression)

@@ -152,11 +152,7 @@ def _placeholder_problem(name: str) -> str | None:
 
 
 def _parse(template: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Split a template into literal texts and placeholder names.
-
-    The literals interleave the names: ``literals[0] names[0] literals[1] ...``,
-    so there is always one more literal than names (possibly empty strings).
-    """
+    """``(literals, names)``, interleaved: ``literals[0] names[0] literals[1] ...``."""
     literals: list[str] = []
     names: list[str] = []
     text, start = "", 0

@@ -43,9 +43,8 @@ P = ParamSpec("P")
 R = TypeVar("R")
 OnLost = Callable[[LockLost], object]
 
-#: Set when the interpreter starts to exit: a held guard dropped from then on is
-#: not released in the background (``_Guard.__del__``), as a ``weakref.finalize``
-#: with ``atexit=False`` would not run then either.
+#: Set at interpreter exit: from then on ``_Guard.__del__`` releases nothing, as a
+#: ``weakref.finalize`` with ``atexit=False`` would not run then either.
 _exiting = False
 
 
@@ -84,8 +83,7 @@ def _check_options(
 class _Guard:
     """What sync and async guards share: construction, checks and metrics."""
 
-    #: While this guard holds its lock (entered, not yet exited): the runtime to
-    #: release on if it is garbage-collected unexited (see ``__del__``).
+    #: While held: the runtime ``__del__`` releases on.
     _dropped: Runtime | None = None
 
     def __init__(
@@ -239,7 +237,6 @@ class _Guard:
             with _tracing.acquiring(self._lease):
                 yield runtime
         except DynamoDBError as error:
-            # The same error, saying which lock it concerns (DynamoDB's messages do not).
             client = self._client
             raise explain(
                 error,
@@ -272,13 +269,9 @@ class _Guard:
         self._lease.single_attempt_cap = seconds
 
     def __del__(self) -> None:
-        """Release in the background if this held guard is garbage-collected unexited.
+        """Release in the background a held guard dropped unexited: it would renew forever.
 
-        A guard entered by hand (``__enter__`` without ``__exit__``) and then
-        dropped would otherwise renew until the process ends, blocking everyone.
-        Entering sets ``_dropped`` to the runtime, exiting clears it: cheaper than
-        a ``weakref.finalize`` per guard, whose registration and detach cost more
-        than the rest of the guard's own work.
+        ``_dropped`` rather than a ``weakref.finalize`` per guard, which costs more.
         """
         runtime = self._dropped
         if runtime is not None and not _exiting:
@@ -389,7 +382,6 @@ def distributed_lock(
         "on_lost": on_lost,
         "fencing": fencing,
     }
-    # With keys, each entry is a template and the guard gets every resolved key.
     template = KeyTemplate(cast(str, key)) if keys is None else KeysTemplate(keys, key)
     name = "key" if keys is None else "keys"
     return guarded_calls(
