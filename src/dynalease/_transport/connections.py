@@ -178,7 +178,7 @@ class Connections:
         connection: http.client.HTTPConnection,
         late: Callable[[Callable[[], Answer]], object] | None,
     ) -> http.client.HTTPResponse | None:
-        """None once the rest is ``late``'s.
+        """The answer's status line and headers, or None once the rest is ``late``'s.
 
         A timeout in ``getresponse()`` leaves the request outstanding: another call reads
         the answer from its start (one cut off inside its head is garbled: unanswered).
