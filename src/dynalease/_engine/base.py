@@ -94,7 +94,7 @@ class LeaseCore:
         self.late: set[asyncio.Future[Any]] = set()
         self._tasks: set[asyncio.Future[None]] = set()
         self._on_lost = on_lost
-        self._lost_signal: concurrent.futures.Future[None] | None = None  # made when asked
+        self._lost_signal: concurrent.futures.Future[None] | None = None
 
     @property
     def resource(self) -> tuple[str, str]:
@@ -110,7 +110,7 @@ class LeaseCore:
                 import concurrent.futures  # loaded by the first guard asked
 
                 signal = self._lost_signal = concurrent.futures.Future()
-                if self.loss is not None:  # lost before anyone asked
+                if self.loss is not None:
                     signal.set_result(None)
         return signal
 

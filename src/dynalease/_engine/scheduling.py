@@ -155,7 +155,7 @@ class DeferredRenewals:
         held: list[Scheduled] = []
         for entry in self._heap:
             lease = entry[2]()
-            if lease is not None and lease.state is State.HELD:  # still there, and held
+            if lease is not None and lease.state is State.HELD:
                 kept.append(entry)
                 held.append(lease)
         heapq.heapify(kept)

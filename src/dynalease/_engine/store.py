@@ -168,11 +168,8 @@ class LockStore:
     async def write(
         self, table: str, row: LockRow, observed: LockRow | None = None, limit: Limit | None = None
     ) -> Reply:
-        """Create the row only if none exists (a fenced row: none, or a free one), or with
-        ``observed``, take over: write it only if the observed owner and version are still there.
-
-        A fenced write's reply carries the new counter (``Reply.item``).
-        """
+        """Create the row (none there, or a free fenced one), or take over ``observed`` if its
+        owner and version are still there. A fenced write's ``Reply.item`` holds the counter."""
         operation, params = shapes.write_request(table, row, observed)
         return write_reply(await self._send(operation, params, limit))
 
