@@ -1,11 +1,5 @@
-"""Acquire: getting a lock's or a semaphore's guard from NEW to HELD.
-
-The :class:`Acquirer` starts an acquisition (the caller's deadline, the journal,
-the budget) and ends it (HELD, or NOT_ACQUIRED or CANCELLED with a clean-up). In
-between, a sync caller's first create goes out from its own thread
-(``caller.py``); anything else runs on the runtime's loop through the driver
-(``driver.py``), which is imported only then.
-"""
+"""Acquire: starting an acquisition and ending it; the driver, imported only when needed,
+does the rest on the runtime's loop."""
 
 from __future__ import annotations
 
@@ -53,7 +47,7 @@ class Acquirer:
             )
         core._move(Event.START)
         deadline = deadline_on(core.clock)
-        if deadline is not None:  # bounded by the caller's deadline (``deadline.py``)
+        if deadline is not None:
             core.deadline = deadline
         core.journal_rows(core.key, self.target.together)  # the first request may commit unanswered
         start = core.clock.monotonic()
@@ -65,11 +59,8 @@ class Acquirer:
         return start, start + budget, True
 
     async def acquire(self, first: FirstWrite | None = None) -> None:
-        """Acquire within the wait budget or raise LockNotAcquired.
-
-        ``first`` is the outcome of ``acquire_blocking`` when that did not end
-        the acquisition; the engine goes on from it.
-        """
+        """Acquire within the wait budget or raise LockNotAcquired; go on from ``first``
+        when a sync caller's first create did not end the acquisition."""
         import asyncio
 
         from .driver import Driver
@@ -80,9 +71,8 @@ class Acquirer:
         else:
             start, deadline, single = first.start, first.deadline, first.single
         try:
-            # One-time setup (a client to build, credentials to resolve) counts toward
-            # the wait, but is not charged to the first request's timeout: a cold
-            # client with a short budget would otherwise time out before it sent.
+            # Setup counts toward the wait, not the first request's timeout: a cold client
+            # with a short budget would otherwise time out before it sent.
             await core.store.prepare()
             driver = Driver(core, self.requests, self.target, self.written)
             await driver.run(deadline, single, first)

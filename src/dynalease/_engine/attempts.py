@@ -1,15 +1,7 @@
 """One acquisition as a state value, and the decision of what it does next.
 
-The acquire driver (``driver.py``) performs one action at a time (create, take
-over, read, look at what a read saw, sleep), records what it ended with in the
-:class:`Attempt`, and asks :func:`decide` for the next action, as tenacity's
-``iter()`` decides "attempt, sleep or stop" from its retry state. :func:`decide`
-does no I/O and reads no clock: the unit tests drive it with plain values.
-
-A lock and a semaphore differ only in their :class:`Rules`: how a failed
-request is retried (:data:`LOCK_RETRIES`, :data:`PERMIT_RETRIES`), what follows
-a write whose condition failed, and how long to wait on held rows
-(``pacing``). Both share this decision and the driver.
+:func:`decide` does no I/O and reads no clock, so the unit tests drive it with
+plain values. A lock, a multi-key lock and a semaphore differ only in their :class:`Rules`.
 """
 
 from __future__ import annotations
@@ -66,8 +58,7 @@ class Adopt(NamedTuple):
 class Sleep(NamedTuple):
     """Pause ``seconds`` (never past the deadline), then do ``then``.
 
-    A ``wake`` sleep is a wait on held rows, ended early when a guard of this
-    client releases one of them; the others are pauses after a failure.
+    A ``wake`` sleep ends early when a guard of this client releases a row waited on.
     """
 
     seconds: float
@@ -94,9 +85,7 @@ BUDGET, HELD, RAN_OUT, UNREACHABLE = "budget", "held", "ran out", "unreachable"
 
 #: A request that never connected: refused, or no such host (a timeout is not one).
 UNREACHABLE_CODES = frozenset({"EndpointConnectionError"})
-#: How long, and for how many requests, nothing may connect before the acquisition
-#: stops: the endpoint or Region is most likely wrong, and waiting out the whole
-#: budget would only hide that. Any other failure or any answer waits to the end.
+#: How long, and for how many requests, nothing may connect before the acquisition stops.
 UNREACHABLE_S = 1.0
 UNREACHABLE_REQUESTS = 3
 
@@ -207,8 +196,7 @@ class Rules:
     """What differs between a lock's acquisition and a semaphore's."""
 
     retries: dict[tuple[str, bool], Retry]
-    #: How long to wait while every row is held and none may be taken over yet
-    #: (``pacing``): the pause (jittered) and the pacing memory for the next wait.
+    #: How long to wait while every row is held and none may be taken over yet.
     wait: Callable[[Waiting, list[Sighting]], tuple[float, Pace]]
     #: After a takeover whose condition failed: look at the row it showed (a lock:
     #: create at once when it is gone) or read again (False: a semaphore, always).

@@ -1,10 +1,7 @@
 """What every part of a lease shares: its identity, state, loss, validity and counts.
 
-:class:`LeaseCore` holds no I/O. The parts that send requests (``requests``,
-``acquire``, ``renew``, ``release``, ``caller``) are each handed the core, and
-``lease.Lease`` puts them together. The state changes only in
-:meth:`LeaseCore._move`, along ``states.TRANSITIONS``; a loss is recorded only in
-:meth:`LeaseCore._lose`.
+:class:`LeaseCore` holds no I/O. The state changes only in :meth:`LeaseCore._move`;
+a loss is recorded only in :meth:`LeaseCore._lose`.
 """
 
 from __future__ import annotations
@@ -33,13 +30,11 @@ if TYPE_CHECKING:
 __all__ = ["LeaseCore", "logged_key"]
 
 log = logging.getLogger("dynalease")
-#: Why a lease was lost at its caller's deadline (``deadline.py``): what ``raise_if_lost``
-#: and the log line say.
 DEADLINE_PASSED = (
     "the invocation it was acquired in reached its deadline (no lock outlives its "
     "invocation): renewal stopped and its row is deleted"
 )
-#: Guards the lazily made ``lost_signal`` of every lease (taken rarely: when asked, when lost).
+#: Guards every lease's lazily made ``lost_signal``.
 _SIGNALS = threading.Lock()
 
 
@@ -71,31 +66,26 @@ class LeaseCore:
         self.lease_s = lease_s
         self.wait_s = wait_s
         self.owner = p.new_token()
-        self.fencing = fencing  # protocol 2 (fenced rows) when true; see ``shapes.py``
+        self.fencing = fencing
         self.protocol = p.FENCED_PROTOCOL if fencing else p.PROTOCOL
         self.lease_ms = p.lease_ms(lease_s)
         self.span = p.validity_span(lease_s)
         self.state = State.NEW
-        #: Why ownership was lost, or None: written only by :meth:`_lose` (LOSE transition).
+        #: Why ownership was lost: written only by :meth:`_lose`.
         self.loss: str | None = None
         self.tally = Tally()
-        self.journal = journal  # where this guard notes the row it may hold, or None
-        #: The fencing token of the acquisition (fenced leases only), set once when it wins.
+        self.journal = journal
         self.fencing_token: int | None = None
         #: A tighter network budget for a ``wait_s == 0`` attempt (the Lambda middleware's).
         self.single_attempt_cap: float | None = None
         #: The confirmed version and when the write that made it was sent.
         self.version: str | None = None
         self.validity: Stamp | None = None
-        #: The last answer's AWS request id (for the errors a guard raises); the
-        #: acquisition's span context, renewals link to it, and whether it took a stale
-        #: row over (:mod:`dynalease._tracing`).
         self.last_request_id: str | None = None
+        #: The acquisition's span context (renewals link to it): :mod:`dynalease._tracing`.
         self.trace_link: Any = None
         self.took_over = False
-        #: The monotonic time past which the lease is not held (the deadline of the
-        #: context its acquisition started in, ``deadline.py``), and whether it ended the
-        #: hold and deleted the row (the caller's own release then reports the loss).
+        #: The caller's deadline (``deadline.py``), and whether it ended the hold.
         self.deadline: float | None = None
         self.released_at_deadline = False
         #: Versions written but not yet confirmed, with when each was sent.
@@ -104,7 +94,7 @@ class LeaseCore:
         self.late: set[asyncio.Future[Any]] = set()
         self._tasks: set[asyncio.Future[None]] = set()
         self._on_lost = on_lost
-        self._lost_signal: concurrent.futures.Future[None] | None = None  # made when asked
+        self._lost_signal: concurrent.futures.Future[None] | None = None
 
     @property
     def resource(self) -> tuple[str, str]:
@@ -120,7 +110,7 @@ class LeaseCore:
                 import concurrent.futures  # loaded by the first guard asked
 
                 signal = self._lost_signal = concurrent.futures.Future()
-                if self.loss is not None:  # lost before anyone asked
+                if self.loss is not None:
                     signal.set_result(None)
         return signal
 
@@ -166,9 +156,8 @@ class LeaseCore:
     def won(self, version: str, stamp: Stamp, item: dict[str, Any] | None) -> None:
         """An acquisition confirmed; a fenced one's token is the counter in ``item``.
 
-        ``item`` is what the winning write returned (``UPDATED_NEW``) or the row
-        a reconciling read found showing our owner and version: either way the
-        counter our write set, since only a change of owner changes it.
+        ``item`` may be a reconciling read's: it still shows our write's counter,
+        since only a change of owner changes it.
         """
         self.confirm(version, stamp)
         if self.fencing:
@@ -253,23 +242,17 @@ class LeaseCore:
         )
 
     def journal_rows(self, key: str, keys: tuple[str, ...] = ()) -> None:
-        """Name in the journal, if there is one, the row the next write may create at
-        ``key`` (or every row of a multi-key lock, ``keys``), before it is sent."""
+        """Name in the journal the rows the next write may create, before it is sent."""
         if self.journal is not None:
             self.journal.record(self.table, key, self.owner, fencing=self.fencing, keys=keys)
 
     def note_answer(self, request_id: str | None) -> None:
-        """Remember the request id of a DynamoDB answer (when it had one) for later errors."""
         if request_id:
             self.last_request_id = request_id
 
     def log_text(self, error: BaseException, key: str | None = None) -> str:
-        """``error``'s message for a log line: the key as the line names it, controls escaped.
-
-        Lock errors already follow :func:`logged_key`; other errors (a transport's)
-        may name the key (``key``, by default the guard's) as its repr, and any may
-        carry a server's text.
-        """
+        """``error``'s message for a log line: the key as :func:`logged_key` names it, and
+        controls escaped (a transport's error may carry a key's repr or a server's text)."""
         key = self.key if key is None else key
         text, name = str(error), logged_key(key)
         if name != repr(key):
@@ -277,10 +260,7 @@ class LeaseCore:
         return escaped(text)
 
     def forget(self) -> None:
-        """After giving up: drop the journal entry once no write of ours may still land.
-
-        (A confirmed release drops it at once.)
-        """
+        """After giving up: drop the journal entry once no write of ours may still land."""
         journal = self.journal
         if journal is not None and not self.late:
             journal.forget(self.owner)

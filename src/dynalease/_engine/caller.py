@@ -1,10 +1,8 @@
 """The sync caller's own thread: its first create and its release's delete.
 
-A sync caller blocks anyway, so sending the request itself spares two
-hand-overs between threads, which cost more CPU than the request. Only a clean
-answer is handled here; anything else is returned as a :class:`FirstWrite`
-for the engine to go on from on the runtime loop, where it reconciles, waits
-and retries. Used only when ``store.blocking_ready()``.
+A sync caller blocks anyway, so sending the request itself spares two thread
+hand-overs. Only a clean answer is handled here; anything else becomes a
+:class:`FirstWrite` for the engine to go on from on the runtime loop.
 """
 
 from __future__ import annotations
@@ -40,22 +38,12 @@ class CallerPath:
         self.acquirer = acquirer
         self.renewer = renewer
         self.releaser = releaser
-        #: The open request a blocking write handed over (the transport's ``on_late``:
-        #: sent, not answered in time or interrupted), until a :class:`FirstWrite` or
-        #: :meth:`abandon_first` takes it. A clean answer never sets it.
+        #: The open request a blocking write handed to ``on_late``, until taken.
         self._late_write: Any = None
-        #: What an interrupt (Ctrl-C) during :meth:`release_blocking` leaves for the
-        #: runtime loop to finish (:meth:`interrupted_release`).
         self._interrupted: FirstWrite | None = None
 
     def hold(self, runtime: Runtime) -> None:
-        """Acquire for a sync caller, blocking; the first create goes out from this thread.
-
-        The engine on the runtime loop takes over only if that create did not
-        simply succeed. The lease gets its renewal task when the first renewal
-        is due (:class:`.scheduling.DeferredRenewals`), so a short hold never
-        wakes the runtime loop at all.
-        """
+        """Acquire for a sync caller, blocking; the first create goes out from this thread."""
         if self.core.multi or not self.core.store.blocking_ready():
             runtime.run(self.acquirer.acquire())
             return
@@ -72,10 +60,8 @@ class CallerPath:
     def release(self, runtime: Runtime) -> None:
         """Release for a sync caller, blocking; the delete goes out from this thread.
 
-        The release is shielded, as an async guard's is: an interrupt (Ctrl-C)
-        while waiting for it must not cancel it, or the row would wait out its
-        lease; so the wait is on a submitted future, never a cancellable run.
-        Raises like ``Releaser.release``.
+        Shielded: an interrupt must not cancel it, or the row would wait out its lease,
+        so the wait is on a submitted future, never a cancellable run.
         """
         if self.core.multi or not self.core.store.blocking_ready():
             runtime.submit(self.releaser.release()).result()
@@ -94,7 +80,6 @@ class CallerPath:
             raise self.core.lost_error()
 
     def _adopt_late(self, late: Any) -> None:
-        """Keep the still-open request of a blocking write (its ``on_late``)."""
         self._late_write = late
 
     def _take_late(self) -> Any:
@@ -102,12 +87,7 @@ class CallerPath:
         return late
 
     def acquire_blocking(self) -> FirstWrite | None:
-        """Try the first create from the calling thread; None when the lock is now held.
-
-        Anything but a clean answer is returned for ``acquire`` to go on from on
-        the runtime loop. (A :class:`FirstWrite` is made only then: most creates
-        simply succeed.)
-        """
+        """Try the first create from the calling thread; None when the lock is now held."""
         core = self.core
         start, deadline, single = self.acquirer.begin()
         timeout = p.request_timeout(core.lease_s, deadline - core.clock.monotonic())
@@ -148,13 +128,7 @@ class CallerPath:
         core.background(self.releaser.cleanup_late())
 
     def release_blocking(self) -> FirstWrite | None:
-        """Try the release's delete from the calling thread; None when it is done.
-
-        As :meth:`acquire_blocking`: anything but a clean answer is returned for
-        ``release`` to go on from on the runtime loop. The caller then calls
-        :meth:`released_elsewhere` on the runtime loop, and raises
-        ``lost_error()`` when ``state`` is LOST.
-        """
+        """Try the release's delete from the calling thread; None when it is done."""
         core = self.core
         deadline = self.releaser.begin()
         if deadline is None:
@@ -169,8 +143,7 @@ class CallerPath:
         except (ConditionFailed, DynamoDBError) as error:
             return FirstWrite(operation, deadline, error, self._take_late())
         except BaseException:
-            # Interrupted (Ctrl-C) with the delete sent: it counts as sent with an
-            # unknown outcome, for ``interrupted_release`` to hand to ``release``.
+            # Interrupted with the delete sent: its outcome is unknown.
             failure = interrupted_failure(operation)
             self._interrupted = FirstWrite(operation, deadline, failure, self._take_late())
             raise
@@ -187,11 +160,9 @@ class CallerPath:
         return first
 
     def after_blocking_release(self) -> bool:
-        """After :meth:`release_blocking` deleted the row, in the caller's thread.
+        """Whether :meth:`released_elsewhere` must still run on the runtime loop.
 
-        Returns True when :meth:`released_elsewhere` must still run on the runtime
-        loop: a renewal task to stop or a waiter of this client to wake. (The
-        holder is cleared before waiters are looked for; see ``Acquirer._look``.)
+        The holder is cleared before waiters are looked for (see ``Driver._look``).
         """
         core = self.core
         core.observations.clear_holder(core.resource)

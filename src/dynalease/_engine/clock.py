@@ -1,8 +1,7 @@
 """Time for the engine: monotonic and wall readings, sleeps, and validity stamps.
 
-The lease logic never calls ``time`` or ``asyncio.sleep`` directly; it asks a
-clock. Production uses :data:`SYSTEM_CLOCK`; tests pass a :class:`ManualClock`
-and move time by hand, so a 30-second lease is driven in milliseconds.
+The lease logic asks a clock, never ``time`` or ``asyncio.sleep``, so tests can move
+time by hand.
 """
 
 from __future__ import annotations
@@ -68,15 +67,11 @@ class Stamp(NamedTuple):
 
     @classmethod
     def now(cls, clock: Clock) -> Stamp:
-        """Read both clocks."""
         return cls(clock.monotonic(), clock.wall())
 
     def remaining(self, clock: Clock, span: float) -> float:
-        """Seconds of validity left, or 0 once either clock says the span is over.
-
-        A wall clock that moved backwards past the stamp also ends validity: we
-        can no longer tell how much time really passed, so we stop trusting it.
-        """
+        """Seconds of validity left, or 0 once either clock says the span is over (or the wall
+        clock went back past the stamp: how much time passed is then unknown)."""
         return self.remaining_at(clock.monotonic(), clock.wall(), span)
 
     def remaining_at(self, monotonic: float, wall: float, span: float) -> float:

@@ -1,13 +1,9 @@
 """The deadline that bounds every guard acquired under it: no hold outlives its caller's time.
 
-A caller with a hard end (the Lambda middleware, for the invocation it runs) sets
-:data:`TIME_LEFT` for the code it runs. Every lease whose acquisition starts in
-that context (the same thread, or a task or future made from it) reads it once and
-keeps the deadline as a monotonic time of its own clock. Renewal then ends there:
-at the deadline the lease is marked lost and its row deleted owner-conditionally
-at once, although nothing stops the caller's code (on Lambda Managed Instances an
-invocation past its timeout keeps running). The deadline is checked where
-renewals are scheduled, so a hold that ends in time costs nothing more.
+The Lambda middleware sets :data:`TIME_LEFT`; a lease whose acquisition starts in
+that context keeps the deadline on its own clock, and at it the lease is lost and its
+row deleted, although the caller's code may run on (docs/lambda.md, "A lock never
+outlives its invocation").
 """
 
 from __future__ import annotations
@@ -39,12 +35,8 @@ def deadline_on(clock: Clock) -> float | None:
 
 
 def suspension_warning(lease: LeaseCore, exc: BaseException) -> None:
-    """Warn when a durable function suspends (``SuspendExecution``) inside a held guard.
-
-    The invocation ends at a durable wait, so the guard's block is left and the lock
-    released: it cannot be held across the wait. Any other ``BaseException``
-    (``KeyboardInterrupt``, ``SystemExit``) is not a suspension and says nothing.
-    """
+    """Warn when a durable function suspends (``SuspendExecution``) inside a held guard:
+    the invocation ends there, so the lock cannot be held across the wait."""
     if any(kind.__name__ == "SuspendExecution" for kind in type(exc).__mro__):
         log.warning(
             "dynalease: lock %s in table %r released: the durable function suspended "

@@ -1,32 +1,12 @@
 """The acquire driver: performs what :func:`.attempts.decide` chooses until a write wins.
 
-It runs on the runtime's loop, and only when an acquisition needs it: a sync
-caller's first create that simply succeeds never loads it, nor the decision's
-records (``attempts.py``), about 3 ms of a Lambda cold start.
-
-The actions are: create, take over, read, look at the rows, sleep; the driver
-records how each ended. A :class:`.targets.Target` says which rows it aims at (a
-lock's key, or a semaphore's permits: ``permits.py``) and how its pacing goes. A
-create (``attribute_not_exists``) that fails shows the current row; the client's
-observation cache remembers when it first saw that (owner, version, lease_ms),
-and the row may be taken over only once it has stayed unchanged for its stored
-lease. Until then the driver waits, woken early when a holder in this process
-releases. Everything happens within the wait budget (a single attempt's network
-budget when ``wait_s == 0``).
-
-When the budget ends, the error says which of two things happened
-(:func:`give_up_error`): DynamoDB answered at least one request (a reply, a
-failed condition, a read that found a row or none), so the lock was busy or the
-answers came too slowly, and that is :class:`LockNotAcquired`; or every request
-failed (connection errors, timeouts, 5xx, throttling), which is an outage,
-:class:`LockUnavailable`.
-
-One outage ends early: when every request so far could not even connect (the
-endpoint refused the connection or its host name did not resolve) for
+Loaded only when an acquisition needs the runtime loop (a sync caller's clean first
+create never does). When the budget ends, :func:`give_up_error` tells contention
+(DynamoDB answered something: :class:`LockNotAcquired`) from an outage (nothing was
+answered: :class:`LockUnavailable`). One outage ends early: when no request so far
+could even connect (refused, or the host name did not resolve) for
 ``attempts.UNREACHABLE_S`` and ``UNREACHABLE_REQUESTS`` requests, the endpoint or Region
-is most likely wrong, and waiting out the whole budget only hides that. Any
-other failure (a timeout, a reset, 5xx, throttling) or any answer keeps the
-wait to its end, as a transient outage needs.
+is most likely wrong, and waiting out the budget would only hide that.
 """
 
 from __future__ import annotations
@@ -89,15 +69,10 @@ class Driver:
         self.target = target
         #: Every row this guard aimed a write at: the acquirer's list, which its cleanup reads.
         self.written = written
-        #: The waiters registered when the rows were last looked at (see :meth:`_look`).
         self._waiters: list[tuple[str, asyncio.Future[None]]] = []
 
     async def run(self, deadline: float, single: bool, first: FirstWrite | None) -> None:
-        """Drive the acquisition from its first write (or ``first``'s outcome) until it wins.
-
-        Performs what :func:`decide` says; raises :func:`give_up_error`'s error when it
-        gives up.
-        """
+        """Drive the acquisition from its first write (or ``first``'s outcome) until it wins."""
         core = self.core
         pause = first_pause(core.lease_s)
         began = core.clock.monotonic()  # after the transport's setup
@@ -168,7 +143,6 @@ class Driver:
             self.written.append(key)
 
     def _win(self, key: str, version: str, stamp: Stamp, item: Item | None) -> None:
-        """A write of ours at ``key`` is confirmed: it is the row this guard holds."""
         self.core.key = key
         self.core.won(version, stamp, item)
 
@@ -180,11 +154,8 @@ class Driver:
     async def _write(
         self, attempt: Attempt, action: Create | TakeOver, first: FirstWrite | None
     ) -> dict[str, Item | None] | None:
-        """Create or take over; None when it won, else the row its failed condition showed.
-
-        With ``first`` (a create already sent from the caller's thread), goes on
-        from its outcome instead of sending.
-        """
+        """Create or take over (or go on from ``first``'s outcome); None when it won, else the
+        row its failed condition showed."""
         core, requests, key = self.core, self.requests, action.key
         self._aim(attempt, key)
         try:
@@ -217,10 +188,9 @@ class Driver:
         return self._free_as_none({key: item})
 
     async def _write_all(self, attempt: Attempt, observed: dict[str, p.LockRow]) -> bool:
-        """Write every row (one owner, one version) in one transaction; True when it won.
+        """Write every row in one transaction; True when it won.
 
-        Each row is created, or written over its ``observed`` stale row. A lost answer
-        is reconciled by reading every row: all or nothing, so one of ours means all.
+        A lost answer is reconciled by reading the rows: all or nothing, one of ours means all.
         """
         core = self.core
         row, stamp = core.new_write(core.keys[0])
@@ -243,11 +213,7 @@ class Driver:
     async def _landed(
         self, attempt: Attempt, unknown: OutcomeUnknown, key: str, version: str
     ) -> None:
-        """Return when a write of ``version`` whose outcome is ``unknown`` landed (it won).
-
-        A strong read (a multi-key guard's: of every row) tells; a write that did
-        not land, or not yet, or a read that failed, raises ``unknown``.
-        """
+        """Return when a write of ``version`` whose outcome is ``unknown`` landed, else raise it."""
         core, requests = self.core, self.requests
         requests.watch_late(unknown.task)
         try:
@@ -258,7 +224,7 @@ class Driver:
         except (BudgetSpent, OutcomeUnknown, DynamoDBError):
             raise unknown from None
         if core.ours(item) is None:
-            attempt.answered = True  # the read was answered: DynamoDB is reachable
+            attempt.answered = True
             raise unknown from None  # not applied, or not yet: the decision backs off
         self._win(key, version, core.pending[version], item)
 
@@ -349,7 +315,6 @@ def give_up_error(
 
 
 def _budget_spent(core: LeaseCore, target: Target, attempt: Attempt) -> LockNotAcquired:
-    """Out of budget: contention or slow answers, or an outage when nothing was answered."""
     cause = attempt.last_error
     budget = "network budget of the single attempt" if attempt.single else "wait_timeout"
     sent = core.tally.read_requests + core.tally.write_requests
@@ -369,7 +334,6 @@ def _budget_spent(core: LeaseCore, target: Target, attempt: Attempt) -> LockNotA
 
 
 def _unreachable(core: LeaseCore, attempt: Attempt) -> LockNotAcquired:
-    """Nothing could connect for a while: most likely a wrong endpoint or Region."""
     message = (
         f"lock {attempt.key!r} in table {core.table!r} was not acquired: none of its "
         f"{attempt.refused} requests could connect (last failure: {attempt.last_error}); "

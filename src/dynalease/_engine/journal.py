@@ -1,29 +1,10 @@
-"""The journal: the lock rows a process may hold, on local disk, for a recovery helper.
+"""The journal: the lock rows a process may hold, on local disk, for the recovery extension.
 
-A process that dies without releasing (killed at a deadline, crashed) leaves
-its rows for a whole lease. A helper process beside it (the recovery extension)
-can release them at once if it knows which: the journal tells it. Each guard
-writes one small JSON file, named after its owner token (table, key, every key of a
-multi-key lock, owner, the writer's pid and start time, whether the row is fenced),
-*before* its first acquisition request is sent, so an acquisition that committed
-just before the writer died is covered, and removes it once its release, or a
-loss, is confirmed. Files are written atomically (a temporary name created with
-``O_EXCL | O_NOFOLLOW``, then a rename), so a reader never sees half an entry.
-Where requests go (Region, endpoint, credentials) is never written: the helper
-takes it from its own environment.
-
-The directory is created 0700 and used only while it is a real directory (not a
-symlink) owned by this user with no group or other write permission; otherwise
-nothing is written (one warning) and nothing is read. The helper trusts no
-file: :func:`entries` opens each with ``O_NOFOLLOW | O_NONBLOCK``, reads only
-regular files of this user up to :data:`MAX_ENTRY_BYTES`, validates every field
-(and that the file name is the owner's) and skips anything else with one log
-line that names the file escaped. It acts only on entries whose writer is gone
-(:func:`writer_alive`, checked against the process table, never assumed).
-
-The journal is off unless the process runs in a sandbox where the helper is
-installed (:func:`enabled`, read once per process); a guard then pays one
-attribute test. The environment names it reads are in ``constants``.
+Each guard writes one JSON file named after its owner token *before* its first
+acquisition request (so a create that committed just before the writer died is
+covered) and removes it once its release or loss is confirmed. Nothing about
+where requests go is written. The reader trusts no file and acts only on entries
+whose writer is gone (docs/lambda.md, "Recovery after a timeout or a crash").
 """
 
 from __future__ import annotations
@@ -59,8 +40,7 @@ _SUFFIX = ".json"
 _FORMAT = 1
 #: The most keys one entry names: a multi-key lock's rows (one transaction writes 100).
 MAX_KEYS = 100
-#: The largest entry file read. An entry is about 250 bytes; a multi-key lock's names up
-#: to 100 keys of up to 2,048 UTF-8 bytes, which JSON may escape to six bytes each.
+#: The largest entry file read: 100 keys of 2,048 UTF-8 bytes, each JSON-escaped to six.
 MAX_ENTRY_BYTES = 2 * 1024 * 1024
 #: Owner tokens are UUID4 text (``protocol.new_token``); a file is named after its owner.
 _OWNER = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
@@ -84,11 +64,9 @@ def directory() -> str:
 
 
 def enabled() -> bool:
-    """True when this process runs in a sandbox whose recovery helper is installed.
+    """True when the sandbox's Runtime API is set and the recovery extension is installed.
 
-    Both must hold: the sandbox's control-plane address is set, and the helper's
-    executable exists in the extensions directory (``DYNALEASE_EXTENSIONS_DIR``,
-    else ``/opt/extensions``). Read once per process (a forked child reads again).
+    Read once per process (a forked child reads again).
     """
     global _checked
     pid = os.getpid()
@@ -102,11 +80,7 @@ def enabled() -> bool:
 
 
 def start_time(pid: int) -> str | None:
-    """The start time of process ``pid`` (``/proc/<pid>/stat`` field 22), or None.
-
-    With the pid it names one process: a pid reused by a later process has a
-    different start time.
-    """
+    """The start time of process ``pid``, or None: with the pid it names one process."""
     fields = _stat_fields(pid)
     return fields[19] if len(fields) > 19 else None
 
@@ -123,11 +97,7 @@ def _stat_fields(pid: int) -> list[str]:
 
 
 def writer_alive(pid: int, started: str | None) -> bool:
-    """Whether the process that wrote an entry is still running (checked, not assumed).
-
-    ``os.kill(pid, 0)`` says whether any process has the pid; the start time says
-    whether it is still the writer. A zombie (exited, not yet reaped) counts as gone.
-    """
+    """Whether the process that wrote an entry is still running; a zombie counts as gone."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -163,7 +133,6 @@ class Journal:
     def __init__(self, path: str) -> None:
         self.path = path
         self.reidentify()
-        #: None until the directory is checked, then whether entries may be written.
         self._usable: bool | None = None
         self._warned = False
 
@@ -184,11 +153,7 @@ class Journal:
         fencing: bool = False,
         keys: tuple[str, ...] = (),
     ) -> None:
-        """Write the entry for ``owner``'s row, atomically; a failure is logged, never raised.
-
-        ``keys``: every row of a multi-key lock (``key`` is the first), so that each is
-        released; a reader that knows only ``key`` still releases that one.
-        """
+        """Write the entry for ``owner``'s rows, atomically; a failure is logged, never raised."""
         body = {
             "format": _FORMAT,
             "table": table,
@@ -219,7 +184,7 @@ class Journal:
             self._warn(f"could not write a journal entry in {self.path!r}: {error}")
 
     def forget(self, owner: str) -> None:
-        """Remove ``owner``'s entry (its release or loss is confirmed); a missing one is fine."""
+        """Remove ``owner``'s entry; a missing one is fine."""
         if not self._usable:
             return
         try:
@@ -236,7 +201,6 @@ class Journal:
 
 
 def _directory_problem(path: str) -> str | None:
-    """Why ``path`` must not hold journal entries, or None when it may."""
     try:
         return _problem(os.lstat(path))
     except OSError as error:
@@ -244,7 +208,6 @@ def _directory_problem(path: str) -> str | None:
 
 
 def _problem(info: os.stat_result) -> str | None:
-    """Why a directory with this status (not followed) is not a journal directory, or None."""
     if stat.S_ISLNK(info.st_mode):
         return "is a symbolic link, not a directory"
     if not stat.S_ISDIR(info.st_mode):
@@ -265,12 +228,9 @@ def process_journal() -> Journal | None:
 
 
 def entries(path: str) -> Iterator[Entry]:
-    """The valid entries in ``path``; everything else is skipped with a log line.
+    """The valid entries in ``path``; any other file is skipped with a log line.
 
-    The directory is opened once (never through a symlink) and checked like the
-    writer checks it; its files are opened relative to it. Temporary files and
-    names without the entry suffix are passed over silently. One bad file (a
-    FIFO, a symlink, a huge or malformed one) costs only itself.
+    The directory is opened once, never through a symlink, and its files relative to it.
     """
     try:
         directory = os.open(path, _DIRECTORY_FLAGS)
@@ -306,7 +266,6 @@ class _Skip(Exception):
 
 
 def _read(directory: int, name: str) -> Any:
-    """The JSON in one journal file, read without following links or blocking."""
     try:
         descriptor = os.open(name, _READ_FLAGS, dir_fd=directory)
     except OSError as error:  # ELOOP: a symlink
@@ -333,7 +292,6 @@ def _read(directory: int, name: str) -> Any:
 
 
 def _entry(full: str, name: str, body: Any) -> Entry:
-    """The entry in ``body``, every field checked; raise :class:`_Skip` naming the first fault."""
     if not isinstance(body, dict):
         raise _Skip("not a JSON object")
     if type(body.get("format")) is not int or body["format"] != _FORMAT:
@@ -367,7 +325,6 @@ def _entry(full: str, name: str, body: Any) -> Entry:
 
 
 def _is_key(value: Any) -> TypeGuard[str]:
-    """Whether ``value`` is a lock key: text of 1 to 2,048 UTF-8 bytes."""
     try:
         size = len(value.encode("utf-8")) if isinstance(value, str) else 0
     except UnicodeEncodeError:  # a lone surrogate

@@ -1,24 +1,7 @@
-"""The lease: one guard's life, composed of the engine's parts.
+"""The lease: one guard's life, composed of the engine's parts (docs/architecture.md).
 
-One :class:`Lease` is one guard's life. All of its coroutines run on one event
-loop (the process runtime's in production, the test's own with a manual clock
-in unit tests). Other threads only read its state and its lost signal.
-
-Every write is stamped with the time it was *sent*; validity runs from that
-stamp for 90% of the lease and is only ever extended by a confirmed write. A
-write whose outcome is unknown is reconciled with a strong read: it counts only
-if the row shows exactly the owner and version we attempted.
-
-The parts, each in a file of its own and each handed the lease's core:
-
-- ``base.LeaseCore``: identity, state changes, loss, validity, what other threads ask;
-- ``requests.Requests``: bounded requests, unknown outcomes, late answers;
-- ``acquire.Acquirer``: the acquire driver, over ``attempts.decide`` and a target
-  (``targets.KeyTarget`` for a lock, ``targets.KeysTarget`` for a multi-key lock,
-  ``permits.PermitTarget`` for a semaphore);
-- ``renew.Renewer``: the renewal task and the validity checks;
-- ``release.Releaser``: the release and the cleanup of late writes;
-- ``caller.CallerPath``: the sync caller's own-thread path.
+All of its coroutines run on one event loop; other threads only read its state and
+its lost signal, except a sync caller's own-thread path (``caller.py``).
 """
 
 from __future__ import annotations
@@ -42,10 +25,9 @@ __all__ = ["Lease"]
 
 
 class Lease(LeaseCore):
-    """One guard: a single acquisition of one key, its renewals and its release.
+    """One guard: a single acquisition, its renewals and its release.
 
-    ``target`` is what the acquisition aims at: by default the lock's ``key``; a
-    semaphore's lease aims at its permits (``permits.PermitTarget``).
+    ``target``: what the acquisition aims at (by default the lock's ``key``).
     """
 
     def __init__(
@@ -88,8 +70,6 @@ class Lease(LeaseCore):
             self, self.requests, self.renewer, aim, cleanup=self.releaser.cleanup_late
         )
         self.caller = CallerPath(self, self.requests, self.acquirer, self.renewer, self.releaser)
-
-    # --- the faces' entry points (a sync caller's: ``caller``) --------------------
 
     async def acquire(self, first: FirstWrite | None = None) -> None:
         """Acquire within the wait budget or raise LockNotAcquired (``Acquirer.acquire``)."""

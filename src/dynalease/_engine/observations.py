@@ -1,17 +1,7 @@
-"""The per-client observation cache: when did we first see each row unchanged?
+"""The per-client observation cache (when each row was first seen unchanged), and hand-over.
 
-A contender may take over a row only after it has watched the same
-(owner, version, lease_ms) for the stored lease, measured on its own monotonic
-clock. No timestamps from other machines are involved. The cache belongs to a
-client, so repeated short waits on one client keep their history, and a fresh
-client starts from nothing.
-
-The cache also carries in-process hand-over: a guard that releases a key wakes
-the longest-waiting guard of the same client at once instead of letting it
-sleep out a poll. Waking one, not all, keeps the others from sending creates
-that are certain to fail; they learn of the next release the same way. While a
-key is held by a guard of this client, its waiters poll only at the slowest
-cadence, since the release itself will wake them.
+A release wakes the longest-waiting guard of the same client, not all of them: the
+others' creates would be certain to fail.
 """
 
 from __future__ import annotations
@@ -72,10 +62,7 @@ class Observations:
             self._seen.pop(resource, None)
 
     def waiter(self, resource: Resource) -> asyncio.Future[None]:
-        """A future resolved when a guard of this client releases ``resource``.
-
-        Must be called on the runtime loop, like :meth:`released`.
-        """
+        """A future resolved when a guard of this client releases ``resource`` (on the loop)."""
         import asyncio
 
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -83,7 +70,6 @@ class Observations:
         return future
 
     def discard_waiter(self, resource: Resource, future: asyncio.Future[None]) -> None:
-        """Stop tracking a waiter that is done waiting."""
         waiters = self._waiters.get(resource)
         if waiters is not None:
             if future in waiters:

@@ -1,14 +1,7 @@
-"""How long an acquisition pauses between tries: the pacing rules.
+"""How long an acquisition pauses between tries (docs/locks.md, "Acquisition").
 
 Every pause is a function of the acquisition's state and what its last read saw,
-with no I/O, so the acquire decision (``attempts.decide``) stays pure:
-
-- :func:`first_pause`, :func:`next_pause`: the backoff series (25 ms, x1.6, up to
-  :func:`.protocol.poll_cap`) that follows a failed request, and that paces a
-  semaphore's polls;
-- :func:`contention_pause`: a lock's waits on a held row (``protocol.contention_poll``);
-- :func:`permit_pause`: a semaphore's waits while every permit is held;
-- :func:`keys_pause`: a multi-key guard's waits while some of its rows are held.
+with no I/O, so the acquire decision (``attempts.decide``) stays pure.
 """
 
 from __future__ import annotations
@@ -19,17 +12,14 @@ from typing import NamedTuple, Protocol
 from . import protocol as p
 from .protocol import LockRow
 
-#: The first pause of the backoff series.
 FIRST_POLL_S = 0.025
 
 
 def first_pause(lease_s: float) -> float:
-    """The first pause of the backoff series."""
     return min(FIRST_POLL_S, p.poll_cap(lease_s))
 
 
 def next_pause(lease_s: float, pause: float) -> float:
-    """The pause after ``pause`` in the backoff series: x1.6, up to the poll cap."""
     return min(pause * 1.6, p.poll_cap(lease_s))
 
 
@@ -43,7 +33,7 @@ class Sighting(NamedTuple):
 
     key: str
     row: LockRow
-    #: The monotonic time the row becomes eligible for takeover (first seen + its lease).
+    #: When the row becomes eligible for takeover (first seen + its lease).
     eligible: float
     #: True when the holder is a guard of this client (its release wakes us).
     held_here: bool
@@ -74,12 +64,8 @@ class Waiting(Protocol):
 def contention_pause(waiting: Waiting, held: list[Sighting]) -> tuple[float, Pace]:
     """A lock's wait on its held row: ``protocol.contention_poll``, jittered, capped.
 
-    A first wait starts at a random phase (0.1-1.0 of the pause), later ones get
-    +-20%: waiters that arrived together do not read together. A holder in this
-    process wakes us when it releases, so its row is polled only at the slowest
-    cadence. No pause passes the row's eligibility, or half the wait left (at
-    least 50 ms): a short wait still reads before it gives up. Returns the pause
-    and the pacing memory for the next wait.
+    A holder in this process wakes us when it releases, so its row is polled only
+    at the slowest cadence.
     """
     (sighting,) = held
     identity, pace, now = sighting.row.identity, waiting.pace, waiting.now
@@ -94,22 +80,13 @@ def contention_pause(waiting: Waiting, held: list[Sighting]) -> tuple[float, Pac
 
 
 def permit_pause(waiting: Waiting, held: list[Sighting]) -> tuple[float, Pace]:
-    """A semaphore's wait while every permit is held: its backoff series, jittered.
-
-    Never past the moment the first held permit becomes eligible for takeover
-    (the pacing memory is not used).
-    """
+    """A semaphore's wait while every permit is held: its backoff series, jittered."""
     soonest = min(sighting.eligible for sighting in held)
     return min(jittered(waiting.poll), max(0.0, soonest - waiting.now)), waiting.pace
 
 
 def keys_pause(waiting: Waiting, held: list[Sighting]) -> tuple[float, Pace]:
-    """A multi-key guard's wait while some of its rows are held: the lock's pacing.
-
-    :func:`contention_pause` on the held row that becomes eligible first; any held
-    row whose holder is a guard of this client caps the pause at the slowest
-    cadence (its release wakes us).
-    """
+    """A multi-key guard's wait: the lock's pacing on the row eligible first."""
     soonest = min(held, key=lambda sighting: sighting.eligible)
     here = any(sighting.held_here for sighting in held)
     return contention_pause(waiting, [soonest._replace(held_here=here)])

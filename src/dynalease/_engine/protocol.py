@@ -1,11 +1,8 @@
 """Protocol versions 1 and 2: the lock row, its validation and the timing rules.
 
-Protocol 1 rows match pydynox 1.8 lock rows so both libraries compete for the
-same lock. Protocol 2 is the fenced row (``fencing=True``): the same attributes
-plus a counter, ``fence``, that every change of owner increases; a released
-fenced row stays as a *free row* (key, protocol and counter only). Its requests
-are in ``shapes.py``. Every timing rule of the protocol is a function here, so
-the lease state machine and the tests share one definition.
+Protocol 1 rows match pydynox 1.8's, so both libraries compete for the same lock;
+protocol 2 is the fenced row (docs/fencing.md). Every timing rule is a function
+here, so the engine and the tests share one definition.
 """
 
 from __future__ import annotations
@@ -50,7 +47,7 @@ def new_token() -> str:
 
 
 class LockRow(NamedTuple):
-    """One lock row as stored in DynamoDB (a named tuple: one is made per write)."""
+    """One lock row as stored in DynamoDB."""
 
     key: str
     owner: str
@@ -84,10 +81,7 @@ class LockRow(NamedTuple):
 def parse_row(item: dict[str, Any], *, table: str, key: str, protocol: int = PROTOCOL) -> LockRow:
     """Read a stored live row, rejecting anything that is not a well-formed row of ``protocol``.
 
-    A malformed row is never taken over: whoever wrote it does not follow this
-    protocol, so its owner's timing cannot be trusted. A row of the other
-    protocol (fenced against unfenced) is refused the same way, with an error
-    that names ``fencing=True`` (:class:`~dynalease.exceptions.FencingMismatch`).
+    A malformed row is never taken over: its writer's timing cannot be trusted.
     """
 
     def fail(problem: str) -> MalformedLockRow:
@@ -167,7 +161,6 @@ def _mismatch(table: str, key: str, *, fenced_row: bool) -> FencingMismatch:
 
 
 def _number(value: Any) -> int | None:
-    """The integer in an ``{"N": ...}`` attribute, or None when it is anything else."""
     if not isinstance(value, dict) or set(value) != {"N"} or not isinstance(value["N"], str):
         return None
     text = value["N"].strip()
@@ -264,17 +257,10 @@ def fastest_poll(lease_s: float) -> float:
 
 
 def contention_poll(lease_s: float, last: float | None, unchanged: bool, waited: float) -> float:
-    """The pause before a waiter's next read, from what its reads saw and how long it waited.
+    """The pause before a waiter's next read (docs/locks.md, "Acquisition").
 
-    While the key changes hands between a waiter's reads, the pause shrinks with
-    the time it has waited, ``cap / (1 + waited / cap)`` with ``cap =``
-    :func:`poll_cap`, down to :func:`fastest_poll`: a newcomer reads rarely, a
-    long waiter (the one most likely to be alone when the key frees) reads often,
-    which keeps the waiters' combined read rate even as they thin out. A row
-    unchanged since the previous read (a holder holding on) stretches the pause
-    x1.6 back up to ``cap``. Jittered by the caller; never past the moment the row
-    becomes eligible for take-over. Worst-case read rate per waiter:
-    ``1 / (0.8 * fastest_poll(lease_s))`` (7.5 reads/s on a 5 s lease, 25 at most).
+    A long waiter, the one most likely to be alone when the key frees, reads most
+    often, which keeps the waiters' combined read rate even as they thin out.
     """
     cap = poll_cap(lease_s)
     if last is not None and unchanged:

@@ -1,9 +1,6 @@
-"""Release: stop renewing and delete our row, within the cleanup budget.
+"""Release: stop renewing and delete our row (owner-conditional), within the cleanup budget.
 
-The delete is conditioned on our owner; one whose outcome is unknown is
-reconciled with a strong read (the release counts only if the row is gone or
-no longer ours). The same delete cleans up a row this guard wrote after it had
-given up (a late create or takeover): :meth:`Releaser.cleanup_late`.
+The same delete cleans up a row this guard wrote after it had given up.
 """
 
 from __future__ import annotations
@@ -29,8 +26,7 @@ log = logging.getLogger("dynalease")
 class Releaser:
     """Ending a guard's hold: RELEASING, then RELEASED or LOST.
 
-    ``written`` names every row this guard may have written while acquiring (a
-    lock's key; a semaphore's permits tried), for :meth:`cleanup_late`.
+    ``written``: every row this guard may have written while acquiring.
     """
 
     def __init__(
@@ -44,7 +40,7 @@ class Releaser:
         self.requests = requests
         self.renewer = renewer
         self._written = written
-        #: One clean-up at a time (made on the loop, at the first: most guards never need it).
+        #: One clean-up at a time (made on the loop at the first: most guards never need it).
         self._cleaning: asyncio.Lock | None = None
 
     def begin(self) -> float | None:
@@ -68,10 +64,8 @@ class Releaser:
     async def release(self, first: FirstWrite | None = None) -> None:
         """Stop renewing and delete the row if it is still ours, within the cleanup budget.
 
-        Raises LockLost when the guard had lost ownership (the protected work ran
-        unprotected for a while) and LockReleaseError when the delete could not be
-        confirmed. ``first`` is the outcome of ``release_blocking`` when that did
-        not finish the release.
+        Raises LockLost when ownership had been lost, LockReleaseError when the delete
+        could not be confirmed.
         """
         core = self.core
         deadline = self.begin() if first is None else first.deadline
@@ -82,7 +76,6 @@ class Releaser:
         await self._release_row(deadline, first)
 
     async def _release_row(self, deadline: float, first: FirstWrite | None = None) -> None:
-        """:meth:`release` from RELEASING on: the delete within ``deadline``, then the end state."""
         core = self.core
         self.renewer.stop()
         try:
@@ -155,9 +148,8 @@ class Releaser:
     async def _delete_all_until_gone(self, deadline: float) -> None:
         """A multi-key guard's release: delete every row still ours in one transaction.
 
-        A row that is gone or another owner's means the guard was lost; the rows
-        still ours are deleted all the same (the transaction is sent again for
-        them). An unknown outcome is reconciled with a read of every row.
+        A row gone or another owner's means the guard was lost; the rows still ours
+        are deleted all the same.
         """
         core, requests = self.core, self.requests
         keys: tuple[str, ...] = core.keys
@@ -199,7 +191,6 @@ class Releaser:
     def _not_confirmed(
         self, lock: str, key: str, last_error: BaseException | None, left: str
     ) -> LockReleaseError:
-        """The release of ``lock`` ran out of its cleanup budget; ``left`` says what stays."""
         core = self.core
         return LockReleaseError(
             f"release of {lock} in table {core.table!r} was not confirmed within the cleanup "
@@ -221,7 +212,7 @@ class Releaser:
         """Our delete's condition failed: find out who holds the row, and record the loss."""
         core = self.core
         item = self.requests.conflict_item
-        if item is None:  # not returned with the failure: find out who holds it
+        if item is None:
             try:
                 item = await self.requests.read_row(key, deadline)
             except (BudgetSpent, OutcomeUnknown, DynamoDBError):
@@ -233,11 +224,7 @@ class Releaser:
             core._lose("the row was deleted by someone else before release")
 
     async def cleanup_late(self) -> None:
-        """Delete a row this guard wrote after it stopped wanting it (owner-conditional).
-
-        Every row it may have written: a semaphore guard's permits tried, one
-        sweep at a time.
-        """
+        """Delete every row this guard may have written after it stopped wanting it."""
         import asyncio
 
         core = self.core
@@ -257,11 +244,9 @@ class Releaser:
                     )
 
     def end_at_deadline(self) -> None:
-        """The deadline passed while held: lose ownership and delete the row now, in the background.
+        """The caller's deadline passed while held: lose ownership and delete the row now.
 
-        Called by the renewal schedule (``renew``) at the lease's ``deadline``. The
-        caller's code may still run; its ``raise_if_lost`` raises from now on, and its
-        own release only reports the loss.
+        The caller's code may still run; its own release then only reports the loss.
         """
         core = self.core
         if core.state is not State.HELD:
@@ -285,7 +270,7 @@ class Releaser:
             )
 
     def abandon(self) -> None:
-        """Called when the caller gave up on a guard it acquired: release in the background."""
+        """The caller gave up on a guard it acquired: release in the background."""
         if self.core.state is State.HELD or self.core.state is State.LOST:
             self.core.background(self._release_quietly())
 

@@ -1,16 +1,6 @@
-"""Renewal: keep a held lease valid, and notice when it is not.
+"""Renewal: keep a held lease valid (docs/protocol.md, "Renewal"), and notice when it is not.
 
-Every lease/3 the renewer sends ``UpdateItem SET version = new`` conditioned on
-our owner and current version (a multi-key guard: one ``TransactWriteItems`` of
-those updates, one per row, so its rows keep one version); a failed attempt is retried every
-min(lease/12, 1 s). Validity is only ever extended by a confirmed renewal,
-stamped with the time it was sent. An attempt with an unknown outcome is
-reconciled with a strong read; a row that shows another owner (or none) means
-the lease is lost.
-
-A lease gets its renewal task only when its first renewal is due
-(:class:`.scheduling.DeferredRenewals`): a short hold ends before, and then
-costs no task at all. That is so whichever clock the lease runs on.
+A multi-key guard renews every row in one transaction, so its rows keep one version.
 """
 
 from __future__ import annotations
@@ -45,22 +35,16 @@ class Renewer:
     ) -> None:
         self.core = core
         self.requests = requests
-        #: Ends the hold when the caller's deadline passes (``Releaser.end_at_deadline``).
         self._at_deadline = at_deadline
-        #: The running renewal task, once started.
         self.task: asyncio.Task[None] | None = None
         self._stopped = False
 
     @property
     def state(self) -> State:
-        """The lease's state (what the shared watches look at)."""
         return self.core.state
 
     def defer(self, owner: Runtime | asyncio.AbstractEventLoop) -> None:
-        """Start renewing when the first renewal is due (from any thread).
-
-        ``owner``: the runtime, whose loop then starts only if needed, or the running loop.
-        """
+        """Start renewing when the first renewal is due (from any thread)."""
         deferred_renewals(owner, self.core.clock).add(self)
 
     def start_renewing(self) -> None:
@@ -89,10 +73,7 @@ class Renewer:
         return due if deadline is None else min(due, deadline)
 
     def check_validity(self, monotonic: float, wall: float) -> None:
-        """Mark the guard lost if its validity ran out by the given readings of its clock.
-
-        Called by the shared watches, which read the clock once per sweep.
-        """
+        """Mark the guard lost if its validity ran out by these readings of its clock."""
         core = self.core
         validity = core.validity
         if (
@@ -121,7 +102,7 @@ class Renewer:
             validity = core.validity
             assert validity is not None
             left = validity.remaining(clock, core.span)
-            if left <= EPSILON_S:  # a sub-microsecond remainder cannot be renewed in time
+            if left <= EPSILON_S:
                 core._lose("its lease expired before a renewal was confirmed")
                 return
             now = clock.monotonic()
@@ -178,9 +159,8 @@ class Renewer:
     ) -> bool:
         """Reconcile with ``item``, or with a strong read of the row when there is none.
 
-        A multi-key guard reads every row, which show one version (all or nothing):
-        one row that is gone or not ours loses the guard; otherwise the rows all
-        show the new version (confirmed) or all the current one (retry).
+        A multi-key guard's rows show one version (all or nothing): one gone or not
+        ours loses the guard.
         """
         core = self.core
         try:

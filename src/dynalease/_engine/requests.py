@@ -1,11 +1,7 @@
 """Bounded requests: one deadline each, unknown outcomes, and answers that come late.
 
-Every request a lease sends goes through :meth:`Requests.send`: it is
-counted, bounded by ``protocol.request_timeout`` of the time left, and ends in a
-reply, a failed condition (None), a definite failure (``DynamoDBError``) or
-:class:`OutcomeUnknown`. A write that may still commit after we stopped waiting
-is watched (:meth:`Requests.watch_late`) so that a late success never revives
-a guard that gave up: its row is deleted instead.
+A write that may still commit after we stopped waiting is watched, so that a late
+success never revives a guard that gave up: its row is deleted instead.
 """
 
 from __future__ import annotations
@@ -38,11 +34,7 @@ _GAVE_UP = (State.NOT_ACQUIRED, State.CANCELLED)
 class FirstWrite(NamedTuple):
     """How a write sent from a sync caller's own thread ended, for the engine to go on from.
 
-    ``error`` is what the request raised (a failed condition, an error, or a
-    failure that may have been applied), or None when nothing was sent (no time
-    was left for it); ``late`` is the still-open request when its answer had not
-    arrived (see ``LockStore.finish_late``). A create's carries its ``version``,
-    the acquisition's ``start`` and whether it is a ``single`` attempt.
+    ``error`` is None when nothing was sent; ``late`` is the still-open request.
     """
 
     operation: str
@@ -55,7 +47,6 @@ class FirstWrite(NamedTuple):
 
     @property
     def sent(self) -> bool:
-        """True when the write went out (its outcome is ``error``)."""
         return self.error is not None
 
 
@@ -85,26 +76,20 @@ def interrupted_failure(operation: str) -> RequestFailedError:
 class Requests:
     """Sending, bounding and reconciling one lease's requests.
 
-    ``landed`` is called when a write this lease gave up on may have landed
-    after all (the lease then deletes its row: ``release.Releaser.cleanup_late``).
+    ``landed`` is called when a write this lease gave up on may have landed after all.
     """
 
     def __init__(self, core: LeaseCore, landed: Callable[[], None]) -> None:
         self.core = core
         self._landed = landed
-        #: The row a failed condition returned with (the last one), if DynamoDB sent it.
         self.conflict_item: dict[str, Any] | None = None
 
     async def send(
         self, kind: str, make: Callable[[Limit], Awaitable[Reply]], deadline: float
     ) -> Reply | None:
-        """Send one request bounded by the deadline.
+        """Send one request bounded by the deadline; None when the condition failed.
 
-        Returns the reply, or None when the condition failed (the current row, if
-        DynamoDB returned it, is in ``conflict_item``). Raises
-        :class:`OutcomeUnknown` when the outcome is unknown and ``DynamoDBError``
-        when the request was definitely not applied. ``make(limit)`` makes the
-        request.
+        Raises :class:`OutcomeUnknown`, or ``DynamoDBError`` when it was surely not applied.
         """
         import asyncio
 
@@ -116,7 +101,6 @@ class Requests:
             core.tally.read_requests += 1
         else:
             core.tally.write_requests += 1
-        # The transport bounds the request and hands on the answer still to come.
         late: list[Awaitable[dict[str, Any]]] = []
         outcome: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         try:
@@ -136,11 +120,7 @@ class Requests:
         return self._settle(kind, outcome)
 
     def replay(self, first: FirstWrite) -> Reply | None:
-        """How a write sent from a caller's thread ended, as :meth:`send` would say it.
-
-        It was sent and counted there; ``first.late`` is still open when its
-        answer had not arrived, and may yet say that it was applied.
-        """
+        """How a write sent from a caller's thread ended, as :meth:`send` would say it."""
         import asyncio
 
         if first.late is not None:
@@ -181,7 +161,6 @@ class Requests:
         return reply
 
     def _note_throttled(self, error: ThrottledError) -> None:
-        """Count a throttled request with its reasons, and log why it was throttled."""
         core = self.core
         core.tally.throttled(error.reasons)
         log.warning(
@@ -205,7 +184,7 @@ class Requests:
         return task
 
     async def read_row(self, key: str, deadline: float) -> dict[str, Any] | None:
-        """The row at ``key``, strongly consistent (None when there is none)."""
+        """The row at ``key``, strongly consistent."""
         core = self.core
         reply = await self.send(
             "read", lambda limit: core.store.read(core.table, key, limit), deadline
@@ -214,8 +193,7 @@ class Requests:
         return reply.item
 
     async def read_rows(self, keys: tuple[str, ...], deadline: float) -> dict[str, Item | None]:
-        """Every row at ``keys`` (None where none), from one strongly consistent
-        ``BatchGetItem`` (more only if DynamoDB leaves keys unprocessed)."""
+        """Every row at ``keys``, strongly consistent (None where none)."""
         from .pacing import first_pause, jittered, next_pause  # loaded with the loop's work
 
         core = self.core
@@ -231,8 +209,7 @@ class Requests:
             wanted = tuple(key for key in reply.unprocessed if key in asked)
             if not wanted:
                 return {key: found.get(key) for key in keys}
-            # DynamoDB left some keys unread (throughput): ask again for them, backing off
-            # (a sleep to the deadline leaves the next send no time: it raises BudgetSpent).
+            # Keys left unread (throughput): ask again for them, backing off.
             left = deadline - core.clock.monotonic()
             if left <= 0:
                 raise BudgetSpent

@@ -1,21 +1,10 @@
 """The process runtime: one daemon thread running the event loop that owns lock I/O.
 
-Sync callers block on it (waiting on a future releases the GIL); async callers
-await it from whatever event loop they run. Renewal therefore continues while
-user code, or the user's event loop, is stuck.
-
-The loop starts when something first needs it, not with the runtime: a sync
-hold whose lease ends before its first renewal (or validity sweep) is due sends
-its requests from the caller's thread and never needs it. Until then the
-runtime's thread only waits, and ``asyncio`` is not even imported: about 15 ms
-of a Lambda cold start (docs/benchmarks.md). So no module on that path imports
-``asyncio`` at import time; the functions that run on the loop import it where
-they use it (tests/unit/test_budgets.py checks both).
-
-After ``fork()`` the child has no runtime thread; anything created before the
-fork refuses to work there rather than hang. It finds out from :data:`generation`,
-which a fork hook bumps in the child: comparing it costs no system call, where
-``os.getpid()`` costs one, and every lock cycle asks several times.
+Renewal goes on while user code, or the user's event loop, is stuck. The loop
+starts on first need (docs/architecture.md, "The runtime's loop starts on first
+need"), so ``asyncio`` is imported only where it is used. After ``fork()``,
+anything made before it refuses to work rather than hang: it compares
+:data:`generation` (no system call, unlike ``os.getpid()``).
 """
 
 from __future__ import annotations
@@ -36,13 +25,10 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: Threads for transports that block (botocore). Lock requests are short; this
-#: bounds concurrency, not the number of leases (no thread is held per lease).
+#: Threads for transports that block (botocore): bounds concurrency; no thread is held per lease.
 BLOCKING_WORKERS = 32
 
-#: This process's generation: a forked child's is its parent's plus one
-#: (``os.register_at_fork``). Whatever belongs to one process (the runtime, a
-#: client) keeps the generation it was made in and refuses use in another.
+#: A forked child's is its parent's plus one; what belongs to one process keeps its own.
 generation = 0
 
 
@@ -96,12 +82,9 @@ class Runtime:
     ) -> None:
         """Run ``callback`` on the loop soon, starting the loop by monotonic ``when`` at the latest.
 
-        With the loop running, the callback is simply scheduled; before, it
-        waits (with any others) until the loop starts. At ``when`` the runtime's
-        thread asks ``needed_at()`` (the monotonic time the loop is needed by)
-        first: now or earlier starts the loop; later, it asks again then;
-        ``math.inf`` (the leases it was for have ended) drops the callback, and
-        with no callback left the loop does not start. Any thread.
+        Before the loop runs, at ``when`` the runtime's thread asks ``needed_at()``:
+        now or earlier starts the loop, later asks again then, ``math.inf`` drops the
+        callback (with none left, the loop does not start). Any thread.
         """
         self.check()
         with self._starting:
@@ -133,10 +116,9 @@ class Runtime:
         loop.run_forever()
 
     def _must_start(self) -> bool:
-        """Whether the loop must start now, else when to look again (``_start_by``).
+        """Whether the loop must start now, else set when to look again (``_start_by``).
 
-        With ``_starting`` held, on the runtime's thread: what ``needed_at`` does
-        there (a validity check that marks a lease lost) never calls the runtime.
+        Holds ``_starting``: ``needed_at`` (a validity check) must never call the runtime.
         """
         if self._start_by == -math.inf:
             return True  # asked for the loop itself
@@ -156,7 +138,7 @@ class Runtime:
         return False
 
     def check(self) -> None:
-        """Refuse use from a forked child or from inside the runtime thread itself."""
+        """Refuse use from a forked child."""
         if self.generation != generation:
             raise ForkedProcessError(
                 "this dynalease client or guard was created in a parent process before fork(); "
@@ -165,18 +147,13 @@ class Runtime:
             )
 
     def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        """Schedule a coroutine on the runtime loop."""
         import asyncio
 
         self.check()
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """Run a coroutine on the runtime and block this thread until it finishes.
-
-        An interrupt (Ctrl-C) while blocked cancels the coroutine, which then
-        cleans up on the runtime before the interrupt propagates.
-        """
+        """Run a coroutine on the runtime and block this thread until it finishes."""
         if threading.current_thread() is self.thread:
             coroutine.close()
             raise RuntimeError(
@@ -187,23 +164,16 @@ class Runtime:
         try:
             return future.result()
         except BaseException:
-            # Interrupted while blocked: cancel the coroutine; it cleans up on the
-            # runtime (e.g. deletes a row it may have written) in the background.
+            # Interrupted (Ctrl-C): the coroutine cleans up on the runtime in the background.
             future.cancel()
             raise
 
     async def run_async(self, coroutine: Coroutine[Any, Any, T], *, shield: bool = False) -> T:
-        """Await a runtime coroutine from any event loop.
+        """Await a runtime coroutine from any event loop; cancelling the caller cancels it
+        unless ``shield`` (a release must still free its lock).
 
-        If the caller is cancelled, so is the runtime coroutine, unless
-        ``shield`` is set: then it keeps going (used for release, so a cancelled
-        task still frees its lock). Either way the caller's CancelledError is
-        raised at once.
-
-        The outcome travels as one callback on each loop, without the
-        ``concurrent.futures.Future`` and the two chained futures of
-        ``run_coroutine_threadsafe`` + ``wrap_future`` (about a fifth less CPU
-        per round trip, paid twice by every async acquire and release).
+        One callback on each loop, not ``run_coroutine_threadsafe`` + ``wrap_future``'s
+        chained futures: every async acquire and release pays this twice.
         """
         import asyncio
 
@@ -253,7 +223,6 @@ class Runtime:
             raise
 
     def call_soon(self, callback: Callable[[], object]) -> None:
-        """Run a plain callback on the runtime loop."""
         self.check()
         self.loop.call_soon_threadsafe(callback)
 
@@ -275,8 +244,6 @@ def get_runtime() -> Runtime:
 
 
 def _after_fork_in_child() -> None:
-    # The parent's thread does not exist here; a fresh runtime starts on demand,
-    # while objects bound to the old one fail their generation check.
     global _lock, generation
     _lock = threading.Lock()
     generation += 1

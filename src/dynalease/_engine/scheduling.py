@@ -1,9 +1,7 @@
 """When held leases are looked at: the shared validity watch and deferred renewals.
 
-Both keep many leases on one timer per event loop, so 1,000 held leases cost
-one wake-up per :data:`WATCH_INTERVAL_S`, not 1,000. They know a lease only as
-a :class:`Scheduled` (its state, when its first renewal is due, and how to
-start renewing or check its validity), so this module imports no lease code.
+Both keep many leases on one timer per event loop and clock, and know a lease only as
+a :class:`Scheduled`, so this module imports no lease code.
 """
 
 from __future__ import annotations
@@ -24,9 +22,7 @@ if TYPE_CHECKING:
     import asyncio
 
 #: The lost signal is pushed at least this often while renewal waits, so a wall
-#: clock jump ends the lease promptly rather than at the next renewal. One watch
-#: per event loop and clock checks every held lease: 1,000 leases cost one wake-up
-#: per interval, not 1,000.
+#: clock jump ends the lease promptly rather than at the next renewal.
 WATCH_INTERVAL_S = 1.0
 
 
@@ -49,9 +45,7 @@ class Scheduled(Protocol):
         ...
 
 
-#: How deferred renewals reach their loop: run a callback there soon, and start
-#: the loop by a monotonic time at the latest, unless asked then it says it needs
-#: the loop later or no longer (:meth:`.runtime.Runtime.call_by`).
+#: How deferred renewals reach their loop (:meth:`.runtime.Runtime.call_by`).
 CallBy = Callable[[float, Callable[[], object], Callable[[], float]], None]
 
 
@@ -102,25 +96,11 @@ _WATCHES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, Validit
 class DeferredRenewals:
     """Starts the renewal tasks of just-acquired leases when their first renewal is due.
 
-    Telling the runtime loop about a lease a sync caller acquired in its own
-    thread would wake it twice per lock (start, then stop, a renewal task),
-    which costs more CPU than the lock's requests; and a renewal task started at
-    once for a short async hold is made, scheduled and cancelled for nothing.
-    Instead the lease waits here: one timer on the loop starts each renewal
-    task when it is due, and checks every waiting lease's validity once per
-    :data:`WATCH_INTERVAL_S` (as the validity watch does for running ones). A
-    lease released before its first renewal never gets a task. Until one is
-    due the runtime's loop need not even run: the runtime's thread makes the
-    validity checks (:meth:`_loop_needed_at`), so a sync hold that ends before
-    its first renewal never starts the loop (with the system's clock: a clock of
-    its own is slept on, so it needs the loop at once). One per runtime and
-    clock: its timer sleeps on that clock.
-
-    Leases are held weakly: a released guard's lease is freed with its guard,
-    not kept (with all it refers to, through the garbage collector's passes)
-    until the next sweep. A lease that is still held is always referred to
-    elsewhere: by its guard, or, once that is dropped unexited, by the release
-    the guard's ``__del__`` schedules.
+    A short hold then never wakes the loop (nor makes a task) for nothing; waiting
+    leases get validity checks each :data:`WATCH_INTERVAL_S`, from the runtime's
+    thread until the loop runs. Leases are held weakly, so a released guard's lease
+    is freed with it; a held one is always referred to by its guard, or by the
+    release the guard's ``__del__`` schedules.
     """
 
     def __init__(self, call_by: CallBy, clock: Clock = SYSTEM_CLOCK) -> None:
@@ -136,7 +116,7 @@ class DeferredRenewals:
         self._timer_at = math.inf
 
     def add(self, lease: Scheduled) -> None:
-        """Take a lease just acquired in a caller's thread (any thread)."""
+        """Take a lease just acquired (any thread)."""
         due = lease.renewal_due()
         when = min(due, self.clock.monotonic() + WATCH_INTERVAL_S)
         with self._lock:
@@ -152,14 +132,8 @@ class DeferredRenewals:
         return len(self._heap)
 
     def _loop_needed_at(self) -> float:
-        """Before the loop runs (on the runtime's thread): when a waiting lease needs it.
-
-        Forgets the leases no longer held, and checks the others' validity when
-        a sweep is due, as :meth:`_tick` does on the loop. Returns the time the
-        first renewal falls due once it has (the loop must start), else when to
-        look again (the next sweep or that renewal), or ``math.inf`` when no
-        lease waits (the next :meth:`add` asks for a wake-up again).
-        """
+        """Before the loop runs (on the runtime's thread): :meth:`_tick`'s sweep, and when
+        a waiting lease needs the loop (``math.inf``: none waits)."""
         now = self.clock.monotonic()
         waiting: list[Scheduled] = []
         with self._lock:
@@ -181,7 +155,7 @@ class DeferredRenewals:
         held: list[Scheduled] = []
         for entry in self._heap:
             lease = entry[2]()
-            if lease is not None and lease.state is State.HELD:  # still there, and held
+            if lease is not None and lease.state is State.HELD:
                 kept.append(entry)
                 held.append(lease)
         heapq.heapify(kept)
@@ -189,7 +163,6 @@ class DeferredRenewals:
         return held
 
     def _check(self, leases: list[Scheduled], now: float) -> None:
-        """Check the validity of ``leases`` at ``now`` (outside ``_lock``)."""
         if leases:
             wall = self.clock.wall()
             for lease in leases:
@@ -227,7 +200,6 @@ class DeferredRenewals:
                 # Once per interval, not on every tick: with many leases due one
                 # after another, a sweep per start would cost n^2.
                 self._next_sweep = now + WATCH_INTERVAL_S
-                # Released (or lost, or freed) leases are dropped here, unseen by the loop.
                 waiting = self._forget_ended()
                 heap = self._heap
             self._wake_at = min(heap[0][0], self._next_sweep) if heap else math.inf
@@ -247,11 +219,7 @@ _DEFERRED_LOCK = threading.Lock()
 def deferred_renewals(
     owner: Runtime | asyncio.AbstractEventLoop, clock: Clock = SYSTEM_CLOCK
 ) -> DeferredRenewals:
-    """The :class:`DeferredRenewals` of ``owner`` and ``clock`` (any thread).
-
-    ``owner`` is the runtime, for a sync caller's hold (its loop starts only
-    when a lease needs it), or the running loop of an async acquisition.
-    """
+    """The :class:`DeferredRenewals` of ``owner`` (the runtime, or an async caller's loop)."""
     with _DEFERRED_LOCK:
         by_clock = _DEFERRED.setdefault(owner, {})
         deferred = by_clock.get(id(clock))
@@ -262,7 +230,6 @@ def deferred_renewals(
 
 
 def _at_once(loop: asyncio.AbstractEventLoop) -> CallBy:
-    """A running loop's :data:`CallBy`: it runs, so the callback is simply scheduled."""
 
     def call_by(
         when: float, callback: Callable[[], object], needed_at: Callable[[], float]

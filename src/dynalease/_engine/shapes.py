@@ -1,23 +1,8 @@
-"""The protocol's requests as DynamoDB parameters, and what their answers say.
+"""The protocol's requests as DynamoDB parameters, for every transport, and their answers.
 
-Every request a lease sends is built here, for every transport. The conditions
-are docs/protocol.md's table: create if absent, take over if the observed owner
-and version are still there, renew and release if ours.
-
-Protocol 2, fenced rows, differs in three writes. A fenced row carries the
-protocol-1 attributes with ``protocol`` = 2 and a counter, ``fence``. Every
-write that makes a guard the owner ``ADD``s 1 to the counter in the same
-conditional ``UpdateItem`` and returns it (``ReturnValues=UPDATED_NEW``): that
-number is the guard's fencing token, at no extra request. Release removes the
-owner, version and lease but keeps the row, so the counter survives as a *free
-row* (key, protocol, fence) for the next owner. Renewal (``SET version``), the
-strong read and the ``check_in`` condition are protocol 1's requests unchanged.
-
-| step | request | condition |
-|---|---|---|
-| acquire | UpdateItem ``SET owner, version, lease_ms, protocol ADD fence 1`` | row absent or free |
-| take over | the same UpdateItem | owner and version equal the observed ones |
-| release | UpdateItem ``REMOVE owner, version, lease_ms`` | owner equals ours |
+The conditions are docs/protocol.md's table; protocol 2's acquire, takeover and
+release are docs/fencing.md's (the token is the ``fence`` counter the write
+returns, so it costs no extra request).
 """
 
 from __future__ import annotations
@@ -45,18 +30,12 @@ _NAMES_OWNER_VERSION = {"#o": OWNER_ATTR, "#v": VERSION_ATTR}
 
 
 class Reply(NamedTuple):
-    """A store answer: the item read or returned (if any) and the capacity it reported.
-
-    A ``BatchGetItem`` answer carries the rows it found by key in ``items`` and
-    the keys DynamoDB left unread in ``unprocessed``. (A named tuple: one is made
-    per request, and a tuple is the cheapest immutable record to make.)
-    """
+    """A store answer: the item read or returned (if any) and the capacity it reported."""
 
     item: Item | None
     capacity: float
     items: Mapping[str, Item] = MappingProxyType({})
     unprocessed: tuple[str, ...] = ()
-    #: The answer's AWS request id (``x-amzn-RequestId``), when the transport saw one.
     request_id: str | None = None
 
 
@@ -84,13 +63,11 @@ def request_id_of(response: dict[str, Any]) -> str | None:
 
 def write_reply(response: dict[str, Any]) -> Reply:
     """The reply to a write: only fenced writes ask for attributes back (the new counter)."""
-    # A write's capacity is one entry, never BatchGetItem's list.
     units = _units(response.get("ConsumedCapacity"))
     return Reply(response.get("Attributes"), units, request_id=request_id_of(response))
 
 
 def reply_of(operation: str, response: dict[str, Any]) -> Reply:
-    """The store's reply for a response to ``operation`` (a write's returned attributes)."""
     if operation == "GetItem":
         return Reply(response.get("Item"), _capacity(response), request_id=request_id_of(response))
     return write_reply(response)
@@ -236,8 +213,6 @@ _WRITE_NAMES = {
 
 
 def _fenced_write_params(table: str, row: LockRow, observed: LockRow | None) -> dict[str, Any]:
-    """The fenced write of ``row``: become the owner and count one more owner, on a row
-    absent or free (``observed`` None) or over the observed live row."""
     names = dict(_WRITE_NAMES)
     values: dict[str, Any] = {
         ":owner": {"S": row.owner},
@@ -267,7 +242,6 @@ def _fenced_write_params(table: str, row: LockRow, observed: LockRow | None) -> 
 
 
 def _fenced_release_params(table: str, key: str, owner: str) -> dict[str, Any]:
-    """The fenced release: leave a free row (key, protocol, fence) if we still own it."""
     return {
         "TableName": table,
         "Key": {KEY_ATTR: {"S": key}},
@@ -309,5 +283,4 @@ def delete_action(table: str, key: str, owner: str) -> dict[str, Any]:
 
 
 def _action(params: dict[str, Any]) -> dict[str, Any]:
-    """A single-item request's parameters as a transaction's action (no capacity of its own)."""
     return {name: value for name, value in params.items() if name != "ReturnConsumedCapacity"}

@@ -1,10 +1,6 @@
 """The lease state machine as a table: states, events, and the allowed transitions.
 
-Read it beside docs/protocol.md: each row of :data:`TABLE` says where a
-guard goes when an event happens in a state, and what the lease sends from
-there. The lease changes state only through
-``LeaseCore._move``, which looks the pair up in :data:`TRANSITIONS`; a pair
-missing from the table is a bug in the engine, and raises
+A pair missing from :data:`TABLE` is an engine bug: ``LeaseCore._move`` raises
 :class:`IllegalTransition` instead of leaving a guard half-moved.
 
 A guard's life::
@@ -14,9 +10,6 @@ A guard's life::
                      |               \\-LOSE-> LOST -RELEASE-> RELEASING
                      |-GAVE_UP-> NOT_ACQUIRED
                      \\-CANCEL-> CANCELLED
-
-Why ownership was lost is kept beside the state (``Lease.loss``), written
-only together with a ``LOSE`` transition.
 """
 
 from __future__ import annotations
@@ -51,9 +44,7 @@ class Event(enum.Enum):
     ENDED_LOST = "the release is over, ownership was lost"
 
 
-#: The transitions, one row each (docs/protocol.md has the requests): in ``state``, on
-#: ``event``, the guard goes to ``next``, and ``sends`` says what the lease sends
-#: from there. Parsed once into :data:`TRANSITIONS` when the module loads.
+#: In ``state``, on ``event``, the guard goes to ``next``; ``sends``: what it sends from there.
 TABLE: Final = """
 state         event        next          sends
 NEW           START        ACQUIRING     PutItem create (attribute_not_exists); on a failed
@@ -90,7 +81,6 @@ def _parse(table: str) -> dict[tuple[State, Event], State]:
     return rows
 
 
-#: (state, event) -> next state, from :data:`TABLE`.
 TRANSITIONS: Final[dict[tuple[State, Event], State]] = _parse(TABLE)
 
 

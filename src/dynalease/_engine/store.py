@@ -1,10 +1,7 @@
-"""The lock store: protocol-1 and protocol-2 (fenced) requests over a transport.
+"""The lock store: the protocol's requests (built by :mod:`.shapes`) over a transport.
 
-A transport moves low-level DynamoDB requests (the JSON shapes of the DynamoDB
-API) and maps failures to dynalease errors; the store sends the requests the
-protocol needs, as :mod:`.shapes` builds them. The same store therefore runs
-against botocore, the in-memory backend of :mod:`dynalease.testing`, or the
-lean path; each implements the one :class:`Transport` interface.
+Every transport (botocore, the lean path, the in-memory backend) implements the one
+:class:`Transport` interface and maps failures to dynalease errors.
 """
 
 from __future__ import annotations
@@ -30,10 +27,7 @@ __all__ = [
 
 
 class ConditionFailed(Exception):
-    """The write's condition did not hold; ``item`` is the current row when DynamoDB sent it.
-
-    ``request_id`` is the answer's AWS request id, when the transport saw one.
-    """
+    """The write's condition did not hold; ``item`` is the current row when DynamoDB sent it."""
 
     def __init__(self, item: Item | None, request_id: str | None = None) -> None:
         super().__init__("conditional check failed")
@@ -42,24 +36,16 @@ class ConditionFailed(Exception):
 
 
 class Transport(Protocol):
-    """Sends low-level DynamoDB requests: every transport has every method.
+    """Sends low-level DynamoDB requests.
 
-    Failures are raised as :class:`ConditionFailed` or as
-    :class:`dynalease.exceptions.DynamoDBError` subclasses; a
-    :class:`~dynalease.exceptions.RequestFailedError` whose
-    ``may_have_committed`` is true means the outcome is unknown. The method
-    bodies here are the defaults of a transport that sends only from the runtime
-    loop (:class:`LoopTransport`); a transport that can bound a request itself or
-    send from a caller's thread defines its own.
+    Failures are :class:`ConditionFailed` or ``DynamoDBError`` subclasses; a
+    ``RequestFailedError`` with ``may_have_committed`` means the outcome is unknown.
+    The bodies here are the defaults of a transport that sends only from the loop.
     """
 
     async def prepare(self) -> None:
-        """Get ready to send: build clients, resolve credentials (off the runtime loop).
-
-        Awaited before a lock request's timeout starts, so one-time setup is not
-        charged to a single request. Failures are left for the first request to
-        report; a second call after success returns at once. By default: nothing
-        to set up.
+        """One-time setup (its blocking work off the runtime loop), awaited before a request's
+        timeout starts. Failures are left for the first request; once done, returns at once.
         """
 
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -77,18 +63,12 @@ class Transport(Protocol):
         timeout: float,
         on_late: Callable[[Awaitable[dict[str, Any]]], object],
     ) -> dict[str, Any]:
-        """Send from the runtime loop; raise :class:`TimedOut` after ``timeout`` seconds.
-
-        The answer still to come goes to ``on_late`` first (see :class:`Limit`).
-        By default: :meth:`send`, bounded by :func:`bounded` (a task per request).
-        """
+        """Send from the runtime loop; after ``timeout``, hand ``on_late`` the answer to come
+        and raise :class:`TimedOut`."""
         return await bounded(self.send(operation, params), timeout, on_late)
 
     def blocking_ready(self) -> bool:
-        """True when :meth:`send_blocking` may be used now (and, once True, always).
-
-        By default never: a sync caller's requests then go through the runtime loop.
-        """
+        """True when :meth:`send_blocking` may be used now (and, once True, always)."""
         return False
 
     def send_blocking(
@@ -98,27 +78,21 @@ class Transport(Protocol):
         timeout: float,
         on_late: Callable[[Any], object],
     ) -> dict[str, Any]:
-        """Send from the calling thread, waiting at most ``timeout`` seconds.
+        """Send from the calling thread within ``timeout`` seconds; raises like :meth:`send`.
 
-        Raises like :meth:`send`; a request sent but not answered in time (or
-        interrupted) may first be handed to ``on_late``, if the transport can
-        still read its answer. Used only after :meth:`blocking_ready` said True.
+        A request unanswered in time (or interrupted) may first go to ``on_late``.
         """
         raise RuntimeError(f"{type(self).__name__} sends from the runtime loop only")
 
     async def finish_late(self, operation: str, late: Any) -> dict[str, Any]:
-        """The answer to a request handed to ``on_late`` (on the runtime loop).
-
-        By default ``late`` is the task :func:`bounded` handed over.
-        """
+        """The answer to a request handed to ``on_late`` (on the runtime loop)."""
         answer: dict[str, Any] = await late
         return answer
 
     def drop_connections(self) -> None:
-        """Close the idle pooled connections and forget them; the next request opens anew.
+        """Close idle pooled connections (SnapStart: a snapshot's would be shared by every copy).
 
-        For SnapStart: a connection open in the snapshot would be shared by every
-        restored copy. Called with no request in flight.
+        Called with no request in flight.
         """
         return  # by default nothing is pooled of ours (botocore keeps its own pool)
 
@@ -128,12 +102,7 @@ class TimedOut(Exception):
 
 
 class Limit(NamedTuple):
-    """How long a request may take before the engine stops waiting for it.
-
-    The transport's ``send_within`` honours it: after ``timeout`` seconds (or
-    when the wait is cancelled) it hands ``on_late`` an awaitable of the answer
-    still to come and raises :class:`TimedOut` (or the cancellation).
-    """
+    """How long a request may take; then (or when cancelled) ``on_late`` gets the answer to come."""
 
     timeout: float
     on_late: Callable[[Awaitable[dict[str, Any]]], object]
@@ -162,8 +131,7 @@ async def bounded(
 
 
 class LoopTransport(Transport):
-    """What a transport that sends only from the runtime loop inherits: :class:`Transport`'s
-    defaults. Subclasses define ``call`` and ``send``."""
+    """A transport that sends only from the runtime loop: defines ``call`` and ``send``."""
 
 
 class LockStore:
@@ -182,7 +150,6 @@ class LockStore:
         return await self.transport.send_within(operation, params, limit.timeout, limit.on_late)
 
     async def prepare(self) -> None:
-        """Let the transport do its one-time setup before the first request is timed."""
         await self.transport.prepare()
 
     async def read(self, table: str, key: str, limit: Limit | None = None) -> Reply:
@@ -194,22 +161,15 @@ class LockStore:
     async def read_many(
         self, table: str, keys: tuple[str, ...], limit: Limit | None = None
     ) -> Reply:
-        """Strongly consistent ``BatchGetItem`` of up to 100 lock rows (a semaphore's permits).
-
-        The reply's ``items`` maps each found key to its row; keys DynamoDB did
-        not read this time are in ``unprocessed``, for the caller to ask again.
-        """
+        """Strongly consistent read of up to 100 rows; unread keys are in ``unprocessed``."""
         response = await self._send("BatchGetItem", shapes.batch_get_params(table, keys), limit)
         return shapes.batch_reply(table, response)
 
     async def write(
         self, table: str, row: LockRow, observed: LockRow | None = None, limit: Limit | None = None
     ) -> Reply:
-        """Create the row only if none exists (a fenced row: none, or a free one), or with
-        ``observed``, take over: write it only if the observed owner and version are still there.
-
-        A fenced write's reply carries the new counter (``Reply.item``).
-        """
+        """Create the row (none there, or a free fenced one), or take over ``observed`` if its
+        owner and version are still there. A fenced write's ``Reply.item`` holds the counter."""
         operation, params = shapes.write_request(table, row, observed)
         return write_reply(await self._send(operation, params, limit))
 
@@ -269,10 +229,8 @@ class LockStore:
     async def _transact(self, actions: list[dict[str, Any]], limit: Limit | None) -> Reply:
         """Send one ``TransactWriteItems``; a failed condition is :class:`ConditionFailed`.
 
-        Nothing of a failed transaction was written, and a multi-key guard reads
-        every row afterwards, so the rows it failed on are not kept. A transaction
-        cancelled for another reason (a conflicting transaction in flight,
-        throttling) is a definite failure, to be retried.
+        The failing rows are not kept: a multi-key guard reads every row afterwards.
+        Any other cancellation wrote nothing, so it is a definite failure.
         """
         try:
             params = shapes.transact_params(actions)
@@ -301,11 +259,7 @@ class LockStore:
     def create_blocking(
         self, table: str, row: LockRow, timeout: float, on_late: Callable[[Any], object]
     ) -> Reply:
-        """A create (:meth:`write`), sent from the calling thread within ``timeout`` seconds.
-
-        A request sent but not answered in time (or interrupted) may be handed to
-        ``on_late``; :meth:`finish_late` later tells how it ended.
-        """
+        """A create sent from the calling thread (see ``Transport.send_blocking``)."""
         operation, params = shapes.write_request(table, row)
         return write_reply(self.transport.send_blocking(operation, params, timeout, on_late))
 

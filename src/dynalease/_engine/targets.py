@@ -1,10 +1,7 @@
-"""What an acquisition aims at: a :class:`Target`, and a lock's, :class:`KeyTarget`.
+"""What an acquisition aims at (:class:`Target`): a lock's and a multi-key lock's.
 
-The acquire driver (``driver.py``) and its decision (``attempts.py``) are the
-same for a lock and a semaphore; a target says which rows they aim at, how
-those rows are read, which rules pace the tries (loaded with the driver, when an
-acquisition needs it), and how the errors read. A semaphore's is
-``permits.PermitTarget``.
+A target's ``rules`` is a property so that ``attempts`` loads only when an
+acquisition needs the driver.
 """
 
 from __future__ import annotations
@@ -25,15 +22,13 @@ class Target(Protocol):
     """What an acquisition aims at: its rows, how it reads them, how its errors read."""
 
     @property
-    def rules(self) -> Rules:
-        """How its tries go (:class:`.attempts.Rules`)."""
-        ...
+    def rules(self) -> Rules: ...
 
     #: The row the first create goes to.
     first_key: str
     #: The rows whose release by a guard of this client wakes a waiting acquisition.
     wake_keys: tuple[str, ...]
-    #: What to do when the wait runs out, for the error message.
+    #: The error message's advice when the wait runs out.
     advice: str
     #: Every row a multi-key guard holds at once (empty for a lock and a semaphore).
     together: tuple[str, ...]
@@ -65,34 +60,27 @@ class KeyTarget:
 
     @property
     def rules(self) -> Rules:
-        """A lock's: paced by ``protocol.contention_poll``."""
         from .attempts import LOCK_RULES
 
         return LOCK_RULES
 
     async def read(self, requests: Requests, deadline: float) -> dict[str, Item | None]:
-        """The lock's row."""
         return {self.first_key: await requests.read_row(self.first_key, deadline)}
 
     def held(self, owners: tuple[str, ...]) -> str:
-        """``it is held by another owner`` (other holders' tokens stay out of messages)."""
+        """Other holders' tokens stay out of messages."""
         return "it is held by another owner"
 
     def not_acquired(
         self, core: LeaseCore, why: str, cause: BaseException | None = None
     ) -> LockNotAcquired:
-        """``lock <key> in table <table> was not acquired: <why>``."""
         subject = f"lock {core.key!r} in table {core.table!r} was not acquired"
         return not_acquired(core, f"{subject}: {why}", core.key, cause)
 
 
 class KeysTarget:
-    """A multi-key guard's acquisition: every row at once, in one transaction.
-
-    The rows are written together only when each is free or stale (unchanged
-    for its stored lease); otherwise the guard reads them all again (one
-    ``BatchGetItem``) after the lock's pacing, until all are free at once.
-    """
+    """A multi-key guard's acquisition: every row at once, in one transaction, only when
+    each is free or stale."""
 
     advice = "Retry later or raise wait_timeout"
 
@@ -102,24 +90,20 @@ class KeysTarget:
 
     @property
     def rules(self) -> Rules:
-        """A multi-key lock's: every row written at once, only when all are free or stale."""
         from .attempts import KEYS_RULES
 
         return KEYS_RULES
 
     async def read(self, requests: Requests, deadline: float) -> dict[str, Item | None]:
-        """Every row, from one strongly consistent ``BatchGetItem``."""
         return await requests.read_rows(self.together, deadline)
 
     def held(self, owners: tuple[str, ...]) -> str:
-        """``3 of its 5 keys are held by other owners``."""
         count = len(owners)
         return f"{count} of its {len(self.together)} keys {'is' if count == 1 else 'are'} held"
 
     def not_acquired(
         self, core: LeaseCore, why: str, cause: BaseException | None = None
     ) -> LockNotAcquired:
-        """``lock on 5 keys (first 'a') in table <table> was not acquired: <why>``."""
         subject = (
             f"lock on {len(self.together)} keys (first {core.key!r}) in table {core.table!r} "
             "was not acquired (nothing was written)"
