@@ -1,24 +1,8 @@
-"""The recovery extension: on a timeout or crash, delete the rows the dead runtime held.
+"""The recovery extension: on a timeout or crash, release the rows the dead runtime held.
 
-Lambda starts ``extensions/dynalease-recovery`` (the layer's launcher) as its own
-process. It registers with the Extensions API for ``SHUTDOWN`` only, so it
-never takes part in, or delays, an invocation, and then waits in
-``event/next``. When the sandbox shuts down with reason ``timeout``,
-``failure`` or ``spindown`` (compared case-insensitively), the runtime process
-has already been stopped; for each valid journal entry (``_engine/journal.py``:
-read without following links, every field checked) whose writer process is
-gone, it releases the row (``release.py``: a request conditioned on the
-entry's owner and on the lock row's own attributes, a fenced row left free with
-its counter), sent by the lean transport with the extension's own environment
-(Region, credentials, endpoint): a journal file never chooses where a request
-goes. A row someone else took over, or an item that is not a lock row, fails
-the condition and stays. Every request is bounded by the event's
-``deadlineMs`` (clamped to the next 10 s); failures are logged with the key
-hashed (``DYNALEASE_LOG_KEYS=key`` shows keys) and never hold shutdown past
-the deadline.
-
-Run by hand: ``python -m dynalease._extension.recovery [NAME]`` with
-``AWS_LAMBDA_RUNTIME_API`` set.
+Registered for ``SHUTDOWN`` only, so it never delays an invocation; requests go where the
+extension's own environment says, never where a journal entry says, and never past
+``deadlineMs``. Run by hand: ``python -m dynalease._extension.recovery [NAME]``.
 """
 
 from __future__ import annotations
@@ -36,9 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-# Only what registering and waiting need is imported up front: the request path
-# (the client, the lean transport, TLS) loads at shutdown, in about 70 ms of the
-# 2,000 ms window, so the waiting process holds half the memory.
+# Only what registering and waiting need: the request path (client, transport, TLS) loads
+# at shutdown, so the waiting process stays small.
 from .._engine import journal
 from ..constants import ENV_RUNTIME_API, RECOVERY_EXTENSION
 from . import workers
@@ -162,10 +145,7 @@ class Outcome:
 def recover(directory: str, deadline: float) -> Outcome:
     """Release the rows of dead writers' entries in ``directory`` before ``deadline`` (epoch s).
 
-    Entries whose writer is alive are left alone; an entry is removed once its
-    row is confirmed released or found not to be its owner's lock row any more.
-    Requests go where the extension's own environment says, never where an
-    entry says.
+    An entry is removed once its row is released or is no longer its owner's lock row.
     """
     outcome = Outcome()
     dead: list[journal.Entry] = []
@@ -185,7 +165,7 @@ def recover(directory: str, deadline: float) -> Outcome:
     from ..client import DynamoDBClient
 
     try:
-        # No Region or endpoint given: both come from this process's environment.
+        # Region and endpoint from this process's environment, never from an entry.
         client = DynamoDBClient(transport="lean")
     except Exception as error:  # e.g. no Region: these rows wait out their lease
         log.warning("dynalease-recovery: no DynamoDB client from the environment: %s", error)
@@ -252,10 +232,8 @@ async def _release(client: Any, entry: journal.Entry, outcome: Outcome, deadline
 
 
 def watch(deadline: float, stop: Callable[[int], object] = os._exit) -> threading.Timer | None:
-    """Make sure this process is gone before Lambda's deadline: ``stop(1)`` just before it.
-
-    A shutdown must never be held past ``deadlineMs``, whatever a request or the
-    loop does. None when the deadline has passed (then nothing is sent at all).
+    """``stop(1)`` just before the deadline, whatever a request or the loop does; None when
+    it has passed (then nothing is sent at all).
     """
     delay = deadline - time.time() - MARGIN_S / 3
     if delay <= 0:
@@ -267,11 +245,8 @@ def watch(deadline: float, stop: Callable[[int], object] = os._exit) -> threadin
 
 
 def shutdown_deadline(deadline_ms: object, now: float) -> float:
-    """The epoch second to be gone by: ``deadlineMs``, within ``[now, now + MAX_WINDOW_S]``.
-
-    Only Lambda sends it, but a value that is not a number (NaN passes
-    ``json.loads``) gets the default window, and one out of range (an infinity
-    too) is clamped, so the watchdog always has a time it can wait for.
+    """The epoch second to be gone by: ``deadlineMs`` clamped to ``[now, now + MAX_WINDOW_S]``,
+    or the default window when it is not a number (NaN passes ``json.loads``).
     """
     if isinstance(deadline_ms, bool) or not isinstance(deadline_ms, int | float):
         return now + DEFAULT_WINDOW_S

@@ -1,21 +1,8 @@
 """The extension's release of one dead writer's row: a lock row of that owner, and nothing else.
 
-A journal entry is only a claim (any process that can create a file in the
-journal directory can write one), so the requests here do not rest on it. Each
-is conditioned on the owner *and* on the protocol's own attributes, so an item
-that is not a lock row is never touched whatever the entry says:
-
-| request | condition, besides the owner equal to the entry's |
-|---|---|
-| delete (protocol 1) | ``protocol`` = 1, ``version`` and ``lease_ms`` exist, no ``fence`` |
-| free (protocol 2) | ``protocol`` = 2, ``version``, ``lease_ms`` and ``fence`` exist |
-
-The free is the fenced release (``REMOVE owner, version, lease_ms``: the counter
-stays), so a row with a fence counter is never deleted. Only the request the
-entry's ``fencing`` names is sent: a genuine entry always names its row's
-protocol, so an entry that contradicts the row (a fenced row claimed as
-unfenced, the crafted entry that used to delete a live fenced row and its
-counter) is not genuine, and the row is left exactly as it is.
+A journal entry is only a claim, so each request is conditioned on the owner *and* on the
+row's protocol attributes; an entry whose ``fencing`` contradicts the row is not genuine,
+and the row (with its fence counter) is left as it is.
 """
 
 from __future__ import annotations
@@ -61,11 +48,7 @@ class Result(enum.Enum):
 
 
 async def release(transport: Any, table: str, key: str, owner: str, *, fenced: bool) -> Result:
-    """Release ``owner``'s lock row (and only a lock row) as the entry names; how it ended.
-
-    ``transport`` sends one request (``send(operation, params)``) and raises
-    :class:`ConditionFailed` with the stored item when a condition fails.
-    """
+    """Release ``owner``'s lock row (and only a lock row) as the entry names; how it ended."""
     params: dict[str, Any] = {
         "TableName": table,
         "Key": {KEY_ATTR: {"S": key}},

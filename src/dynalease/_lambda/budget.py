@@ -1,9 +1,5 @@
-"""How long a Lambda invocation may wait for a lock: the budget rules in one place.
-
-An invocation that acquires a lock must still have time, after acquiring, for
-the work (``reserve_time``) and for the release (the lease's cleanup budget),
-or a hard timeout leaves the row behind and every contender waits out the
-whole lease. So the wait is cut to what is left after both.
+"""The wait an invocation can afford: what is left after ``reserve_time`` and the cleanup
+budget, or a hard timeout leaves the row behind for a whole lease.
 """
 
 from __future__ import annotations
@@ -16,9 +12,7 @@ from ..exceptions import LockNotAcquired
 
 __all__ = ["DEFAULT_WAIT_S", "NoTimeLeft", "acquisition_wait", "remaining_seconds"]
 
-DEFAULT_WAIT_S = 35.0
-"""The wait when the remaining time is unknown and no ``wait_timeout`` was given
-(the same default as ``distributed_lock``)."""
+DEFAULT_WAIT_S = 35.0  # distributed_lock's default
 
 
 class NoTimeLeft(Exception):
@@ -32,7 +26,6 @@ class NoTimeLeft(Exception):
         self.cleanup_s = cleanup_budget(lease_s)
 
     def to_lock_error(self, table: str, key: str) -> LockNotAcquired:
-        """The error the caller sees: what was left and what was reserved."""
         return LockNotAcquired(
             f"lock {key!r} in table {table!r} was not acquired, and no request was made: "
             f"the invocation had {self.remaining_s:.3f} s left, and reserve_time "
@@ -45,12 +38,7 @@ class NoTimeLeft(Exception):
 
 
 def remaining_seconds(context: Any) -> float | None:
-    """The invocation's remaining time in seconds, or None when the context cannot tell.
-
-    A Lambda context reports whole milliseconds; 0 is a real value (the time is
-    up), not "unknown". Only a context without ``get_remaining_time_in_millis``
-    (``None`` in a quick local test) is unknown.
-    """
+    """Seconds left (0: time is up), or None when the context has no remaining time."""
     getter = getattr(context, "get_remaining_time_in_millis", None)
     if getter is None:
         return None
@@ -64,7 +52,6 @@ def remaining_seconds(context: Any) -> float | None:
 
 
 def usable_time(remaining_s: float, *, reserve_s: float, lease_s: float) -> float:
-    """What an acquisition may spend: ``remaining - reserve - cleanup_budget(lease)``."""
     return remaining_s - reserve_s - cleanup_budget(lease_s)
 
 
@@ -75,15 +62,7 @@ def acquisition_wait(
     lease_s: float,
     wait_timeout: float | None,
 ) -> float:
-    """The ``wait_timeout`` for one acquisition inside an invocation.
-
-    ``usable = remaining - reserve - cleanup_budget(lease)``. When ``usable`` is
-    0 or less, :class:`NoTimeLeft` is raised and no request should be made.
-    Otherwise the wait is ``min(wait_timeout, usable)``, or ``usable`` alone
-    when no ``wait_timeout`` was given; ``wait_timeout=0`` stays 0 (one
-    immediate attempt). With an unknown remaining time the wait is
-    ``wait_timeout``, else :data:`DEFAULT_WAIT_S`.
-    """
+    """The ``wait_timeout`` for one acquisition; :class:`NoTimeLeft` when nothing is usable."""
     if remaining_s is None:
         return DEFAULT_WAIT_S if wait_timeout is None else wait_timeout
     usable = usable_time(remaining_s, reserve_s=reserve_s, lease_s=lease_s)

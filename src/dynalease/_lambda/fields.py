@@ -1,14 +1,6 @@
-"""Lock keys from Lambda events: a key template whose placeholders come from the event.
-
-The template is the same :class:`~dynalease.keys.KeyTemplate` that
-``distributed_lock`` binds to function arguments, so a Lambda handler and an ECS
-worker that share ``"customer:{customer_id}"`` resolve ``"customer:123"`` alike
-and compete for one lock. Here each placeholder is read from the event instead:
-by a JMESPath expression from ``fields`` (with Powertools' functions such as
-``powertools_json``), or else from the top-level event key of the same name.
-``{tenant_id}``, unless ``fields`` maps it, is the invocation's tenant id
-(``context.tenant_id``, set by Lambda's tenant isolation mode). With ``keys=[...]``
-every template is resolved so, from the one ``fields``.
+"""Lock keys from Lambda events: ``distributed_lock``'s key templates, each placeholder read
+by a ``fields`` JMESPath expression, else from the top-level event key of its name
+(``{tenant_id}``: ``context.tenant_id``).
 """
 
 from __future__ import annotations
@@ -21,16 +13,12 @@ from ..keys import KeyTemplate, _describe
 
 __all__ = ["TENANT_PLACEHOLDER", "EventKeys", "plain_data"]
 
-#: The placeholder read from the invocation's tenant id unless ``fields`` maps it.
 TENANT_PLACEHOLDER = "tenant_id"
 
 
 def plain_data(value: Any) -> Any:
-    """The JSON-like data behind an event or record, for JMESPath to search.
-
-    Powertools data classes (``SQSRecord``, ``APIGatewayProxyEvent``...) keep the
-    original dict in ``raw_event``; Pydantic models are dumped by alias, so
-    field names match the event's own (``messageId``, ``body``).
+    """The JSON-like data behind a Powertools data class or a Pydantic model (by alias, so
+    field names match the event's own), for JMESPath to search.
     """
     raw = getattr(value, "raw_event", None)
     if isinstance(raw, Mapping):
@@ -42,12 +30,9 @@ def plain_data(value: Any) -> Any:
 
 
 class EventKeys:
-    """Resolve a plan's key templates from an event (or a batch record), before any request.
+    """Resolve a plan's key templates from an event or a batch record, before any request.
 
-    ``fields`` maps placeholder names (of any of the templates) to JMESPath
-    expressions, compiled here so a syntax error surfaces when the handler is
-    decorated. Placeholders left out of ``fields`` name top-level keys of the
-    event. ``what`` names the searched data in messages ("event" or "record").
+    ``fields`` is compiled here, so a bad expression fails when the handler is decorated.
     """
 
     __slots__ = ("_expressions", "_options", "_placeholders", "_templates", "_what")
@@ -82,8 +67,7 @@ class EventKeys:
                 else f"the keys templates have the placeholders {sorted(self._placeholders)}"
             )
             raise ValueError(f"fields names {unknown} but {whose}; map only those")
-        # Imported only when fields are used: jmespath and Powertools' function
-        # table are not needed for top-level lookups.
+        # Only fields need jmespath and Powertools' function table.
         import jmespath  # type: ignore[import-untyped]
         from aws_lambda_powertools.utilities.jmespath_utils import PowertoolsFunctions
         from jmespath.exceptions import JMESPathError  # type: ignore[import-untyped]
@@ -104,13 +88,7 @@ class EventKeys:
                 ) from None
 
     def resolve(self, data: Any, context: Any = None) -> tuple[str, ...]:
-        """The keys for one event or record, in the invocation of ``context``.
-
-        A placeholder whose value is missing raises ``ValueError`` and one whose
-        value is not a ``str`` raises ``TypeError``; both name the placeholder
-        and where it was looked up. Several keys are checked as a key set
-        (distinct, 1..100).
-        """
+        """The keys for one event or record; several are checked as a key set."""
         data = plain_data(data)
         values = {name: self._value(name, data, context) for name in self._placeholders}
         keys = [template.resolve(values) for template in self._templates]

@@ -1,8 +1,5 @@
-"""One lock per invocation or batch record: options, client, budget and the hold itself.
-
-``lock_handler`` and ``lock_record`` differ only in what they wrap; both build a
-:class:`LockPlan` when they decorate (so every option and the key template are
-checked at import time) and enter a :class:`Holding` per invocation or record.
+"""One lock per invocation or batch record: a :class:`LockPlan` built (and so checked) when
+``lock_handler`` or ``lock_record`` decorates, a :class:`Holding` per invocation or record.
 """
 
 from __future__ import annotations
@@ -34,9 +31,8 @@ CURRENT_LOCK: contextvars.ContextVar[SyncDistributedLock] = contextvars.ContextV
     "dynalease_current_lock"
 )
 
-# The AWS settings a client is built from. In Lambda they never change, so this
-# is one client for the life of the execution environment; a local run that
-# points the environment elsewhere (another endpoint, Region) gets a new one.
+# The settings a client is built from: fixed in Lambda, but a local run that changes them
+# gets a new client.
 _CLIENT_ENV = (
     "AWS_REGION",
     "AWS_DEFAULT_REGION",
@@ -49,10 +45,8 @@ _shared: tuple[tuple[Any, ...], DynamoDBClient] | None = None
 
 
 def shared_client() -> DynamoDBClient:
-    """The module-level client, created on first use and kept by warm invocations.
-
-    Keeping it keeps its observation cache, which is what lets repeated short
-    waits on later invocations recover a lock abandoned by a timed-out one.
+    """The module-level client: warm invocations keep its observation cache, which lets their
+    short waits recover a lock a timed-out invocation abandoned.
     """
     global _shared
     identity = (os.getpid(), *(os.environ.get(name) for name in _CLIENT_ENV))
@@ -62,21 +56,14 @@ def shared_client() -> DynamoDBClient:
         return _shared[1]
 
 
-#: ``AWS_LAMBDA_INITIALIZATION_TYPE`` values whose init runs before any request is routed
-#: to the environment: provisioned concurrency, SnapStart (init, then the snapshot) and
-#: Managed Instances. On demand, init and the first invoke are one wait for one caller.
+# Init types whose init runs before any request is routed to the environment.
 _INIT_AHEAD_OF_REQUESTS = frozenset({"provisioned-concurrency", "snap-start", MANAGED_INSTANCES})
 
 
 def import_ahead() -> None:
     """Import the lock request path during init where init runs ahead of requests.
 
-    The first locked invoke otherwise imports it (``http.client`` and the lean
-    transport: 10-12 ms, docs/benchmarks.md). Where init is not on a caller's
-    path, that time leaves the first invocation; on demand it is the same wait
-    either way, so nothing is imported early. Nothing is made: no client, no
-    connection, no thread, so nothing is copied into a SnapStart snapshot but
-    code.
+    Only imports: nothing made here can be copied into a SnapStart snapshot.
     """
     if os.environ.get(ENV_INITIALIZATION_TYPE, "").strip().lower() in _INIT_AHEAD_OF_REQUESTS:
         load_request_path()
@@ -96,12 +83,7 @@ def _check_reserve(reserve_time: object) -> float:
 
 
 class LockOptions(TypedDict, total=False):
-    """The options ``lock_handler`` and ``lock_record`` share, each documented there.
-
-    One list for both decorators (their signatures take ``**options:
-    Unpack[LockOptions]``, so editors show every name); the defaults are
-    :class:`LockPlan`'s.
-    """
+    """The options both decorators take, documented there; the defaults are LockPlan's."""
 
     table: str | None
     fields: Mapping[str, str] | None
@@ -241,7 +223,7 @@ class Holding:
         table = self._table = plan.table()
         self._wait(table, key)  # no time at all: not even the client is built
         client = plan.client()
-        # A cold botocore client takes 100-300 ms to build: inside the first request it
+        # Built before the wait is measured: inside the first request, a cold client's build
         # would come out of a short budget and fail every cold start.
         client._prepare_locks()
         wait, remaining = self._wait(table, key)  # measured after the build
@@ -267,8 +249,7 @@ class Holding:
                 wait_timeout=wait,
             )
         if wait == 0 and remaining is not None:
-            # One immediate attempt still has a network budget (up to 5 s); never
-            # let it run past what the invocation can afford.
+            # One immediate attempt still has a network budget: keep it within the usable time.
             guard._limit_single_attempt(
                 usable_time(remaining, reserve_s=plan._reserve_s, lease_s=plan._lease_s)
             )

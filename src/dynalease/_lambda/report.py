@@ -1,17 +1,7 @@
-"""What the Lambda middleware tells logs and metrics about each lock.
+"""The middleware's log line (one per lock, when its story ends) and EMF metrics.
 
-One log line per lock, when its story ends (released, lost, release failed,
-contention, no time left), so a log search finds one record per invocation or
-record. Keys often carry customer or tenant identifiers, so by default the log
-shows a short SHA-256 of the key next to the template, which is enough to
-follow one key across services without writing identifiers into logs;
-``log_key="key"`` logs the key itself. Without ``log_key`` the rule is the
-engine's own (``DYNALEASE_LOG_KEYS``, hash by default), so every dynalease log
-line names a key the same way.
-
-A lock that was not acquired is reported as ``contention`` (metric
-``LockContention``) or, when DynamoDB answered none of its requests, as
-``unavailable`` (metric ``LockUnavailable``): an outage is not a busy key.
+Keys often carry customer identifiers, so the line names a key as the engine's lines do
+(``DYNALEASE_LOG_KEYS``, hashed by default) unless ``log_key`` says otherwise.
 """
 
 from __future__ import annotations
@@ -29,9 +19,8 @@ _library_log = logging.getLogger("dynalease.middleware")
 
 LOG_KEY_CHOICES = ("hash", "key")
 
-# Outcome -> (log level with a user's logger, with the library logger). A user
-# who passes a logger wants the routine lines; the library stays quiet unless
-# something needs attention.
+# Outcome -> (user's logger method, library logger level): a user who passes a logger wants
+# the routine lines; the library's own stays quiet unless something needs attention.
 _LEVELS = {
     "released": ("info", logging.DEBUG),
     "contention": ("info", logging.INFO),
@@ -43,17 +32,11 @@ _LEVELS = {
 
 
 class Reporter:
-    """Writes the structured log line and EMF metrics of each lock."""
+    """Each lock's log line and metrics; the options are checked when the handler is decorated."""
 
     __slots__ = ("_log_key", "_logger", "_metrics", "_template")
 
     def __init__(self, *, template: str, logger: Any, metrics: Any, log_key: str | None) -> None:
-        """Check the options, at decoration time.
-
-        ``logger`` needs ``info``/``warning`` taking ``extra=`` (stdlib or Powertools
-        ``Logger``), ``metrics`` needs ``add_metric(name=, unit=, value=)`` (Powertools
-        ``Metrics``); ``log_key=None`` follows ``DYNALEASE_LOG_KEYS`` (hash by default).
-        """
         if logger is not None and not all(
             callable(getattr(logger, method, None)) for method in ("info", "warning")
         ):
@@ -85,7 +68,7 @@ class Reporter:
         remaining_s: float | None,
         error: LockNotAcquired | None = None,
     ) -> None:
-        """Contention, or (``error`` a :class:`LockUnavailable`) DynamoDB unreachable."""
+        """Contention, or an outage (a :class:`LockUnavailable`): not a busy key."""
         if isinstance(error, LockUnavailable):
             self._metric("LockUnavailable", "Count", 1)
             outcome = "unavailable"
@@ -100,7 +83,6 @@ class Reporter:
         self._line("no_time", table, key, LockMetrics(), remaining_s)
 
     def finished(self, table: str, key: str, stats: LockMetrics, held_ms: float) -> None:
-        """Report a lock that was held."""
         if stats.lost:
             outcome = "lost"
         elif stats.cleanup_failures:

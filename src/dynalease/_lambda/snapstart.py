@@ -1,23 +1,7 @@
-"""Lambda SnapStart: what dynalease does before the snapshot and after each restore.
-
-SnapStart snapshots the process after init and restores that snapshot into many
-execution environments. Whatever dynalease has made by then is cloned into each:
-a held lock would be held by every copy at once, pooled connections point at
-sockets that no longer exist, the ``random`` state that spreads retries would be
-the same everywhere, and the observation cache holds monotonic times that mean
-nothing after a restore. So, through the runtime hooks of ``snapshot_restore_py``
-(shipped with the Lambda runtime interface client):
-
-- before the snapshot: refuse (:class:`LockHeldAtSnapshot`, naming the key) if any
-  guard holds or is acquiring a lock; then close every client's pooled connections;
-- after a restore: reseed ``random``, drop every client's pooled connections and
-  its observations, and name the process afresh in its journal entries (the
-  recovery extension tells a live writer by its start time). Nothing here sends a
-  request, so the hook ends well within the 10 s Lambda gives after-restore hooks,
-  and the first lock request opens a new connection.
-
-:func:`register` is called when ``dynalease.middleware`` is imported; where
-``snapshot_restore_py`` is not installed it does nothing.
+"""Lambda SnapStart's runtime hooks: whatever dynalease made before the snapshot is cloned
+into every restored copy, so no lock may be held then, and each copy gets fresh connections,
+``random`` state, observations and journal identity. The hooks send no request (after-restore
+hooks get 10 s).
 """
 
 from __future__ import annotations
@@ -45,8 +29,7 @@ class LockHeldAtSnapshot(DynaleaseError, RuntimeError):
 
 
 def _live(kind: type[T]) -> Iterator[T]:
-    # Once per snapshot and per restore: a scan of the heap costs nothing per lock cycle,
-    # where keeping a registry of guards and clients would.
+    # A heap scan per snapshot or restore costs nothing per lock cycle; a registry would.
     return (value for value in gc.get_objects() if isinstance(value, kind))
 
 

@@ -1,16 +1,7 @@
 """Bytecode for the layer: find an interpreter of the target Python version and compile with it.
 
-Lambda unpacks a layer under ``/opt``, which is read-only, so a module without a
-``.pyc`` beside it is compiled from source on every cold start. The layer
-therefore carries, for every ``.py``, the bytecode an interpreter of the
-runtime's own version writes: as unchecked-hash ``.pyc`` files (PEP 552), which
-hold no timestamp, so two builds give the same bytes, and which the importer
-trusts without reading the source again.
-
-The interpreter is looked up, in order: the ``interpreter`` argument (``layer/build.py
---interpreter``), the environment variable ``DYNALEASE_PYTHON_3_13`` (for 3.13), the
-interpreter running the build if its version matches, ``python3.13`` on ``PATH``,
-and pyenv's ``$PYENV_ROOT/versions/3.13.*`` (newest patch release first).
+``/opt`` is read-only, so a module without a ``.pyc`` is compiled on every cold start; the
+``.pyc`` files are unchecked-hash (PEP 552): no timestamp, so two builds give the same bytes.
 """
 
 from __future__ import annotations
@@ -25,9 +16,8 @@ from pathlib import Path, PurePosixPath
 
 __all__ = ["compile_sources", "find_interpreter", "interpreter_env_var", "running_python"]
 
-# Run by the target interpreter with -I (no environment, no user site, no working
-# directory on sys.path): compiles every .py under ROOT, recording the path the
-# module has in Lambda (the importer puts the real path in tracebacks anyway).
+# Run with -I, so nothing of the build's environment or working directory is imported;
+# ddir records the path the module has in Lambda.
 _COMPILE = """
 import compileall, py_compile, sys
 root, want = sys.argv[1], sys.argv[2]
@@ -43,7 +33,6 @@ _PROBE_TIMEOUT_S = 30
 
 
 def interpreter_env_var(version: str) -> str:
-    """The environment variable naming an interpreter for ``version``: ``DYNALEASE_PYTHON_3_13``."""
     return "DYNALEASE_PYTHON_" + version.replace(".", "_")
 
 
@@ -63,7 +52,7 @@ def _pyenv_candidates(version: str) -> list[Path]:
 
 
 def _version_of(path: Path) -> str | None:
-    """The ``3.N`` version ``path`` runs as, or None if it does not run (e.g. a pyenv shim)."""
+    """The ``3.N`` ``path`` runs as, or None if it does not run (e.g. an inactive pyenv shim)."""
     try:
         done = subprocess.run(
             [str(path), "-I", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
@@ -110,11 +99,7 @@ def find_interpreter(version: str, interpreter: str | os.PathLike[str] | None = 
 def compile_sources(
     interpreter: Path, version: str, sources: Mapping[str, bytes]
 ) -> dict[str, bytes]:
-    """Compile ``sources`` (zip path to ``.py`` bytes) with ``interpreter``: ``.pyc`` by zip path.
-
-    Raises ``RuntimeError`` when the interpreter is not Python ``version`` or a
-    module does not compile.
-    """
+    """Compile ``sources`` (zip path: ``.py`` bytes) with ``interpreter``; ``.pyc`` by zip path."""
     with tempfile.TemporaryDirectory(prefix="dynalease-bytecode-") as directory:
         root = Path(directory)
         for name, content in sources.items():

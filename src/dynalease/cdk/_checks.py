@@ -8,7 +8,6 @@ import aws_cdk as cdk
 
 
 def check_removal_policy(value: object) -> None:
-    """A RemovalPolicy member, not its name as a string."""
     if not isinstance(value, cdk.RemovalPolicy):
         raise TypeError(
             f"removal_policy must be an aws_cdk.RemovalPolicy (e.g. RemovalPolicy.RETAIN), "
@@ -19,10 +18,7 @@ def check_removal_policy(value: object) -> None:
 def check_optional_name(
     value: object, *, prop: str, pattern: re.Pattern[str], max_length: int, rule: str
 ) -> None:
-    """``None``, a token resolved at deploy time, or a literal matching ``pattern``.
-
-    ``rule`` completes the message "... is not valid: <rule>".
-    """
+    """``None``, a token resolved at deploy time, or a literal matching ``pattern``."""
     if value is None:
         return
     if not isinstance(value, str):

@@ -1,9 +1,7 @@
 """The layer's zip file: written reproducibly, kept in a cache directory, checked before reuse.
 
-A cached zip is only a copy of what a build would write: :func:`holds_exactly`
-compares every member (name, bytes, mode) with the build's entries before the
-file is reused, so a zip planted or damaged under the expected name is
-rewritten, never shipped.
+Every member of a cached zip is compared with the build's entries, so a zip planted or
+damaged under the expected name is rewritten, never shipped.
 """
 
 from __future__ import annotations
@@ -32,8 +30,7 @@ def _mode(arcname: str) -> int:
 def cached_zip(zip_path: Path, entries: dict[str, bytes]) -> bytes:
     """The bytes of ``zip_path`` once they hold exactly ``entries``: reused, or written afresh.
 
-    The check is made on the bytes read, and the caller hashes those same bytes,
-    so the digest it reports is of a zip that was checked.
+    Checked on the bytes returned, so the digest the caller takes is of a checked zip.
     """
     try:
         data = zip_path.read_bytes()
@@ -47,7 +44,7 @@ def cached_zip(zip_path: Path, entries: dict[str, bytes]) -> bytes:
 
 
 def holds_exactly(data: bytes, entries: dict[str, bytes]) -> bool:
-    """True when ``data`` is a zip whose members are ``entries``, no more, with our modes."""
+    """``data`` is a zip of exactly ``entries``, with our modes."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             members = archive.infolist()
@@ -63,10 +60,7 @@ def holds_exactly(data: bytes, entries: dict[str, bytes]) -> bool:
 
 
 def write_zip(entries: dict[str, bytes], zip_path: Path) -> bytes:
-    """Write ``entries`` to ``zip_path`` atomically (sorted, one timestamp, fixed modes).
-
-    Returns the bytes written.
-    """
+    """Write ``entries`` to ``zip_path`` atomically and reproducibly; the bytes written."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for arcname in sorted(entries):

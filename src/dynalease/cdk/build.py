@@ -84,10 +84,8 @@ _ROOT = PurePosixPath("python")
 _LAYER_EXTRA = "lambda"
 # The recovery extension's launcher goes to ``extensions/`` (executable), not ``python/``.
 _LAUNCHER = "dynalease/_extension/dynalease-recovery"
-# The layer holds the runtime library only. These parts of dynalease run on a
-# developer's machine (the command and its tooling, the local server included, test
-# doubles, the CDK constructs and this builder), never inside Lambda; the layer test
-# checks the result against an allow-list of the runtime's modules.
+# Parts of dynalease that run on a developer's machine, never inside Lambda (the layer
+# test checks the result against an allow-list of the runtime's modules).
 _NOT_RUNTIME = (
     "dynalease/cdk/",
     "dynalease/cli/",
@@ -177,8 +175,6 @@ def build_layer(
     bytecode = _bytecode(executable, version, sources)
     entries.update(bytecode)
 
-    # The cache key is the content itself, and a file found under it is checked
-    # member by member: a zip planted or damaged in the cache is rewritten.
     directory = cache_dir if cache_dir is not None else default_cache_dir()
     zip_path = directory / f"dynalease-layer-{version}-{_digest(_FORMAT, entries)[:40]}.zip"
     data = cached_zip(zip_path, entries)
@@ -194,9 +190,8 @@ def build_layer(
     )
 
 
-# Compiled bytecode by (interpreter, version, sources): repeated synths in one process
-# (a test session, an app with several stacks) compile once. Memory only: the cache
-# directory is never trusted for bytecode.
+# Repeated synths in one process compile once. Memory only: the cache directory is never
+# trusted for bytecode.
 _COMPILED: dict[str, dict[str, bytes]] = {}
 
 

@@ -115,8 +115,7 @@ def snapshot_rows(rows: list[Row]) -> list[tuple[str, ...]]:
 
 
 def _shown(cells: tuple[str, ...]) -> tuple[str, ...]:
-    """Cells as a terminal may show them: a row's text (key, owner ...) is anyone's
-    input, so control characters (escape sequences, newlines) come out escaped."""
+    """Control characters escaped: a row's text is anyone's input."""
     return tuple(escaped(cell) for cell in cells)
 
 

@@ -295,10 +295,7 @@ def _kill_after(kill_after: float | None, lease: float, source: str) -> float:
 def _supervise(guard: Any, command: list[str], kill_after: float) -> int:
     """Run ``command`` in its own process group while ``guard`` holds; its exit status.
 
-    The group is dead before the lease can pass to another owner: SIGTERM once the
-    validity left falls to ``kill_after`` (renewals have been failing), SIGKILL when
-    ``kill_after`` has passed or validity is about to end, whichever comes first,
-    and ``run`` waits until no process of the group is left.
+    SIGKILL follows SIGTERM after ``kill_after``, or as validity is about to end.
     """
     from .command_group import CommandGroup
 
