@@ -125,7 +125,23 @@ class MalformedLockRow(LockError):
 
     Someone wrote the row by hand or another program shares the table. Remove the
     row after checking that no holder depends on it, or use a dedicated table.
+    ``problem`` says what is wrong with the row, e.g. ``"lease_ms is missing,
+    expected an integer in 100..86400000"``.
     """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        problem: str,
+        table: str | None = None,
+        key: str | None = None,
+        owner: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(message, table=table, key=key, owner=owner, request_id=request_id)
+        #: What is wrong with the row, without the advice around it.
+        self.problem = problem
 
 
 class FencingMismatch(MalformedLockRow):

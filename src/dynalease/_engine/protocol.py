@@ -89,6 +89,7 @@ def parse_row(item: dict[str, Any], *, table: str, key: str, protocol: int = PRO
             f"lock row {key!r} in table {table!r} is not a dynalease/pydynox protocol-"
             f"{protocol} row ({problem}); it will not be taken over. Check who writes to "
             "this table, and delete the row only when no holder depends on it",
+            problem=problem,
             table=table,
             key=key,
         )
@@ -129,11 +130,12 @@ def fence_of(item: dict[str, Any], *, table: str, key: str) -> int:
     """The fencing counter of a fenced row (live or free): a positive integer, or raise."""
     fence = _number(item.get(FENCE_ATTR))
     if fence is None or fence < 1:
+        problem = f"fence is {_describe(item.get(FENCE_ATTR))}, expected a positive integer"
         raise MalformedLockRow(
             f"lock row {key!r} in table {table!r} is a fenced (protocol-2) row whose "
-            f"fence is {_describe(item.get(FENCE_ATTR))}, expected a positive integer; "
-            "it will not be taken over. Fenced rows are never edited by hand: check who "
-            "writes to this table",
+            f"{problem}; it will not be taken over. Fenced rows are never edited by hand: "
+            "check who writes to this table",
+            problem=problem,
             table=table,
             key=key,
         )
@@ -144,17 +146,19 @@ def _mismatch(table: str, key: str, *, fenced_row: bool) -> FencingMismatch:
     if fenced_row:
         problem = (
             "it is a fenced (protocol-2) row, written by a lock with fencing=True, and this "
-            "lock has fencing off. Open this key with fencing=True too"
+            "lock has fencing off"
         )
+        advice = "Open this key with fencing=True too"
     else:
         problem = (
             "it is an unfenced (protocol-1) row, written by pydynox or a dynalease lock "
-            "without fencing=True, and this lock has fencing=True. Open this key with "
-            "fencing=False, or switch every user of the key to fencing=True"
+            "without fencing=True, and this lock has fencing=True"
         )
+        advice = "Open this key with fencing=False, or switch every user of the key to fencing=True"
     return FencingMismatch(
-        f"lock {key!r} in table {table!r}: {problem}; every user of a key must agree on "
-        "fencing (docs/fencing.md). The row will not be taken over",
+        f"lock {key!r} in table {table!r}: {problem}. {advice}; every user of a key must "
+        "agree on fencing (docs/fencing.md). The row will not be taken over",
+        problem=problem,
         table=table,
         key=key,
     )

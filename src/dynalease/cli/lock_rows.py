@@ -13,7 +13,6 @@ lease. A renewal shows as a new version with the same owner.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +23,6 @@ from .._redact import escaped
 from ..client import DynamoDBClient
 from ..exceptions import MalformedLockRow
 
-_PROBLEM = re.compile(r"protocol-\d row \((.*)\); it will not")
 HEADERS = ("key", "owner", "version", "lease", "protocol")
 WATCH_HEADERS = ("key", "owner", "version", "lease", "unchanged for", "renewals", "state")
 
@@ -80,8 +78,7 @@ def _row(item: dict[str, Any], table: str) -> Row:
         protocol = p.FENCED_PROTOCOL if fenced else p.PROTOCOL
         return Row(key, p.parse_row(item, table=table, key=key, protocol=protocol))
     except MalformedLockRow as error:
-        found = _PROBLEM.search(str(error))
-        return Row(key, None, found.group(1) if found else str(error))
+        return Row(key, None, error.problem)
 
 
 def _lease(row: Row) -> str:

@@ -133,8 +133,10 @@ def test_fenced_and_unfenced_leases_never_take_over_each_others_rows(
     async def scenario(h: Harness) -> None:
         h.write_row(row)
         lease = h.lease(wait=10, fencing=fencing)
-        with pytest.raises(FencingMismatch, match=match):
+        with pytest.raises(FencingMismatch, match=match) as raised:
             await h.clock.run(lease.acquire())
+        assert raised.value.problem in str(raised.value)
+        assert "Open this key" not in raised.value.problem  # the advice is the message's
         assert h.row() == row
 
     run(scenario)
@@ -151,8 +153,9 @@ def test_a_win_without_the_counter_in_the_answer_is_refused_and_cleaned_up() -> 
 
         h.transport.inner.call = without_attributes  # type: ignore[method-assign]
         lease = h.lease(fencing=True)
-        with pytest.raises(MalformedLockRow, match="fence is missing"):
+        with pytest.raises(MalformedLockRow, match="fence is missing") as raised:
             await h.clock.run(lease.acquire())
+        assert raised.value.problem == "fence is missing, expected a positive integer"
         await h.clock.advance(0.1)
         assert h.row() == free(1)  # released, never left held
 

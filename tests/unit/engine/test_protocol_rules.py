@@ -190,6 +190,9 @@ def test_a_malformed_row_raises_and_is_never_taken_over(
         with pytest.raises(MalformedLockRow, match=problem) as raised:
             await h.clock.run(lease.acquire())
         assert "will not be taken over" in str(raised.value)
+        # ``problem`` names what is wrong without the advice (``dynalease inspect`` shows it).
+        assert problem in raised.value.problem
+        assert "taken over" not in raised.value.problem
         assert raised.value.table == TABLE and raised.value.key == "k"
         assert h.row() == row
         assert h.transport.operations().count("PutItem") == 1  # only the first create
