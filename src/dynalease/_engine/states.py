@@ -44,7 +44,10 @@ class Event(enum.Enum):
     ENDED_LOST = "the release is over, ownership was lost"
 
 
-#: In ``state``, on ``event``, the guard goes to ``next``; ``sends``: what it sends from there.
+#: In ``state``, on ``event``, the guard goes to ``next``; ``sends``: what it sends from there,
+#: as a single unfenced key does. A fenced lock creates, takes over and releases with
+#: UpdateItem (its released row keeps the counter); a multi-key lock writes its rows in one
+#: TransactWriteItems and reads them with BatchGetItem.
 TABLE: Final = """
 state         event        next          sends
 NEW           START        ACQUIRING     PutItem create (attribute_not_exists); on a failed
