@@ -120,13 +120,15 @@ class Reporter:
             fields["remaining_ms"] = round(remaining_s * 1000)
         fields["requests"] = stats.read_requests + stats.write_requests
         user_method, library_level = _LEVELS[outcome]
-        text = " ".join(
-            f"{name}={escaped(str(value))}" for name, value in fields.items() if name != "outcome"
-        )
         if self._logger is not None:
             # The level's own method, not log(): Powertools' Logger wraps info/warning
             # (stack level, extra keys) and only proxies log() to the stdlib logger.
             log_method = getattr(self._logger, user_method)
             log_method(f"dynalease lock {outcome}", extra=fields)
-        else:
+        elif _library_log.isEnabledFor(library_level):
+            text = " ".join(
+                f"{name}={escaped(str(value))}"
+                for name, value in fields.items()
+                if name != "outcome"
+            )
             _library_log.log(library_level, "dynalease lock %s: %s", outcome, text)
