@@ -401,7 +401,7 @@ def test_a_sync_create_answered_after_its_wait_is_read_late_and_its_connection_k
                 await asyncio.to_thread(transport.send_blocking, "PutItem", item, 0.2, late.append)
             assert failed.value.code == "ReadTimeoutError" and failed.value.may_have_committed
             [future] = late
-            answer = await transport.finish_late("PutItem", future)
+            answer = await transport.finish_late(future)
             assert answer["late"] is True
             # The connection read to the end is kept: the next request reuses it.
             await asyncio.to_thread(transport.send_blocking, "GetItem", _get(), 5.0, late.append)
@@ -576,7 +576,7 @@ def test_a_blocking_write_answered_after_its_timeout_may_have_been_applied() -> 
                 )
             assert raised.value.may_have_committed and raised.value.code == "ReadTimeoutError"
             [still_open] = late
-            answer = await transport.finish_late("PutItem", still_open)
+            answer = await transport.finish_late(still_open)
             assert answer["ConsumedCapacity"] == {"CapacityUnits": 1}
 
     asyncio.run(scenario())

@@ -204,11 +204,11 @@ class BlockingFaultyTransport(FaultyTransport):
     def _apply(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         return self.inner.call(operation, params) or {}
 
-    async def finish_late(self, operation: str, late: LateAnswer) -> dict[str, Any]:
+    async def finish_late(self, late: LateAnswer) -> dict[str, Any]:
         fault = late.fault
         if fault.before:
             await self.clock.sleep(fault.before)
-            answer = self._apply(operation, late.params) if fault.commit else {}
+            answer = self._apply(late.operation, late.params) if fault.commit else {}
         else:
             answer = {}
         if fault.after:

@@ -122,7 +122,7 @@ class CallerPath:
         core._move(Event.CANCEL)
         core.pending.clear()
         if late is not None:
-            finished = core.store.finish_late(create_operation(core.fencing), late)
+            finished = core.store.finish_late(late)
             self.requests.watch_late(asyncio.ensure_future(finished))
         # The create may have landed with its answer unread: delete our row if so.
         core.background(self.releaser.cleanup_late())

@@ -124,7 +124,7 @@ class Requests:
         import asyncio
 
         if first.late is not None:
-            finished = self.core.store.finish_late(first.operation, first.late)
+            finished = self.core.store.finish_late(first.late)
             self.watch_late(asyncio.ensure_future(finished))
         assert first.error is not None
         outcome: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()

@@ -84,7 +84,7 @@ class Transport(Protocol):
         """
         raise RuntimeError(f"{type(self).__name__} sends from the runtime loop only")
 
-    async def finish_late(self, operation: str, late: Any) -> dict[str, Any]:
+    async def finish_late(self, late: Any) -> dict[str, Any]:
         """The answer to a request handed to ``on_late`` (on the runtime loop)."""
         answer: dict[str, Any] = await late
         return answer
@@ -277,6 +277,6 @@ class LockStore:
         operation, params = shapes.release_request(table, key, owner, fencing)
         return write_reply(self.transport.send_blocking(operation, params, timeout, on_late))
 
-    async def finish_late(self, operation: str, late: Any) -> Reply:
+    async def finish_late(self, late: Any) -> Reply:
         """The outcome of a late blocking write (on the runtime loop)."""
-        return write_reply(await self.transport.finish_late(operation, late))
+        return write_reply(await self.transport.finish_late(late))

@@ -214,7 +214,7 @@ class LeanTransport:
         if self._route is not None:
             self._route.connections.drop()
 
-    async def finish_late(self, operation: str, late: Any) -> dict[str, Any]:
+    async def finish_late(self, late: Any) -> dict[str, Any]:
         """``late`` is a pool future or :meth:`send_within`'s task (``wrap_future`` keeps it)."""
         import asyncio
 
