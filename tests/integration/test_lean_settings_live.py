@@ -101,6 +101,19 @@ class _Loop:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(10)
 
     def close(self) -> None:
+        """Stop the loop once the servers' connection handlers have ended.
+
+        A client's kept-alive connection leaves its handler waiting for a request:
+        cancelled here, it closes its side instead of being destroyed pending.
+        """
+
+        async def end_handlers() -> None:
+            handlers = asyncio.all_tasks() - {asyncio.current_task()}
+            for handler in handlers:
+                handler.cancel()
+            await asyncio.gather(*handlers, return_exceptions=True)
+
+        self.run(end_handlers())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(5)
 
