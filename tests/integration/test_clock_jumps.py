@@ -142,8 +142,10 @@ def test_a_holder_whose_wall_clock_jumps_loses_its_lease_early_and_never_overlap
     go.set()  # the steady worker contends only once the jumper holds the lock
     time.sleep(renew_interval(LEASE_S) + 0.2)  # it renews while the steady worker waits
 
-    set_offset(rc, offset)
+    # Read the clock before the jump: the jumper may see the new offset, and lose, before
+    # this process runs its next line.
     jumped_at = time.monotonic()
+    set_offset(rc, offset)
     lost = inbox.wait_for(lambda m: m[:3] == ("lost", "jumper", held_owner))
     taken = inbox.wait_for(lambda m: m[:2] == ("acquired", "steady"))
     time.sleep(1.5)  # both keep contending, the jumper on its shifted clock
