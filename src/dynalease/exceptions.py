@@ -129,17 +129,8 @@ class MalformedLockRow(LockError):
     expected an integer in 100..86400000"``.
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        problem: str,
-        table: str | None = None,
-        key: str | None = None,
-        owner: str | None = None,
-        request_id: str | None = None,
-    ) -> None:
-        super().__init__(message, table=table, key=key, owner=owner, request_id=request_id)
+    def __init__(self, message: str, *, problem: str, **context: str | None) -> None:
+        super().__init__(message, **context)  # table, key, owner, request_id
         #: What is wrong with the row, without the advice around it.
         self.problem = problem
 
