@@ -67,8 +67,8 @@ def test_renewal_keeps_the_lease_over_several_windows(client: DynamoDBClient) ->
         client.sync_create_table("renewing", partition_key=("key", "S"), wait=True)
 
     async def hold() -> DistributedLock:
-        async with DistributedLock(client, table="renewing", key="r", lease_duration=0.6) as lease:
-            await asyncio.sleep(1.5)
+        async with DistributedLock(client, table="renewing", key="r", lease_duration=1.5) as lease:
+            await asyncio.sleep(2.5)
             lease.raise_if_lost()
         return lease
 

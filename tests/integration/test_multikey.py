@@ -153,8 +153,8 @@ def test_renewals_keep_every_row_and_check_in_adds_one_check_per_key(
     client: DynamoDBClient, table: str
 ) -> None:
     keys = keys_of(3)
-    with SyncDistributedLock(client, table=table, keys=keys, lease_duration=0.6) as lease:
-        time.sleep(1.0)
+    with SyncDistributedLock(client, table=table, keys=keys, lease_duration=1.5) as lease:
+        time.sleep(1.8)
         lease.raise_if_lost()
         # Renewed together, one version (a renewal may land between two of the reads).
         assert any(
