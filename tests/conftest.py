@@ -10,17 +10,41 @@ from __future__ import annotations
 
 import os
 from collections.abc import Generator, Iterator
+from pathlib import Path
 
 import pytest
 
 from dynalease import DynamoDBClient
 from dynalease._tooling.local_server import LocalServer
 
+_running: list[tuple[LocalServer, Path]] = []
+
 
 @pytest.fixture(scope="session")
-def endpoint() -> Iterator[str]:
-    with LocalServer() as server:
+def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    log_path = tmp_path_factory.mktemp("moto-server") / "output.log"
+    with log_path.open("wb") as log, LocalServer(log=log) as server:
+        _running.append((server, log_path))
         yield server.url
+        _running.clear()
+
+
+@pytest.fixture(autouse=True)
+def _moto_server_outlives_the_test() -> Iterator[None]:
+    """Fails the test during which the session's moto server ended, with its status and output.
+
+    Otherwise that shows only as "Connection refused" in this test and every later one.
+    """
+    yield
+    for server, log_path in _running:
+        if server.exit_code is not None:
+            output = log_path.read_text(errors="replace")[-4000:] or "(none)"
+            _running.remove((server, log_path))  # the later tests fail on their own
+            pytest.fail(
+                f"the session's moto server at {server.url} ended during this test "
+                f"(exit status {server.exit_code}); its last output:\n{output}",
+                pytrace=False,
+            )
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 from support.cli_runner import CLI, cli_env, spawn_cli_without_moto
 
+from dynalease._tooling.local_server import LocalServer
 from dynalease.cli.common import NEEDS_MOTO
 
 _EXPORT = re.compile(r"^export (\w+)=(\S+)$")
@@ -233,3 +235,26 @@ def test_loopback_hosts_get_no_warning(host: str) -> None:
 
     assert is_loopback(host)
     assert not is_loopback("0.0.0.0") and not is_loopback("") and not is_loopback("10.0.0.1")
+
+
+@pytest.mark.parametrize("keep_alive", [True, False], ids=["keep-alive", "close-connections"])
+def test_the_test_suites_local_server_keeps_its_output_and_says_how_it_ended(
+    tmp_path: Path, keep_alive: bool
+) -> None:
+    log_path = tmp_path / "server.log"
+    with log_path.open("wb") as log, LocalServer(keep_alive=keep_alive, log=log) as server:
+        assert server.exit_code is None and server.pid is not None
+        host, port = server.url.removeprefix("http://").split(":")
+        connection = http.client.HTTPConnection(host, int(port), timeout=10)
+        connection.request("GET", "/")
+        answer = connection.getresponse()
+        answer.read()
+        assert answer.will_close is not keep_alive
+        connection.close()
+        os.kill(server.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while server.exit_code is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.exit_code == -signal.SIGKILL
+    if not keep_alive:  # werkzeug's server announces itself on its output
+        assert "Running on http://127.0.0.1" in log_path.read_text()

@@ -23,7 +23,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import IO, Any
 
 #: It accepts any; never real ones.
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
@@ -176,9 +176,11 @@ def make_server(host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
 class LocalServer:
     """A local server process on 127.0.0.1; use as a context manager (``url`` then set)."""
 
-    def __init__(self, *, keep_alive: bool = True) -> None:
+    def __init__(self, *, keep_alive: bool = True, log: IO[bytes] | None = None) -> None:
+        """``log``: a file for the server's output (discarded without one)."""
         self.url = ""
         self.keep_alive = keep_alive
+        self._log = log
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> str:
@@ -191,9 +193,8 @@ class LocalServer:
         command = [sys.executable, "-m", __name__, "--port", str(port)]
         if not self.keep_alive:
             command.append("--close-connections")
-        self._process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+        output = subprocess.DEVNULL if self._log is None else self._log
+        self._process = subprocess.Popen(command, stdout=output, stderr=output)
         self.url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + _START_TIMEOUT_S
         while True:
@@ -211,6 +212,11 @@ class LocalServer:
     @property
     def pid(self) -> int | None:
         return None if self._process is None else self._process.pid
+
+    @property
+    def exit_code(self) -> int | None:
+        """The process's exit status once it has ended (negative: the signal); None before."""
+        return None if self._process is None else self._process.poll()
 
     def reset(self) -> None:
         request = urllib.request.Request(f"{self.url}/moto-api/reset", method="POST", data=b"")
