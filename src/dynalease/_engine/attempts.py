@@ -156,6 +156,16 @@ class Attempt:
     answered: bool = False
     #: Requests that could not connect while nothing else happened (-1 once anything did).
     refused: int = 0
+    #: Who held the rows when the attempt last chose to wait on them; None after a write.
+    waited_on: tuple[str, ...] | None = None
+
+    def begin(self, action: Action) -> None:
+        """Make ``action`` the step, noting whether the attempt is still waiting on held rows."""
+        self.step = action
+        if isinstance(action, Sleep) and action.wake:
+            self.waited_on = action.holders
+        elif isinstance(action, Create | TakeOver | TakeOverAll):
+            self.waited_on = None
 
 
 class Retry(NamedTuple):
@@ -219,7 +229,7 @@ def decide(attempt: Attempt, rules: Rules) -> Action:
     """The next action, from the last one and how it ended."""
     step, outcome = attempt.step, attempt.outcome
     if isinstance(outcome, Spent):
-        return GiveUp(BUDGET)
+        return _out_of_time(attempt)
     if isinstance(outcome, Failed):
         return _retry(attempt, rules, outcome.unknown)
     if isinstance(outcome, Slept):
@@ -227,7 +237,7 @@ def decide(attempt: Attempt, rules: Rules) -> Action:
         if outcome.woken is not None:
             return Create(outcome.woken)
         if not outcome.time_left:
-            return GiveUp(RAN_OUT, step.holders) if step.wake else GiveUp(BUDGET)
+            return _out_of_time(attempt)
         return step.then
     if isinstance(outcome, Seen):
         if isinstance(step, Create) and rules.look_after_takeover:
@@ -239,6 +249,13 @@ def decide(attempt: Attempt, rules: Rules) -> Action:
             return Read()
         return Look(outcome.rows)
     return _choose(attempt, rules, outcome)
+
+
+def _out_of_time(attempt: Attempt) -> GiveUp:
+    """The deadline came while waiting on held rows (also during a poll), or otherwise."""
+    if attempt.waited_on is None:
+        return GiveUp(BUDGET)
+    return GiveUp(RAN_OUT, attempt.waited_on)
 
 
 def _kind(step: Action) -> str:

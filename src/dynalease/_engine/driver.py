@@ -90,7 +90,7 @@ class Driver:
 
     async def _perform(self, attempt: Attempt, action: Action, first: FirstWrite | None) -> bool:
         """Do ``action``; True when the row is now ours, else its outcome is in ``attempt``."""
-        attempt.step = action
+        attempt.begin(action)
         outcome: Outcome
         try:
             if self.core.multi and isinstance(action, Create | TakeOverAll):
@@ -309,8 +309,12 @@ def give_up_error(
     holders = target.held(give_up.holders)
     if give_up.why == HELD:
         return target.not_acquired(core, f"{holders} and wait_timeout=0 allows one attempt")
+    cause = attempt.last_error
+    failure = f" (last failure: {cause})" if cause is not None else ""
     return target.not_acquired(
-        core, f"{holders} and the wait_timeout of {core.wait_s:g} s ran out. {target.advice}"
+        core,
+        f"{holders} and the wait_timeout of {core.wait_s:g} s ran out{failure}. {target.advice}",
+        cause,
     )
 
 

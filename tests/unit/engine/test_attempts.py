@@ -74,7 +74,8 @@ def test_a_single_attempt_gives_up_on_a_held_row_and_a_wait_that_ran_out_says_so
     single = attempt(step=Look({}), outcome=held(eligible=1_010.0), single=True)
     assert decide(single, LOCK) == GiveUp(HELD, ("someone",))
     waited = Sleep(0.5, Read(), wake=True, holders=("someone",))
-    out = attempt(step=waited, outcome=Slept(None, time_left=False))
+    out = attempt(outcome=Slept(None, time_left=False))
+    out.begin(waited)
     assert decide(out, LOCK) == GiveUp(RAN_OUT, ("someone",))
     woken = attempt(step=waited, outcome=Slept("k", time_left=False))
     assert decide(woken, LOCK) == Create("k")
@@ -94,6 +95,20 @@ def test_a_failed_request_is_followed_by_a_pause_and_the_rules_next_step(
 ) -> None:
     action = decide(attempt(step=step, outcome=Failed(unknown)), rules)
     assert isinstance(action, Sleep) and not action.wake and action.then == expected
+
+
+def test_the_deadline_during_a_poll_of_held_rows_is_still_a_wait_that_ran_out() -> None:
+    polling = attempt()
+    polling.begin(Sleep(0.5, Read(), wake=True, holders=("someone",)))
+    polling.begin(Read())  # the sleep ended a hair before the deadline
+    polling.outcome = Spent()  # and no time was left to send the read
+    assert decide(polling, LOCK) == GiveUp(RAN_OUT, ("someone",))
+    polling.begin(Sleep(0.1, Read()))  # after a failed poll: a backoff pause, no wake
+    polling.outcome = Slept(None, time_left=False)
+    assert decide(polling, LOCK) == GiveUp(RAN_OUT, ("someone",))
+    polling.begin(TakeOver("k", ROW))  # a write: no longer waiting on held rows
+    polling.outcome = Spent()
+    assert decide(polling, LOCK) == GiveUp(BUDGET)
 
 
 def test_a_spent_budget_gives_up_and_a_definite_failure_ends_a_single_attempt() -> None:

@@ -204,6 +204,7 @@ def test_a_held_row_then_failing_polls_is_plain_not_acquired_naming_the_last_fai
         with pytest.raises(LockNotAcquired, match="ran out") as caught:
             await h.clock.run(lease.acquire())
         assert type(caught.value) is LockNotAcquired
+        assert "held by another owner and the wait_timeout of 2 s ran out" in str(caught.value)
         if fault is not _timeout:
             assert f"last failure: {fault('GetItem').error}" in str(caught.value)
         assert lease.counters().wait_timeouts == 1
