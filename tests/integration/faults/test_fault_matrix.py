@@ -100,7 +100,8 @@ def test_a_lost_renewal_response_is_reconciled_and_the_lease_continues(
         matrix.assert_owner(lease.owner)
     assert matrix.row("k") is None
     metrics = lease.metrics
-    assert metrics.request_failures == 1 and not metrics.lost
+    # At least the lost answer (a stalled host can time out a later renewal too).
+    assert metrics.request_failures >= 1 and not metrics.lost
     assert metrics.renewals >= 2  # the reconciled one counts: its version was found on the row
 
 
