@@ -310,12 +310,16 @@ def give_up_error(
     if give_up.why == HELD:
         return target.not_acquired(core, f"{holders} and wait_timeout=0 allows one attempt")
     cause = attempt.last_error
-    failure = f" (last failure: {cause})" if cause is not None else ""
     return target.not_acquired(
         core,
-        f"{holders} and the wait_timeout of {core.wait_s:g} s ran out{failure}. {target.advice}",
+        f"{holders} and the wait_timeout of {core.wait_s:g} s ran out{_last_failure(cause)}. "
+        f"{target.advice}",
         cause,
     )
+
+
+def _last_failure(cause: BaseException | None) -> str:
+    return f" (last failure: {cause})" if cause is not None else ""
 
 
 def _budget_spent(core: LeaseCore, target: Target, attempt: Attempt) -> LockNotAcquired:
@@ -323,8 +327,7 @@ def _budget_spent(core: LeaseCore, target: Target, attempt: Attempt) -> LockNotA
     budget = "network budget of the single attempt" if attempt.single else "wait_timeout"
     sent = core.tally.read_requests + core.tally.write_requests
     if attempt.answered or not sent:
-        detail = f" (last failure: {cause})" if cause is not None else ""
-        return target.not_acquired(core, f"the {budget} ran out{detail}", cause)
+        return target.not_acquired(core, f"the {budget} ran out{_last_failure(cause)}", cause)
     failure = cause if cause is not None else "no answer within the request timeout"
     message = (
         f"lock {attempt.key!r} in table {core.table!r} was not acquired: the {budget} ran "
