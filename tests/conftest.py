@@ -17,34 +17,40 @@ import pytest
 from dynalease import DynamoDBClient
 from dynalease._tooling.local_server import LocalServer
 
-_running: list[tuple[LocalServer, Path]] = []
+#: The session's moto server and the file its output goes to, while it is meant to run.
+_SERVER = pytest.StashKey[tuple[LocalServer, Path]]()
 
 
 @pytest.fixture(scope="session")
-def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def endpoint(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
     log_path = tmp_path_factory.mktemp("moto-server") / "output.log"
     with log_path.open("wb") as log, LocalServer(log=log) as server:
-        _running.append((server, log_path))
+        request.config.stash[_SERVER] = (server, log_path)
         yield server.url
-        _running.clear()
+        if _SERVER in request.config.stash:
+            del request.config.stash[_SERVER]
 
 
 @pytest.fixture(autouse=True)
-def _moto_server_outlives_the_test() -> Iterator[None]:
+def _moto_server_outlives_the_test(request: pytest.FixtureRequest) -> Iterator[None]:
     """Fails the test during which the session's moto server ended, with its status and output.
 
     Otherwise that shows only as "Connection refused" in this test and every later one.
     """
     yield
-    for server, log_path in _running:
-        if server.exit_code is not None:
-            output = log_path.read_text(errors="replace")[-4000:] or "(none)"
-            _running.remove((server, log_path))  # the later tests fail on their own
-            pytest.fail(
-                f"the session's moto server at {server.url} ended during this test "
-                f"(exit status {server.exit_code}); its last output:\n{output}",
-                pytrace=False,
-            )
+    found = request.config.stash.get(_SERVER, None)
+    if found is None or found[0].exit_code is None:
+        return
+    server, log_path = found
+    del request.config.stash[_SERVER]  # reported once: the later tests fail on their own
+    output = log_path.read_text(errors="replace")[-4000:] or "(none)"
+    pytest.fail(
+        f"the session's moto server at {server.url} ended during this test "
+        f"(exit status {server.exit_code}); its last output:\n{output}",
+        pytrace=False,
+    )
 
 
 @pytest.fixture
