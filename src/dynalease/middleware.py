@@ -6,6 +6,7 @@ read the placeholders from the event (``fields`` maps them to JMESPath
 expressions with Powertools' functions), and size the wait from the
 invocation's remaining time::
 
+    lease  = lease_duration, else min(remaining time, 30 s)
     usable = remaining time - reserve_time - cleanup budget of the lease
     wait   = min(wait_timeout, usable)         # usable alone without wait_timeout
 
@@ -127,7 +128,7 @@ def lock_handler(
 
     The options (keyword-only; :class:`~dynalease._lambda.plan.LockOptions` lists
     them for both decorators) and their defaults: ``table=None``, ``key`` (required,
-    or ``keys``), ``fields=None``, ``lease_duration=30.0``, ``wait_timeout=None``,
+    or ``keys``), ``fields=None``, ``lease_duration=None``, ``wait_timeout=None``,
     ``reserve_time=0.0``, ``on_contention=None``, ``logger=None``, ``metrics=None``,
     ``log_key=None``, ``permits=1``, ``fencing=False``, ``keys=None``.
 
@@ -143,6 +144,9 @@ def lock_handler(
       ``powertools_base64_gzip``). Placeholders not in ``fields`` name top-level
       event keys. A missing or non-``str`` value raises ``ValueError`` /
       ``TypeError`` naming the placeholder and expression, before any request.
+    - ``lease_duration``: the lease in seconds; by default the invocation's
+      remaining time when it acquires, at most 30 s (so a 3 s function gets a 3 s
+      lease, whose cleanup budget leaves it time to wait).
     - ``wait_timeout``: at most this long a wait; the invocation's remaining time
       minus ``reserve_time`` and the lease's cleanup budget always caps it.
       ``0`` makes one immediate attempt.

@@ -1,5 +1,5 @@
-"""The wait an invocation can afford: what is left after ``reserve_time`` and the cleanup
-budget, or a hard timeout leaves the row behind for a whole lease.
+"""The lease and the wait an invocation can afford: what is left after ``reserve_time`` and
+the cleanup budget, or a hard timeout leaves the row behind for a whole lease.
 """
 
 from __future__ import annotations
@@ -7,11 +7,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .._engine.protocol import MAX_DURATION_S, cleanup_budget
+from .._engine.protocol import MAX_DURATION_S, MIN_LEASE_S, cleanup_budget
 from ..exceptions import LockNotAcquired
 
-__all__ = ["DEFAULT_WAIT_S", "NoTimeLeft", "acquisition_wait", "remaining_seconds"]
+__all__ = [
+    "DEFAULT_LEASE_S",
+    "DEFAULT_WAIT_S",
+    "NoTimeLeft",
+    "acquisition_wait",
+    "invocation_lease",
+    "remaining_seconds",
+]
 
+DEFAULT_LEASE_S = 30.0  # distributed_lock's default
 DEFAULT_WAIT_S = 35.0  # distributed_lock's default
 
 
@@ -31,7 +39,7 @@ class NoTimeLeft(Exception):
             f"the invocation had {self.remaining_s:.3f} s left, and reserve_time "
             f"({self.reserve_s:g} s) plus the cleanup budget of the {self.lease_s:g} s lease "
             f"({self.cleanup_s:g} s) leave no time to try. Raise the function timeout, or "
-            "lower reserve_time or lease_duration",
+            "lower reserve_time (or lease_duration, if you set it)",
             table=table,
             key=key,
         )
@@ -49,6 +57,19 @@ def remaining_seconds(context: Any) -> float | None:
             f"got {type(millis).__name__}; pass the Lambda context the runtime gave the handler"
         )
     return max(0.0, float(millis) / 1000)
+
+
+def invocation_lease(remaining_s: float | None) -> float:
+    """The lease when ``lease_duration`` is not given: the invocation's remaining time, at
+    most the lock's 30 s default (and at least the shortest lease).
+
+    No guard outlives its invocation (the deadline bound), so a longer lease buys nothing
+    in Lambda; sized to the invocation, its cleanup budget fits a 3 s function, and a row
+    left by a crash is taken over within the function's own timeout.
+    """
+    if remaining_s is None:
+        return DEFAULT_LEASE_S
+    return min(max(remaining_s, MIN_LEASE_S), DEFAULT_LEASE_S)
 
 
 def usable_time(remaining_s: float, *, reserve_s: float, lease_s: float) -> float:

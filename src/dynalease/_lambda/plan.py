@@ -20,7 +20,13 @@ from ..constants import ENV_INITIALIZATION_TYPE, ENV_TABLE, MANAGED_INSTANCES
 from ..exceptions import LockNotAcquired
 from ..keys import KeyTemplate, permit_keys
 from ..lock import SyncDistributedLock
-from .budget import NoTimeLeft, acquisition_wait, remaining_seconds, usable_time
+from .budget import (
+    NoTimeLeft,
+    acquisition_wait,
+    invocation_lease,
+    remaining_seconds,
+    usable_time,
+)
 from .fields import EventKeys
 from .invocation import lambda_context_of
 from .report import Reporter
@@ -87,7 +93,8 @@ class LockOptions(TypedDict, total=False):
 
     table: str | None
     fields: Mapping[str, str] | None
-    lease_duration: float
+    #: None (the default): the invocation's remaining time, at most 30 s.
+    lease_duration: float | None
     wait_timeout: float | None
     reserve_time: float
     logger: Any
@@ -126,7 +133,7 @@ class LockPlan:
             # Python's own words, as for any missing keyword (keys=[...] is the other way).
             raise TypeError(f"{function}() missing required keyword argument: 'key'")
         fields = options.get("fields")
-        lease_duration: object = options.get("lease_duration", 30.0)
+        lease_duration: object = options.get("lease_duration")
         wait_timeout: object = options.get("wait_timeout")
         reserve_time: object = options.get("reserve_time", 0.0)
         logger, metrics = options.get("logger"), options.get("metrics")
@@ -141,7 +148,8 @@ class LockPlan:
         if table is not None:
             check_table_name(table)
         lease_s, wait_s = check_durations(
-            lease_duration, 0.0 if wait_timeout is None else wait_timeout
+            invocation_lease(None) if lease_duration is None else lease_duration,
+            0.0 if wait_timeout is None else wait_timeout,
         )
         if not isinstance(fencing, bool):
             raise TypeError(f"fencing must be True or False, got {type(fencing).__name__}")
@@ -156,7 +164,7 @@ class LockPlan:
             )
         self._client: DynamoDBClient | None = client
         self._table: str | None = table  # type: ignore[assignment]  # checked above
-        self._lease_s = lease_s
+        self._lease_s: float | None = None if lease_duration is None else lease_s
         self._wait_s: float | None = None if wait_timeout is None else wait_s
         self._reserve_s = _check_reserve(reserve_time)
         self.event_key = EventKeys(templates, fields, what=what)
@@ -181,6 +189,10 @@ class LockPlan:
 
     def client(self) -> DynamoDBClient:
         return self._client if self._client is not None else shared_client()
+
+    def lease(self, remaining_s: float | None) -> float:
+        """``lease_duration``, else sized from the invocation's remaining time."""
+        return invocation_lease(remaining_s) if self._lease_s is None else self._lease_s
 
     def hold(self, data: Any, context: Any) -> Holding:
         """A context manager holding the lock for ``data``'s key within ``context``'s time."""
@@ -226,14 +238,14 @@ class Holding:
         # Built before the wait is measured: inside the first request, a cold client's build
         # would come out of a short budget and fail every cold start.
         client._prepare_locks()
-        wait, remaining = self._wait(table, key)  # measured after the build
+        lease, wait, remaining = self._wait(table, key)  # measured after the build
         guard: SyncDistributedLock
         if plan._permits == 1:
             guard = SyncDistributedLock(
                 client,
                 table=table,
                 keys=keys,
-                lease_duration=plan._lease_s,
+                lease_duration=lease,
                 wait_timeout=wait,
                 fencing=plan._fencing,
             )
@@ -245,13 +257,13 @@ class Holding:
                 table=table,
                 key=key,
                 permits=plan._permits,
-                lease_duration=plan._lease_s,
+                lease_duration=lease,
                 wait_timeout=wait,
             )
         if wait == 0 and remaining is not None:
             # One immediate attempt still has a network budget: keep it within the usable time.
             guard._limit_single_attempt(
-                usable_time(remaining, reserve_s=plan._reserve_s, lease_s=plan._lease_s)
+                usable_time(remaining, reserve_s=plan._reserve_s, lease_s=lease)
             )
         try:
             guard.__enter__()
@@ -264,22 +276,24 @@ class Holding:
         self._token = CURRENT_LOCK.set(guard)
         return guard
 
-    def _wait(self, table: str, key: str) -> tuple[float, float | None]:
-        """The wait this acquisition can afford now, and the remaining time it came from."""
+    def _wait(self, table: str, key: str) -> tuple[float, float, float | None]:
+        """The lease and the wait this acquisition can afford now, and the remaining time
+        they came from."""
         plan = self._plan
         remaining = remaining_seconds(self._context)
+        lease = plan.lease(remaining)
         try:
             wait = acquisition_wait(
                 remaining,
                 reserve_s=plan._reserve_s,
-                lease_s=plan._lease_s,
+                lease_s=lease,
                 wait_timeout=plan._wait_s,
             )
         except NoTimeLeft as no_time:
             plan._reporter.no_time(table, key, remaining)
             _tracing.no_time(table, key, remaining)
             raise no_time.to_lock_error(table, key) from None
-        return wait, remaining
+        return lease, wait, remaining
 
     def __exit__(self, exc_type: object, exc: BaseException | None, traceback: object) -> None:
         guard = self._guard

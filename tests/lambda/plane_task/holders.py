@@ -124,3 +124,22 @@ def multikey(event: dict[str, Any], context: Any) -> str:
 def raises(event: dict[str, Any], context: Any) -> None:
     """A handler error: the runtime reports it on ``/invocation/{id}/error``."""
     raise ValueError(f"bad event {event!r}")
+
+
+def _contended(event: dict[str, Any], context: Any, error: Exception) -> dict[str, Any]:
+    return {"contended": str(error), "remaining_ms": context.get_remaining_time_in_millis()}
+
+
+@lock_handler(key="{key}", on_contention=_contended)
+def defaults(event: dict[str, Any], context: Any) -> Any:
+    """The middleware with every default: the lease it wrote on the row and the time left,
+    or with ``event["mark"]``, a holder that is stopped as the others are."""
+    if "mark" in event:
+        _mark(event, current_lock().owner)
+        return _then(event)
+    row = client.sync_get_item(TABLE, {"key": event["key"]})
+    assert row is not None
+    return {
+        "lease_ms": int(row["lease_ms"]),
+        "remaining_ms": context.get_remaining_time_in_millis(),
+    }
