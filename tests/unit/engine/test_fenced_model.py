@@ -27,11 +27,10 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.errors import Flaky
-from hypothesis.stateful import precondition, rule, run_state_machine_as_test
-from test_model import TABLE, Guard, LeaseModel, Violation, drive
+from hypothesis.stateful import precondition, rule
+from test_model import MODEL_EXAMPLES, TABLE, Guard, LeaseModel, Violation, drive
 
 from dynalease._engine import protocol as p
 
@@ -179,13 +178,13 @@ class FencedModel(LeaseModel):
 
 
 FencedModel.TestCase.settings = settings(
-    max_examples=1000,
+    max_examples=MODEL_EXAMPLES,
     stateful_step_count=25,
     deadline=None,
     derandomize=os.environ.get("CI", "").lower() == "true",
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-TestFencedModel = FencedModel.TestCase
+TestFencedModel = pytest.mark.timeout(900)(FencedModel.TestCase)  # as TestLeaseModel's
 
 
 def test_zz_the_fenced_model_exercised_takeovers_late_writes_and_refusals() -> None:
@@ -258,40 +257,3 @@ def test_the_named_interleaving_catches_each_broken_engine(how: str) -> None:
 
 def _broken_or_not(how: str | None) -> type[FencedModel]:
     return FencedModel if how is None else _broken(how)
-
-
-@pytest.mark.test_power
-@pytest.mark.timeout(600)  # up to 5,000 examples: seconds alone, minutes on a loaded machine
-@pytest.mark.parametrize("how", ["reuse after takeover", "keep across release", "reset on release"])
-def test_the_random_search_finds_each_broken_engine(
-    how: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    broken = _broken(how)
-    before = SEEN_FENCED["examples"]
-    # Every Violation the search meets is noted where it is made: Hypothesis replays
-    # the failing example to report it, and when the replay takes another path (the
-    # owners are fresh UUIDs, the engine's tasks interleave differently) it raises a
-    # Flaky error around the Violation instead of the Violation itself.
-    found: list[Violation] = []
-    made = Violation.__init__
-
-    def note(self: Violation, *args: Any) -> None:
-        made(self, *args)
-        found.append(self)
-
-    monkeypatch.setattr(Violation, "__init__", note)
-    with pytest.raises((Violation, Flaky)):
-        run_state_machine_as_test(
-            broken,
-            settings=settings(
-                max_examples=5000,
-                stateful_step_count=25,
-                deadline=None,
-                derandomize=True,
-                phases=[Phase.generate],  # no shrinking: finding it is the point
-                suppress_health_check=list(HealthCheck),
-            ),
-        )
-    assert found, f"the search stopped on something other than a Violation of {how!r}"
-    examples = SEEN_FENCED["examples"] - before
-    print(f"\nbroken engine {how!r} caught after {examples} examples: {found[0]}")
