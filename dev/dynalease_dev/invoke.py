@@ -314,6 +314,10 @@ def main(
             try:
                 result = _call(handler, event, context)
             except Exception as error:
+                missing = _missing_table(error)
+                if missing is not None:
+                    print(f"dynalease invoke: error: {missing}", file=sys.stderr)
+                    return 1
                 return _report_failure(error, context, out, "invoke")
     except _BadInput as error:
         print(f"dynalease invoke: error: {error}", file=sys.stderr)
@@ -325,6 +329,34 @@ def main(
         return 1
     print(text, file=out)
     return 0
+
+
+def _missing_table(error: BaseException) -> str | None:
+    """What is missing when a lock's table is, with the command that creates it; else None.
+
+    The lock's error may be the handler's, or every record's of a batch (Powertools'
+    ``BatchProcessingError`` carries them as ``child_exceptions``, each with its
+    traceback: kilobytes of text for one missing table).
+    """
+    from dynalease._advice import create_table_hint, where
+    from dynalease.exceptions import TableNotFoundError
+
+    pending, seen = [error], set()
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, TableNotFoundError) and current.table is not None:
+            table, region, endpoint = current.table, current.region, current.endpoint
+            return (
+                f"table {table!r} does not exist in {where(region, endpoint)}: "
+                f"{create_table_hint(table, region, endpoint)}"
+            )
+        children = getattr(current, "child_exceptions", None) or []
+        pending += [child for _, child, _ in children if isinstance(child, BaseException)]
+        pending += [e for e in (current.__cause__, current.__context__) if e is not None]
+    return None
 
 
 def _report_failure(error: Exception, context: CountdownContext, out: Any, phase: str) -> int:
