@@ -244,6 +244,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser(parser_class: type[argparse.ArgumentParser] = _Parser) -> argparse.ArgumentParser:
+    from dynalease.cli.common import endpoint_url
+
     parser = parser_class(
         prog="dynalease invoke",
         description=(
@@ -258,7 +260,11 @@ def _parser(parser_class: type[argparse.ArgumentParser] = _Parser) -> argparse.A
     parser.add_argument(
         "--timeout", type=float, default=30.0, help="the function timeout in seconds (30)"
     )
-    parser.add_argument("--endpoint", help="DynamoDB endpoint URL (sets AWS_ENDPOINT_URL_DYNAMODB)")
+    parser.add_argument(
+        "--endpoint",
+        type=endpoint_url,
+        help="DynamoDB endpoint URL (sets AWS_ENDPOINT_URL_DYNAMODB)",
+    )
     parser.add_argument("--table", help="lock table (sets DYNALEASE_TABLE)")
     parser.add_argument("--region", help="AWS Region (sets AWS_REGION)")
     parser.add_argument("--profile", help="AWS profile (sets AWS_PROFILE)")

@@ -92,3 +92,46 @@ def test_a_locks_missing_table_error_names_the_endpoint_from_the_environment(
         "us-east-1",
         endpoint,
     )
+
+
+def test_run_gives_up_in_its_own_words_naming_the_key_as_typed(
+    dynalease: Callable[..., Result], client: DynamoDBClient, endpoint: str, lock_table: str
+) -> None:
+    base = ["run", "--endpoint", endpoint, "--table", lock_table, "--key", "nightly-report"]
+    with SyncDistributedLock(client, table=lock_table, key="nightly-report"):
+        at_once = dynalease(*base, "--", "true")
+        waited = dynalease(*base, "--wait", "0.5", "--", "true")
+    assert at_once.code == waited.code == 75
+    for said in (at_once.err, waited.err):
+        assert said.startswith(f"dynalease run: lock 'nightly-report' in table '{lock_table}'")
+        assert "key_hash" not in said and "wait_timeout" not in said
+    assert "it is held by another owner and --wait 0 makes one attempt" in at_once.err
+    assert "the --wait of 0.5 s ran out" in waited.err
+    assert "raise --wait" in waited.err
+
+
+def test_run_on_a_permit_rows_key_points_at_permits(
+    dynalease: Callable[..., Result], endpoint: str, lock_table: str
+) -> None:
+    key = "dynalease-permit:1:reindex"
+    said = dynalease(
+        "run", "--endpoint", endpoint, "--table", lock_table, "--key", key, "--", "true"
+    )
+    assert said.code == 2
+    assert "--key KEY --permits N" in said.err and "DistributedSemaphore" not in said.err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["doctor", "--table", "locks"],
+        ["invoke", "examples/lambda/direct_handler.py:handler", "events/direct.json"],
+    ],
+)
+def test_an_endpoint_without_a_scheme_gets_the_url_to_write(
+    dynalease: Callable[..., Result], argv: list[str]
+) -> None:
+    said = dynalease(*argv, "--endpoint", "127.0.0.1:8000")
+    assert said.code == 2
+    assert "Traceback" not in said.err
+    assert "--endpoint" in said.err and "write http://127.0.0.1:8000" in said.err

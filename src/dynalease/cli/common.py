@@ -108,6 +108,7 @@ def connection_options(parser: argparse.ArgumentParser, endpoint_default: str = 
     group.add_argument(
         "--endpoint",
         metavar="URL",
+        type=endpoint_url,
         help="DynamoDB endpoint URL (e.g. http://127.0.0.1:8000); default: "
         + (
             endpoint_default
@@ -121,6 +122,15 @@ def connection_options(parser: argparse.ArgumentParser, endpoint_default: str = 
     group.add_argument(
         "--profile", metavar="NAME", help="named profile from the shared AWS config files"
     )
+
+
+def endpoint_url(value: str) -> str:
+    """An argparse type: an endpoint URL with its scheme (``127.0.0.1:8000`` gets the fix)."""
+    if "://" not in value:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} has no scheme: write http://{value} (or https://{value})"
+        )
+    return value
 
 
 def table_command(commands: Any, name: str, help: str, description: str) -> argparse.ArgumentParser:
@@ -254,6 +264,10 @@ _CLI_ADVICE = (
         "(environment, profile or role) or pass access_key/secret_key",
         "(AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, --profile NAME or a role); "
         "for `dynalease local` use the credentials it prints",
+    ),
+    (
+        "lock the semaphore's own key with DistributedSemaphore",
+        "take a permit of the semaphore's own key with --key KEY --permits N",
     ),
 )
 
