@@ -48,6 +48,14 @@ def test_invoke_is_dispatched_to_the_lambda_runner(dynalease: Callable[..., Resu
     assert "counts down" in result.out
 
 
+def test_invoke_help_shows_lifecycle_and_its_options(dynalease: Callable[..., Result]) -> None:
+    result = dynalease("invoke", "--help")
+    assert result.code == 0, result.err
+    assert "usage: dynalease invoke --lifecycle" in result.out
+    for option in ("--no-extension", "--max-concurrency", "--python"):
+        assert option in result.out
+
+
 @pytest.mark.parametrize(
     "argv",
     [
