@@ -135,3 +135,12 @@ def test_an_endpoint_without_a_scheme_gets_the_url_to_write(
     assert said.code == 2
     assert "Traceback" not in said.err
     assert "--endpoint" in said.err and "write http://127.0.0.1:8000" in said.err
+
+
+@pytest.mark.parametrize("command", ["doctor", "inspect"])
+def test_a_misspelled_region_is_named_before_any_request(
+    dynalease: Callable[..., Result], command: str
+) -> None:
+    said = dynalease(command, "--table", "locks", "--region", "eu west 1")
+    assert said.code == 2
+    assert "--region" in said.err and "'eu west 1' is not an AWS Region name" in said.err

@@ -117,7 +117,10 @@ def connection_options(parser: argparse.ArgumentParser, endpoint_default: str = 
         ),
     )
     group.add_argument(
-        "--region", metavar="REGION", help="AWS Region; default: AWS_REGION or the profile's"
+        "--region",
+        metavar="REGION",
+        type=region_name,
+        help="AWS Region; default: AWS_REGION or the profile's",
     )
     group.add_argument(
         "--profile", metavar="NAME", help="named profile from the shared AWS config files"
@@ -129,6 +132,19 @@ def endpoint_url(value: str) -> str:
     if "://" not in value:
         raise argparse.ArgumentTypeError(
             f"{value!r} has no scheme: write http://{value} (or https://{value})"
+        )
+    return value
+
+
+#: How every AWS Region is spelled (us-east-1, ap-southeast-2, us-gov-west-1, eusc-de-east-1).
+_REGION = re.compile(r"[a-z]{2,4}(-[a-z]+)+-[0-9]+")
+
+
+def region_name(value: str) -> str:
+    """An argparse type: a Region name as AWS spells them, checked before any request."""
+    if not _REGION.fullmatch(value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an AWS Region name; write one such as us-east-1 or eu-west-1"
         )
     return value
 
