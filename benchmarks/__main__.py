@@ -116,11 +116,22 @@ def run_workload(name: str, ctx: Context, rounds: int) -> dict[str, list[Figures
     return results
 
 
-def report(name: str, results: dict[str, list[Figures]]) -> list[tuple[str, str, float, float]]:
-    """Print one workload's medians and ratios; return (workload, figure, mine, theirs) rows."""
+#: Said of a --quick run's verdicts: its medians of two rounds move, on a shared machine,
+#: by more than some goals' margins (docs/benchmarks.md).
+INDICATIVE = "indicative only: a --quick run's few rounds on a shared machine"
+
+
+def report(
+    name: str, results: dict[str, list[Figures]], *, quick: bool = False
+) -> list[tuple[str, str, float, float]]:
+    """Print one workload's medians and ratios; return (workload, figure, mine, theirs) rows.
+
+    ``quick``: the verdicts are marked as indicative only.
+    """
     mine_runs, theirs_runs = results["dynalease"], results["pydynox"]
     rows = []
-    print(f"\n## {name}  ({len(mine_runs)} rounds each, medians)")
+    caveat = f"; verdicts {INDICATIVE}" if quick else ""
+    print(f"\n## {name}  ({len(mine_runs)} rounds each, medians{caveat})")
     print(f"| {'figure':<28} | {'dynalease':>10} | {'pydynox':>10} | {'ratio':>6} | goal")
     print(f"|{'-' * 30}|{'-' * 12}|{'-' * 12}|{'-' * 8}|------")
     for figure in mine_runs[0]:
@@ -130,7 +141,9 @@ def report(name: str, results: dict[str, list[Figures]]) -> list[tuple[str, str,
         ratio = f"{mine / theirs:.2f}" if theirs else "-"
         goals = [g for g in GOALS if g.workload == name and g.figure == figure]
         verdict = "; ".join(
-            f"{g.text}: {'met' if g.met(mine, theirs) else 'NOT met'}" for g in goals
+            f"{g.text}: {'met' if g.met(mine, theirs) else 'NOT met'}"
+            + (" (indicative)" if quick else "")
+            for g in goals
         )
         shown = _fmt(theirs) if theirs_runs else "-"
         print(f"| {figure:<28} | {_fmt(mine):>10} | {shown:>10} | {ratio:>6} | {verdict}")
@@ -258,12 +271,14 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-            rows += report(name, run_workload(name, ctx, rounds))
+            rows += report(name, run_workload(name, ctx, rounds), quick=args.quick)
             sys.stdout.flush()
     print("\n## every ratio (dynalease / pydynox)")
     for name, figure, mine, theirs in rows:
         ratio = f"{mine / theirs:.2f}" if theirs else "-"
         print(f"{name:>12} {figure:<28} {ratio:>6}   ({_fmt(mine)} vs {_fmt(theirs)})")
+    if args.quick:
+        print(f"\nverdicts above: {INDICATIVE}; `python -m benchmarks` (without --quick) decides")
     print(f"\nfinished in {time.perf_counter() - started:.0f} s")
     return 0
 

@@ -244,6 +244,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser(parser_class: type[argparse.ArgumentParser] = _Parser) -> argparse.ArgumentParser:
+    from dynalease.cli.common import endpoint_url
+
     parser = parser_class(
         prog="dynalease invoke",
         description=(
@@ -258,7 +260,11 @@ def _parser(parser_class: type[argparse.ArgumentParser] = _Parser) -> argparse.A
     parser.add_argument(
         "--timeout", type=float, default=30.0, help="the function timeout in seconds (30)"
     )
-    parser.add_argument("--endpoint", help="DynamoDB endpoint URL (sets AWS_ENDPOINT_URL_DYNAMODB)")
+    parser.add_argument(
+        "--endpoint",
+        type=endpoint_url,
+        help="DynamoDB endpoint URL (sets AWS_ENDPOINT_URL_DYNAMODB)",
+    )
     parser.add_argument("--table", help="lock table (sets DYNALEASE_TABLE)")
     parser.add_argument("--region", help="AWS Region (sets AWS_REGION)")
     parser.add_argument("--profile", help="AWS profile (sets AWS_PROFILE)")
@@ -314,6 +320,10 @@ def main(
             try:
                 result = _call(handler, event, context)
             except Exception as error:
+                missing = _missing_table(error)
+                if missing is not None:
+                    print(f"dynalease invoke: error: {missing}", file=sys.stderr)
+                    return 1
                 return _report_failure(error, context, out, "invoke")
     except _BadInput as error:
         print(f"dynalease invoke: error: {error}", file=sys.stderr)
@@ -325,6 +335,34 @@ def main(
         return 1
     print(text, file=out)
     return 0
+
+
+def _missing_table(error: BaseException) -> str | None:
+    """What is missing when a lock's table is, with the command that creates it; else None.
+
+    The lock's error may be the handler's, or every record's of a batch (Powertools'
+    ``BatchProcessingError`` carries them as ``child_exceptions``, each with its
+    traceback: kilobytes of text for one missing table).
+    """
+    from dynalease._advice import create_table_hint, where
+    from dynalease.exceptions import TableNotFoundError
+
+    pending, seen = [error], set()
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, TableNotFoundError) and current.table is not None:
+            table, region, endpoint = current.table, current.region, current.endpoint
+            return (
+                f"table {table!r} does not exist in {where(region, endpoint)}: "
+                f"{create_table_hint(table, region, endpoint)}"
+            )
+        children = getattr(current, "child_exceptions", None) or []
+        pending += [child for _, child, _ in children if isinstance(child, BaseException)]
+        pending += [e for e in (current.__cause__, current.__context__) if e is not None]
+    return None
 
 
 def _report_failure(error: Exception, context: CountdownContext, out: Any, phase: str) -> int:

@@ -41,6 +41,8 @@ _PACKAGE = Path(dynalease.__file__).resolve().parent  # the installed dynalease/
 def _parser(
     parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser,
 ) -> argparse.ArgumentParser:
+    from dynalease.cli.common import endpoint_url
+
     parser = parser_class(
         prog="dynalease invoke --lifecycle",
         description="Run a handler under a local Lambda control plane: the runtime "
@@ -50,7 +52,7 @@ def _parser(
     parser.add_argument("event", help="a JSON event file; a JSON list is one invocation each")
     parser.add_argument("--timeout", type=float, default=30.0, help="function timeout (s)")
     parser.add_argument("--table", help="sets DYNALEASE_TABLE")
-    parser.add_argument("--endpoint", help="sets AWS_ENDPOINT_URL_DYNAMODB")
+    parser.add_argument("--endpoint", type=endpoint_url, help="sets AWS_ENDPOINT_URL_DYNAMODB")
     parser.add_argument("--region", help="sets AWS_REGION")
     parser.add_argument(
         "--no-extension",

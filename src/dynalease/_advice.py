@@ -1,7 +1,9 @@
 """What a lock's DynamoDB error says the user should do: the lock, the table, where to look.
 
 DynamoDB's own messages name neither the lock nor where the request went; a guard
-re-words the error it raises (same class, code and flags) with :func:`explain`.
+re-words the error it raises (same class, code and flags) with :func:`explain`. The
+command-line tools name where requests went with :func:`where` and say how to create
+a missing table with :func:`create_table_hint`.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import copy
 from ._redact import logged_key
 from .exceptions import DynamoDBError, TableNotFoundError, ValidationError
 
-__all__ = ["explain"]
+__all__ = ["create_table_hint", "explain", "where"]
 
 _SCHEMA_HINT = (
     "lock tables need a partition key named 'key' of type S and no sort key; "
@@ -22,23 +24,65 @@ _SCHEMA_HINT = (
 def explain(
     error: DynamoDBError, *, key: str, table: str, region: str | None, endpoint: str | None
 ) -> DynamoDBError:
-    """The same error, saying which lock it concerns and what to check or do."""
+    """The same error, saying which lock it concerns and what to check or do.
+
+    ``endpoint``: the endpoint given or configured (None: AWS's for the Region). A
+    missing table's error keeps ``table``, ``region`` and ``endpoint`` as attributes.
+    """
     explained = copy.copy(error)  # same class, code, operation and flags
-    if isinstance(error, TableNotFoundError):
+    if isinstance(explained, TableNotFoundError):
         explained.args = (f"lock {logged_key(key)}: {_missing_table(table, region, endpoint)}",)
+        explained.table, explained.region, explained.endpoint = table, region, endpoint
         return explained
     hint = f" ({_SCHEMA_HINT.format(table=table)})" if isinstance(error, ValidationError) else ""
     explained.args = (f"lock {logged_key(key)} in table {table!r}: {error}{hint}",)
     return explained
 
 
+def where(region: str | None, endpoint: str | None) -> str:
+    """``Region 'us-east-1' at URL``: the endpoint given or configured, else the Region's."""
+    from ._transport.config import regional_endpoint
+
+    shown = endpoint or (region and regional_endpoint(region)) or "AWS's endpoint for that Region"
+    return f"Region {region!r} at {shown}"
+
+
+def doctor_command(table: str, region: str | None, endpoint: str | None) -> str:
+    """The ``dynalease doctor`` line that checks the same table where requests went."""
+    command = f"dynalease doctor --table {table}"
+    command += f" --region {region}" if region else ""
+    return command + (f" --endpoint {endpoint}" if endpoint else "")
+
+
+def create_table_hint(table: str, region: str | None, endpoint: str | None) -> str:
+    """How to create a missing lock table from a shell, for where requests went."""
+    import urllib.parse
+
+    from ._tooling.local_server import is_loopback
+
+    aws = (
+        f"`aws dynamodb create-table --table-name {table} --attribute-definitions "
+        "AttributeName=key,AttributeType=S --key-schema AttributeName=key,KeyType=HASH "
+        "--billing-mode PAY_PER_REQUEST"
+        + (f" --region {region}" if region else "")
+        + (f" --endpoint-url {endpoint}" if endpoint else "")
+        + "`"
+    )
+    url = urllib.parse.urlsplit(endpoint or "")
+    if url.hostname and is_loopback(url.hostname):
+        # Most likely `dynalease local`, whose tables live in memory: a restart makes it.
+        port = f" --port {url.port}" if url.port else ""
+        return (
+            f"if it is `dynalease local`, restart it as `dynalease local{port} --table {table}`, "
+            f"which creates it; otherwise create it: {aws}"
+        )
+    return f"create it: {aws} (or deploy the CDK LockTable construct)"
+
+
 def _missing_table(table: str, region: str | None, endpoint: str | None) -> str:
-    where = f"Region {region!r} at " + (endpoint or "AWS's endpoint for that Region")
-    doctor = f"dynalease doctor --table {table} --region {region}"
-    doctor += f" --endpoint {endpoint}" if endpoint else ""
     return (
-        f"table {table!r} does not exist in {where}. If it exists elsewhere, the "
-        f"Region or endpoint is wrong (`{doctor}` checks where requests go); if not, "
-        f"create it first, e.g. client.sync_create_table({table!r}, "
+        f"table {table!r} does not exist in {where(region, endpoint)}. If it exists elsewhere, "
+        f"the Region or endpoint is wrong (`{doctor_command(table, region, endpoint)}` checks "
+        f"where requests go); if not, create it first, e.g. client.sync_create_table({table!r}, "
         "partition_key=('key', 'S'), wait=True)"
     )

@@ -185,6 +185,15 @@ class DynamoDBClient:
         """An explicit endpoint, if one was given (else botocore resolves it)."""
         return self._endpoint_url
 
+    @property
+    def _endpoint_in_use(self) -> str | None:
+        """Where requests go, for messages: :attr:`endpoint_url`, else the one configured in
+        the environment (``AWS_ENDPOINT_URL_DYNAMODB``, ``AWS_ENDPOINT_URL``); None: AWS's
+        endpoint for the Region."""
+        from ._transport.config import configured_endpoint
+
+        return configured_endpoint(self._endpoint_url)
+
     def _check_process(self) -> None:
         # The runtime's fork hook bumps the generation in a child: no getpid() per call.
         if _process.generation != self._generation:

@@ -219,7 +219,16 @@ class DynamoDBError(DynaleaseError):
 
 
 class TableNotFoundError(DynamoDBError):
-    """The table does not exist (or is not visible in this account and Region)."""
+    """The table does not exist (or is not visible in this account and Region).
+
+    Raised by a lock, it names the ``table`` it asked for and where the request went:
+    ``region`` and ``endpoint`` (the endpoint given or configured; None: AWS's for the
+    Region). All three are None on an item helper's error.
+    """
+
+    table: str | None = None
+    region: str | None = None
+    endpoint: str | None = None
 
 
 class AccessDeniedError(DynamoDBError):

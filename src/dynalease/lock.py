@@ -243,7 +243,7 @@ class _Guard:
                 key=self.key,
                 table=self.table,
                 region=client.region,
-                endpoint=client.endpoint_url,
+                endpoint=client._endpoint_in_use,
             ) from error
         self._dropped = runtime  # held: see __del__
         shutdown.hold(self, task)

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 
 import pytest
-from support.cli_runner import Result, cli_env, spawn_cli, spawn_cli_without
+from support.cli_runner import CLI, Result, cli_env, spawn_cli, spawn_cli_without
 
 from dynalease.cli.common import NEEDS_DEV
 
@@ -46,6 +46,14 @@ def test_invoke_is_dispatched_to_the_lambda_runner(dynalease: Callable[..., Resu
     result = dynalease("invoke", "--help")
     assert result.code == 0, result.err
     assert "counts down" in result.out
+
+
+def test_invoke_help_shows_lifecycle_and_its_options(dynalease: Callable[..., Result]) -> None:
+    result = dynalease("invoke", "--help")
+    assert result.code == 0, result.err
+    assert "usage: dynalease invoke --lifecycle" in result.out
+    for option in ("--no-extension", "--max-concurrency", "--python"):
+        assert option in result.out
 
 
 @pytest.mark.parametrize(
@@ -128,3 +136,27 @@ def test_no_region_is_a_usage_error_naming_the_fix(dynalease: Callable[..., Resu
     result = dynalease("inspect", "--table", "locks", env=env)
     assert result.code == 2
     assert "--region" in _one_line(result) or "AWS_REGION" in result.err
+
+
+@pytest.mark.parametrize("command", ["doctor", "inspect"])
+def test_a_reader_that_went_away_ends_the_command_quietly(
+    command: str, endpoint: str, lock_table: str
+) -> None:
+    """`dynalease doctor | head -2`: no BrokenPipeError traceback, the status of a SIGPIPE."""
+    import os
+    import signal
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first write
+    try:
+        done = subprocess.run(
+            [*CLI, command, "--table", lock_table, "--endpoint", endpoint],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            env=cli_env(),
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert done.stderr == b""
+    assert done.returncode == 128 + signal.SIGPIPE

@@ -145,3 +145,32 @@ def test_the_demo_without_moto_says_what_to_install_in_one_line() -> None:
         f"dynalease demo: error: {NEEDS_MOTO}, or pass --endpoint URL of a DynamoDB-compatible "
         "server"
     ]
+
+
+def test_a_fifo_batch_that_only_met_busy_locks_is_contention_in_one_line(
+    client: DynamoDBClient, lock_table: str, endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every record fails (Powertools raises, with a traceback per record): still contention."""
+    import json
+
+    from dynalease_dev.demo.lambda_invocations import _invoke_once
+    from dynalease_dev.invoke import invoke
+
+    from dynalease.lock import SyncDistributedLock
+
+    root = README.parent
+    event = json.loads((root / "events/sqs-fifo.json").read_text())
+    # c-1001's two messages: the first waits for the busy lock, the second is skipped.
+    records = event["Records"]
+    event["Records"] = [r for r in records if r["attributes"]["MessageGroupId"] == "c-1001"]
+    for name, value in {
+        "DYNALEASE_TABLE": lock_table,
+        "AWS_ENDPOINT_URL_DYNAMODB": endpoint,
+        "AWS_REGION": "us-east-1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    target = f"{root / 'examples/lambda/sqs_fifo_handler.py'}:handler"
+    with SyncDistributedLock(client, table=lock_table, key="customer:c-1001"):
+        outcome = _invoke_once(invoke, target, event)
+    assert outcome == ("contended", "2 records left for redelivery")

@@ -109,6 +109,31 @@ def test_local_prints_an_environment_that_reaches_it_and_stops_on_sigterm() -> N
     assert code == 0
 
 
+def test_local_with_table_serves_those_lock_tables_before_printing_the_exports() -> None:
+    process, lines = _start("--port", "0", "--table", "locks", "--table", "other-locks")
+    try:
+        exports = dict(m.groups() for line in lines if (m := _EXPORT.match(line)))
+        assert "# lock table 'locks' created (partition key 'key', S)" in lines
+        for table in ("locks", "other-locks"):
+            checked = subprocess.run(
+                [*CLI, "doctor", "--table", table],
+                env=_user_env(**exports),
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert checked.returncode == 0, checked.stdout + checked.stderr
+            assert "verdict: usable as a dynalease lock table" in checked.stdout
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            code = process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise
+    assert code == 0
+
+
 def test_local_reports_a_taken_port_as_a_flag_to_change() -> None:
     first, lines = _start("--port", "0")
     try:

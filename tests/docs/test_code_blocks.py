@@ -8,7 +8,8 @@ The convention the docs are written to:
 - ```console, ```bash, ```sh (and unlabelled) blocks: ``dynalease ...`` commands
   run against that server and must exit 0 (``dynalease demo`` and ``dynalease
   local`` are only parsed: they have their own tests; the address ``local``
-  would serve on is replaced by the docs server in later commands; ``inspect
+  would serve on is replaced by the docs server in later commands, emptied as a
+  fresh ``local`` would be, with its ``--table`` tables; ``inspect
   --watch`` gets ``--for 1``); ``make X`` must name a Makefile target;
   ``pip install`` must name extras the project declares;
   ``python -m M`` / ``python FILE`` must name a module or file that exists;
@@ -40,6 +41,7 @@ import subprocess
 import sys
 import tomllib
 import traceback
+import urllib.request
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -211,6 +213,7 @@ def run_shell(block: Block, env: dict[str, str]) -> None:
                 pytest.fail(f"{block.where}: `{shlex.join(words)}` is not valid ({exit_})")
             env[_LOCAL] = f"http://{parsed.host}:{parsed.port}"
             env[_LOCAL + "_TO"] = env["AWS_ENDPOINT_URL_DYNAMODB"]
+            serve_as_local(env["AWS_ENDPOINT_URL_DYNAMODB"], parsed.table)
             continue
         if _LOCAL in env:
             words = [w.replace(env[_LOCAL], env[_LOCAL + "_TO"]) for w in words]
@@ -248,6 +251,19 @@ def run_shell(block: Block, env: dict[str, str]) -> None:
                 f"tests; put `<!-- not run by the docs tests: <reason> -->` on the line "
                 f"before the block if it cannot run here"
             )
+
+
+def serve_as_local(url: str, tables: list[str]) -> None:
+    """Make the docs server what a fresh `dynalease local --table ...` serves: those tables only."""
+    from dynalease import DynamoDBClient
+
+    request = urllib.request.Request(f"{url}/moto-api/reset", method="POST", data=b"")
+    urllib.request.urlopen(request, timeout=10).close()
+    client = DynamoDBClient(
+        region="us-east-1", endpoint_url=url, access_key="testing", secret_key="testing"
+    )
+    for table in tables:
+        client.sync_create_table(table, partition_key=("key", "S"), wait=True)
 
 
 def check_interpreter(program: str, env: dict[str, str], where: str) -> None:

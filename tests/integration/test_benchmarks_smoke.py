@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -100,3 +102,23 @@ def test_the_local_server_memory_figures_print_the_peak_and_both_rates() -> None
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r"server RSS: start [\d.]+ MB, peak [\d.]+ MB", result.stdout)
     assert re.search(r"transactions per second: start [\d.]+, end [\d.]+", result.stdout)
+
+
+def test_a_quick_runs_verdicts_say_they_are_indicative_only(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two rounds on a shared machine decide no goal: a --quick verdict says so."""
+    monkeypatch.syspath_prepend(str(ROOT))  # the benchmarks run from a clone's root
+    from benchmarks.__main__ import INDICATIVE, report
+
+    results = {
+        "dynalease": [{"elapsed_s": 2.0}, {"elapsed_s": 2.0}],
+        "pydynox": [{"elapsed_s": 1.0}, {"elapsed_s": 1.0}],
+    }
+    report("one_key", results, quick=True)
+    quick = capsys.readouterr().out
+    assert f"(2 rounds each, medians; verdicts {INDICATIVE})" in quick
+    assert "elapsed <= 0.5x: NOT met (indicative)" in quick
+    report("one_key", results)
+    full = capsys.readouterr().out
+    assert "indicative" not in full and "elapsed <= 0.5x: NOT met" in full

@@ -65,6 +65,9 @@ def _invoke_once(invoke: Any, target: str, event: Any) -> tuple[str, str]:
     except LockNotAcquired as error:
         return "contended", str(error)
     except Exception as error:
+        contended = _contended_records(error)
+        if contended:
+            return "contended", f"{contended} records left for redelivery"
         return "error", f"{type(error).__name__}: {error}"
     if isinstance(result, dict):
         failures = result.get("batchItemFailures")
@@ -76,6 +79,38 @@ def _invoke_once(invoke: Any, target: str, event: Any) -> tuple[str, str]:
         if isinstance(status, int) and status >= 400:
             return "error", f"HTTP {status}"
     return "ok", ""
+
+
+def _contended_records(error: Exception) -> int:
+    """How many records a batch left for redelivery when every one of them failed only by
+    contention, else 0.
+
+    Powertools raises ``BatchProcessingError`` when no record of a batch succeeded: on a
+    FIFO queue, the first record of each busy customer did not get its lock and the rest
+    of its group was skipped to keep the order. That is contention, as a batch with some
+    ``batchItemFailures`` is; its message carries a traceback per record.
+    """
+    try:
+        from aws_lambda_powertools.utilities.batch.exceptions import (
+            BatchProcessingError,
+            SQSFifoCircuitBreakerError,
+            SQSFifoMessageGroupCircuitBreakerError,
+        )
+    except ImportError:  # no Powertools here: no batch to read
+        return 0
+    from dynalease.exceptions import LockNotAcquired, LockUnavailable
+
+    if not isinstance(error, BatchProcessingError):
+        return 0
+    failures = [failure for _, failure, _ in error.child_exceptions]
+    skipped = (SQSFifoCircuitBreakerError, SQSFifoMessageGroupCircuitBreakerError)
+
+    def busy(failure: object) -> bool:  # LockUnavailable: DynamoDB failed, not contention
+        return isinstance(failure, LockNotAcquired) and not isinstance(failure, LockUnavailable)
+
+    if any(busy(f) for f in failures) and all(busy(f) or isinstance(f, skipped) for f in failures):
+        return len(failures)
+    return 0
 
 
 def main(argv: list[str]) -> int:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .._advice import create_table_hint
+from .._advice import where as where_requests_go
 from .._engine.protocol import KEY_ATTR
 from ..client import DynamoDBClient
 from ..exceptions import (
@@ -37,9 +39,8 @@ class Finding:
 
 def diagnose(client: DynamoDBClient, table: str) -> list[Finding]:
     """Stops early when the table cannot be read at all."""
-    where = f"Region {client.region}" + (
-        f" at {client.endpoint_url}" if client.endpoint_url else ""
-    )
+    endpoint = client._endpoint_in_use
+    where = where_requests_go(client.region, endpoint)
     try:
         description = client._items.call("DescribeTable", {"TableName": table})["Table"]
     except TableNotFoundError:
@@ -48,11 +49,8 @@ def diagnose(client: DynamoDBClient, table: str) -> list[Finding]:
                 PROBLEM,
                 "table exists",
                 f"no table {table!r} in {where}",
-                "create it with partition key 'key' (S), e.g. "
-                f"aws dynamodb create-table --table-name {table} --attribute-definitions "
-                "AttributeName=key,AttributeType=S --key-schema AttributeName=key,KeyType=HASH "
-                "--billing-mode PAY_PER_REQUEST (or the CDK LockTable construct); check the "
-                "Region and account if it should exist",
+                f"{create_table_hint(table, client.region, endpoint)}; check --region, "
+                "--endpoint and the account if it should exist",
             )
         ]
     except AccessDeniedError as error:

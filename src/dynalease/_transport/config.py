@@ -95,6 +95,15 @@ def _env(name: str) -> str | None:
     return os.environ.get(name) or None
 
 
+def configured_endpoint(endpoint_url: str | None) -> str | None:
+    """The explicit endpoint, else the environment's, as botocore reads them; None: AWS's own."""
+    if endpoint_url is not None:
+        return endpoint_url
+    if (_env("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS") or "").lower() == "true":
+        return None
+    return _env("AWS_ENDPOINT_URL_DYNAMODB") or _env("AWS_ENDPOINT_URL")
+
+
 def _config_file_exists() -> bool:
     # Not the credentials file: botocore reads it only after the environment's keys.
     path = os.environ.get("AWS_CONFIG_FILE") or "~/.aws/config"
@@ -131,9 +140,7 @@ def direct_config(
     region = region or _env("AWS_DEFAULT_REGION") or _env("AWS_REGION")
     if region is None:
         return None
-    url = endpoint_url
-    if url is None and (_env("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS") or "").lower() != "true":
-        url = _env("AWS_ENDPOINT_URL_DYNAMODB") or _env("AWS_ENDPOINT_URL")
+    url = configured_endpoint(endpoint_url)
     if url is None:
         followed, account_id = _account_endpoint_id(account_id)
         url = regional_endpoint(region, account_id) if followed else None

@@ -15,6 +15,9 @@ connection options, the client factory) is in :mod:`dynalease.cli.common`.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -46,7 +49,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``dynalease`` command; returns the exit status."""
-    args_list = list(sys.argv[1:] if argv is None else argv)
+    try:
+        status = _dispatch(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()  # a reader that went away shows here, not as Python exits
+    except BrokenPipeError:
+        # `dynalease doctor | head -2`: stop quietly, as Unix tools do, with the status
+        # of a tool a SIGPIPE ended; what is left to write goes nowhere.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+    return status
+
+
+def _dispatch(args_list: list[str]) -> int:
     # `invoke` parses its own arguments (handler and event included), and `run` splits
     # its options from the command at `--` itself.
     own_parsing = {"invoke": invoke.run, "run": run.main}

@@ -108,6 +108,7 @@ def connection_options(parser: argparse.ArgumentParser, endpoint_default: str = 
     group.add_argument(
         "--endpoint",
         metavar="URL",
+        type=endpoint_url,
         help="DynamoDB endpoint URL (e.g. http://127.0.0.1:8000); default: "
         + (
             endpoint_default
@@ -116,11 +117,36 @@ def connection_options(parser: argparse.ArgumentParser, endpoint_default: str = 
         ),
     )
     group.add_argument(
-        "--region", metavar="REGION", help="AWS Region; default: AWS_REGION or the profile's"
+        "--region",
+        metavar="REGION",
+        type=region_name,
+        help="AWS Region; default: AWS_REGION or the profile's",
     )
     group.add_argument(
         "--profile", metavar="NAME", help="named profile from the shared AWS config files"
     )
+
+
+def endpoint_url(value: str) -> str:
+    """An argparse type: an endpoint URL with its scheme (``127.0.0.1:8000`` gets the fix)."""
+    if "://" not in value:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} has no scheme: write http://{value} (or https://{value})"
+        )
+    return value
+
+
+#: How every AWS Region is spelled (us-east-1, ap-southeast-2, us-gov-west-1, eusc-de-east-1).
+_REGION = re.compile(r"[a-z]{2,4}(-[a-z]+)+-[0-9]+")
+
+
+def region_name(value: str) -> str:
+    """An argparse type: a Region name as AWS spells them, checked before any request."""
+    if not _REGION.fullmatch(value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an AWS Region name; write one such as us-east-1 or eu-west-1"
+        )
+    return value
 
 
 def table_command(commands: Any, name: str, help: str, description: str) -> argparse.ArgumentParser:
@@ -254,6 +280,10 @@ _CLI_ADVICE = (
         "(environment, profile or role) or pass access_key/secret_key",
         "(AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, --profile NAME or a role); "
         "for `dynalease local` use the credentials it prints",
+    ),
+    (
+        "lock the semaphore's own key with DistributedSemaphore",
+        "take a permit of the semaphore's own key with --key KEY --permits N",
     ),
 )
 

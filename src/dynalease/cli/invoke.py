@@ -41,5 +41,9 @@ def run(argv: list[str]) -> int:
         print(f"dynalease invoke: error: {error}", file=sys.stderr)
         return error.code
     except SystemExit as exit_:  # its argparse exits on --help and usage errors
+        if not lifecycle and exit_.code == 0 and {"-h", "--help"} & set(argv):
+            # One --help shows both forms: --lifecycle's options are its parser's.
+            print(f"\nwith {_LIFECYCLE}:")
+            print(dev_module("lifecycle")._parser(Parser).format_help())
         return exit_status(exit_)
     return status

@@ -15,9 +15,11 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import threading
+from collections.abc import Sequence
 from typing import Any
 
-from .common import EXIT_OK, EXIT_USAGE, NEEDS_MOTO, CommandError, whole_number
+from .common import EXIT_OK, EXIT_USAGE, NEEDS_MOTO, CommandError, table_name, whole_number
 
 DEFAULT_PORT = 8000
 DEFAULT_HOST = "127.0.0.1"
@@ -43,6 +45,15 @@ def add_parser(commands: Any) -> None:
         help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one)",
     )
     local.add_argument(
+        "--table",
+        action="append",
+        default=[],
+        type=table_name,
+        metavar="NAME",
+        help="create a lock table of this name (partition key 'key', S) before serving; "
+        "repeat it for several tables",
+    )
+    local.add_argument(
         "--host",
         default=DEFAULT_HOST,
         help=f"address to listen on (default {DEFAULT_HOST}; any other than loopback is "
@@ -50,7 +61,7 @@ def add_parser(commands: Any) -> None:
     )
 
 
-def instructions(url: str) -> str:
+def instructions(url: str, tables: Sequence[str] = ()) -> str:
     """What ``dynalease local`` prints once it listens on ``url``: shell lines to paste."""
     from .._tooling.local_server import LOCAL_CREDENTIALS, LOCAL_REGION
 
@@ -61,6 +72,7 @@ def instructions(url: str) -> str:
     }
     lines = [
         f"# dynalease local: moto's DynamoDB on {url} (in memory; Ctrl-C stops it)",
+        *(f"# lock table {table!r} created (partition key 'key', S)" for table in tables),
         "# In another shell, export these (dummy credentials; nothing goes to AWS):",
         *(f"export {name}={value}" for name, value in exports.items()),
         f"# or keep your environment and pass --endpoint {url} to each dynalease command",
@@ -101,13 +113,38 @@ def run(args: argparse.Namespace) -> int:
         ) from None
     host, port = str(server.server_address[0]), int(server.server_address[1])
     shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}"
     previous = signal.signal(signal.SIGTERM, _stop)
+    # Served from a thread, so that this one can create the tables through the server
+    # (as any client would) before printing what to paste, and then wait for Ctrl-C.
+    serving = threading.Thread(target=server.serve_forever, name="dynalease-local", daemon=True)
     try:
-        print(instructions(f"http://{shown}:{port}"), flush=True)
-        server.serve_forever()
+        serving.start()
+        _create_tables(url, args.table)
+        print(instructions(url, args.table), flush=True)
+        serving.join()
     except KeyboardInterrupt:
         print("# dynalease local: stopped", file=sys.stderr, flush=True)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if serving.is_alive():
+            server.shutdown()
         server.server_close()
     return EXIT_OK
+
+
+def _create_tables(url: str, tables: Sequence[str]) -> None:
+    """Create each lock table on the server at ``url`` (a fresh one: none exists yet)."""
+    if not tables:
+        return
+    from .._tooling.local_server import LOCAL_CREDENTIALS, LOCAL_REGION
+    from ..client import DynamoDBClient
+
+    client = DynamoDBClient(
+        region=LOCAL_REGION,
+        endpoint_url=url,
+        access_key=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        secret_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    )
+    for table in dict.fromkeys(tables):  # a name given twice is created once
+        client.sync_create_table(table, partition_key=("key", "S"), wait=True)

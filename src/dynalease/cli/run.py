@@ -258,9 +258,9 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     try:
         guard.__enter__()
     except LockUnavailable as error:  # an outage, not contention: exit 1, not 75
-        raise CommandError(one_line(error), EXIT_FAILED) from None
+        raise CommandError(_run_words(error), EXIT_FAILED) from None
     except LockNotAcquired as error:
-        print(f"dynalease run: {one_line(error)}", file=sys.stderr)
+        print(f"dynalease run: {_run_words(error)}", file=sys.stderr)
         return EXIT_NOT_ACQUIRED
     status = EXIT_FAILED
     try:
@@ -271,8 +271,23 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
         except LockLost:
             status = EXIT_LEASE_LOST
         except LockReleaseError as error:
-            print(f"dynalease run: warning: {one_line(error)}", file=sys.stderr)
+            print(f"dynalease run: warning: {_run_words(error)}", file=sys.stderr)
     return status
+
+
+def _run_words(error: Any) -> str:
+    """A lock error in ``run``'s words: the key as typed, and ``--wait`` for ``wait_timeout``.
+
+    The library names a key by its hash (keys may carry personal data, and messages end
+    up in logs); here the user has just typed it.
+    """
+    from .._redact import logged_key
+
+    message = one_line(error)
+    if error.key is not None:
+        message = message.replace(logged_key(error.key), repr(error.key))
+    message = message.replace("wait_timeout=0 allows one attempt", "--wait 0 makes one attempt")
+    return message.replace("wait_timeout", "--wait")
 
 
 def _kill_after(kill_after: float | None, lease: float, source: str) -> float:
