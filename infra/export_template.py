@@ -28,15 +28,20 @@ OUT = Path(__file__).resolve().parents[1] / "deploy" / "cloudformation" / "dynal
 
 
 def synthesized() -> dict[str, Any]:
-    """The CloudFormation that LockTable and LockLayer synthesize with their defaults."""
+    """The CloudFormation that LockTable and LockLayer synthesize: defaults, one runtime.
+
+    The template's layer is for one runtime (a parameter), so LockLayer is built for one
+    (the synth's), as ``make layer`` builds one zip per runtime.
+    """
     import aws_cdk as cdk
     from aws_cdk import assertions
 
     from dynalease.cdk import LockLayer, LockTable
+    from dynalease.cdk.layer import synth_runtime
 
     stack = cdk.Stack(cdk.App(), "Dynalease")
     LockTable(stack, "Locks")
-    LockLayer(stack, "Layer")
+    LockLayer(stack, "Layer", runtime=synth_runtime())
     template: dict[str, Any] = assertions.Template.from_stack(stack).to_json()
     return template
 

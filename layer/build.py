@@ -49,7 +49,8 @@ def _mib(size: int) -> str:
 
 
 def _report(build: LayerBuild, output: Path) -> None:
-    print(f"wrote {output} (for the python{build.python} runtime)")
+    (python,) = build.pythons  # one version per zip here
+    print(f"wrote {output} (for the python{python} runtime)")
     print(f"  contents: {build.describe()}")
     print(f"  files:    {build.file_count} ({build.bytecode_files} of them cpython bytecode)")
     print(f"  zipped:   {build.zipped_bytes} bytes ({_mib(build.zipped_bytes)})")

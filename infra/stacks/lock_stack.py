@@ -8,6 +8,7 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from dynalease.cdk import LockLayer, LockTable
+from dynalease.cdk.layer import synth_runtime
 
 #: The SSM parameter holding the current layer version ARN.
 LAYER_PARAMETER_NAME = "/dynalease/layer-arn"
@@ -24,7 +25,11 @@ class LockStack(cdk.Stack):
     def __init__(self, scope: Construct, id: str, **kwargs: Any) -> None:
         super().__init__(scope, id, description="dynalease lock table and Lambda layer", **kwargs)
         self.locks = LockTable(self, "Locks")
-        self.layer = LockLayer(self, "Layer", parameter_name=LAYER_PARAMETER_NAME)
+        # The examples run on the synth's Python, so the smallest layer serves them (and
+        # layer/build.py writes the same zip); LockLayer's default serves every runtime.
+        self.layer = LockLayer(
+            self, "Layer", runtime=synth_runtime(), parameter_name=LAYER_PARAMETER_NAME
+        )
         cdk.CfnOutput(
             self, "TableName", value=self.locks.table_name, description="dynalease lock table"
         )

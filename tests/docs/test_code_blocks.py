@@ -4,7 +4,11 @@ The convention the docs are written to:
 
 - ```python blocks run top to bottom in one namespace per document, against a
   fresh empty moto server, with AWS_ENDPOINT_URL_DYNAMODB, AWS_REGION=us-east-1
-  and test credentials set, in the repository root. Top-level ``await`` works.
+  and test credentials set, in the repository root, and with what the document's
+  shell blocks exported so far. Top-level ``await`` works.
+- The pages a reader follows in order (READER_PATH) get no endpoint and no
+  credentials: each must start ``dynalease local`` and export what it prints, as a
+  reader without AWS does, and they run one after the other, twice, on one server.
 - ```console, ```bash, ```sh (and unlabelled) blocks: ``dynalease ...`` commands
   run against that server and must exit 0 (``dynalease demo`` and ``dynalease
   local`` are only parsed: they have their own tests; the address ``local``
@@ -201,6 +205,7 @@ def run_dynalease(args: list[str], env: dict[str, str], where: str) -> None:
 
 
 _LOCAL = "_DOCS_LOCAL_URL"  # where the document's `dynalease local` would listen
+_SERVER = "_DOCS_SERVER_URL"  # the docs server, where a reader's `dynalease local` is
 
 
 def run_shell(block: Block, env: dict[str, str]) -> None:
@@ -212,8 +217,11 @@ def run_shell(block: Block, env: dict[str, str]) -> None:
             except SystemExit as exit_:
                 pytest.fail(f"{block.where}: `{shlex.join(words)}` is not valid ({exit_})")
             env[_LOCAL] = f"http://{parsed.host}:{parsed.port}"
-            env[_LOCAL + "_TO"] = env["AWS_ENDPOINT_URL_DYNAMODB"]
-            serve_as_local(env["AWS_ENDPOINT_URL_DYNAMODB"], parsed.table)
+            # The reader test keeps one server across its pages and runs (what a reader who
+            # never stops `dynalease local` has); elsewhere each `local` is a fresh server.
+            target = env.get(_SERVER) or env["AWS_ENDPOINT_URL_DYNAMODB"]
+            env[_LOCAL + "_TO"] = target
+            serve_as_local(target, parsed.table, fresh=_SERVER not in env)
             continue
         if _LOCAL in env:
             words = [w.replace(env[_LOCAL], env[_LOCAL + "_TO"]) for w in words]
@@ -253,17 +261,20 @@ def run_shell(block: Block, env: dict[str, str]) -> None:
             )
 
 
-def serve_as_local(url: str, tables: list[str]) -> None:
-    """Make the docs server what a fresh `dynalease local --table ...` serves: those tables only."""
+def serve_as_local(url: str, tables: list[str], *, fresh: bool) -> None:
+    """Make the docs server what `dynalease local --table ...` serves: those tables (only
+    those when ``fresh``)."""
     from dynalease import DynamoDBClient
 
-    request = urllib.request.Request(f"{url}/moto-api/reset", method="POST", data=b"")
-    urllib.request.urlopen(request, timeout=10).close()
+    if fresh:
+        request = urllib.request.Request(f"{url}/moto-api/reset", method="POST", data=b"")
+        urllib.request.urlopen(request, timeout=10).close()
     client = DynamoDBClient(
         region="us-east-1", endpoint_url=url, access_key="testing", secret_key="testing"
     )
     for table in tables:
-        client.sync_create_table(table, partition_key=("key", "S"), wait=True)
+        if not client.sync_table_exists(table):
+            client.sync_create_table(table, partition_key=("key", "S"), wait=True)
 
 
 def check_interpreter(program: str, env: dict[str, str], where: str) -> None:
@@ -317,7 +328,26 @@ def check_block(block: Block, namespace: dict[str, object], env: dict[str, str])
         )
 
 
-@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(ROOT)))
+def export_to_python(shell_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Give the Python blocks what the shell blocks exported (as a REPL in that shell has)."""
+    for name in set(os.environ) - set(shell_env):
+        monkeypatch.delenv(name)
+    for name, value in shell_env.items():
+        if os.environ.get(name) != value:
+            monkeypatch.setenv(name, value)
+
+
+#: The pages a reader without AWS follows in this order, in one shell each, against the one
+#: `dynalease local` the first of them starts: each brings its own endpoint (the environment
+#: starts without one) and runs on a server that already has what the earlier pages made.
+READER_PATH = ["docs/getting-started.md", "docs/locks.md", "docs/operations.md"]
+
+
+@pytest.mark.parametrize(
+    "document",
+    [d for d in DOCUMENTS if str(d.relative_to(ROOT)) not in READER_PATH],
+    ids=lambda path: str(path.relative_to(ROOT)),
+)
 def test_every_code_block_of_the_document_runs(
     document: Path, docs_server: LocalServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -337,6 +367,8 @@ def test_every_code_block_of_the_document_runs(
     shell_env = dict(os.environ)
     namespace: dict[str, object] = {"__name__": "__docs__"}
     for block in fenced_blocks(document):
+        if block.language == "python":
+            export_to_python(shell_env, monkeypatch)
         try:
             check_block(block, namespace, shell_env)
         except (AssertionError, pytest.fail.Exception):
@@ -401,7 +433,8 @@ def test_stale_commands_and_unknown_languages_fail_the_document(
 
 #: The pages a newcomer follows step by step; each must run again as written on the same
 #: server (a reader tries it twice), so nothing in them may fail because it already ran.
-NEWCOMER_PAGES = ["README.md", "docs/getting-started.md", "docs/lambda.md", "docs/semaphores.md"]
+#: (docs/getting-started.md is on READER_PATH, which runs twice too.)
+NEWCOMER_PAGES = ["README.md", "docs/lambda.md", "docs/semaphores.md"]
 
 
 @pytest.mark.parametrize("page", NEWCOMER_PAGES)
@@ -425,12 +458,58 @@ def test_a_newcomers_page_runs_twice_in_order_on_the_same_server(
         namespace: dict[str, object] = {"__name__": "__docs__"}
         shell_env = dict(os.environ)
         for block in fenced_blocks(ROOT / page):
+            if block.language == "python":
+                export_to_python(shell_env, monkeypatch)
             try:
                 check_block(block, namespace, shell_env)
             except (AssertionError, pytest.fail.Exception) as failure:
                 pytest.fail(f"on the {run} run: {failure}")
             except Exception:
                 pytest.fail(f"{block.where} failed on the {run} run:\n{traceback.format_exc()}")
+
+
+#: Where a reader's requests go before a page exports an endpoint: a loopback port nothing
+#: listens on (discard), so a page that forgets the endpoint fails here instead of sending
+#: its requests to AWS.
+_NOWHERE = "http://127.0.0.1:9"
+
+
+def test_the_readers_path_runs_in_order_twice_on_one_local_server_each_page_with_its_endpoint(
+    docs_server: LocalServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    docs_server.reset()
+    for name in list(os.environ):
+        if name.startswith("AWS_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", _NOWHERE)
+    monkeypatch.chdir(ROOT)
+    reader = dict(os.environ)
+    for run in ("first", "second"):
+        for page in READER_PATH:
+            namespace: dict[str, object] = {"__name__": "__docs__"}
+            shell_env = {**reader, _SERVER: docs_server.url}
+            started = False
+            for block in fenced_blocks(ROOT / page):
+                if block.language == "python":
+                    export_to_python(shell_env, monkeypatch)
+                try:
+                    check_block(block, namespace, shell_env)
+                except (AssertionError, pytest.fail.Exception) as failure:
+                    pytest.fail(f"on the {run} run: {failure}")
+                except Exception:
+                    pytest.fail(
+                        f"{block.where} failed on the {run} run (a reader's shell has no "
+                        "endpoint until the page exports the one `dynalease local` prints):\n"
+                        f"{traceback.format_exc()}"
+                    )
+                started = started or _LOCAL in shell_env
+            assert started, f"{page} never starts `dynalease local` for a reader without AWS"
+            assert shell_env.get("AWS_ENDPOINT_URL_DYNAMODB") == docs_server.url, (
+                f"{page} never exports the endpoint `dynalease local` prints"
+            )
 
 
 def test_a_block_marked_not_run_and_an_activated_venv_are_accepted(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -10,7 +11,13 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 
 from dynalease.cdk import LockLayer, LockTable
-from dynalease.cdk.layer import DEFAULT_RUNTIMES, synth_runtime
+from dynalease.cdk.build import LayerBuildError
+from dynalease.cdk.layer import (
+    DEFAULT_RUNTIMES,
+    SOURCE_ONLY_WARNING,
+    source_only_warning,
+    synth_runtime,
+)
 
 
 @pytest.fixture
@@ -66,7 +73,7 @@ def test_configure_function_rejects_an_imported_function_and_says_to_use_grant_l
 
 def test_configure_function_rejects_a_layer_on_a_non_python_function(stack: cdk.Stack) -> None:
     locks = LockTable(stack, "Locks")
-    layer = LockLayer(stack, "Layer")
+    layer = LockLayer(stack, "Layer", include_powertools=False)
     function = _function(
         stack, runtime=lambda_.Runtime.NODEJS_22_X, code=lambda_.Code.from_inline("exports.h=1")
     )
@@ -74,27 +81,79 @@ def test_configure_function_rejects_a_layer_on_a_non_python_function(stack: cdk.
         locks.configure_function(function, layer=layer)
 
 
-def test_configure_function_rejects_a_runtime_the_layer_does_not_support(
+def test_configure_function_rejects_a_runtime_the_layer_was_not_built_for_and_says_what_to_do(
     stack: cdk.Stack,
 ) -> None:
     locks = LockTable(stack, "Locks")
-    layer = LockLayer(stack, "Layer")  # for the synth's Python
+    layer = LockLayer(stack, "Layer", runtime=synth_runtime(), include_powertools=False)
     other = next(r for r in DEFAULT_RUNTIMES if r.name != layer.runtime.name)
-    function = _function(stack, runtime=other)
-    with pytest.raises(
-        ValueError, match=rf"{other.name}.*compatible runtimes: {layer.runtime.name}\)$"
-    ):
+    constant = other.name.upper().replace(".", "_").replace("PYTHON", "PYTHON_")
+    assert getattr(lambda_.Runtime, constant).name == other.name
+    with pytest.raises(ValueError) as caught:
+        locks.configure_function(_function(stack, runtime=other), layer=layer)
+    message = str(caught.value)
+    assert f"uses {other.name}, which Misuse/Layer does not support" in message
+    assert f"(compatible runtimes: {layer.runtime.name})" in message
+    assert "leave runtime out of the LockLayer for a layer that serves every Python runtime" in (
+        message
+    )
+    assert f"LockLayer(..., runtime=aws_lambda.Runtime.{constant})" in message
+
+
+def test_configure_function_says_a_function_older_than_python_3_11_needs_a_newer_runtime(
+    stack: cdk.Stack,
+) -> None:
+    locks = LockTable(stack, "Locks")
+    layer = LockLayer(stack, "Layer", runtime=synth_runtime(), include_powertools=False)
+    function = _function(stack, runtime=lambda_.Runtime.PYTHON_3_10)
+    with pytest.raises(ValueError, match=r"3\.11 or newer; give the function runtime="):
         locks.configure_function(function, layer=layer)
+
+
+def test_a_default_layer_has_no_one_runtime_and_says_what_to_give_the_functions(
+    stack: cdk.Stack,
+) -> None:
+    layer = LockLayer(stack, "Layer", include_powertools=False)
+    assert layer.compatible_runtime_names == tuple(r.name for r in DEFAULT_RUNTIMES)
+    with pytest.raises(ValueError, match="give each function the runtime it needs"):
+        _ = layer.runtime
+
+
+def test_a_default_layer_built_where_only_one_python_is_found_warns_naming_what_to_install(
+    stack: cdk.Stack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "no-pyenv"))
+    for runtime in DEFAULT_RUNTIMES:
+        monkeypatch.delenv(f"DYNALEASE_PYTHON_{runtime.name[6:].replace('.', '_')}", raising=False)
+    layer = LockLayer(stack, "Layer", include_powertools=False)
+    others = tuple(r.name[6:] for r in DEFAULT_RUNTIMES if r.name != synth_runtime().name)
+    assert layer.build.source_only_pythons == others
+    warnings = [m.data for m in layer.node.metadata if m.type == "aws:cdk:warning"]
+    assert warnings == [f"{source_only_warning(others)} [ack: {SOURCE_ONLY_WARNING}]"]
+    for version in others:
+        assert f"pyenv install {version}" in warnings[0]
+        assert f"DYNALEASE_PYTHON_{version.replace('.', '_')}" in warnings[0]
+    # The smallest layer needs its interpreter: without it the synth fails.
+    with pytest.raises(LayerBuildError, match=f"no Python {others[0]} interpreter"):
+        LockLayer(stack, "Slim", runtime=next(r for r in DEFAULT_RUNTIMES if r.name[6:] in others))
 
 
 def test_configure_function_rejects_an_architecture_the_layer_does_not_support(
     stack: cdk.Stack,
 ) -> None:
     locks = LockTable(stack, "Locks")
-    layer = LockLayer(stack, "Layer", compatible_architectures=[lambda_.Architecture.X86_64])
+    layer = LockLayer(
+        stack,
+        "Layer",
+        include_powertools=False,
+        compatible_architectures=[lambda_.Architecture.X86_64],
+    )
     function = _function(stack, architecture=lambda_.Architecture.ARM_64)
-    with pytest.raises(ValueError, match="arm64"):
+    with pytest.raises(ValueError, match="arm64") as caught:
         locks.configure_function(function, layer=layer)
+    assert "leave compatible_architectures out of the LockLayer" in str(caught.value)
+    assert "architecture=aws_lambda.Architecture.X86_64" in str(caught.value)
 
 
 def test_configure_function_rejects_a_layer_that_is_not_a_layer(stack: cdk.Stack) -> None:

@@ -6,7 +6,6 @@ constructs without synthesizing, because they must fail at construction.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +18,13 @@ from aws_cdk import aws_lambda as lambda_
 from infra_helpers import policy_statements, strings_in
 
 from dynalease.cdk import LockLayer, LockTable
-from dynalease.cdk.layer import synth_runtime
+from dynalease.cdk._bytecode import find_interpreter
+from dynalease.cdk.layer import (
+    DEFAULT_RUNTIMES,
+    SOURCE_ONLY_WARNING,
+    source_only_warning,
+    synth_runtime,
+)
 from dynalease.cdk.table import INSPECT_ACTIONS, LOCK_ACTIONS
 from dynalease.constants import ENV_TABLE
 
@@ -48,6 +53,9 @@ class Synthesized:
     default: dict[str, Any]
     custom: dict[str, Any]
     layers: dict[str, Any]
+    every_runtime: dict[str, Any]
+    warnings: list[str]
+    """The synth warnings of the stack with functions on every runtime."""
     lock_grant: iam.Grant
     table: LockTable
 
@@ -86,10 +94,29 @@ def synthesized() -> Synthesized:
         removal_policy=cdk.RemovalPolicy.DESTROY,
     )
 
+    # The report of issue 44: functions on several runtimes beside one default layer.
+    every = cdk.Stack(app, "EveryRuntime")
+    every_table = LockTable(every, "Locks")
+    every_layer = LockLayer(every, "Layer")
+    for runtime in DEFAULT_RUNTIMES:
+        function = _function(every, runtime.name.replace(".", ""), runtime=runtime)
+        every_table.configure_function(function, layer=every_layer)
+
     assembly = app.synth()
     templates = {stack.stack_name: stack.template for stack in assembly.stacks}
+    warnings = [
+        str(message.entry.data)
+        for message in assembly.get_stack_by_name("EveryRuntime").messages
+        if message.entry.type == "aws:cdk:warning"
+    ]
     return Synthesized(
-        templates["Default"], templates["Custom"], templates["Layers"], lock_grant, table
+        templates["Default"],
+        templates["Custom"],
+        templates["Layers"],
+        templates["EveryRuntime"],
+        warnings,
+        lock_grant,
+        table,
     )
 
 
@@ -243,19 +270,48 @@ def test_with_a_customer_key_grant_lock_adds_only_named_key_actions_on_that_key(
     }
 
 
-def test_the_layer_targets_exactly_one_runtime_the_synths_by_default_on_both_architectures(
+def test_the_default_layer_serves_every_python_runtime_on_both_architectures(
     synthesized: Synthesized,
 ) -> None:
     resource = _only(synthesized.default, "AWS::Lambda::LayerVersion")
     layer = resource["Properties"]
-    # Its bytecode is for one Python version: the layer says so and no more.
-    assert layer["CompatibleRuntimes"] == [f"python{sys.version_info[0]}.{sys.version_info[1]}"]
-    assert layer["CompatibleRuntimes"] == [synth_runtime().name]
-    assert f"for {synth_runtime().name}:" in layer["Description"]
+    names = [runtime.name for runtime in DEFAULT_RUNTIMES]
+    assert layer["CompatibleRuntimes"] == names
+    assert names[:3] == ["python3.11", "python3.12", "python3.13"]
+    assert f"for {', '.join(names)}:" in layer["Description"]
     assert layer["CompatibleArchitectures"] == ["x86_64", "arm64"]
     assert layer["LicenseInfo"] == "Apache-2.0"
     assert "aws-lambda-powertools" in layer["Description"]
     assert resource["DeletionPolicy"] == "Retain"
+
+
+def _missing(runtime: lambda_.Runtime) -> bool:
+    try:
+        find_interpreter(runtime.name.removeprefix("python"))
+    except LookupError:
+        return True
+    return False
+
+
+def test_functions_on_every_runtime_share_the_default_layer_and_warn_of_missing_bytecode(
+    synthesized: Synthesized,
+) -> None:
+    template = synthesized.every_runtime
+    (layer_id,) = [
+        k for k, r in template["Resources"].items() if r["Type"] == "AWS::Lambda::LayerVersion"
+    ]
+    functions = [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function"
+    ]
+    assert sorted(f["Runtime"] for f in functions) == [r.name for r in DEFAULT_RUNTIMES]
+    assert all(f["Layers"] == [{"Ref": layer_id}] for f in functions)
+    # A version without an interpreter on this machine ships as source, with one warning
+    # naming what to install; with every interpreter there is no warning.
+    missing = [r.name.removeprefix("python") for r in DEFAULT_RUNTIMES if _missing(r)]
+    expected = [f"{source_only_warning(missing)} [ack: {SOURCE_ONLY_WARNING}]"] if missing else []
+    assert synthesized.warnings == expected
 
 
 def test_the_layer_parameter_holds_the_layer_version_arn(synthesized: Synthesized) -> None:

@@ -17,7 +17,13 @@ import pytest
 from infra_helpers import ROOT, Assembly, sources_edited_since
 
 from dynalease.cdk._bytecode import find_interpreter
-from dynalease.cdk.build import SIZE_BUDGET_BYTES, LayerBuild, LayerBuildError, build_layer
+from dynalease.cdk.build import (
+    PYTHON_VERSIONS,
+    SIZE_BUDGET_BYTES,
+    LayerBuild,
+    LayerBuildError,
+    build_layer,
+)
 
 RUNTIME_SHIPPED = {"boto3", "botocore", "s3transfer", "jmespath", "urllib3", "dateutil", "six"}
 
@@ -25,6 +31,30 @@ RUNTIME_SHIPPED = {"boto3", "botocore", "s3transfer", "jmespath", "urllib3", "da
 @pytest.fixture(scope="module")
 def full(tmp_path_factory: pytest.TempPathFactory) -> LayerBuild:
     return build_layer(cache_dir=tmp_path_factory.mktemp("full"))
+
+
+@pytest.fixture(scope="module")
+def every(tmp_path_factory: pytest.TempPathFactory) -> LayerBuild:
+    """The default LockLayer's zip: every version, bytecode where an interpreter is found."""
+    return build_layer(
+        python=PYTHON_VERSIONS, allow_source_only=True, cache_dir=tmp_path_factory.mktemp("every")
+    )
+
+
+def _found(version: str) -> bool:
+    try:
+        find_interpreter(version)
+    except LookupError:
+        return False
+    return True
+
+
+def _hide_interpreters_but_this_one(monkeypatch: pytest.MonkeyPatch, empty: Path) -> None:
+    """Only the Python running the tests can be found (as on a machine with one Python)."""
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setenv("PYENV_ROOT", str(empty / "no-pyenv"))
+    for version in PYTHON_VERSIONS:
+        monkeypatch.delenv(f"DYNALEASE_PYTHON_{version.replace('.', '_')}", raising=False)
 
 
 def _top_level(names: list[str]) -> set[str]:
@@ -64,6 +94,8 @@ def test_the_layer_holds_dynalease_powertools_and_their_pure_python_deps(
     assert {"dynalease", "aws_lambda_powertools", "typing_extensions"} <= top
     assert "python/dynalease/__init__.py" in names
     assert "python/dynalease/middleware.py" in names
+    (license_,) = [n for n in names if n.startswith("python/dynalease-") and "/licenses/" in n]
+    assert zipfile.ZipFile(full.zip_path).read(license_) == (ROOT / "LICENSE").read_bytes()
     assert {name for name, _ in full.distributions} == {
         "dynalease",
         "aws-lambda-powertools",
@@ -130,6 +162,112 @@ def test_the_313_zip_holds_cpython_313_bytecode_for_every_module_and_builds_twic
     assert "for the python3.13 runtime" in first[1]
     names = zipfile.ZipFile(tmp_path / "a.zip").namelist()
     _bytecode_for_every_module(names, "cpython-313")
+
+
+def test_the_zip_for_every_version_carries_each_found_versions_bytecode_side_by_side(
+    every: LayerBuild, full: LayerBuild
+) -> None:
+    assert every.pythons == PYTHON_VERSIONS
+    assert every.compiled_pythons == tuple(v for v in PYTHON_VERSIONS if _found(v))
+    assert every.source_only_pythons == tuple(v for v in PYTHON_VERSIONS if not _found(v))
+    names = zipfile.ZipFile(every.zip_path).namelist()
+    sources = [PurePosixPath(n) for n in names if n.endswith(".py")]
+    for version in PYTHON_VERSIONS:
+        tag = f"cpython-{version.replace('.', '')}"
+        compiled = {n for n in names if n.endswith(f".{tag}.pyc")}
+        if version in every.compiled_pythons:
+            assert compiled == {
+                str(p.parent / "__pycache__" / f"{p.stem}.{tag}.pyc") for p in sources
+            }
+        else:
+            assert not compiled, f"no Python {version} was found, yet the zip has its bytecode"
+    assert every.bytecode_files == len(sources) * len(every.compiled_pythons)
+    # The same files as the one-version layer, and beside them the other versions' bytecode.
+    assert {n for n in names if not n.endswith(".pyc")} == {
+        n for n in zipfile.ZipFile(full.zip_path).namelist() if not n.endswith(".pyc")
+    }
+
+
+def _code_objects(interpreter: Path, layer: Path, sdk: Path) -> list[str]:
+    """The files ``interpreter`` took code objects from while importing dynalease's runtime.
+
+    ``-B`` and a read-only layer, as in Lambda's /opt: nothing is written, and what has no
+    bytecode for this version is compiled from source (``python -v`` says which file).
+    """
+    done = subprocess.run(
+        [
+            str(interpreter),
+            *("-I", "-S", "-B", "-v", "-c"),
+            f"import sys; sys.path[:0] = [{str(layer)!r}, {str(sdk)!r}]; "
+            "import dynalease, dynalease.lock, dynalease.middleware, dynalease._extension.recovery",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = re.findall(r"^# code object from '?(.+?)'?$", done.stderr, flags=re.MULTILINE)
+    return [path for path in found if path.startswith(str(layer))]
+
+
+@pytest.fixture(scope="module")
+def sdk(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What the Lambda Python runtime ships besides the standard library, linked from here."""
+    root = tmp_path_factory.mktemp("sdk")
+    for name in RUNTIME_SHIPPED:
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.origin is not None, f"{name} is not installed"
+        source = Path(spec.origin)
+        source = source.parent if source.name == "__init__.py" else source
+        (root / source.name).symlink_to(source, target_is_directory=source.is_dir())
+    return root
+
+
+def _unpacked(build: LayerBuild, directory: Path) -> Path:
+    with zipfile.ZipFile(build.zip_path) as archive:
+        archive.extractall(directory)
+    for path in sorted(directory.rglob("*"), reverse=True):
+        path.chmod(path.stat().st_mode & ~0o222)  # read-only, as /opt is
+    return directory / "python"
+
+
+def test_every_found_python_imports_the_default_layer_from_its_own_bytecode(
+    every: LayerBuild, sdk: Path, tmp_path: Path
+) -> None:
+    layer = _unpacked(every, tmp_path / "opt")
+    for version in every.compiled_pythons:
+        loaded = _code_objects(find_interpreter(version), layer, sdk)
+        assert len(loaded) > 40, (version, loaded)  # dynalease and Powertools modules
+        compiled_from_source = [path for path in loaded if not path.endswith(".pyc")]
+        assert compiled_from_source == [], f"Python {version} compiled modules at import"
+        assert {Path(path).name.split(".")[1] for path in loaded} == {
+            f"cpython-{version.replace('.', '')}"
+        }
+
+
+def test_a_version_without_an_interpreter_gets_the_source_and_compiles_it_at_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sdk: Path
+) -> None:
+    other = "3.12" if sys.version_info[:2] != (3, 12) else "3.13"
+    _needs_python(other)
+    interpreter = find_interpreter(other)  # before hiding it
+    _hide_interpreters_but_this_one(monkeypatch, tmp_path)
+    with pytest.raises(LayerBuildError, match=f"no Python {other} interpreter"):
+        build_layer(python=(other,), cache_dir=tmp_path / "cache")
+    build = build_layer(
+        python=(f"{sys.version_info[0]}.{sys.version_info[1]}", other),
+        allow_source_only=True,
+        cache_dir=tmp_path / "cache",
+    )
+    assert build.source_only_pythons == (other,)
+    assert not [
+        n
+        for n in zipfile.ZipFile(build.zip_path).namelist()
+        if f"cpython-{other.replace('.', '')}" in n
+    ]
+    loaded = _code_objects(interpreter, _unpacked(build, tmp_path / "opt"), sdk)
+    assert loaded and not [path for path in loaded if path.endswith(".pyc")]
 
 
 def test_a_zip_planted_in_the_cache_under_the_expected_name_is_never_shipped(
@@ -346,7 +484,8 @@ def test_the_size_table_in_docs_cdk_is_this_build(full: LayerBuild, tmp_path: Pa
         versions["aws-lambda-powertools"],
         versions["typing-extensions"],
     )
-    python = f"python{full.python}"
+    (version,) = full.pythons
+    python = f"python{version}"
     rows = ((f"{python} with Powertools", full), (f"{python} `--no-powertools`", slim))
     for label, build in rows:
         row = re.search(rf"\| {re.escape(label)} \| (\d+) \| ([\d.]+) MiB \| ([\d.]+) MiB \|", text)

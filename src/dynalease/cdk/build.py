@@ -11,10 +11,13 @@ Only pure-Python distributions can go in: the layer is published for both
 x86_64 and arm64 and built on whatever machine runs the synth, so a compiled
 extension would be wrong for at least one of them.
 
-One zip per Python version: it carries, beside every ``.py``, the bytecode an
-interpreter of that version compiles (unchecked-hash ``.pyc`` in ``__pycache__``,
-see :mod:`._bytecode`), because Lambda's ``/opt`` is read-only and a module
-without bytecode is compiled from source on every cold start.
+A zip carries, beside every ``.py``, the bytecode an interpreter of each of its
+Python versions compiles (unchecked-hash ``.pyc`` in ``__pycache__``, one file per
+version side by side: ``x.cpython-312.pyc`` beside ``x.cpython-313.pyc``, see
+:mod:`._bytecode`), because Lambda's ``/opt`` is read-only and a module without
+bytecode is compiled from source on every cold start. A zip for several versions
+may leave a version without bytecode when no interpreter of it is found
+(``allow_source_only``): its runtime still imports the modules, from source.
 
 Reproducible by construction: files in sorted order, one fixed timestamp,
 fixed permissions, bytecode without timestamps, and a ``RECORD`` we write
@@ -28,6 +31,9 @@ Example::
 
     build = build_layer(python="3.13")
     print(build.zip_path, build.zipped_bytes, build.sha256)
+
+    every = build_layer(python=PYTHON_VERSIONS, allow_source_only=True)
+    print(every.compiled_pythons, every.source_only_pythons)
 
 This module must not import ``aws_cdk``: ``layer/build.py`` runs without it (and
 ``dynalease.cdk`` imports its constructs lazily, so importing this module does not
@@ -43,6 +49,7 @@ import importlib.metadata as metadata
 import os
 import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -69,7 +76,7 @@ LAMBDA_RUNTIME_PACKAGES: frozenset[str] = frozenset(
     {"boto3", "botocore", "s3transfer", "jmespath", "urllib3", "python-dateutil", "six"}
 )
 
-#: The Lambda Python runtimes' versions a layer can be built for (one zip each).
+#: The Lambda Python runtimes' versions a layer can be built for.
 PYTHON_VERSIONS: tuple[str, ...] = ("3.11", "3.12", "3.13", "3.14")
 
 #: The zipped size ``layer/build.py`` refuses to exceed (3 MiB, with Powertools).
@@ -115,10 +122,17 @@ class LayerBuild:
     file_count: int
     distributions: tuple[tuple[str, str], ...]
     """``(name, version)`` of every distribution in the layer, sorted by name."""
-    python: str
-    """The Python version (``'3.13'``) of the layer's runtime and of its bytecode."""
+    pythons: tuple[str, ...]
+    """The Python versions (``('3.13',)``) of the runtimes the layer is for, oldest first."""
+    compiled_pythons: tuple[str, ...]
+    """Those of :attr:`pythons` whose bytecode it carries (all unless ``allow_source_only``)."""
     bytecode_files: int
-    """How many ``.pyc`` files the zip holds (one per ``.py``)."""
+    """How many ``.pyc`` files the zip holds (one per ``.py`` and compiled version)."""
+
+    @property
+    def source_only_pythons(self) -> tuple[str, ...]:
+        """The versions without bytecode: their runtimes compile the modules at every cold start."""
+        return tuple(version for version in self.pythons if version not in self.compiled_pythons)
 
     def describe(self) -> str:
         """One line naming the distributions, e.g. for a LayerVersion description."""
@@ -136,19 +150,23 @@ def default_cache_dir() -> Path:
 
 def build_layer(
     *,
-    python: str | None = None,
+    python: str | Sequence[str] | None = None,
     include_powertools: bool = True,
     include_recovery: bool = True,
     cache_dir: Path | None = None,
     interpreter: str | os.PathLike[str] | None = None,
+    allow_source_only: bool = False,
 ) -> LayerBuild:
     """Build (or reuse from the cache) the layer zip for the installed dynalease.
 
     ``python`` is the Lambda runtime's version (``'3.13'``; default: the running
-    interpreter's): dependencies are chosen by its environment markers and the
-    bytecode is compiled by an interpreter of that version (``interpreter``, or
-    one found as :mod:`dynalease.cdk._bytecode` says; :class:`LayerBuildError`
-    names the version and how to provide it when there is none).
+    interpreter's), or several (``('3.12', '3.13')``) for one zip that serves each
+    of them: dependencies are chosen by their environment markers and each
+    version's bytecode is compiled by an interpreter of that version
+    (``interpreter``, for one version only, or one found as
+    :mod:`dynalease.cdk._bytecode` says). Without one, :class:`LayerBuildError`
+    names the version and how to provide it, unless ``allow_source_only``: then
+    that version gets no bytecode (:attr:`LayerBuild.source_only_pythons`).
     ``include_powertools`` adds the ``lambda`` extra (AWS Lambda Powertools) and
     its dependencies. ``include_recovery`` adds the recovery extension's launcher
     as ``extensions/dynalease-recovery``.
@@ -156,15 +174,24 @@ def build_layer(
     for name, flag in (
         ("include_powertools", include_powertools),
         ("include_recovery", include_recovery),
+        ("allow_source_only", allow_source_only),
     ):
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be a bool, got {flag!r}")
-    version = _check_version(running_python() if python is None else python)
-    try:
-        executable = find_interpreter(version, interpreter)
-    except LookupError as error:
-        raise LayerBuildError(str(error)) from None
-    dists = _closure(include_powertools, version)
+    versions = _check_versions(running_python() if python is None else python)
+    if interpreter is not None and len(versions) > 1:
+        raise ValueError(
+            "interpreter names the interpreter of one version; build one version per call, "
+            "or let the interpreters be found (DYNALEASE_PYTHON_3_N, PATH, pyenv)"
+        )
+    executables: dict[str, Path] = {}
+    for version in versions:
+        try:
+            executables[version] = find_interpreter(version, interpreter)
+        except LookupError as error:
+            if not allow_source_only or interpreter is not None:
+                raise LayerBuildError(str(error)) from None
+    dists = _closure(include_powertools, versions)
     entries: dict[str, bytes] = {}
     for dist in dists:
         _add_distribution(entries, dist)
@@ -172,11 +199,14 @@ def build_layer(
         entries[EXTENSION_ENTRY] = (Path(__file__).resolve().parents[2] / _LAUNCHER).read_bytes()
     names = tuple(sorted((_dist_name(d), d.version) for d in dists))
     sources = {name: content for name, content in entries.items() if name.endswith(".py")}
-    bytecode = _bytecode(executable, version, sources)
+    bytecode: dict[str, bytes] = {}
+    for version, executable in executables.items():
+        bytecode.update(_bytecode(executable, version, sources))
     entries.update(bytecode)
 
     directory = cache_dir if cache_dir is not None else default_cache_dir()
-    zip_path = directory / f"dynalease-layer-{version}-{_digest(_FORMAT, entries)[:40]}.zip"
+    label = "-".join(versions)
+    zip_path = directory / f"dynalease-layer-{label}-{_digest(_FORMAT, entries)[:40]}.zip"
     data = cached_zip(zip_path, entries)
     return LayerBuild(
         zip_path=zip_path,
@@ -185,7 +215,8 @@ def build_layer(
         unzipped_bytes=sum(len(content) for content in entries.values()),
         file_count=len(entries),
         distributions=names,
-        python=version,
+        pythons=versions,
+        compiled_pythons=tuple(executables),
         bytecode_files=len(bytecode),
     )
 
@@ -213,20 +244,32 @@ def _digest(seed: str, files: dict[str, bytes]) -> str:
     return digest.hexdigest()
 
 
-def _check_version(python: str) -> str:
-    if not isinstance(python, str) or not re.fullmatch(r"3\.\d+", python):
-        raise ValueError(f"python must be a version like '3.13', got {python!r}")
-    if int(python.split(".")[1]) < _MIN_MINOR:
-        raise ValueError(f"dynalease needs Python 3.11 or newer; the layer cannot be for {python}")
-    return python
+def _check_versions(python: str | Sequence[str]) -> tuple[str, ...]:
+    """The versions, oldest first: ``'3.13'`` or a sequence of such, each 3.11 or newer."""
+    given = [python] if isinstance(python, str) else python
+    if not isinstance(given, Sequence) or not given:
+        raise ValueError(
+            f"python must be a version like '3.13' or a sequence of them, got {python!r}"
+        )
+    for version in given:
+        if not isinstance(version, str) or not re.fullmatch(r"3\.\d+", version):
+            raise ValueError(
+                f"python must be a version like '3.13' or a sequence of them, got {version!r}"
+            )
+        if int(version.split(".")[1]) < _MIN_MINOR:
+            raise ValueError(
+                f"dynalease needs Python 3.11 or newer; the layer cannot be for {version}"
+            )
+    return tuple(sorted(set(given), key=lambda version: int(version.split(".")[1])))
 
 
 def _dist_name(dist: metadata.Distribution) -> str:
     return canonicalize_name(dist.metadata["Name"])
 
 
-def _environments(version: str) -> list[dict[str, str]]:
-    # Marker environments of the Lambda runtimes, not of the machine building the layer.
+def _environments(versions: tuple[str, ...]) -> list[dict[str, str]]:
+    # Marker environments of the Lambda runtimes, not of the machine building the layer: a
+    # dependency goes in when any of the layer's runtimes needs it.
     return [
         {
             "python_version": version,
@@ -241,6 +284,7 @@ def _environments(version: str) -> list[dict[str, str]]:
             "platform_release": "",
             "platform_version": "",
         }
+        for version in versions
         for machine in _MACHINES
     ]
 
@@ -253,8 +297,8 @@ def _applies(marker: Marker | None, extras: set[str], envs: list[dict[str, str]]
     )
 
 
-def _closure(include_powertools: bool, version: str) -> list[metadata.Distribution]:
-    envs = _environments(version)
+def _closure(include_powertools: bool, versions: tuple[str, ...]) -> list[metadata.Distribution]:
+    envs = _environments(versions)
     try:
         root = metadata.distribution("dynalease")
     except metadata.PackageNotFoundError:

@@ -10,10 +10,18 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from ._bytecode import interpreter_env_var
 from ._checks import check_optional_name, check_removal_policy
 from .build import LayerBuild, build_layer, running_python
 
-__all__ = ["DEFAULT_ARCHITECTURES", "DEFAULT_RUNTIMES", "LockLayer", "synth_runtime"]
+__all__ = [
+    "DEFAULT_ARCHITECTURES",
+    "DEFAULT_RUNTIMES",
+    "SOURCE_ONLY_WARNING",
+    "LockLayer",
+    "source_only_warning",
+    "synth_runtime",
+]
 
 _MIN_PYTHON = (3, 11)
 _PARAMETER_NAME = re.compile(r"^(/[a-zA-Z0-9_.\-]+)+$|^[a-zA-Z0-9_.\-]+$")
@@ -34,7 +42,7 @@ def _default_runtimes() -> tuple[lambda_.Runtime, ...]:
 
 
 #: python3.11 up to the newest Python runtime the installed aws-cdk-lib knows: the
-#: runtimes a ``LockLayer`` can be built for (one per layer).
+#: runtimes a default ``LockLayer`` serves, and those ``runtime=`` may name.
 DEFAULT_RUNTIMES: tuple[lambda_.Runtime, ...] = _default_runtimes()
 
 #: Both Lambda architectures; the layer is pure Python.
@@ -43,24 +51,32 @@ DEFAULT_ARCHITECTURES: tuple[lambda_.Architecture, ...] = (
     lambda_.Architecture.ARM_64,
 )
 
+#: The ID of the synth warning for a runtime the layer carries no bytecode for.
+SOURCE_ONLY_WARNING = "@dynalease/cdk:layerWithoutBytecode"
+
 
 class LockLayer(lambda_.LayerVersion):
-    """A Lambda layer for one Python runtime: dynalease, its dependencies and their bytecode.
+    """A Lambda layer for every Python runtime: dynalease, its dependencies and their bytecode.
 
     The ``python/`` content is built at synth time from the environment running
     the synth, without Docker and without downloading anything; boto3,
     botocore and the other packages the Lambda Python runtime ships are left
-    out. Every module comes with the bytecode an interpreter of ``runtime``'s
-    version compiles (Lambda's ``/opt`` is read-only, so a layer without it is
-    compiled on every cold start), so the synth needs that interpreter (found on
-    ``PATH``, under pyenv, or named by ``DYNALEASE_PYTHON_3_N``; docs/cdk.md), and
-    the layer's ``compatible_runtimes`` is exactly ``runtime``. The same builder
-    writes ``layer/dist/dynalease-layer-python3.N.zip``.
+    out. Lambda's ``/opt`` is read-only, so a module without bytecode is compiled
+    on every cold start: every module comes with the bytecode of each runtime's
+    version side by side (``__pycache__/x.cpython-312.pyc``, ``x.cpython-313.pyc``,
+    ...), compiled by an interpreter of that version found on the machine running
+    the synth (on ``PATH``, under pyenv, or named by ``DYNALEASE_PYTHON_3_N``;
+    docs/cdk.md). A version without an interpreter gets the source only (its
+    functions work, and compile the modules at each cold start) and a synth
+    warning naming what to install.
 
     Example::
 
-        layer = LockLayer(self, "LockLayer", runtime=lambda_.Runtime.PYTHON_3_13)
-        fn = lambda_.Function(..., runtime=layer.runtime, layers=[layer])
+        layer = LockLayer(self, "LockLayer")  # python3.11 and newer
+        fn = lambda_.Function(..., runtime=lambda_.Runtime.PYTHON_3_13, layers=[layer])
+
+        # The smallest layer: one runtime, whose interpreter the synth must find.
+        slim = LockLayer(self, "Slim", runtime=lambda_.Runtime.PYTHON_3_13)
 
     :param include_powertools: also ship AWS Lambda Powertools (the ``lambda`` extra).
     :param include_recovery_extension: also ship the recovery extension
@@ -68,9 +84,10 @@ class LockLayer(lambda_.LayerVersion):
         it deletes the dead runtime's lock rows at once instead of leaving them for a
         lease. On by default: it never delays an invocation and sends nothing unless a
         runtime died holding a lock.
-    :param runtime: the functions' Python runtime, python3.11 or newer (default:
-        the version of the Python running the synth). One layer per runtime; a
-        function on another Python version needs a ``LockLayer`` of its own.
+    :param runtime: build the layer for this one Python runtime only (python3.11 or
+        newer): about a third of the default layer's size, and the synth fails unless
+        it finds an interpreter of that version. By default the layer serves every
+        runtime in :data:`DEFAULT_RUNTIMES`.
     :param compatible_architectures: x86_64 and/or arm64.
     :param removal_policy: keep (RETAIN, default) or delete old layer versions.
     :param parameter_name: if given, an SSM StringParameter with this name holds the
@@ -90,7 +107,7 @@ class LockLayer(lambda_.LayerVersion):
         removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
         parameter_name: str | None = None,
     ) -> None:
-        chosen = _check_runtime(runtime)
+        runtimes = DEFAULT_RUNTIMES if runtime is None else (_check_runtime(runtime),)
         architectures = _check_architectures(compatible_architectures)
         check_removal_policy(removal_policy)
         check_optional_name(
@@ -104,20 +121,27 @@ class LockLayer(lambda_.LayerVersion):
         build = build_layer(
             include_powertools=include_powertools,
             include_recovery=include_recovery_extension,
-            python=chosen.name.removeprefix("python"),
+            python=[each.name.removeprefix("python") for each in runtimes],
+            allow_source_only=runtime is None,
         )
+        names = ", ".join(each.name for each in runtimes)
         super().__init__(
             scope,
             id,
             code=lambda_.Code.from_asset(str(build.zip_path)),
-            compatible_runtimes=[chosen],
+            compatible_runtimes=list(runtimes),
             compatible_architectures=list(architectures),
-            description=f"dynalease locks for {chosen.name}: {build.describe()}"[:256],
+            description=f"dynalease locks for {names}: {build.describe()}"[:256],
             license="Apache-2.0",
             removal_policy=removal_policy,
         )
+        if build.source_only_pythons:
+            cdk.Annotations.of(self).add_warning_v2(
+                SOURCE_ONLY_WARNING, source_only_warning(build.source_only_pythons)
+            )
         self._build = build
-        self._runtime = chosen
+        self._runtimes = runtimes
+        self._single = runtime is not None
         self._architecture_names = tuple(architecture.name for architecture in architectures)
         self.parameter: ssm.StringParameter | None = None
         """The SSM parameter holding the layer ARN, if ``parameter_name`` was given."""
@@ -132,18 +156,34 @@ class LockLayer(lambda_.LayerVersion):
 
     @property
     def build(self) -> LayerBuild:
-        """The built zip: path, sha256, zipped and unzipped sizes, distributions."""
+        """The built zip: path, sha256, sizes, distributions, the versions with bytecode."""
         return self._build
 
     @property
+    def runtimes(self) -> tuple[lambda_.Runtime, ...]:
+        """The Python runtimes the layer serves (its ``CompatibleRuntimes``), oldest first."""
+        return self._runtimes
+
+    @property
     def runtime(self) -> lambda_.Runtime:
-        """The one Python runtime the layer is built for: give it to the functions using it."""
-        return self._runtime
+        """The one runtime of a layer built with ``runtime=``: give it to the functions using it.
+
+        A default layer serves several runtimes, so this raises ``ValueError``: choose
+        the functions' runtime yourself (any of :attr:`runtimes`).
+        """
+        if not self._single:
+            raise ValueError(
+                f"{self.node.path} serves every Python runtime "
+                f"({', '.join(self.compatible_runtime_names)}), so it has no one runtime: give "
+                "each function the runtime it needs (e.g. aws_lambda.Runtime.PYTHON_3_13), or "
+                "build the layer with runtime= to have layer.runtime"
+            )
+        return self._runtimes[0]
 
     @property
     def compatible_runtime_names(self) -> tuple[str, ...]:
-        """Names of the compatible runtimes: the one runtime, e.g. ``("python3.13",)``."""
-        return (self._runtime.name,)
+        """Names of the compatible runtimes, e.g. ``("python3.11", "python3.12", ...)``."""
+        return tuple(each.name for each in self._runtimes)
 
     @property
     def compatible_architecture_names(self) -> tuple[str, ...]:
@@ -151,8 +191,25 @@ class LockLayer(lambda_.LayerVersion):
         return self._architecture_names
 
 
+def source_only_warning(versions: Sequence[str]) -> str:
+    """The synth warning for runtimes whose bytecode the layer lacks, naming what to install."""
+    runtimes = ", ".join(f"python{version}" for version in versions)
+    installs = " and ".join(
+        f"Python {version} (e.g. pyenv install {version}, or set "
+        f"{interpreter_env_var(version)} to its interpreter)"
+        for version in versions
+    )
+    return (
+        f"the layer has no bytecode for {runtimes}: no interpreter of that version was found "
+        f"on the machine running the synth. Functions on {runtimes} work, but compile "
+        "dynalease's modules from source at every cold start (Lambda's /opt is read-only). To "
+        f"ship the bytecode, install {installs} and synthesize again; or give the LockLayer "
+        "runtime= for the one runtime your functions use."
+    )
+
+
 def synth_runtime() -> lambda_.Runtime:
-    """The Lambda runtime of the Python running the synth: ``LockLayer``'s default ``runtime``."""
+    """The Lambda runtime of the Python running the synth, e.g. ``Runtime.PYTHON_3_11``."""
     name = f"python{running_python()}"
     for known in DEFAULT_RUNTIMES:
         if known.name == name:
@@ -164,15 +221,18 @@ def synth_runtime() -> lambda_.Runtime:
     )
 
 
-def _check_runtime(runtime: lambda_.Runtime | None) -> lambda_.Runtime:
-    if runtime is None:
-        return synth_runtime()
+def _check_runtime(runtime: lambda_.Runtime) -> lambda_.Runtime:
     if not isinstance(runtime, lambda_.Runtime):
-        raise TypeError(f"runtime is {runtime!r}, not an aws_lambda.Runtime")
+        raise TypeError(
+            f"runtime is {runtime!r}, not an aws_lambda.Runtime: pass e.g. "
+            "aws_lambda.Runtime.PYTHON_3_13, or leave runtime out for every Python runtime"
+        )
     version = _python_version(runtime)
     if version is None or version < _MIN_PYTHON:
         raise ValueError(
-            f"dynalease needs Python 3.11 or newer; {runtime.name} cannot use the layer"
+            f"dynalease needs Python 3.11 or newer; {runtime.name} cannot use the layer: pass "
+            "runtime=aws_lambda.Runtime.PYTHON_3_13 (or another python3.11+ runtime), or leave "
+            "runtime out for every Python runtime"
         )
     return runtime
 

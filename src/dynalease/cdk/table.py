@@ -214,24 +214,53 @@ def _check_layer(function: lambda_.Function, layer: object) -> None:
     if not hasattr(layer, "layer_version_arn"):
         raise TypeError(
             f"layer must be an aws_lambda.ILayerVersion such as a LockLayer, got "
-            f"{type(layer).__name__}"
+            f"{type(layer).__name__}: pass LockLayer(stack, 'LockLayer'), or leave layer out "
+            "and add the layer to the function yourself"
         )
     runtime = function.runtime
     if runtime.family != lambda_.RuntimeFamily.PYTHON:
         raise ValueError(
             f"the dynalease layer is for Python functions, but {function.node.path} uses "
-            f"{runtime.name}; use a python3.11 or newer runtime"
+            f"{runtime.name}; give it runtime=aws_lambda.Runtime.PYTHON_3_13 (or another "
+            "python3.11+ runtime), or leave layer out for this function"
         )
     if isinstance(layer, LockLayer):
         if runtime.name not in layer.compatible_runtime_names:
+            supported = ", ".join(layer.compatible_runtime_names)
             raise ValueError(
                 f"{function.node.path} uses {runtime.name}, which {layer.node.path} does not "
-                f"support (compatible runtimes: {', '.join(layer.compatible_runtime_names)})"
+                f"support (compatible runtimes: {supported}): {_runtime_fix(runtime, layer)}"
             )
         architecture = function.architecture.name
         if architecture not in layer.compatible_architecture_names:
             raise ValueError(
                 f"{function.node.path} runs on {architecture}, which {layer.node.path} does not "
                 f"support (compatible architectures: "
-                f"{', '.join(layer.compatible_architecture_names)})"
+                f"{', '.join(layer.compatible_architecture_names)}): leave "
+                "compatible_architectures out of the LockLayer for both architectures, or give "
+                f"the function architecture=aws_lambda.Architecture."
+                f"{_ARCHITECTURE_NAMES[layer.compatible_architecture_names[0]]}"
             )
+
+
+_ARCHITECTURE_NAMES = {"x86_64": "X86_64", "arm64": "ARM_64"}
+
+
+def _runtime_fix(runtime: lambda_.Runtime, layer: LockLayer) -> str:
+    """What to do about a function whose runtime the layer does not serve."""
+    version = re.fullmatch(r"python3\.(\d+)", runtime.name)
+    if version is None or int(version.group(1)) < 11:
+        return (
+            "dynalease needs Python 3.11 or newer; give the function "
+            "runtime=aws_lambda.Runtime.PYTHON_3_13 (or another python3.11+ runtime)"
+        )
+    return (
+        "leave runtime out of the LockLayer for a layer that serves every Python runtime, "
+        f"or give this function a LockLayer(..., runtime=aws_lambda.Runtime.{_constant(runtime)}) "
+        "of its own"
+    )
+
+
+def _constant(runtime: lambda_.Runtime) -> str:
+    """``python3.12`` -> ``PYTHON_3_12``: the ``aws_lambda.Runtime`` attribute's name."""
+    return runtime.name.upper().replace(".", "_").replace("PYTHON", "PYTHON_")
