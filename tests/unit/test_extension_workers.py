@@ -14,17 +14,6 @@ from dynalease._extension import workers
 from dynalease._extension.recovery import Outcome
 
 
-def test_managed_instances_are_recognised_by_the_initialization_type(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("AWS_LAMBDA_INITIALIZATION_TYPE", "lambda-managed-instances")
-    assert workers.managed_instances()
-    monkeypatch.setenv("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
-    assert not workers.managed_instances()
-    monkeypatch.delenv("AWS_LAMBDA_INITIALIZATION_TYPE")
-    assert not workers.managed_instances()
-
-
 def test_without_entries_a_look_sends_nothing(tmp_path: Path) -> None:
     calls: list[tuple[str, float]] = []
     watch = workers.WorkerWatch(str(tmp_path / "none-yet"), lambda d, t: calls.append((d, t)))

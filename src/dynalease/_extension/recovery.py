@@ -22,6 +22,7 @@ from typing import Any
 
 # Only what registering and waiting need: the request path (client, transport, TLS) loads
 # at shutdown, so the waiting process stays small.
+from .. import _compute_modes
 from .._engine import journal
 from ..constants import ENV_RUNTIME_API, RECOVERY_EXTENSION
 from . import workers
@@ -276,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, RuntimeError) as error:
         print(f"dynalease-recovery: could not register: {error}", file=sys.stderr)
         return 1
-    if workers.managed_instances():  # no event when a worker dies: watch the journal
+    if _compute_modes.managed_instances():  # no event when a worker dies: watch the journal
         workers.WorkerWatch(journal.directory(), recover).start()
     while True:
         try:

@@ -12,9 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..constants import ENV_INITIALIZATION_TYPE, MANAGED_INSTANCES
-
-__all__ = ["RELEASE_BUDGET_S", "WorkerWatch", "managed_instances"]
+__all__ = ["RELEASE_BUDGET_S", "WorkerWatch"]
 
 log = logging.getLogger("dynalease.recovery")
 
@@ -23,10 +21,6 @@ log = logging.getLogger("dynalease.recovery")
 INTERVAL_S = 0.25
 #: The time one round of releases may take (no shutdown deadline bounds it here).
 RELEASE_BUDGET_S = 5.0
-
-
-def managed_instances() -> bool:
-    return os.environ.get(ENV_INITIALIZATION_TYPE, "").strip().lower() == MANAGED_INSTANCES
 
 
 class WorkerWatch:
