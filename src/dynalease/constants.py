@@ -42,7 +42,8 @@ ENV_RUNTIME_API = "AWS_LAMBDA_RUNTIME_API"
 
 ENV_INITIALIZATION_TYPE = "AWS_LAMBDA_INITIALIZATION_TYPE"
 """Set by Lambda: how the environment started (``on-demand``, ``snap-start``,
-``lambda-managed-instances``...); read through ``dynalease._compute_modes``."""
+``lambda-managed-instances``...); read through ``dynalease._compute_modes``, and by
+``import dynalease`` itself for SnapStart."""
 
 MANAGED_INSTANCES = "lambda-managed-instances"
 """``AWS_LAMBDA_INITIALIZATION_TYPE`` on Lambda Managed Instances."""

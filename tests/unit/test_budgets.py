@@ -51,10 +51,29 @@ def _loaded_after(statement: str, env: dict[str, str] | None = None) -> dict[str
     return loaded
 
 
-def test_import_dynalease_loads_no_sdk_no_event_loop_and_no_tooling() -> None:
-    loaded = _loaded_after("import dynalease")
+@pytest.mark.parametrize(
+    "init_type", ["", "on-demand", "provisioned-concurrency", "lambda-managed-instances"]
+)
+def test_import_dynalease_loads_no_sdk_no_event_loop_and_no_tooling(init_type: str) -> None:
+    env = {**os.environ, "AWS_LAMBDA_INITIALIZATION_TYPE": init_type}
+    loaded = _loaded_after("import dynalease", env)
     modules = loaded["modules"]
     assert isinstance(modules, list)
+    unwanted = [m for m in (*NEVER_AT_IMPORT, "botocore", "asyncio") if m in modules]
+    assert unwanted == []
+    # The package alone: its names load on first use, and SnapStart's hooks only there.
+    assert [m for m in modules if m.startswith("dynalease")] == ["dynalease"]
+    assert "snapshot_restore_py" not in modules
+    assert loaded["threads"] == 1
+
+
+def test_import_dynalease_on_snapstart_registers_its_hooks_and_still_starts_nothing() -> None:
+    env = {**os.environ, "AWS_LAMBDA_INITIALIZATION_TYPE": "snap-start"}
+    loaded = _loaded_after("import dynalease", env)
+    modules = loaded["modules"]
+    assert isinstance(modules, list)
+    assert "dynalease._lambda.snapstart" in modules
+    assert "snapshot_restore_py" in modules
     unwanted = [m for m in (*NEVER_AT_IMPORT, "botocore", "asyncio") if m in modules]
     assert unwanted == []
     assert loaded["threads"] == 1
