@@ -143,14 +143,15 @@ class Outcome:
     alive: list[journal.Entry] = field(default_factory=list)
 
 
-def recover(directory: str, deadline: float) -> Outcome:
+def recover(directory: str, deadline: float, skipped: journal.Skipped | None = None) -> Outcome:
     """Release the rows of dead writers' entries in ``directory`` before ``deadline`` (epoch s).
 
-    An entry is removed once its row is released or is no longer its owner's lock row.
+    An entry is removed once its row is released or is no longer its owner's lock row. A bad
+    file is logged once per ``skipped`` (a reader that looks again passes the same one).
     """
     outcome = Outcome()
     dead: list[journal.Entry] = []
-    for entry in journal.entries(directory):
+    for entry in journal.entries(directory, skipped):
         (dead if not journal.writer_alive(entry.pid, entry.started) else outcome.alive).append(
             entry
         )
