@@ -100,3 +100,16 @@ def test_the_local_server_memory_figures_print_the_peak_and_both_rates() -> None
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r"server RSS: start [\d.]+ MB, peak [\d.]+ MB", result.stdout)
     assert re.search(r"transactions per second: start [\d.]+, end [\d.]+", result.stdout)
+
+
+def test_the_journal_entry_figures_name_the_filesystem_and_the_entry_size(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "benchmarks.managed_instances", "--no-release",
+               "--guards", "50", "--journal-dir", str(tmp_path)]  # fmt: skip
+    result = subprocess.run(
+        command, cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert re.search(r"machine: \d+ cores .*load average", out)
+    assert re.search(rf"journal directory: {re.escape(str(tmp_path))}\S* on \w+ \(", out)
+    assert re.search(r"median \d+, p90 \d+, min \d+, max \d+ us over 50; .*: \d+ bytes", out)
