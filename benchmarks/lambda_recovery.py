@@ -38,12 +38,12 @@ from typing import Any
 from dynalease_dev.lambda_plane import ControlPlane
 
 from dynalease import DynamoDBClient, SyncDistributedLock
-from dynalease._engine.journal import Journal
 from dynalease._tooling.local_server import LocalServer
 from dynalease.cdk.build import build_layer
 from tests.support.counting_proxy import CountingProxy  # a test tool: not in the wheel
 
 from .libs import use_test_credentials
+from .managed_instances import journal_entry
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The handlers the recovery tests use (``holders.plain``).
@@ -62,16 +62,11 @@ def _layer(directory: Path, *, recovery: bool) -> Path:
     return layer
 
 
-def _journal_us(directory: Path, guards: int = 2_000) -> float:
-    """Microseconds a guard spends on its journal entry (written, then removed)."""
-    journal = Journal(str(directory))
-    owners = [str(uuid.uuid4()) for _ in range(guards)]
-    journal.record("locks", "warm-up", "warm-up")
-    start = time.perf_counter()
-    for owner in owners:
-        journal.record("locks", "customer:c-1001", owner)
-        journal.forget(owner)
-    return (time.perf_counter() - start) / guards * 1e6
+def _journal_us(directory: Path) -> float:
+    """Microseconds a guard spends on its journal entry (written, then removed): the median
+    of ``benchmarks.managed_instances``' measurement."""
+    times, _ = journal_entry(directory)
+    return statistics.median(times) * 1e6
 
 
 def _rss_kib(pid: int) -> int:
@@ -194,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"extension resident memory while waiting: {max(rss) / 1024:.1f} MiB")
         print(
             f"journal entry per guard (written before the first request, removed after the "
-            f"release), in {directory}: {_journal_us(directory / 'journal-cost'):.0f} us"
+            f"release), median, in {directory}: {_journal_us(directory / 'journal-cost'):.0f} us"
         )
         with CountingProxy(server.url) as counter:
             for extension in (True, False):

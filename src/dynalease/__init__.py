@@ -10,13 +10,15 @@ Example::
         run_import()
 
 Names are imported on first use, so ``import dynalease`` stays cheap for
-Lambda cold starts.
+Lambda cold starts. On SnapStart it also registers the runtime hooks that refuse a
+snapshot while a lock is held (docs/lambda.md, "SnapStart").
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import os
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -89,3 +91,13 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(__all__)
+
+
+# SnapStart clones whatever init made into every restored environment, a held lock too:
+# register the hooks now, before the importer can take one. The test is awslambdaric's own
+# (it runs the hooks only then), spelled out rather than imported from .constants so that
+# everywhere else ``import dynalease`` loads no module more.
+if os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") == "snap-start":
+    from ._lambda import snapstart
+
+    snapstart.register()

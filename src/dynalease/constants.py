@@ -11,11 +11,13 @@ __all__ = [
     "ENV_JOURNAL_DIR",
     "ENV_LOG_KEYS",
     "ENV_LOG_KEY_SECRET",
+    "ENV_MAX_CONCURRENCY",
     "ENV_RUNTIME_API",
     "ENV_TABLE",
     "ENV_TRANSPORT",
     "MANAGED_INSTANCES",
     "RECOVERY_EXTENSION",
+    "SNAP_START",
 ]
 
 ENV_TABLE = "DYNALEASE_TABLE"
@@ -40,10 +42,18 @@ ENV_RUNTIME_API = "AWS_LAMBDA_RUNTIME_API"
 
 ENV_INITIALIZATION_TYPE = "AWS_LAMBDA_INITIALIZATION_TYPE"
 """Set by Lambda: how the environment started (``on-demand``, ``snap-start``,
-``lambda-managed-instances``...); the recovery extension and the middleware read it."""
+``lambda-managed-instances``...); read through ``dynalease._compute_modes``, and by
+``import dynalease`` itself for SnapStart."""
 
 MANAGED_INSTANCES = "lambda-managed-instances"
 """``AWS_LAMBDA_INITIALIZATION_TYPE`` on Lambda Managed Instances."""
+
+SNAP_START = "snap-start"
+"""``AWS_LAMBDA_INITIALIZATION_TYPE`` on SnapStart: the runtime runs its snapshot hooks then."""
+
+ENV_MAX_CONCURRENCY = "AWS_LAMBDA_MAX_CONCURRENCY"
+"""Set by Lambda Managed Instances: awslambdaric runs that many runtime worker processes
+when it is set (whatever ``AWS_LAMBDA_INITIALIZATION_TYPE`` says)."""
 
 ENV_EXTENSIONS_DIR = "DYNALEASE_EXTENSIONS_DIR"
 """Where external extensions are installed (default ``/opt/extensions``; for tests)."""

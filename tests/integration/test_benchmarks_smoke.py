@@ -122,3 +122,16 @@ def test_a_quick_runs_verdicts_say_they_are_indicative_only(
     report("one_key", results)
     full = capsys.readouterr().out
     assert "indicative" not in full and "elapsed <= 0.5x: NOT met" in full
+
+
+def test_the_journal_entry_figures_name_the_filesystem_and_the_entry_size(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "benchmarks.managed_instances", "--no-release",
+               "--guards", "50", "--journal-dir", str(tmp_path)]  # fmt: skip
+    result = subprocess.run(
+        command, cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert re.search(r"machine: \d+ cores .*load average", out)
+    assert re.search(rf"journal directory: {re.escape(str(tmp_path))}\S* on \w+ \(", out)
+    assert re.search(r"median \d+, p90 \d+, min \d+, max \d+ us over 50; .*: \d+ bytes", out)

@@ -60,7 +60,13 @@ def managed_plane(
     python = _python313()
     planes: list[ControlPlane] = []
 
-    def make(handler: str, *, workers: int = 3, timeout: float = 2.0) -> ControlPlane:
+    def make(
+        handler: str,
+        *,
+        workers: int = 3,
+        timeout: float = 2.0,
+        initialization_type: str | None = None,
+    ) -> ControlPlane:
         environment = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "COV_"))}
         plane = ControlPlane(
             task=TASK,
@@ -73,6 +79,8 @@ def managed_plane(
             max_concurrency=workers,
             python=python,
         )
+        if initialization_type is not None:  # a platform that names the mode otherwise
+            plane.environment["AWS_LAMBDA_INITIALIZATION_TYPE"] = initialization_type
         planes.append(plane)
         return plane
 
@@ -155,6 +163,29 @@ def test_a_killed_worker_s_row_is_released_by_the_extension(
     after = {"key": f"mi-{uuid.uuid4().hex[:8]}", **_files(tmp_path, "mark")}
     assert plane.invoke(after).status == "ok"
     assert all(process.poll() is None for process in plane.extension_processes())
+
+
+def test_awslambdaric_s_own_signal_alone_starts_the_worker_watch(
+    managed_plane: Callable[..., ControlPlane],
+    other_client: DynamoDBClient,
+    lock_table: str,
+    tmp_path: Path,
+) -> None:
+    # AWS_LAMBDA_MAX_CONCURRENCY set (awslambdaric forks its workers on it) while the
+    # initialization type says on-demand: a killed worker's row still goes at once.
+    plane = managed_plane("hold", workers=2, timeout=30.0, initialization_type="on-demand")
+    key = f"mi-{uuid.uuid4().hex[:8]}"
+    event = {"key": key, **_files(tmp_path, "mark", "go")}  # "go" never comes
+    held = _in_background(plane, event)
+    mark = _wait_for(Path(event["mark"]))
+    os.kill(mark["pid"], signal.SIGKILL)
+    killed = time.time()
+    gone = _gone_at(other_client, lock_table, key)
+    assert gone - killed <= WITHIN_S  # without the watch the row stays: no one contends
+    assert held().status == "crash"
+    logs = "".join(path.read_text() for path in plane.logs.glob("*dynalease-recovery*.log"))
+    said = "dynalease: Lambda Managed Instances (AWS_LAMBDA_MAX_CONCURRENCY '2', "
+    assert logs.count(said) == 1, logs
 
 
 def test_concurrent_invocations_on_distinct_keys_all_hold_at_once(

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import subprocess
+import sys
 import uuid
 from typing import Any
 
@@ -13,6 +17,7 @@ import dynalease.middleware  # noqa: F401  (importing it registers the hooks)
 from dynalease import DynamoDBClient
 from dynalease._lambda import snapstart
 from dynalease._lambda.snapstart import LockHeldAtSnapshot
+from dynalease.constants import ENV_INITIALIZATION_TYPE, SNAP_START
 from dynalease.exceptions import LockNotAcquired
 from dynalease.lock import SyncDistributedLock
 
@@ -85,3 +90,53 @@ def test_after_restore_reseeds_jitter_and_forgets_observations_and_connections(
         assert not guard.lost
     fresh = route.connections._idle  # the cycle ran on a new connection
     assert fresh and all(connection not in snapshot_idle for connection in fresh)
+
+
+#: Init code that takes a lock with plain ``import dynalease`` (no middleware), then
+#: awslambdaric's own hooks runner, as the runtime calls it when init ends.
+_INIT_TAKES_A_LOCK = """
+import json, sys
+import dynalease
+from dynalease import DynamoDBClient, SyncDistributedLock
+from awslambdaric import lambda_runtime_hooks_runner
+
+guard = SyncDistributedLock(DynamoDBClient(), table=sys.argv[1], key=sys.argv[2])
+guard.__enter__()
+try:
+    lambda_runtime_hooks_runner.run_before_snapshot()
+except Exception as error:
+    refused = f"{type(error).__name__}: {error}"
+else:
+    refused = None
+guard.__exit__(None, None, None)
+print(json.dumps({"refused": refused}))
+"""
+
+
+@pytest.mark.parametrize("init_type", ["snap-start", "on-demand"])
+def test_plain_import_dynalease_refuses_a_snapshot_of_a_lock_taken_at_init(
+    lock_table: str, aws_env: str, init_type: str
+) -> None:
+    pytest.importorskip("awslambdaric")
+    key = f"snap-init-{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, "AWS_LAMBDA_INITIALIZATION_TYPE": init_type}
+    out = subprocess.run(
+        [sys.executable, "-c", _INIT_TAKES_A_LOCK, lock_table, key],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    ).stdout
+    refused = json.loads(out)["refused"]
+    if init_type == "snap-start":
+        assert refused is not None
+        assert refused.startswith("LockHeldAtSnapshot: SnapStart is taking a snapshot")
+        assert repr(key) in refused
+    else:  # nothing registered (and awslambdaric runs no hooks there anyway)
+        assert refused is None
+
+
+def test_import_dynalease_tests_for_snapstart_with_awslambdaric_s_own_names() -> None:
+    bootstrap = pytest.importorskip("awslambdaric.bootstrap")
+    assert ENV_INITIALIZATION_TYPE == bootstrap.AWS_LAMBDA_INITIALIZATION_TYPE
+    assert SNAP_START == bootstrap.INIT_TYPE_SNAP_START

@@ -21,10 +21,11 @@ MAX_LINES = 420  # "a few hundred lines at most"; ~400 with a little slack for d
 #: Room -> the rooms its modules may import (besides their own). Faces sit on the
 #: engine; transports plug in below the engine's store interface; Lambda, CLI, CDK
 #: and testing each sit on the faces and never the other way round.
-BASE = {"exceptions", "constants", "_redact", "_tracing"}
+BASE = {"exceptions", "constants", "_redact", "_tracing", "_compute_modes"}
 ALLOWED: dict[str, set[str]] = {
     "exceptions": {"_redact"},
     "constants": set(),
+    "_compute_modes": {"constants"},
     "_redact": {"constants"},
     "_tracing": {"_redact", "exceptions"},
     "metrics": BASE,
@@ -43,7 +44,8 @@ ALLOWED: dict[str, set[str]] = {
     "transaction": BASE | {"_engine", "_values", "client"},
     "client": BASE | {"_engine", "_transport", "_values"},
     "semaphore": BASE | {"_engine", "keys", "client", "lock", "_calls"},
-    "__init__": BASE | {"client", "lock", "semaphore", "transaction", "metrics"},
+    # _lambda: SnapStart's hooks, registered on import where the runtime runs them.
+    "__init__": BASE | {"client", "lock", "semaphore", "transaction", "metrics", "_lambda"},
     "_lambda": BASE
     | {"_engine", "client", "lock", "semaphore", "keys", "_keyset", "metrics", "_calls"},
     "middleware": BASE | {"_lambda", "client", "lock", "keys", "_keyset", "metrics"},

@@ -51,10 +51,29 @@ def _loaded_after(statement: str, env: dict[str, str] | None = None) -> dict[str
     return loaded
 
 
-def test_import_dynalease_loads_no_sdk_no_event_loop_and_no_tooling() -> None:
-    loaded = _loaded_after("import dynalease")
+@pytest.mark.parametrize(
+    "init_type", ["", "on-demand", "provisioned-concurrency", "lambda-managed-instances"]
+)
+def test_import_dynalease_loads_no_sdk_no_event_loop_and_no_tooling(init_type: str) -> None:
+    env = {**os.environ, "AWS_LAMBDA_INITIALIZATION_TYPE": init_type}
+    loaded = _loaded_after("import dynalease", env)
     modules = loaded["modules"]
     assert isinstance(modules, list)
+    unwanted = [m for m in (*NEVER_AT_IMPORT, "botocore", "asyncio") if m in modules]
+    assert unwanted == []
+    # The package alone: its names load on first use, and SnapStart's hooks only there.
+    assert [m for m in modules if m.startswith("dynalease")] == ["dynalease"]
+    assert "snapshot_restore_py" not in modules
+    assert loaded["threads"] == 1
+
+
+def test_import_dynalease_on_snapstart_registers_its_hooks_and_still_starts_nothing() -> None:
+    env = {**os.environ, "AWS_LAMBDA_INITIALIZATION_TYPE": "snap-start"}
+    loaded = _loaded_after("import dynalease", env)
+    modules = loaded["modules"]
+    assert isinstance(modules, list)
+    assert "dynalease._lambda.snapstart" in modules
+    assert "snapshot_restore_py" in modules
     unwanted = [m for m in (*NEVER_AT_IMPORT, "botocore", "asyncio") if m in modules]
     assert unwanted == []
     assert loaded["threads"] == 1
@@ -71,19 +90,29 @@ def test_import_dynalease_middleware_loads_no_sdk_client_and_starts_no_thread() 
 
 
 @pytest.mark.parametrize(
-    "init_type",
-    ["", "on-demand", "provisioned-concurrency", "snap-start", "lambda-managed-instances"],
+    ("init_type", "max_concurrency"),
+    [
+        ("", None),
+        ("on-demand", None),
+        ("provisioned-concurrency", None),
+        ("snap-start", None),
+        ("lambda-managed-instances", "4"),
+        ("on-demand", "4"),  # Managed Instances by awslambdaric's own signal
+    ],
 )
 def test_middleware_imports_the_lock_request_path_at_init_only_where_init_runs_ahead(
-    init_type: str,
+    init_type: str, max_concurrency: str | None
 ) -> None:
     # On demand the first invoke imports it (init and invoke are one wait); where init
     # runs before any request is routed, it is imported then, and still nothing is made.
     env = {**os.environ, "AWS_LAMBDA_INITIALIZATION_TYPE": init_type}
+    env.pop("AWS_LAMBDA_MAX_CONCURRENCY", None)
+    if max_concurrency is not None:
+        env["AWS_LAMBDA_MAX_CONCURRENCY"] = max_concurrency
     loaded = _loaded_after("import dynalease.middleware", env)
     modules = loaded["modules"]
     assert isinstance(modules, list)
-    ahead = init_type not in ("", "on-demand")
+    ahead = init_type not in ("", "on-demand") or max_concurrency is not None
     lock_path = ["http.client", "dynalease._transport.lean", "dynalease._transport.items"]
     assert [m for m in lock_path if m in modules] == (lock_path if ahead else [])
     assert [m for m in NEVER_AT_IMPORT if m in modules] == []

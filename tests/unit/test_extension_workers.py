@@ -4,33 +4,23 @@ nothing it meets ever stops it (a crashed extension takes the whole environment 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 
 import pytest
 
-from dynalease._engine.journal import Journal
+from dynalease._engine.journal import Journal, Skipped
 from dynalease._extension import workers
-from dynalease._extension.recovery import Outcome
-
-
-def test_managed_instances_are_recognised_by_the_initialization_type(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("AWS_LAMBDA_INITIALIZATION_TYPE", "lambda-managed-instances")
-    assert workers.managed_instances()
-    monkeypatch.setenv("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
-    assert not workers.managed_instances()
-    monkeypatch.delenv("AWS_LAMBDA_INITIALIZATION_TYPE")
-    assert not workers.managed_instances()
+from dynalease._extension.recovery import Outcome, recover
 
 
 def test_without_entries_a_look_sends_nothing(tmp_path: Path) -> None:
     calls: list[tuple[str, float]] = []
-    watch = workers.WorkerWatch(str(tmp_path / "none-yet"), lambda d, t: calls.append((d, t)))
+    watch = workers.WorkerWatch(str(tmp_path / "none-yet"), lambda d, t, _: calls.append((d, t)))
     assert watch.look()
     (tmp_path / "empty").mkdir()
-    assert workers.WorkerWatch(str(tmp_path / "empty"), lambda d, t: calls.append((d, t))).look()
+    assert workers.WorkerWatch(str(tmp_path / "empty"), lambda d, t, _: calls.append((d, t))).look()
     assert calls == []
 
 
@@ -38,7 +28,7 @@ def test_with_entries_a_look_recovers_within_its_own_budget(tmp_path: Path) -> N
     Journal(str(tmp_path)).record("locks", "k", "owner-1")
     calls: list[tuple[str, float]] = []
 
-    def recover(directory: str, deadline: float) -> Outcome:
+    def recover(directory: str, deadline: float, skipped: Skipped) -> Outcome:
         calls.append((directory, deadline))
         return Outcome()
 
@@ -54,7 +44,7 @@ def test_a_failing_round_is_logged_and_the_watch_goes_on(
     Journal(str(tmp_path)).record("locks", "k", "owner-1")
     rounds: list[int] = []
 
-    def recover(directory: str, deadline: float) -> Outcome:
+    def recover(directory: str, deadline: float, skipped: Skipped) -> Outcome:
         rounds.append(1)
         if len(rounds) == 1:
             raise OSError("the disk went away")
@@ -73,3 +63,54 @@ def test_a_failing_round_is_logged_and_the_watch_goes_on(
         watch.stop()
     assert watch.rounds >= 3
     assert "the worker watch failed this round" in caplog.text
+
+
+def _skipped_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "skipping journal entry" in r.getMessage()]
+
+
+def test_each_bad_journal_file_is_logged_once_until_it_changes_or_goes_away(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Three bad files, looked at as often as the watch does in 5 s (it logged 12 lines a
+    # second for three files before), with the real recover: no request is due.
+    owner = "0b6e6c52-3f0c-4a8e-9d3b-6f1f4c2a7e10"
+    not_json = tmp_path / f"{owner}.json"
+    not_json.write_text("{not json")
+    misnamed = tmp_path / "a-name-not-an-owner.json"
+    misnamed.write_text('{"format": 1}')
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    watch = workers.WorkerWatch(str(tmp_path), recover)
+    with caplog.at_level(logging.WARNING, logger="dynalease"):
+        for _ in range(20):
+            assert watch.look()
+        assert len(_skipped_lines(caplog)) == 3
+        caplog.clear()
+        not_json.write_text("{still not json, and longer")  # changed: logged again
+        misnamed.unlink()  # gone: nothing to log
+        for _ in range(20):
+            assert watch.look()
+        assert _skipped_lines(caplog) == [
+            f"dynalease: skipping journal entry {not_json.name!r}: not JSON text"
+        ]
+        caplog.clear()
+        misnamed.write_text('{"format": 1}')  # back after it went away: logged again
+        for _ in range(20):
+            assert watch.look()
+        (line,) = _skipped_lines(caplog)
+        assert repr(misnamed.name) in line
+
+
+def test_a_bad_journal_directory_is_logged_once_by_the_watch(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    directory = tmp_path / "journal"
+    Journal(str(directory)).record("locks", "k", "0b6e6c52-3f0c-4a8e-9d3b-6f1f4c2a7e10")
+    directory.chmod(0o777)  # writable by others: its entries are ignored
+    watch = workers.WorkerWatch(str(directory), recover)
+    with caplog.at_level(logging.WARNING, logger="dynalease"):
+        for _ in range(20):
+            assert watch.look()
+    ignored = [r for r in caplog.records if "its entries are ignored" in r.getMessage()]
+    assert len(ignored) == 1

@@ -24,6 +24,7 @@ __all__ = [
     "MAX_KEYS",
     "Entry",
     "Journal",
+    "Skipped",
     "directory",
     "enabled",
     "entries",
@@ -227,22 +228,64 @@ def process_journal() -> Journal | None:
     return Journal(directory()) if enabled() else None
 
 
-def entries(path: str) -> Iterator[Entry]:
-    """The valid entries in ``path``; any other file is skipped with a log line.
+class Skipped:
+    """What a reader of the journal has already logged as skipped: each bad file (and a
+    bad directory) once, until it changes or goes away, so a reader that looks four times
+    a second (the Managed Instances worker watch) logs a bad file once, not every look.
+    """
+
+    def __init__(self) -> None:
+        self._told: dict[str, tuple[str, tuple[int, ...] | None]] = {}
+
+    def first(self, name: str, problem: str, identity: tuple[int, ...] | None) -> bool:
+        """True (and remembered) unless ``name`` was logged with this problem and identity."""
+        seen = (problem, identity)
+        if self._told.get(name) == seen:
+            return False
+        self._told[name] = seen
+        return True
+
+    def keep(self, names: set[str]) -> None:
+        """Forget what one look did not meet again: a file that comes back is logged anew."""
+        self._told = {name: seen for name, seen in self._told.items() if name in names}
+
+
+def _identity(name: str, directory: int | None = None) -> tuple[int, ...] | None:
+    """Inode, size and change times of ``name`` (not followed); None when it is gone."""
+    try:
+        info = os.lstat(name, dir_fd=directory)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def entries(path: str, skipped: Skipped | None = None) -> Iterator[Entry]:
+    """The valid entries in ``path``; any other file is skipped with a log line, once per
+    ``skipped`` (a fresh one when None: once per call).
 
     The directory is opened once, never through a symlink, and its files relative to it.
     """
+    skipped = Skipped() if skipped is None else skipped
+    met: set[str] = set()  # the bad names of this look
+    try:
+        yield from _valid(path, skipped, met)
+    finally:
+        skipped.keep(met)
+
+
+def _valid(path: str, skipped: Skipped, met: set[str]) -> Iterator[Entry]:
     try:
         directory = os.open(path, _DIRECTORY_FLAGS)
     except FileNotFoundError:
         return
     except OSError as error:  # ELOOP: a symlink; ENOTDIR: a file
-        _ignored(path, _directory_problem(path) or f"cannot be opened ({error.strerror or error})")
+        unusable = _directory_problem(path) or f"cannot be opened ({error.strerror or error})"
+        _ignored(path, unusable, skipped, met)
         return
     try:
         problem = _problem(os.fstat(directory))
         if problem is not None:
-            _ignored(path, problem)
+            _ignored(path, problem, skipped, met)
             return
         for name in sorted(os.listdir(directory)):
             if not name.endswith(_SUFFIX):
@@ -250,15 +293,21 @@ def entries(path: str) -> Iterator[Entry]:
             try:
                 entry = _entry(os.path.join(path, name), name, _read(directory, name))
             except _Skip as reason:
-                log.warning("dynalease: skipping journal entry %r: %s", name, reason)
+                met.add(name)
+                if skipped.first(name, str(reason), _identity(name, directory)):
+                    log.warning("dynalease: skipping journal entry %r: %s", name, reason)
                 continue
             yield entry
     finally:
         os.close(directory)
 
 
-def _ignored(path: str, problem: str) -> None:
-    log.warning("dynalease: the journal directory %r %s; its entries are ignored", path, problem)
+def _ignored(path: str, problem: str, skipped: Skipped, met: set[str]) -> None:
+    met.add(path)
+    if skipped.first(path, problem, _identity(path)):
+        log.warning(
+            "dynalease: the journal directory %r %s; its entries are ignored", path, problem
+        )
 
 
 class _Skip(Exception):

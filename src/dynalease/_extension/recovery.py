@@ -22,6 +22,7 @@ from typing import Any
 
 # Only what registering and waiting need: the request path (client, transport, TLS) loads
 # at shutdown, so the waiting process stays small.
+from .. import _compute_modes
 from .._engine import journal
 from ..constants import ENV_RUNTIME_API, RECOVERY_EXTENSION
 from . import workers
@@ -142,14 +143,15 @@ class Outcome:
     alive: list[journal.Entry] = field(default_factory=list)
 
 
-def recover(directory: str, deadline: float) -> Outcome:
+def recover(directory: str, deadline: float, skipped: journal.Skipped | None = None) -> Outcome:
     """Release the rows of dead writers' entries in ``directory`` before ``deadline`` (epoch s).
 
-    An entry is removed once its row is released or is no longer its owner's lock row.
+    An entry is removed once its row is released or is no longer its owner's lock row. A bad
+    file is logged once per ``skipped`` (a reader that looks again passes the same one).
     """
     outcome = Outcome()
     dead: list[journal.Entry] = []
-    for entry in journal.entries(directory):
+    for entry in journal.entries(directory, skipped):
         (dead if not journal.writer_alive(entry.pid, entry.started) else outcome.alive).append(
             entry
         )
@@ -276,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, RuntimeError) as error:
         print(f"dynalease-recovery: could not register: {error}", file=sys.stderr)
         return 1
-    if workers.managed_instances():  # no event when a worker dies: watch the journal
+    if _compute_modes.managed_instances():  # no event when a worker dies: watch the journal
         workers.WorkerWatch(journal.directory(), recover).start()
     while True:
         try:

@@ -12,9 +12,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..constants import ENV_INITIALIZATION_TYPE, MANAGED_INSTANCES
+from .._engine import journal
 
-__all__ = ["RELEASE_BUDGET_S", "WorkerWatch", "managed_instances"]
+__all__ = ["RELEASE_BUDGET_S", "WorkerWatch"]
 
 log = logging.getLogger("dynalease.recovery")
 
@@ -25,19 +25,16 @@ INTERVAL_S = 0.25
 RELEASE_BUDGET_S = 5.0
 
 
-def managed_instances() -> bool:
-    return os.environ.get(ENV_INITIALIZATION_TYPE, "").strip().lower() == MANAGED_INSTANCES
-
-
 class WorkerWatch:
     """A daemon thread releasing dead workers' entries with :func:`.recovery.recover`, passed in
-    so nothing of the request path is imported until a worker dies.
+    so nothing of the request path is imported until a worker dies. A bad journal file is
+    logged once, not at every look, until it changes or goes away.
     """
 
     def __init__(
         self,
         directory: str,
-        recover: Callable[[str, float], object],
+        recover: Callable[[str, float, journal.Skipped], object],
         *,
         interval: float = INTERVAL_S,
     ) -> None:
@@ -45,6 +42,7 @@ class WorkerWatch:
         self.interval = interval
         self.rounds = 0  # looks at the journal, for tests
         self._recover = recover
+        self._skipped = journal.Skipped()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dynalease-workers", daemon=True)
 
@@ -69,7 +67,7 @@ class WorkerWatch:
         try:
             if not _has_entries(self.directory):
                 return True  # the common case: a listing, nothing else
-            outcome = self._recover(self.directory, time.time() + RELEASE_BUDGET_S)
+            outcome = self._recover(self.directory, time.time() + RELEASE_BUDGET_S, self._skipped)
         except Exception:
             log.exception("dynalease-recovery: the worker watch failed this round; it goes on")
             return False

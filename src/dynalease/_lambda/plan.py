@@ -13,10 +13,11 @@ from typing import Any, TypedDict
 
 from .. import _tracing
 from .._calls import check_keywords
+from .._compute_modes import init_runs_ahead
 from .._engine.protocol import check_durations
 from .._keyset import KeysTemplate
 from ..client import DynamoDBClient, check_table_name, load_request_path
-from ..constants import ENV_INITIALIZATION_TYPE, ENV_TABLE, MANAGED_INSTANCES
+from ..constants import ENV_TABLE
 from ..exceptions import LockNotAcquired
 from ..keys import KeyTemplate, permit_keys
 from ..lock import SyncDistributedLock
@@ -62,16 +63,12 @@ def shared_client() -> DynamoDBClient:
         return _shared[1]
 
 
-# Init types whose init runs before any request is routed to the environment.
-_INIT_AHEAD_OF_REQUESTS = frozenset({"provisioned-concurrency", "snap-start", MANAGED_INSTANCES})
-
-
 def import_ahead() -> None:
     """Import the lock request path during init where init runs ahead of requests.
 
     Only imports: nothing made here can be copied into a SnapStart snapshot.
     """
-    if os.environ.get(ENV_INITIALIZATION_TYPE, "").strip().lower() in _INIT_AHEAD_OF_REQUESTS:
+    if init_runs_ahead():
         load_request_path()
 
 
