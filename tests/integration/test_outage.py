@@ -23,8 +23,11 @@ from dynalease.lock import DistributedLock, SyncDistributedLock
 from dynalease.middleware import key_hash
 
 TRANSPORTS = ["lean", "boto"]
-#: Generous: a loaded 2-core machine, botocore's first client build, thread hand-overs.
-SLACK_S = 3.0
+#: Past each budget, for a loaded two-core machine (botocore's first client build, thread
+#: hand-overs): several times the budgets, and still far from what they prevent, the OS's
+#: minutes-long timeouts or a wait that never ends. The exact budgets are the engine's unit
+#: tests', on a manual clock.
+SLACK_S = 10.0
 
 
 def _client(url: str, transport: str) -> DynamoDBClient:
