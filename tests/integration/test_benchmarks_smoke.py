@@ -65,7 +65,10 @@ def test_the_fenced_workload_prints_its_requests_and_cpu_beside_the_unfenced_cyc
 
 
 def test_the_sigterm_figures_print_both_successor_waits() -> None:
-    command = [sys.executable, "-m", "benchmarks.sigterm", "--lease", "3"]
+    # The successor starts watching at the SIGTERM, and may take a row over only after
+    # watching it for a whole lease: a wait under the lease is a release, and 6 s leave a
+    # loaded two-core machine room for it.
+    command = [sys.executable, "-m", "benchmarks.sigterm", "--lease", "6"]
     result = subprocess.run(
         command, cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=120
     )
@@ -73,7 +76,7 @@ def test_the_sigterm_figures_print_both_successor_waits() -> None:
     waits = re.findall(r"successor acquired +([\d.]+) s after SIGTERM \(child -15\)", result.stdout)
     assert len(waits) == 2, result.stdout
     # Released before the lease could run out with the opt-in; watched for all of it without.
-    assert float(waits[0]) < 3.0 <= float(waits[1]), result.stdout
+    assert float(waits[0]) < 6.0 <= float(waits[1]), result.stdout
 
 
 def test_the_process_and_cold_start_workloads_run_once_each() -> None:

@@ -95,9 +95,11 @@ def test_renewals_keep_the_token(client: DynamoDBClient, table: str) -> None:
     with SyncDistributedLock(
         client, table=table, key="job", lease_duration=LEASE_S, fencing=True
     ) as lease:
+        # Until two renewals were seen, not for a fixed time: on a loaded machine fewer
+        # renewals fit in one. The limit only ends a lease that never renews.
         versions = set()
-        end = time.monotonic() + 2 * LEASE_S
-        while time.monotonic() < end:
+        give_up = time.monotonic() + 30
+        while len(versions) < 3 and time.monotonic() < give_up:
             item = row(client, table, "job")
             assert item is not None
             versions.add(item["version"]["S"])

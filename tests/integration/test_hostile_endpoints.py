@@ -132,12 +132,14 @@ def send(lean: LeanTransport, how: str, operation: str, params: dict[str, Any]) 
 
 
 def fails_at_once_as_maybe_applied(lean: LeanTransport, how: str) -> RequestFailedError:
-    """The PutItem fails well before the read timeout, as "it may have been applied"."""
-    started = time.monotonic()
+    """The PutItem fails before the read timeout, as "it may have been applied".
+
+    The servers fall silent after what they send: a client that did not refuse the
+    answer at once would wait for more and fail at the read timeout instead, as a
+    ReadTimeoutError. The error's code tells the two apart, whatever the machine's load.
+    """
     failure = fails_as_maybe_applied(lean, how)
-    elapsed = time.monotonic() - started
     assert failure.code == "ConnectionClosedError", failure
-    assert elapsed < READ_TIMEOUT_S / 2, f"waited {elapsed:.1f} s for what was known at once"
     return failure
 
 
@@ -259,11 +261,13 @@ def test_a_chunked_answer_in_many_small_chunks_is_read_in_linear_time(
         conn.sendall(b"0\r\n\r\n")
         hold(conn)
 
-    started = time.monotonic()
+    # CPU seconds, not wall time: a busy machine delays this process but does not make it
+    # spend more. Linear parsing spends well under a second; re-reading every chunk at
+    # each read spent ten or more.
+    started = time.process_time()
     answer = send(transport(server(chunked).url), how, "GetItem", _get())
     assert answer["Item"] == item["Item"]
-    # Linear: well under a second. Re-reading every chunk at each read took ten or more.
-    assert time.monotonic() - started < 3.0
+    assert time.process_time() - started < 3.0
 
 
 # --- interim answers ----------------------------------------------------------------

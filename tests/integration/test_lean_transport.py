@@ -310,7 +310,9 @@ def test_a_connect_that_never_completes_times_out_and_was_never_applied(how: str
             await sender_for(transport, how)("PutItem", {"TableName": "locks", "Item": {}})
         assert not raised.value.may_have_committed
         assert raised.value.code == "ConnectTimeoutError"
-        assert asyncio.get_running_loop().time() - started < 3  # not the OS's minutes
+        # The 0.3 s timeout's, not the OS's (its SYN retries last about two minutes): the
+        # bound is generous for a loaded two-core machine and still far from those.
+        assert asyncio.get_running_loop().time() - started < 30
 
     with _full_listener() as (listener, _):
         asyncio.run(scenario(listener.getsockname()[1]))

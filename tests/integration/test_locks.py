@@ -64,7 +64,10 @@ def test_an_abandoned_row_is_taken_over_after_its_stored_lease_not_before(
         waited = time.monotonic() - start
         row = stored(client, table, "job")
         assert row is not None and row["owner"] != "crashed" and row["lease_ms"] == 1000
-    assert 1.5 <= waited < 9.0
+    # Not before the stored lease; after it, within the 10 s wait_timeout (several leases,
+    # for a loaded machine), or the acquisition would have raised. The exact schedule is
+    # the engine's unit tests', on a manual clock.
+    assert waited >= 1.5
     assert stored(client, table, "job") is None
 
 
@@ -102,11 +105,12 @@ def test_a_malformed_or_unknown_protocol_row_is_never_taken_over(
     client: DynamoDBClient, table: str, row: dict[str, Any], problem: str
 ) -> None:
     item = abandon(client, table, "odd", **row)
-    start = time.monotonic()
+    guard = SyncDistributedLock(client, table=table, key="odd", wait_timeout=3)
     with pytest.raises(MalformedLockRow, match=problem) as raised:
-        with SyncDistributedLock(client, table=table, key="odd", wait_timeout=3):
+        with guard:
             pass
-    assert time.monotonic() - start < 3  # raised at once, not after waiting
+    # Raised at its first sight of the row, not after waiting: one create, no poll.
+    assert (guard.metrics.write_requests, guard.metrics.read_requests) == (1, 0)
     assert not isinstance(raised.value, LockNotAcquired)
     assert isinstance(raised.value, DynaleaseError)
     assert f"{table!r}" in str(raised.value) and "will not be taken over" in str(raised.value)
@@ -189,11 +193,13 @@ def test_a_sync_holder_is_told_promptly_when_another_owner_takes_the_row(
         ) as lease:
             assert lease.wait_lost(timeout=0) is False and not lease.lost
             abandon(client, table, "taken", owner="successor", lease_ms=30000)
-            assert lease.wait_lost(timeout=5)  # the next renewal (every 0.5 s) finds out
+            # The next renewal (every 0.5 s) finds out; the timeout is for a loaded machine,
+            # so that only a loss never noticed fails.
+            assert lease.wait_lost(timeout=30)
             assert lease.lost
             with pytest.raises(LockLost):
                 lease.raise_if_lost()
-            assert callback_ran.wait(5)
+            assert callback_ran.wait(30)
     assert told[0].key == "taken" and told[0].owner == lease.owner
     assert lease.metrics.lost
     assert stored(client, table, "taken")["owner"] == "successor"  # type: ignore[index]

@@ -174,7 +174,7 @@ def test_losing_one_row_loses_the_guard(client: DynamoDBClient, table: str) -> N
     with pytest.raises(LockLost) as raised:
         with SyncDistributedLock(client, table=table, keys=keys, lease_duration=0.6) as lease:
             client.sync_delete_item(table, {"key": keys[2]})
-            assert lease.wait_lost(timeout=3)
+            assert lease.wait_lost(timeout=30)  # at 90% of the lease; 30 s: only never fails
     assert "lock on 3 keys (first " in str(raised.value)
     assert "no longer owned" in str(raised.value)
     assert all(stored(client, table, key) is None for key in keys)

@@ -177,7 +177,7 @@ def test_each_record_gets_its_wait_from_the_time_left_and_stops_trying_when_none
     assert lines[0]["wait_ms"] >= 200
     assert lines[1]["requests"] == lines[2]["requests"] == 0
     # The proxy counts a request when it has forwarded it: give the last one a moment.
-    settle = time.monotonic() + 5
+    settle = time.monotonic() + 30  # generous: only a request never forwarded fails
     while counting_proxy.total() < lines[0]["requests"] and time.monotonic() < settle:
         time.sleep(0.02)
     assert counting_proxy.total() == lines[0]["requests"]

