@@ -18,11 +18,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from dynalease.cdk.build import PYTHON_VERSIONS
+
+# As infra/app.py: Node 20's deprecation banners come out of jsii as bytes literals, a
+# dozen lines around a one-line answer. Set before aws_cdk is imported (it starts jsii).
+os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 OUT = Path(__file__).resolve().parents[1] / "deploy" / "cloudformation" / "dynalease.json"
 
@@ -134,6 +140,7 @@ def main() -> int:
         if not OUT.is_file() or OUT.read_text() != text:
             print(f"{OUT} is stale: run .venv/bin/python infra/export_template.py", file=sys.stderr)
             return 1
+        print(f"{OUT} is up to date")
         return 0
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(text)

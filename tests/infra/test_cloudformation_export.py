@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import os
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -126,3 +128,19 @@ def test_the_template_can_pin_the_zips_object_version() -> None:
         assert stack["StackStatus"] == "CREATE_COMPLETE"
     content = _checked_in()["Resources"]["LockLayer"]["Properties"]["Content"]
     assert content["S3ObjectVersion"]["Fn::If"][0] == "PinnedZipVersion"
+
+
+def test_check_says_the_file_is_up_to_date_in_one_line_without_node_banners() -> None:
+    # As a user runs it: a fresh process, without the variables that silence jsii's Node
+    # banners (which it prints as bytes literals).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JSII_SILENCE")}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "infra/export_template.py"), "--check"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("dynalease.json is up to date"), done.stdout
+    assert "b'!!" not in done.stdout + done.stderr
