@@ -344,7 +344,8 @@ def _missing_table(error: BaseException) -> str | None:
     ``BatchProcessingError`` carries them as ``child_exceptions``, each with its
     traceback: kilobytes of text for one missing table).
     """
-    from dynalease._advice import create_table_hint, where
+    from dynalease._advice import where
+    from dynalease._tooling.diagnose import create_table_hint
     from dynalease.exceptions import TableNotFoundError
 
     pending, seen = [error], set()

@@ -1,9 +1,8 @@
 """What a lock's DynamoDB error says the user should do: the lock, the table, where to look.
 
 DynamoDB's own messages name neither the lock nor where the request went; a guard
-re-words the error it raises (same class, code and flags) with :func:`explain`. The
-command-line tools name where requests went with :func:`where` and say how to create
-a missing table with :func:`create_table_hint`.
+re-words the error it raises (same class, code and flags) with :func:`explain`; the
+command-line tools name where requests went with :func:`where` too.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import copy
 from ._redact import logged_key
 from .exceptions import DynamoDBError, TableNotFoundError, ValidationError
 
-__all__ = ["create_table_hint", "explain", "where"]
+__all__ = ["explain", "where"]
 
 _SCHEMA_HINT = (
     "lock tables need a partition key named 'key' of type S and no sort key; "
@@ -52,31 +51,6 @@ def doctor_command(table: str, region: str | None, endpoint: str | None) -> str:
     command = f"dynalease doctor --table {table}"
     command += f" --region {region}" if region else ""
     return command + (f" --endpoint {endpoint}" if endpoint else "")
-
-
-def create_table_hint(table: str, region: str | None, endpoint: str | None) -> str:
-    """How to create a missing lock table from a shell, for where requests went."""
-    import urllib.parse
-
-    from ._tooling.local_server import is_loopback
-
-    aws = (
-        f"`aws dynamodb create-table --table-name {table} --attribute-definitions "
-        "AttributeName=key,AttributeType=S --key-schema AttributeName=key,KeyType=HASH "
-        "--billing-mode PAY_PER_REQUEST"
-        + (f" --region {region}" if region else "")
-        + (f" --endpoint-url {endpoint}" if endpoint else "")
-        + "`"
-    )
-    url = urllib.parse.urlsplit(endpoint or "")
-    if url.hostname and is_loopback(url.hostname):
-        # Most likely `dynalease local`, whose tables live in memory: a restart makes it.
-        port = f" --port {url.port}" if url.port else ""
-        return (
-            f"if it is `dynalease local`, restart it as `dynalease local{port} --table {table}`, "
-            f"which creates it; otherwise create it: {aws}"
-        )
-    return f"create it: {aws} (or deploy the CDK LockTable construct)"
 
 
 def _missing_table(table: str, region: str | None, endpoint: str | None) -> str:

@@ -323,6 +323,7 @@ RUNTIME_MODULES = frozenset(
         "__init__",
         "_advice",
         "_calls",
+        "_compute_modes",
         "_keyset",
         "_redact",
         "_tracing",

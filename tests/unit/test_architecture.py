@@ -37,7 +37,8 @@ ALLOWED: dict[str, set[str]] = {
     "_engine": BASE | {"metrics"},
     "_values": BASE,
     "_transport": BASE | {"_engine", "_values"},
-    "_advice": BASE,
+    # _transport: the endpoint requests went to, for messages that name it.
+    "_advice": BASE | {"_transport"},
     "lock": BASE
     | {"_engine", "metrics", "keys", "client", "transaction", "shutdown", "_calls", "_advice"}
     | {"_keyset"},
@@ -52,7 +53,7 @@ ALLOWED: dict[str, set[str]] = {
     "testing": BASE | {"_engine", "_transport", "_values", "client"},
     "cdk": BASE,
     "_extension": BASE | {"_engine", "_transport", "client"},
-    "_tooling": BASE | {"_engine", "client", "testing"},
+    "_tooling": BASE | {"_engine", "client", "testing", "_advice"},
     "cli": BASE
     | {
         "__init__",

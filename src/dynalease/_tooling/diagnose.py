@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .._advice import create_table_hint
 from .._advice import where as where_requests_go
 from .._engine.protocol import KEY_ATTR
 from ..client import DynamoDBClient
@@ -21,6 +20,7 @@ from ..exceptions import (
     TableNotFoundError,
     ThrottledError,
 )
+from .local_server import is_loopback
 
 OK = "ok"
 PROBLEM = "problem"
@@ -228,3 +228,26 @@ def render(findings: list[Finding]) -> str:
         "this table for locks"
     )
     return "\n".join(lines)
+
+
+def create_table_hint(table: str, region: str | None, endpoint: str | None) -> str:
+    """How to create a missing lock table from a shell, for where requests went."""
+    import urllib.parse
+
+    aws = (
+        f"`aws dynamodb create-table --table-name {table} --attribute-definitions "
+        "AttributeName=key,AttributeType=S --key-schema AttributeName=key,KeyType=HASH "
+        "--billing-mode PAY_PER_REQUEST"
+        + (f" --region {region}" if region else "")
+        + (f" --endpoint-url {endpoint}" if endpoint else "")
+        + "`"
+    )
+    url = urllib.parse.urlsplit(endpoint or "")
+    if url.hostname and is_loopback(url.hostname):
+        # Most likely `dynalease local`, whose tables live in memory: a restart makes it.
+        port = f" --port {url.port}" if url.port else ""
+        return (
+            f"if it is `dynalease local`, restart it as `dynalease local{port} --table {table}`, "
+            f"which creates it; otherwise create it: {aws}"
+        )
+    return f"create it: {aws} (or deploy the CDK LockTable construct)"

@@ -43,7 +43,6 @@ pull them in).
 from __future__ import annotations
 
 import base64
-import email
 import hashlib
 import importlib.metadata as metadata
 import os
@@ -53,11 +52,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from packaging.markers import Marker
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
-
 from ._bytecode import compile_sources, find_interpreter, running_python
+from ._closure import LAMBDA_RUNTIME_PACKAGES, LayerBuildError, check_pure, closure, dist_name
 from ._zipcache import EXTENSION_ENTRY, cached_zip
 
 __all__ = [
@@ -71,11 +67,6 @@ __all__ = [
     "running_python",
 ]
 
-#: Distributions the AWS Lambda Python runtimes ship; never copied into the layer.
-LAMBDA_RUNTIME_PACKAGES: frozenset[str] = frozenset(
-    {"boto3", "botocore", "s3transfer", "jmespath", "urllib3", "python-dateutil", "six"}
-)
-
 #: The Lambda Python runtimes' versions a layer can be built for.
 PYTHON_VERSIONS: tuple[str, ...] = ("3.11", "3.12", "3.13", "3.14")
 
@@ -88,7 +79,6 @@ CACHE_ENV_VAR = "DYNALEASE_LAYER_CACHE"
 # Bump when the layout or zip format changes, so old cache entries are not reused.
 _FORMAT = "dynalease-layer/2"
 _ROOT = PurePosixPath("python")
-_LAYER_EXTRA = "lambda"
 # The recovery extension's launcher goes to ``extensions/`` (executable), not ``python/``.
 _LAUNCHER = "dynalease/_extension/dynalease-recovery"
 # Parts of dynalease that run on a developer's machine, never inside Lambda (the layer
@@ -101,12 +91,7 @@ _NOT_RUNTIME = (
     _LAUNCHER,
 )
 _DROP_DIST_INFO = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
-_MACHINES = ("x86_64", "aarch64")
 _MIN_MINOR = 11
-
-
-class LayerBuildError(RuntimeError):
-    """The layer cannot be built from this environment; the message says what to install."""
 
 
 @dataclass(frozen=True)
@@ -191,13 +176,13 @@ def build_layer(
         except LookupError as error:
             if not allow_source_only or interpreter is not None:
                 raise LayerBuildError(str(error)) from None
-    dists = _closure(include_powertools, versions)
+    dists = closure(include_powertools, versions)
     entries: dict[str, bytes] = {}
     for dist in dists:
         _add_distribution(entries, dist)
     if include_recovery:
         entries[EXTENSION_ENTRY] = (Path(__file__).resolve().parents[2] / _LAUNCHER).read_bytes()
-    names = tuple(sorted((_dist_name(d), d.version) for d in dists))
+    names = tuple(sorted((dist_name(d), d.version) for d in dists))
     sources = {name: content for name, content in entries.items() if name.endswith(".py")}
     bytecode: dict[str, bytes] = {}
     for version, executable in executables.items():
@@ -263,100 +248,6 @@ def _check_versions(python: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(sorted(set(given), key=lambda version: int(version.split(".")[1])))
 
 
-def _dist_name(dist: metadata.Distribution) -> str:
-    return canonicalize_name(dist.metadata["Name"])
-
-
-def _environments(versions: tuple[str, ...]) -> list[dict[str, str]]:
-    # Marker environments of the Lambda runtimes, not of the machine building the layer: a
-    # dependency goes in when any of the layer's runtimes needs it.
-    return [
-        {
-            "python_version": version,
-            "python_full_version": f"{version}.0",
-            "implementation_version": f"{version}.0",
-            "implementation_name": "cpython",
-            "platform_python_implementation": "CPython",
-            "sys_platform": "linux",
-            "platform_system": "Linux",
-            "os_name": "posix",
-            "platform_machine": machine,
-            "platform_release": "",
-            "platform_version": "",
-        }
-        for version in versions
-        for machine in _MACHINES
-    ]
-
-
-def _applies(marker: Marker | None, extras: set[str], envs: list[dict[str, str]]) -> bool:
-    if marker is None:
-        return True
-    return any(
-        marker.evaluate({**env, "extra": extra}) for env in envs for extra in ({""} | extras)
-    )
-
-
-def _closure(include_powertools: bool, versions: tuple[str, ...]) -> list[metadata.Distribution]:
-    envs = _environments(versions)
-    try:
-        root = metadata.distribution("dynalease")
-    except metadata.PackageNotFoundError:
-        raise LayerBuildError(
-            "dynalease is not installed in this environment; install it (pip install -e . or "
-            "pip install dynalease) before building the layer"
-        ) from None
-    found: dict[str, metadata.Distribution] = {"dynalease": root}
-    pending: list[tuple[metadata.Distribution, set[str]]] = [
-        (root, {_LAYER_EXTRA} if include_powertools else set())
-    ]
-    while pending:
-        parent, extras = pending.pop()
-        for text in parent.requires or []:
-            requirement = Requirement(text)
-            if not _applies(requirement.marker, extras, envs):
-                continue
-            name = canonicalize_name(requirement.name)
-            if name in LAMBDA_RUNTIME_PACKAGES:
-                continue
-            if name in found:
-                # Extras of an already-found distribution would widen the closure;
-                # we only follow extras requested from dynalease itself.
-                continue
-            try:
-                dist = metadata.distribution(name)
-            except metadata.PackageNotFoundError:
-                hint = (
-                    " (pip install 'dynalease[lambda]', or pass include_powertools=False)"
-                    if parent is root and include_powertools
-                    else ""
-                )
-                raise LayerBuildError(
-                    f"{requirement} is needed by {_dist_name(parent)} for the layer but is not "
-                    f"installed{hint}"
-                ) from None
-            if not requirement.specifier.contains(dist.version, prereleases=True):
-                raise LayerBuildError(
-                    f"{_dist_name(parent)} needs {requirement} but {name} {dist.version} is "
-                    "installed; install a matching version before building the layer"
-                )
-            found[name] = dist
-            pending.append((dist, set(requirement.extras)))
-    return [found[name] for name in sorted(found)]
-
-
-def _check_pure(dist: metadata.Distribution) -> None:
-    wheel = email.message_from_string(dist.read_text("WHEEL") or "")  # headers, as METADATA
-    impure = [tag for tag in wheel.get_all("Tag", []) if not tag.endswith("-none-any")]
-    if impure or wheel["Root-Is-Purelib"] == "false":
-        raise LayerBuildError(
-            f"{_dist_name(dist)} {dist.version} is platform-specific "
-            f"({', '.join(impure) or 'not purelib'}); "
-            "the layer targets x86_64 and arm64 and is built without Docker, so only "
-            "pure-Python dependencies can go in"
-        )
-
-
 def _wanted(relative: PurePosixPath) -> bool:
     # Hidden parts include "..": nothing outside the installation goes in.
     hidden = any(part.startswith(".") or part == "__pycache__" for part in relative.parts)
@@ -373,11 +264,11 @@ def _add(entries: dict[str, bytes], relative: PurePosixPath, content: bytes) -> 
 
 
 def _add_distribution(entries: dict[str, bytes], dist: metadata.Distribution) -> None:
-    _check_pure(dist)
+    check_pure(dist)
     files = dist.files
     if files is None:
         raise LayerBuildError(
-            f"{_dist_name(dist)} has no RECORD; reinstall it with pip so its files are known"
+            f"{dist_name(dist)} has no RECORD; reinstall it with pip so its files are known"
         )
     dist_info: PurePosixPath | None = None
     added: list[PurePosixPath] = []
@@ -387,19 +278,19 @@ def _add_distribution(entries: dict[str, bytes], dist: metadata.Distribution) ->
             dist_info = PurePosixPath(relative.parts[0])
             if relative.name in _DROP_DIST_INFO or not _wanted(relative):
                 continue
-        elif _dist_name(dist) == "dynalease" or not _wanted(relative):
+        elif dist_name(dist) == "dynalease" or not _wanted(relative):
             # dynalease's own modules come from its package directory below, which
             # is the same for a wheel install and an editable checkout.
             continue
         _add(entries, relative, Path(str(dist.locate_file(record))).read_bytes())
         added.append(relative)
-    if _dist_name(dist) == "dynalease":
+    if dist_name(dist) == "dynalease":
         added.extend(_add_dynalease_package(entries))
     if dist_info is None:
-        raise LayerBuildError(f"{_dist_name(dist)} has no .dist-info directory in its RECORD")
+        raise LayerBuildError(f"{dist_name(dist)} has no .dist-info directory in its RECORD")
     if not any(not p.parts[0].endswith(".dist-info") for p in added):
         raise LayerBuildError(
-            f"{_dist_name(dist)} is installed in editable mode or has no files; install it "
+            f"{dist_name(dist)} is installed in editable mode or has no files; install it "
             "normally (not with -e) before building the layer"
         )
     _add(entries, dist_info / "RECORD", _record(entries, added, dist_info))
