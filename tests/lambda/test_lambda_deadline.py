@@ -111,9 +111,10 @@ def test_an_overrunning_handler_loses_its_lock_and_its_row_is_deleted_at_the_dea
     # the guard's reading of the deadline (at its acquisition) and the handler's (just
     # after) differ by up to 1 ms either way.
     assert seen["passed_at"] < seen["deadline"] + 0.001 <= seen["lost_at"] + 0.002
-    # The other owner found the key free at its first write: no row to read or wait out.
+    # The other owner found the key free: no row to read or wait out, no condition failed
+    # (its write may be sent twice on a loaded machine, when the first answer is late).
     other = seen["other"]
-    assert (other.write_requests, other.conditional_failures, other.read_requests) == (1, 0, 0)
+    assert (other.conditional_failures, other.read_requests) == (0, 0)
     assert any("reached its deadline" in record.getMessage() for record in caplog.records)
 
 

@@ -66,12 +66,15 @@ def test_after_restore_reseeds_jitter_and_forgets_observations_and_connections(
 ) -> None:
     client = DynamoDBClient()
     key = f"snap-{uuid.uuid4().hex[:8]}"
-    # A contended acquire leaves an observation (with monotonic times) in the client,
-    # and a kept-alive connection in its pool.
+    # A lock cycle leaves a kept-alive connection in the client's pool (its 30 s lease
+    # gives each request 5 s: no answer is abandoned on a loaded machine), and a contended
+    # acquire an observation (with monotonic times).
+    with SyncDistributedLock(client, table=lock_table, key=f"{key}-free"):
+        pass
     with (
         SyncDistributedLock(other_client, table=lock_table, key=key, lease_duration=5),
         pytest.raises(LockNotAcquired),
-        SyncDistributedLock(client, table=lock_table, key=key, wait_timeout=0.2),
+        SyncDistributedLock(client, table=lock_table, key=key, wait_timeout=1),
     ):
         pass
     assert len(client._observations) == 1

@@ -187,6 +187,7 @@ FencedModel.TestCase.settings = settings(
 TestFencedModel = pytest.mark.timeout(900)(FencedModel.TestCase)  # as TestLeaseModel's
 
 
+@pytest.mark.test_power  # the search's own reach: fewer examples on the other Pythons
 def test_zz_the_fenced_model_exercised_takeovers_late_writes_and_refusals() -> None:
     """Runs after TestFencedModel (by name): prints what the examples covered."""
     if SEEN_FENCED["examples"] == 0:
