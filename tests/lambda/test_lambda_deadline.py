@@ -7,6 +7,7 @@ this process (nothing stops them either) against the moto server.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import math
 import time
@@ -18,8 +19,9 @@ from dynalease_dev.invoke import CountdownContext
 
 from dynalease import DynamoDBClient
 from dynalease._lambda.budget import remaining_seconds
-from dynalease.exceptions import LockLost
+from dynalease.exceptions import LockLost, LockNotAcquired
 from dynalease.lock import SyncDistributedLock, distributed_lock
+from dynalease.metrics import LockMetrics
 from dynalease.middleware import bound_locks, current_lock, lock_handler
 from dynalease.transaction import SyncTransaction
 
@@ -82,6 +84,11 @@ def test_zero_or_negative_remaining_time_is_expired_not_unknown() -> None:
     assert remaining_seconds(None) is None
 
 
+def _one_hold(client: DynamoDBClient, table: str, key: str) -> LockMetrics:
+    with SyncDistributedLock(client, table=table, key=key, wait_timeout=0) as guard:
+        return guard.metrics  # as acquired
+
+
 def test_an_overrunning_handler_loses_its_lock_and_its_row_is_deleted_at_the_deadline(
     lock_table: str, other_client: DynamoDBClient, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -95,10 +102,10 @@ def test_an_overrunning_handler_loses_its_lock_and_its_row_is_deleted_at_the_dea
         seen["passed_at"], seen["lost_at"] = _until_lost(guard)
         with pytest.raises(LockLost), SyncTransaction(guard._client) as transaction:
             guard.check_in(transaction)  # a write conditioned on the lock is refused too
-        # The handler is still running: its row is gone and another owner takes the key.
+        # The handler is still running: its row is gone and another owner (another
+        # invocation: a context of its own, past no deadline) takes the key.
         seen["gone"] = _gone(other_client, lock_table, key)
-        with SyncDistributedLock(other_client, table=lock_table, key=key, wait_timeout=0) as other:
-            seen["other"] = other.metrics  # as acquired
+        seen["other"] = contextvars.Context().run(_one_hold, other_client, lock_table, key)
         return "overran"
 
     with caplog.at_level(logging.WARNING, logger="dynalease"), pytest.raises(LockLost) as lost:
@@ -170,20 +177,39 @@ def test_an_invocation_that_ends_in_time_sends_the_same_requests(
     assert dict(counting_proxy.counts) == unbounded
 
 
-def test_a_guard_acquired_after_the_deadline_is_lost_at_once(
+def test_a_guard_opened_after_the_deadline_is_refused_without_a_request(
+    lock_table: str, counted_client: DynamoDBClient, counting_proxy: Any
+) -> None:
+    @bound_locks
+    def handler(event: Any, context: Any) -> None:
+        with SyncDistributedLock(counted_client, table=lock_table, key=_key(), lease_duration=30):
+            pytest.fail("the body ran after the invocation's deadline")
+
+    counted_client._prepare_locks()  # the client's one-time setup is not what is counted
+    counting_proxy.reset()
+    with pytest.raises(LockNotAcquired, match="deadline had passed, so no request was made"):
+        handler({}, _NegativeContext())
+    assert counting_proxy.total() == 0
+
+
+def test_a_wait_inside_an_invocation_ends_at_its_deadline(
     lock_table: str, other_client: DynamoDBClient, aws_env: str
 ) -> None:
-    client = DynamoDBClient()
+    """The key stays held: the wait (35 s by default) ends at the deadline, 1 s away,
+    without a guard; the bound is generous for a loaded machine, the wait it replaces is not."""
     key = _key()
+    client = DynamoDBClient()
 
     @bound_locks
     def handler(event: Any, context: Any) -> None:
-        with SyncDistributedLock(client, table=lock_table, key=key, lease_duration=LEASE_S) as g:
-            _until_lost(g, limit_s=3.0)
+        with SyncDistributedLock(client, table=lock_table, key=key, lease_duration=30):
+            pytest.fail("the body ran without the lock")
 
-    with pytest.raises(LockLost):
-        handler({}, _NegativeContext())
-    assert _gone(other_client, lock_table, key)
+    with SyncDistributedLock(other_client, table=lock_table, key=key, lease_duration=30):
+        started = time.monotonic()
+        with pytest.raises(LockNotAcquired, match="deadline came before the wait_timeout"):
+            handler({}, CountdownContext(1.0))
+        assert time.monotonic() - started < 15.0
 
 
 # --- tenant isolation: {tenant_id} from the invocation ----------------------------------

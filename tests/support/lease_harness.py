@@ -43,6 +43,9 @@ class Fault:
     commit: bool = True
     after: float = 0.0
     error: BaseException | None = None
+    #: From a caller's thread only: clock seconds the exchange took, its answer whole (a
+    #: transport that overran its timeout).
+    took: float = 0.0
 
 
 def lost_answer(operation: str) -> Fault:
@@ -193,6 +196,7 @@ class BlockingFaultyTransport(FaultyTransport):
             on_late(LateAnswer(self, operation, params, fault))
             raise RequestFailedError("read timed out", operation=operation, may_have_committed=True)
         answer = self._apply(operation, params) if fault.commit else {}
+        self.clock.spend(fault.took)
         if self.interrupt:
             self.interrupt = False
             on_late(LateAnswer(self, operation, params, Fault(operation, commit=False)))

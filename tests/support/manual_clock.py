@@ -55,6 +55,11 @@ class ManualClock:
         heapq.heappush(self._sleepers, (wake, next(self._order), future))
         await future
 
+    def spend(self, seconds: float) -> None:
+        """Move time forward at once, waking no sleeper: a blocking call on a caller's
+        thread spent it while the loop could not run."""
+        self._now += seconds
+
     async def settle(self, rounds: int = 50) -> None:
         """Let the loop run until the code under test is waiting again."""
         for _ in range(rounds):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from ..exceptions import GuardReused
+from ..exceptions import GuardReused, LockNotAcquired, LockUnavailable
 from . import protocol as p
 from .base import LeaseCore, logged_key
 from .deadline import deadline_on
@@ -52,11 +52,16 @@ class Acquirer:
         core.journal_rows(core.key, self.target.together)  # the first request may commit unanswered
         start = core.clock.monotonic()
         if core.wait_s != 0:
-            return start, start + core.wait_s, False
+            return start, self._by_deadline(start + core.wait_s), False
         budget = p.zero_wait_budget(core.lease_s)
         if core.single_attempt_cap is not None:
             budget = min(budget, core.single_attempt_cap)
-        return start, start + budget, True
+        return start, self._by_deadline(start + budget), True
+
+    def _by_deadline(self, end: float) -> float:
+        """No wait outlasts the caller's deadline: one already passed sends nothing."""
+        deadline = self.core.deadline
+        return end if deadline is None else min(end, deadline)
 
     async def acquire(self, first: FirstWrite | None = None) -> None:
         """Acquire within the wait budget or raise LockNotAcquired; go on from ``first``
@@ -76,6 +81,7 @@ class Acquirer:
             await core.store.prepare()
             driver = Driver(core, self.requests, self.target, self.written)
             await driver.run(deadline, single, first)
+            self.complete()
         except asyncio.CancelledError:
             self.finish_unacquired(Event.CANCEL)
             raise
@@ -84,16 +90,49 @@ class Acquirer:
             raise
         finally:
             core.tally.wait_ms = (core.clock.monotonic() - start) * 1000
-        self.now_held()
         self.renewer.defer(asyncio.get_running_loop())
 
-    def now_held(self) -> None:
-        """The acquisition won: HELD, and this client knows who holds the row."""
+    def complete(self) -> None:
+        """The acquisition won: HELD, and this client knows who holds the row.
+
+        Every acquisition that wins ends here (sync or async, one key or several, a
+        permit). A guard is never handed over with less validity than
+        ``protocol.handover_margin``, nor after the caller's deadline: the refusal is
+        raised instead, and the caller's cleanup deletes the row (its validity is set).
+        """
+        refusal = self._refusal()
+        if refusal is not None:
+            self.core.tally.wait_timeouts += 1
+            raise refusal
         core = self.core
         core._move(Event.WON)
         for key in core.keys:  # a multi-key guard: every row is held here
             core.observations.forget((core.table, key))
             core.observations.held((core.table, key), core.owner)
+
+    def _refusal(self) -> LockNotAcquired | None:
+        """Why a won acquisition must not hand its guard over, as the error to raise."""
+        core, target = self.core, self.target
+        if core.deadline_passed():
+            return target.not_acquired(
+                core,
+                "its write was confirmed only after the invocation's deadline, and no lock "
+                "outlives its invocation; the row is deleted",
+            )
+        left, margin = core.validity_left(), p.handover_margin(core.lease_s)
+        if left >= margin:
+            return None
+        assert core.validity is not None
+        took = core.clock.monotonic() - core.validity.monotonic
+        return target.not_acquired(
+            core,
+            f"its write was confirmed {took:.2f} s after it was sent, with {left:.2f} s of its "
+            f"{core.span:g} s validity left, under the hand-over margin of {margin:g} s; the "
+            f"row is deleted. A path to DynamoDB this slow (a proxy or relay holding answers "
+            f"back, a blocked event loop) cannot keep a {core.lease_s:g} s lease: fix the "
+            "path, or raise lease_duration",
+            kind=LockUnavailable,
+        )
 
     def finish_unacquired(self, event: Event) -> None:
         """The acquisition ended without the row: clean up what may have been written."""

@@ -187,12 +187,19 @@ class LeaseCore:
 
     def time_left(self) -> float:
         """Seconds of local validity left; 0 when not held."""
-        validity = self.validity
-        if self.state is not State.HELD or validity is None:
+        if self.state is not State.HELD:
             return 0.0
-        now = self.clock.monotonic()
-        left = validity.remaining_at(now, self.clock.wall(), self.span)
-        return left if self.deadline is None else min(left, max(0.0, self.deadline - now))
+        left = self.validity_left()
+        if self.deadline is None:
+            return left
+        return min(left, max(0.0, self.deadline - self.clock.monotonic()))
+
+    def validity_left(self) -> float:
+        """Seconds the last confirmed write keeps us the owner, in any state (0: none)."""
+        validity = self.validity
+        if validity is None:
+            return 0.0
+        return validity.remaining(self.clock, self.span)
 
     def deadline_passed(self) -> bool:
         """True once the caller's deadline (if any) has passed."""

@@ -49,8 +49,12 @@ class CallerPath:
             return
         try:
             first = self.acquire_blocking()
-        except BaseException:
-            runtime.call_soon(self.abandon_first)
+        except BaseException as stop:
+            # An error (a refused hand-over among them) ends the acquisition; an interrupt
+            # cancels it, and may come after it was held.
+            gave_up = isinstance(stop, Exception) and self.core.state is State.ACQUIRING
+            ended = Event.GAVE_UP if gave_up else Event.CANCEL
+            runtime.call_soon(lambda: self.abandon_first(ended))
             raise
         if first is not None:
             runtime.run(self.acquirer.acquire(first))
@@ -108,18 +112,20 @@ class CallerPath:
             core.tally.wait_ms = (core.clock.monotonic() - start) * 1000
         core.tally.consumed_wcu += reply.capacity
         core.note_answer(reply.request_id)
-        # A token missing from the answer raises: ``hold`` then cleans up.
+        # A token missing from the answer, or too little validity left, raises: ``hold``
+        # then cleans up.
         core.won(row.version, stamp, reply.item)
-        self.acquirer.now_held()
+        self.acquirer.complete()
         return None
 
-    def abandon_first(self) -> None:
-        """On the runtime loop, after an interrupt cut :meth:`acquire_blocking` short."""
+    def abandon_first(self, ended: Event = Event.CANCEL) -> None:
+        """On the runtime loop, after an interrupt or an error cut :meth:`acquire_blocking`
+        short; ``ended``: how the acquisition ended."""
         import asyncio
 
         core = self.core
         late = self._take_late()
-        core._move(Event.CANCEL)
+        core._move(ended)
         core.pending.clear()
         if late is not None:
             finished = core.store.finish_late(late)

@@ -310,12 +310,24 @@ def give_up_error(
     if give_up.why == HELD:
         return target.not_acquired(core, f"{holders} and wait_timeout=0 allows one attempt")
     cause = attempt.last_error
+    if _at_deadline(core, attempt):
+        return target.not_acquired(
+            core,
+            f"{holders} and the invocation's deadline came before the wait_timeout of "
+            f"{core.wait_s:g} s ran out (no lock outlives its invocation)",
+            cause,
+        )
     return target.not_acquired(
         core,
         f"{holders} and the wait_timeout of {core.wait_s:g} s ran out{_last_failure(cause)}. "
         f"{target.advice}",
         cause,
     )
+
+
+def _at_deadline(core: LeaseCore, attempt: Attempt) -> bool:
+    """True when the caller's deadline, not the wait, ended the attempt."""
+    return core.deadline is not None and attempt.deadline >= core.deadline
 
 
 def _last_failure(cause: BaseException | None) -> str:
@@ -326,6 +338,12 @@ def _budget_spent(core: LeaseCore, target: Target, attempt: Attempt) -> LockNotA
     cause = attempt.last_error
     budget = "network budget of the single attempt" if attempt.single else "wait_timeout"
     sent = core.tally.read_requests + core.tally.write_requests
+    if _at_deadline(core, attempt):
+        if not sent:
+            why = "the invocation's deadline had passed, so no request was made"
+        else:
+            why = f"the invocation's deadline came first{_last_failure(cause)}"
+        return target.not_acquired(core, f"{why} (no lock outlives its invocation)", cause)
     if attempt.answered or not sent:
         return target.not_acquired(core, f"the {budget} ran out{_last_failure(cause)}", cause)
     failure = cause if cause is not None else "no answer within the request timeout"

@@ -53,10 +53,14 @@ class PermitTarget:
         return f"all are held (by {len(owners)} other owner{'s' if len(owners) > 1 else ''})"
 
     def not_acquired(
-        self, core: LeaseCore, why: str, cause: BaseException | None = None
+        self,
+        core: LeaseCore,
+        why: str,
+        cause: BaseException | None = None,
+        kind: type[LockNotAcquired] = LockNotAcquired,
     ) -> LockNotAcquired:
         subject = (
             f"semaphore {self.name!r} in table {core.table!r} was not acquired "
             f"(none of its {self.permits} permits)"
         )
-        return not_acquired(core, f"{subject}: {why}", self.name, cause)
+        return not_acquired(core, f"{subject}: {why}", self.name, cause, kind)

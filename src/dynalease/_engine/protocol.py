@@ -23,6 +23,10 @@ MIN_LEASE_S = 0.1
 
 #: Validity ends at this fraction of the lease unless a renewal is confirmed.
 VALIDITY_FRACTION = 0.9
+#: An acquisition that completes with less validity left than this fraction of the lease
+#: (at least MIN_HANDOVER_S) is refused: ``handover_margin``.
+HANDOVER_FRACTION = 0.1
+MIN_HANDOVER_S = 0.05
 MAX_REQUEST_TIMEOUT_S = 5.0
 MAX_RENEW_RETRY_S = 1.0
 MAX_ZERO_WAIT_BUDGET_S = 5.0
@@ -223,6 +227,18 @@ def lease_ms(lease_s: float) -> int:
 def validity_span(lease_s: float) -> float:
     """How long a confirmed write keeps us the owner, measured from when it was sent."""
     return lease_s * VALIDITY_FRACTION
+
+
+def handover_margin(lease_s: float) -> float:
+    """The validity a guard must still have when its acquisition completes, or the row is
+    deleted and the acquisition refused: a tenth of the lease, at least 50 ms.
+
+    On a healthy path an answer comes within milliseconds and a new guard has about 0.9 x
+    lease left; below a tenth, the answer took over 80% of the lease, and the body would
+    start on a guard that one late renewal loses. The floor covers the hops between the
+    check and the body's first statement (a thread hand-over, a busy event loop).
+    """
+    return max(lease_s * HANDOVER_FRACTION, MIN_HANDOVER_S)
 
 
 def renew_interval(lease_s: float) -> float:

@@ -42,9 +42,13 @@ class Target(Protocol):
         ...
 
     def not_acquired(
-        self, core: LeaseCore, why: str, cause: BaseException | None = None
+        self,
+        core: LeaseCore,
+        why: str,
+        cause: BaseException | None = None,
+        kind: type[LockNotAcquired] = LockNotAcquired,
     ) -> LockNotAcquired:
-        """The error of an acquisition that gave up, for ``why``."""
+        """The error (a ``kind``) of an acquisition that gave up, for ``why``."""
         ...
 
 
@@ -72,10 +76,14 @@ class KeyTarget:
         return "it is held by another owner"
 
     def not_acquired(
-        self, core: LeaseCore, why: str, cause: BaseException | None = None
+        self,
+        core: LeaseCore,
+        why: str,
+        cause: BaseException | None = None,
+        kind: type[LockNotAcquired] = LockNotAcquired,
     ) -> LockNotAcquired:
         subject = f"lock {core.key!r} in table {core.table!r} was not acquired"
-        return not_acquired(core, f"{subject}: {why}", core.key, cause)
+        return not_acquired(core, f"{subject}: {why}", core.key, cause, kind)
 
 
 class KeysTarget:
@@ -102,13 +110,17 @@ class KeysTarget:
         return f"{count} of its {len(self.together)} keys {'is' if count == 1 else 'are'} held"
 
     def not_acquired(
-        self, core: LeaseCore, why: str, cause: BaseException | None = None
+        self,
+        core: LeaseCore,
+        why: str,
+        cause: BaseException | None = None,
+        kind: type[LockNotAcquired] = LockNotAcquired,
     ) -> LockNotAcquired:
         subject = (
             f"lock on {len(self.together)} keys (first {core.key!r}) in table {core.table!r} "
             "was not acquired (nothing was written)"
         )
-        return not_acquired(core, f"{subject}: {why}", core.key, cause)
+        return not_acquired(core, f"{subject}: {why}", core.key, cause, kind)
 
 
 def not_acquired(
