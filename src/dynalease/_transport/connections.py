@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import http.client
+import io
 import os
 import select
 import socket
@@ -196,14 +197,23 @@ class Connections:
             raise
 
     def _rest(self, connection: http.client.HTTPConnection) -> Answer:
-        assert connection.sock is not None
-        connection.sock.settimeout(self.read_timeout)
+        """A late answer, read within ``read_timeout`` in all: an endpoint that keeps bytes
+        coming (or headers, or interim answers) must not hold a thread of its lane for good.
+        """
+        sock = connection.sock
+        assert sock is not None
+        # http.client reads the answer through the socket it is given: each read waits
+        # only for the time left (``response.fp`` keeps the wrapper, ``sock`` the socket).
+        connection.sock = _Deadlined(sock, time.monotonic() + self.read_timeout)
         try:
             response = connection.getresponse()
             answer = _read(response)
         except (http.client.HTTPException, OSError, ValueError) as error:
+            connection.sock = sock
             connection.close()
             raise _unanswered(error) from None
+        finally:
+            connection.sock = sock
         self._give_back(connection, response)
         return answer
 
@@ -254,6 +264,34 @@ class Connections:
                 self._idle.append(connection)
                 return
         connection.close()
+
+
+class _Deadlined:
+    """What ``http.client`` reads an answer from: a socket whose reads end by ``deadline``."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self._sock = sock
+        self._deadline = deadline
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        assert mode == "rb", mode
+        return io.BufferedReader(_DeadlinedReads(self._sock, self._deadline))
+
+
+class _DeadlinedReads(io.RawIOBase):
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self._sock = sock
+        self._deadline = deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the answer did not end within the read timeout")
+        self._sock.settimeout(left)
+        return self._sock.recv_into(buffer)
 
 
 def _read(response: http.client.HTTPResponse) -> Answer:

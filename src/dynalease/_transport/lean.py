@@ -177,7 +177,8 @@ class LeanTransport:
         loop = asyncio.get_running_loop()
         read_timeout = route.connections.read_timeout
         send = _tracing.carried(_exchange)  # its span is a child of the acquisition's
-        exchange = loop.run_in_executor(None, send, route, operation, params, read_timeout)
+        lane = get_runtime().lane(route.url)
+        exchange = loop.run_in_executor(lane, send, route, operation, params, read_timeout)
         return await bounded(exchange, timeout, on_late)
 
     def blocking_ready(self) -> bool:
@@ -205,8 +206,8 @@ class LeanTransport:
             return _exchange(route, operation, params, timeout)
 
         def read_late(rest: Callable[[], Answer]) -> None:
-            pool = get_runtime().executor  # made now if this is its first use
-            on_late(pool.submit(_late_answer, route, operation, rest))
+            lane = get_runtime().lane(route.url)  # made now if this is its first use
+            on_late(lane.submit(_late_answer, route, operation, rest))
 
         return _exchange(route, operation, params, timeout, read_late)
 
