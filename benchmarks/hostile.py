@@ -8,11 +8,17 @@ thread, each in a fresh client process, and reports the client's peak RSS
 growth over the exchange (VmHWM after, VmRSS before, the peak reset through
 ``/proc/self/clear_refs``) and what the request raised.
 
-    python -m benchmarks.hostile            # the sizes above
-    python -m benchmarks.hostile --quick    # a tenth of them (the smoke test)
+Then a whole acquisition (``SyncDistributedLock``) against a server that answers
+every request with one 150 MB chunk, or with a 2 MB body that is not JSON,
+waiting 1, 15 and 35 s: every request is refused and the engine tries again
+until the wait runs out, so a refused answer kept alive by anything would show
+as growth with the number of requests.
 
-Exits 1 when a growth is 32 MiB or more, or a request reported success. See
-docs/hostile-endpoints.md.
+    python -m benchmarks.hostile            # the sizes and waits above
+    python -m benchmarks.hostile --quick    # a tenth of the sizes, the 1 s wait (the smoke test)
+
+Exits 1 when a single request's growth is 32 MiB or more, an acquisition's is 8 MiB
+or more, or a request reported success. See docs/hostile-endpoints.md.
 """
 
 from __future__ import annotations
@@ -32,6 +38,9 @@ MB = 1000 * 1000
 MIB = 1024 * 1024
 #: A growth at or above this fails the run (a 128 MB Lambda must survive every scenario).
 LIMIT_MIB = 32
+#: An acquisition's growth at or above this fails the run: one refused answer at a time
+#: (``MAX_BODY``, 4 MiB) and its reading, whatever the number of requests.
+LOCK_LIMIT_MIB = 8
 SCENARIOS = {
     "100 MB body, Content-Length": ("length", 100 * MB),
     "100 MB body, no length": ("close", 100 * MB),
@@ -39,6 +48,11 @@ SCENARIOS = {
     "300 MB junk on an idle connection": ("junk", 300 * MB),
 }
 PATHS = ("loop", "thread")
+LOCK_SCENARIOS = {
+    "one 150 MB chunk per request": ("chunk", 150 * MB),
+    "a 2 MB body, not JSON, per request": ("garbage", 2 * MB),
+}
+WAITS = (1.0, 15.0, 35.0)
 _OK_BODY = b'{"ConsumedCapacity":{"CapacityUnits":1.0,"TableName":"locks"}}'
 _OK = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(_OK_BODY), _OK_BODY)
 _PIECE = b"x" * MIB
@@ -80,6 +94,10 @@ def _serve_one(conn: socket.socket, kind: str, size: int) -> None:
             conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")
         elif kind == "chunk":
             conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n" % size)
+        elif kind == "garbage":  # under the cap, read whole, then refused as no JSON object
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % size
+            )
         else:  # junk: a proper answer, then the flood on the idle connection
             conn.sendall(_OK)
             time.sleep(0.2)
@@ -177,6 +195,38 @@ def client(port: int, kind: str, path: str, results: Any) -> None:
     results.send((peak - rss_before, outcome, elapsed))
 
 
+def lock_client(port: int, kind: str, wait: float, results: Any) -> None:
+    """One acquisition waiting ``wait`` seconds: peak growth, outcome, requests sent."""
+    from dynalease import DynamoDBClient
+    from dynalease.exceptions import DynaleaseError
+    from dynalease.lock import SyncDistributedLock
+
+    client = DynamoDBClient(
+        "us-east-1",
+        endpoint_url=f"http://127.0.0.1:{port}",
+        access_key="testing",
+        secret_key="testing",
+    )
+    lock = SyncDistributedLock(client, table="locks", key="k", wait_timeout=wait)
+    import dynalease._engine.driver  # noqa: F401  (the loop's side, loaded before the baseline)
+
+    rss_before = _status("VmRSS")
+    peak_reset = _reset_peak()
+    started = time.perf_counter()
+    try:
+        with lock:
+            outcome = "success"
+    except DynaleaseError as error:  # kept, as a caller may keep it
+        outcome = type(error).__name__
+    elapsed = time.perf_counter() - started
+    peak = _status("VmHWM")
+    if not peak_reset:
+        peak = max(peak, rss_before)
+    metrics = lock.metrics
+    sent = metrics.read_requests + metrics.write_requests
+    results.send((peak - rss_before, f"{outcome}, {sent} requests", elapsed))
+
+
 async def _warm(transport: Any, path: str) -> None:
     """Import and build everything a request needs before the baseline is read."""
     await transport.prepare()
@@ -208,6 +258,30 @@ def measure(kind: str, size: int) -> dict[str, tuple[int, str, float]]:
         server.join(5)
 
 
+def measure_lock(kind: str, size: int, waits: tuple[float, ...]) -> dict[float, Any]:
+    context = multiprocessing.get_context("spawn")
+    ready_recv, ready_send = context.Pipe(duplex=False)
+    server = context.Process(target=serve, args=(kind, size, ready_send), daemon=True)
+    server.start()
+    try:
+        port = ready_recv.recv()
+        out: dict[float, tuple[int, str, float]] = {}
+        for wait in waits:
+            results_recv, results_send = context.Pipe(duplex=False)
+            run = context.Process(target=lock_client, args=(port, kind, wait, results_send))
+            run.start()
+            if not results_recv.poll(wait + 60):
+                run.kill()
+                out[wait] = (-1, f"no result in {wait + 60:.0f} s", wait + 60)
+            else:
+                out[wait] = results_recv.recv()
+            run.join(10)
+        return out
+    finally:
+        server.kill()
+        server.join(5)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a tenth of the sizes")
@@ -230,6 +304,19 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {label:<41} | {path:<6} | {figure:>15} | {elapsed:5.2f}s | {outcome}")
             bad_outcome = outcome.startswith("success") and kind != "junk"
             if growth < 0 or growth >= LIMIT_MIB * MIB or bad_outcome:
+                failed = True
+    print("\n# an acquisition against a server refusing every answer: peak RSS growth per wait")
+    print(f"limit {LOCK_LIMIT_MIB} MiB\n")
+    print("| every answer                                   | wait  | peak RSS growth | outcome")
+    print("|------------------------------------------------|-------|-----------------|--------")
+    waits = WAITS if scale == 1 else WAITS[:1]
+    for name, (kind, size) in LOCK_SCENARIOS.items():
+        # The garbage body is read whole: at its size, whatever the scale.
+        sized = size if kind == "garbage" else size // scale
+        for wait, (growth, outcome, _) in measure_lock(kind, sized, waits).items():
+            figure = f"{growth / MIB:9.1f} MiB"
+            print(f"| {name:<46} | {wait:4.0f}s | {figure:>15} | {outcome}")
+            if growth < 0 or growth >= LOCK_LIMIT_MIB * MIB or outcome.startswith("success"):
                 failed = True
     print(f"\nfinished in {time.perf_counter() - started:.0f} s")
     print("all under the limit, no success reported" if not failed else "FAILED")

@@ -348,3 +348,94 @@ def test_a_malformed_or_empty_answer_to_a_write_may_have_been_applied(
         hold(conn)
 
     fails_as_maybe_applied(transport(server(malformed).url), how)
+
+
+# --- one endpoint's unanswered requests and another's renewals --------------------------
+
+
+def _blackhole(conn: socket.socket, _: int) -> None:
+    """Accepts the request and never answers."""
+    hold(conn, 30)
+
+
+def _trickle(conn: socket.socket, _: int) -> None:
+    """Answers a head, then a body byte every 50 ms, never reaching its length."""
+    read_request(conn)
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        conn.sendall(b" ")
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("answer", [_blackhole, _trickle], ids=["blackhole", "trickle"])
+def test_requests_unanswered_by_one_endpoint_never_starve_a_lock_on_another(
+    answer: Serve, server: Any, client: Any
+) -> None:
+    # Review N2: eight wait_timeout=0 acquisitions on an endpoint that never answers (or
+    # answers a byte at a time) filled the process's one pool with their late readers and
+    # cleanups, and a lock held on a healthy endpoint could not renew: lost after its lease.
+    from support.tables import fresh_lock_table
+
+    from dynalease import DynamoDBClient
+    from dynalease.exceptions import LockUnavailable
+    from dynalease.lock import SyncDistributedLock
+
+    lease = 3.0
+    hostile = DynamoDBClient(
+        region="us-east-1", endpoint_url=server(answer).url, access_key="a", secret_key="b"
+    )
+    table = fresh_lock_table(client, "starve")
+
+    def try_hostile(number: int) -> None:
+        with (
+            pytest.raises(LockUnavailable),
+            SyncDistributedLock(
+                hostile, table="locks", key=f"k{number}", lease_duration=lease, wait_timeout=0
+            ),
+        ):
+            pass
+
+    with SyncDistributedLock(client, table=table, key="healthy", lease_duration=lease) as held:
+        tries = [threading.Thread(target=try_hostile, args=(n,)) for n in range(8)]
+        for each in tries:
+            each.start()
+        for each in tries:
+            each.join(30)
+        # Three leases: without a confirmed renewal in each, the lease would have ended.
+        ends = time.monotonic() + 3 * lease
+        while time.monotonic() < ends:
+            assert not held.lost, f"the healthy lock was lost: {held.metrics}"
+            time.sleep(0.1)
+        assert held.metrics.renewals >= 3, held.metrics
+
+
+def test_a_late_answer_that_never_ends_is_given_up_at_the_read_timeout(server: Any) -> None:
+    # The head comes after the caller's wait, so the rest is read late, on the endpoint's
+    # lane; then one body byte every 50 ms for 30 s. Each read got the whole read timeout
+    # again, so the reader held its thread as long as bytes came.
+    def late_then_trickle(conn: socket.socket, _: int) -> None:
+        read_request(conn)
+        time.sleep(1.0)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+        ends = time.monotonic() + 30
+        while time.monotonic() < ends:
+            conn.sendall(b" ")
+            time.sleep(0.05)
+
+    lean = transport(server(late_then_trickle).url)
+    late: list[Any] = []
+
+    async def scenario() -> None:
+        await lean.prepare()
+        assert lean.blocking_ready()
+        with pytest.raises(RequestFailedError):
+            await asyncio.to_thread(lean.send_blocking, "PutItem", PUT, 0.2, late.append)
+
+    asyncio.run(scenario())
+    (reading,) = late
+    # It ends READ_TIMEOUT_S after the late reading began; the slack is for a loaded machine,
+    # far from the 30 s the server would go on for.
+    with pytest.raises(RequestFailedError) as raised:
+        reading.result(timeout=READ_TIMEOUT_S + 10)
+    assert raised.value.may_have_committed and raised.value.code == "ReadTimeoutError"

@@ -27,6 +27,8 @@ T = TypeVar("T")
 
 #: Threads for transports that block (botocore): bounds concurrency; no thread is held per lease.
 BLOCKING_WORKERS = 32
+#: Threads for one endpoint's lean requests (:meth:`Runtime.lane`), made as they are needed.
+LANE_WORKERS = 32
 
 #: A forked child's is its parent's plus one; what belongs to one process keeps its own.
 generation = 0
@@ -38,6 +40,7 @@ class Runtime:
     def __init__(self) -> None:
         self.generation = generation
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._lanes: dict[str, concurrent.futures.ThreadPoolExecutor] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         #: Guards the four above and below; the thread waits on it until the loop must start.
         self._starting = threading.Condition()
@@ -58,6 +61,22 @@ class Runtime:
                     max_workers=BLOCKING_WORKERS, thread_name_prefix="dynalease-io"
                 )
             return self._executor
+
+    def lane(self, endpoint: str) -> concurrent.futures.ThreadPoolExecutor:
+        """The pool for one endpoint's requests and late answers, made on first need.
+
+        An endpoint that does not answer holds its own lane's threads only: the requests
+        of a lock on another endpoint (its renewals) never wait behind them.
+        """
+        import concurrent.futures
+
+        with self._starting:
+            lane = self._lanes.get(endpoint)
+            if lane is None:
+                lane = self._lanes[endpoint] = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=LANE_WORKERS, thread_name_prefix=f"dynalease-io {endpoint}"
+                )
+            return lane
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:

@@ -377,7 +377,20 @@ def _read(response: http.client.HTTPResponse) -> Answer:
 def _unanswered(error: BaseException) -> Unanswered:
     if isinstance(error, TimeoutError):
         return Unanswered(None, timeout=True)
-    return Unanswered(error, timeout=False)
+    return Unanswered(_without_answer(error), timeout=False)
+
+
+def _without_answer(error: BaseException) -> BaseException:
+    """``error`` holding nothing of the answer it refused.
+
+    The error outlives the request (as a ``__cause__``, kept by the engine's errors), and
+    its traceback keeps the frames it left with their locals: a refused answer's bytes (up
+    to ``MAX_BODY`` each) would live as long as the error, one more for every request.
+    """
+    if isinstance(error, http.client.IncompleteRead):
+        # It holds what it read (``partial``, ``args``); its text says how much.
+        return ConnectionResetError(f"answer cut short: {error!r}")
+    return error.with_traceback(None)
 
 
 def _readable(sock: socket.socket) -> bool:

@@ -177,7 +177,8 @@ class LeanTransport:
         loop = asyncio.get_running_loop()
         read_timeout = route.connections.read_timeout
         send = _tracing.carried(_exchange)  # its span is a child of the acquisition's
-        exchange = loop.run_in_executor(None, send, route, operation, params, read_timeout)
+        lane = get_runtime().lane(route.url)
+        exchange = loop.run_in_executor(lane, send, route, operation, params, read_timeout)
         return await bounded(exchange, timeout, on_late)
 
     def blocking_ready(self) -> bool:
@@ -205,8 +206,8 @@ class LeanTransport:
             return _exchange(route, operation, params, timeout)
 
         def read_late(rest: Callable[[], Answer]) -> None:
-            pool = get_runtime().executor  # made now if this is its first use
-            on_late(pool.submit(_late_answer, route, operation, rest))
+            lane = get_runtime().lane(route.url)  # made now if this is its first use
+            on_late(lane.submit(_late_answer, route, operation, rest))
 
         return _exchange(route, operation, params, timeout, read_late)
 
@@ -257,10 +258,17 @@ def _answer_of(
             _tracing.answered(span, answer.status, answer.request_id)
         try:
             return read_answer(operation, answer, route.url)
-        except RequestFailedError as error:
+        except Exception as error:
+            # Its traceback keeps this frame and read_answer's, so the answer (up to MAX_BODY)
+            # would live as long as the error: the engine keeps errors, one per request.
+            del answer
+            error.with_traceback(None)
             pause = random.uniform(0.5, 1.0) * CONFLICT_PAUSE_S * attempt
             left = end - time.monotonic()
-            if error.code != REPLICATED_WRITE_CONFLICT or left <= pause + CONFLICT_PAUSE_S:
+            conflict = isinstance(error, RequestFailedError) and (
+                error.code == REPLICATED_WRITE_CONFLICT
+            )
+            if not conflict or left <= pause + CONFLICT_PAUSE_S:
                 raise
             log.debug("dynalease: %s conflicted with another Region's write; resent", operation)
         time.sleep(pause)
@@ -273,7 +281,12 @@ def _late_answer(route: Route, operation: str, rest: Callable[[], Answer]) -> di
         answer = rest()
     except Unanswered as failure:
         raise map_lean_failure(failure, route.url, operation) from failure.cause
-    return read_answer(operation, answer, route.url)
+    try:
+        return read_answer(operation, answer, route.url)
+    except Exception as error:
+        del answer  # as in _answer_of: the error must not keep the answer alive
+        error.with_traceback(None)
+        raise
 
 
 def _frozen_now(credentials: Any, operation: str) -> Any:
