@@ -190,7 +190,7 @@ def test_the_recovery_extensions_release_is_a_span_with_its_request(
     Journal(str(tmp_path)).record(table, "left-behind", new_token())
     monkeypatch.setattr(journal, "writer_alive", lambda pid, started: False)  # it died
     spans.clear()
-    outcome = recovery.recover(str(tmp_path), deadline=time.time() + 5)
+    outcome = recovery.recover(str(tmp_path), deadline=time.time() + 5, tables={table})
     assert len(outcome.not_ours) == 1  # no such row any more: nothing to release
     (release,) = _named(spans, "dynalease.release")
     assert dict(release.attributes)["dynalease.recovery"] is True
