@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 
-from ._redact import logged_key
+from ._redact import logged_key, shown_url
 from .exceptions import DynamoDBError, TableNotFoundError, ValidationError
 
 __all__ = ["create_table_hint", "explain", "where"]
@@ -43,7 +43,11 @@ def where(region: str | None, endpoint: str | None) -> str:
     """``Region 'us-east-1' at URL``: the endpoint given or configured, else the Region's."""
     from ._transport.config import regional_endpoint
 
-    shown = endpoint or (region and regional_endpoint(region)) or "AWS's endpoint for that Region"
+    shown = (
+        (endpoint and shown_url(endpoint))
+        or (region and regional_endpoint(region))
+        or "AWS's endpoint for that Region"
+    )
     return f"Region {region!r} at {shown}"
 
 
@@ -51,7 +55,7 @@ def doctor_command(table: str, region: str | None, endpoint: str | None) -> str:
     """The ``dynalease doctor`` line that checks the same table where requests went."""
     command = f"dynalease doctor --table {table}"
     command += f" --region {region}" if region else ""
-    return command + (f" --endpoint {endpoint}" if endpoint else "")
+    return command + (f" --endpoint {shown_url(endpoint)}" if endpoint else "")
 
 
 def create_table_hint(table: str, region: str | None, endpoint: str | None) -> str:
@@ -65,7 +69,7 @@ def create_table_hint(table: str, region: str | None, endpoint: str | None) -> s
         "AttributeName=key,AttributeType=S --key-schema AttributeName=key,KeyType=HASH "
         "--billing-mode PAY_PER_REQUEST"
         + (f" --region {region}" if region else "")
-        + (f" --endpoint-url {endpoint}" if endpoint else "")
+        + (f" --endpoint-url {shown_url(endpoint)}" if endpoint else "")
         + "`"
     )
     url = urllib.parse.urlsplit(endpoint or "")
