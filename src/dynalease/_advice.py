@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 
-from ._redact import logged_key
+from ._redact import logged_key, shown_url
 from .exceptions import DynamoDBError, TableNotFoundError, ValidationError
 
 __all__ = ["explain", "where"]
@@ -42,7 +42,11 @@ def where(region: str | None, endpoint: str | None) -> str:
     """``Region 'us-east-1' at URL``: the endpoint given or configured, else the Region's."""
     from ._transport.config import regional_endpoint
 
-    shown = endpoint or (region and regional_endpoint(region)) or "AWS's endpoint for that Region"
+    shown = (
+        (endpoint and shown_url(endpoint))
+        or (region and regional_endpoint(region))
+        or "AWS's endpoint for that Region"
+    )
     return f"Region {region!r} at {shown}"
 
 
@@ -50,7 +54,7 @@ def doctor_command(table: str, region: str | None, endpoint: str | None) -> str:
     """The ``dynalease doctor`` line that checks the same table where requests went."""
     command = f"dynalease doctor --table {table}"
     command += f" --region {region}" if region else ""
-    return command + (f" --endpoint {endpoint}" if endpoint else "")
+    return command + (f" --endpoint {shown_url(endpoint)}" if endpoint else "")
 
 
 def _missing_table(table: str, region: str | None, endpoint: str | None) -> str:

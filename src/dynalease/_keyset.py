@@ -41,9 +41,10 @@ def key_set(key: object, keys: object, *, fencing: bool = False) -> tuple[str, .
     seen: dict[str, int] = {}
     for index, entry in enumerate(checked):
         if entry in seen:
+            # Indices only: a key resolved from an event may be personal data.
             raise ValueError(
-                f"keys[{index}] repeats keys[{seen[entry]}] ({entry!r}); each key may appear "
-                "once in a multi-key lock"
+                f"keys[{index}] repeats keys[{seen[entry]}]; each key may appear once in a "
+                "multi-key lock"
             )
         seen[entry] = index
     if fencing and len(checked) > 1:

@@ -14,7 +14,7 @@ import os
 
 from .constants import ENV_LOG_KEY_SECRET, ENV_LOG_KEYS
 
-__all__ = ["escaped", "key_hash", "log_keys", "logged_key", "shown_in_message"]
+__all__ = ["escaped", "key_hash", "log_keys", "logged_key", "shown_in_message", "shown_url"]
 
 
 def key_hash(key: str) -> str:
@@ -48,6 +48,25 @@ def shown_in_message(message: str, key: str | None) -> str:
     if key is None or log_keys() == "key":
         return message
     return message.replace(repr(key), logged_key(key))
+
+
+def shown_url(url: str) -> str:
+    """``url`` as a message, a ``repr`` or a span shows it: scheme, host and port only when it
+    has user info, a path or a query, which may hold a password or a token::
+
+        >>> shown_url("http://user:secret@127.0.0.1:8000/")
+        'http://127.0.0.1:8000 (its user info, path or query not shown)'
+    """
+    from urllib.parse import urlsplit  # a failure path, not every import of dynalease
+
+    try:
+        parts = urlsplit(url)
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "(an unparsable URL)"
+    if not (parts.username or parts.password or parts.query or parts.path not in ("", "/")):
+        return url
+    return f"{parts.scheme}://{parts.hostname or ''}{port} (its user info, path or query not shown)"
 
 
 def escaped(text: str) -> str:

@@ -24,6 +24,7 @@ from ._engine.permits import PermitTarget
 from ._engine.runtime import Runtime, get_runtime
 from ._engine.store import LockStore, Transport
 from ._engine.targets import KeysTarget
+from ._redact import shown_url
 from ._values import from_item, to_item
 from .exceptions import ForkedProcessError, LockLost, TableNotFoundError
 
@@ -352,5 +353,5 @@ class DynamoDBClient:
     delete_item = _async_form(sync_delete_item)
 
     def __repr__(self) -> str:
-        endpoint = f", endpoint_url={self._endpoint_url!r}" if self._endpoint_url else ""
+        endpoint = f", endpoint_url={shown_url(self._endpoint_url)!r}" if self._endpoint_url else ""
         return f"DynamoDBClient(region={self._region!r}{endpoint})"

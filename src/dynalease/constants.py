@@ -12,6 +12,7 @@ __all__ = [
     "ENV_LOG_KEYS",
     "ENV_LOG_KEY_SECRET",
     "ENV_MAX_CONCURRENCY",
+    "ENV_RECOVERY_TABLES",
     "ENV_RUNTIME_API",
     "ENV_TABLE",
     "ENV_TRANSPORT",
@@ -60,6 +61,10 @@ ENV_EXTENSIONS_DIR = "DYNALEASE_EXTENSIONS_DIR"
 
 ENV_JOURNAL_DIR = "DYNALEASE_JOURNAL_DIR"
 """Where guards journal the rows they may hold (default ``/tmp/dynalease-journal``)."""
+
+ENV_RECOVERY_TABLES = "DYNALEASE_RECOVERY_TABLES"
+"""Lock tables besides ``DYNALEASE_TABLE`` whose rows the recovery extension may release,
+separated by commas; a journal entry naming any other table is skipped."""
 
 RECOVERY_EXTENSION = "dynalease-recovery"
 """The recovery extension's file name in the extensions directory (and its registered name)."""

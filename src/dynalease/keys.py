@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sized
 from typing import Any
 
 __all__ = [
@@ -50,11 +50,24 @@ _DIRECT_KINDS = frozenset(
 
 
 def _describe(value: object) -> str:
-    """``"int 123"``: type and a short repr, so a message stays one readable line."""
-    text = repr(value)
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{type(value).__name__} {text}"
+    """``"dict of 3 items"``: the type and size of a value, never the value itself.
+
+    Values reach messages from events and rows (a card number, a customer's name), and
+    messages reach the invoker and the logs; a number's digits may be just such data.
+    """
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    unit = "character" if isinstance(value, str) else "item"
+    if isinstance(value, bytes | bytearray | memoryview):
+        unit = "byte"
+    try:
+        size = len(value) if isinstance(value, Sized) else None
+    except Exception:  # a __len__ that fails: the type is enough
+        size = None
+    if size is None:
+        return name
+    return f"{name} of {size} {unit}{'' if size == 1 else 's'}"
 
 
 def _convert_hint(value: object) -> str:

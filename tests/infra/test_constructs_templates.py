@@ -30,7 +30,14 @@ from dynalease.constants import ENV_TABLE
 
 LOCK = sorted(
     f"dynamodb:{action}"
-    for action in ("GetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem")
+    for action in (
+        "GetItem",
+        "BatchGetItem",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "ConditionCheckItem",
+    )
 )
 
 
@@ -183,7 +190,7 @@ def test_the_table_defaults_to_point_in_time_recovery_deletion_protection_and_re
     assert resource["UpdateReplacePolicy"] == "Retain"
 
 
-def test_grant_lock_allows_exactly_the_five_protocol_actions_on_the_table_arn(
+def test_grant_lock_allows_exactly_the_six_actions_locks_send_on_the_table_arn(
     synthesized: Synthesized,
 ) -> None:
     (statement,) = _policy_of(synthesized.default, "Worker")
@@ -353,7 +360,7 @@ def test_dynalease_cdk_exports_exactly_the_two_constructs() -> None:
     assert dynalease.cdk.LockLayer is LockLayer
 
 
-def test_grant_semaphore_is_the_lock_grant_plus_batch_get_item_on_the_table_arn() -> None:
+def test_grant_semaphore_is_the_lock_grant_on_the_table_arn() -> None:
     from dynalease.cdk.table import SEMAPHORE_ACTIONS
 
     app = cdk.App()
@@ -363,8 +370,8 @@ def test_grant_semaphore_is_the_lock_grant_plus_batch_get_item_on_the_table_arn(
     table.grant_lock(_role(stack, "Worker"))
     template = app.synth().get_stack_by_name("Semaphores").template
     (pool,) = _policy_of(template, "Pool")
-    assert _actions(pool) == sorted([*LOCK, "dynamodb:BatchGetItem"]) == sorted(SEMAPHORE_ACTIONS)
+    assert _actions(pool) == LOCK == sorted(SEMAPHORE_ACTIONS)
     assert pool["Resource"] == _table_arn(template)
     assert set(pool) == {"Action", "Effect", "Resource"}
     (worker,) = _policy_of(template, "Worker")
-    assert _actions(worker) == LOCK  # grant_lock stays exactly five
+    assert _actions(worker) == LOCK

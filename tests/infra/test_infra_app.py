@@ -10,7 +10,14 @@ from infra_helpers import EXAMPLE_STACK, LOCK_STACK, ROOT, Assembly, policy_stat
 
 LOCK_ACTIONS = sorted(
     f"dynamodb:{action}"
-    for action in ("GetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem")
+    for action in (
+        "GetItem",
+        "BatchGetItem",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "ConditionCheckItem",
+    )
 )
 SQS_CONSUME = sorted(
     f"sqs:{action}"

@@ -7,7 +7,9 @@ so the rest of the suite runs untraced, as an application without a provider doe
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
+import traceback
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -190,7 +192,7 @@ def test_the_recovery_extensions_release_is_a_span_with_its_request(
     Journal(str(tmp_path)).record(table, "left-behind", new_token())
     monkeypatch.setattr(journal, "writer_alive", lambda pid, started: False)  # it died
     spans.clear()
-    outcome = recovery.recover(str(tmp_path), deadline=time.time() + 5)
+    outcome = recovery.recover(str(tmp_path), deadline=time.time() + 5, tables={table})
     assert len(outcome.not_ours) == 1  # no such row any more: nothing to release
     (release,) = _named(spans, "dynalease.release")
     assert dict(release.attributes)["dynalease.recovery"] is True
@@ -233,3 +235,38 @@ def test_a_semaphore_permit_and_the_item_helpers_are_traced_too(
     puts = _named(spans, "DynamoDB.PutItem")
     assert any(span.parent is None for span in puts)  # the helper's own request
     _is_request_span(next(span for span in puts if span.parent is None), "PutItem", table)
+
+
+@PATHS
+def test_a_password_in_the_endpoint_url_shows_nowhere(
+    spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch, transport: str
+) -> None:
+    # The review's N7: a port nothing listens on, behind user info with a password.
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    endpoint = f"http://user:pa55word@127.0.0.1:{port}/"
+    client = DynamoDBClient(
+        region="us-east-1",
+        endpoint_url=endpoint,
+        access_key="testing",
+        secret_key="testing",
+        transport=transport,
+    )
+    assert repr(client) == (
+        f"DynamoDBClient(region='us-east-1', endpoint_url='http://127.0.0.1:{port} "
+        "(its user info, path or query not shown)')"
+    )
+    with pytest.raises(LockNotAcquired) as raised:
+        with SyncDistributedLock(client, table="locks", key="k", wait_timeout=0):
+            pass
+    shown = [
+        "".join(traceback.format_exception(raised.value)),  # the causes too, as Lambda logs
+        *(
+            f"{span.status.description} {[dict(event.attributes or {}) for event in span.events]}"
+            for span in spans.get_finished_spans()
+        ),
+    ]
+    assert any("exception.stacktrace" in text for text in shown[1:])
+    assert f"127.0.0.1:{port}" in shown[0]
+    assert not [text for text in shown if "pa55word" in text], shown

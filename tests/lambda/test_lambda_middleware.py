@@ -121,7 +121,7 @@ def test_powertools_base64_and_to_string_turn_encoded_and_numeric_values_into_ke
             {"key": "customer:{customer_id}"},
             {"customer_id": 1001},
             TypeError,
-            r"gave int 1001, not a str; map it with fields=\{'customer_id': "
+            r"gave int, not a str; map it with fields=\{'customer_id': "
             r"'to_string\(customer_id\)'\}",
         ),
         (
@@ -140,7 +140,7 @@ def test_powertools_base64_and_to_string_turn_encoded_and_numeric_values_into_ke
             {"key": "c:{customer_id}", "fields": {"customer_id": "detail.ids"}},
             {"detail": {"ids": ["a"]}},
             TypeError,
-            r"gave list \['a'\], not a str; wrap the expression in to_string",
+            r"gave list of 1 item, not a str; wrap the expression in to_string",
         ),
         (
             {"key": "customer:{customer_id}"},
@@ -635,3 +635,48 @@ def test_both_decorators_show_every_option_to_an_editor() -> None:
     assert {"key", "table", "fields", "lease_duration", "wait_timeout", "permits"} <= names
     for decorator in (middleware.lock_handler, middleware.lock_record):
         assert "Unpack[LockOptions]" in str(decorator.__annotations__["options"])
+
+
+CARD = "4111111111111111"
+
+
+@pytest.mark.parametrize(
+    ("options", "event", "error", "shown"),
+    [
+        (
+            {"key": "customer:{customer_id}", "fields": {"customer_id": "body.customer"}},
+            {"body": {"customer": {"id": 7, "card": CARD, "cvv": "123"}}},
+            TypeError,
+            "gave dict of 3 items, not a str",
+        ),
+        ({"key": "card:{card}"}, {"card": int(CARD)}, TypeError, "gave int, not a str"),
+        (
+            {"key": "card:{card}", "fields": {"card": "length(card)"}},
+            {"card": int(CARD)},
+            ValueError,
+            "length() takes string or array or object, not number",
+        ),
+        (
+            {"keys": ["account:{a}", "account:{b}"], "fields": {"b": "body.card"}},
+            {"a": CARD, "body": {"card": CARD}},
+            ValueError,
+            "keys[1] repeats keys[0]; each key may appear once",
+        ),
+    ],
+)
+def test_event_data_never_reaches_an_error_message_only_types_sizes_and_indices(
+    options: dict[str, Any],
+    event: Any,
+    error: type[Exception],
+    shown: str,
+    lock_table: str,
+) -> None:
+    @lock_handler(**options)
+    def handler(event: Any, context: Any) -> None:
+        raise AssertionError("must not run")
+
+    with pytest.raises(error) as raised:
+        handler(event, CountdownContext(60))
+    message = str(raised.value)
+    assert shown in message
+    assert CARD[:6] not in message and "'123'" not in message, message

@@ -8,7 +8,8 @@ the security review: a foreign endpoint and Region, an item of another table
 that is not a lock row, a live fenced row claimed as unfenced, a FIFO and a
 symlink to an endless device. Only the dead writer's row may go, and no
 request may go anywhere but the environment's endpoint: a socket listening
-where the crafted entry points must never see a connection.
+where the crafted entry points must never see a connection. Nor in a table
+the function is not configured with, even a lock table the role may write.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 import pytest
 from dynalease_dev.lambda_api import Answer, ApiServer, read_json, registered
+from support.tables import fresh_lock_table
 
 from dynalease import DynamoDBClient, SyncDistributedLock
 from dynalease._extension import recovery
@@ -189,3 +191,47 @@ def test_only_the_dead_writers_row_is_released_and_only_through_the_environment(
 
 def _items(client: DynamoDBClient, table: str, keys: list[str]) -> list[Any]:
     return [client.sync_get_item(table, {"key": key}, consistent_read=True) for key in keys]
+
+
+def test_an_entry_naming_a_table_the_function_is_not_configured_with_is_skipped(
+    aws_env: str,
+    other_client: DynamoDBClient,
+    lock_table: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The review's N3: another service's live lock in a second table, which the role may
+    # write, named by an entry with that holder's owner and a dead pid.
+    foreign = fresh_lock_table(other_client, "other-locks")
+    listed = fresh_lock_table(other_client, "listed-locks")
+    monkeypatch.setenv("DYNALEASE_RECOVERY_TABLES", f" {listed} ,")
+    directory = tmp_path / "journal"
+    directory.mkdir(mode=0o700)
+    dead = _dead_pid()
+    abandoned = {}  # rows of a dead writer in the function's two tables
+    for table in (lock_table, listed):
+        owner = str(uuid.uuid4())
+        other_client.sync_put_item(
+            table,
+            {"key": "job", "owner": owner, "version": "v1", "lease_ms": 60_000, "protocol": 1},
+        )
+        abandoned[table] = _crafted(directory, dead, table=table, key="job", owner=owner)
+
+    with SyncDistributedLock(other_client, table=foreign, key="billing", lease_duration=60) as live:
+        _crafted(directory, dead, table=foreign, key="billing", owner=live.owner)
+        with caplog.at_level("INFO", logger="dynalease"):
+            outcome = recovery.recover(str(directory), time.time() + recovery.MAX_WINDOW_S)
+        row = other_client.sync_get_item(foreign, {"key": "billing"}, consistent_read=True)
+        assert row is not None and row["owner"] == live.owner
+        live.raise_if_lost()
+
+    assert sorted(entry.table for entry in outcome.released) == sorted(abandoned)
+    assert outcome.failed == [] and outcome.not_ours == []
+    for table in abandoned:
+        assert other_client.sync_get_item(table, {"key": "job"}, consistent_read=True) is None
+    skipped = [r.getMessage() for r in caplog.records if "skipping journal entry" in r.getMessage()]
+    assert len(skipped) == 1, skipped
+    assert f"table {foreign!r} is not one of this function's lock tables" in skipped[0]
+    assert "add it to DYNALEASE_RECOVERY_TABLES" in skipped[0]
+    assert f"in table {foreign!r}" not in caplog.text  # nothing was done there

@@ -11,11 +11,12 @@ from __future__ import annotations
 import collections
 import http.client
 import http.server
+import json
 import threading
 import urllib.parse
 from typing import Any
 
-__all__ = ["CountingProxy"]
+__all__ = ["CountingProxy", "authorized_actions"]
 
 #: Answer headers the proxy sets itself: it sends the whole body with its length.
 _FRAMING = ("content-length", "connection", "transfer-encoding")
@@ -25,7 +26,9 @@ class CountingProxy:
     """Forwards each POST unchanged to ``upstream`` and counts it by its ``X-Amz-Target``.
 
     ``counts`` maps operation names (``PutItem``, ``GetItem``...) to how many
-    passed through, so a caller can prove that a code path made no request at all::
+    passed through, so a caller can prove that a code path made no request at all;
+    ``actions`` the same requests as the IAM actions and tables they need
+    (:func:`authorized_actions`)::
 
         with CountingProxy("http://127.0.0.1:5000") as proxy:
             client = DynamoDBClient(region="us-east-1", endpoint_url=proxy.url)
@@ -40,6 +43,7 @@ class CountingProxy:
         host: str = parsed.hostname
         port = parsed.port
         self.counts: collections.Counter[str] = collections.Counter()
+        self.actions: collections.Counter[tuple[str, str]] = collections.Counter()
         self._guard = threading.Lock()  # the server answers each request on its own thread
         proxy = self
 
@@ -47,8 +51,11 @@ class CountingProxy:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 target = self.headers.get("X-Amz-Target", "")
+                operation = target.rpartition(".")[2]
+                needs = authorized_actions(operation, json.loads(body or b"{}"))
                 with proxy._guard:
-                    proxy.counts[target.rpartition(".")[2]] += 1
+                    proxy.counts[operation] += 1
+                    proxy.actions.update(needs)
                 onward = http.client.HTTPConnection(host, port, timeout=10)
                 headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
                 onward.request("POST", self.path, body=body, headers=headers)
@@ -81,6 +88,7 @@ class CountingProxy:
         """Start counting from zero."""
         with self._guard:
             self.counts.clear()
+            self.actions.clear()
 
     def close(self) -> None:
         """Stop serving and free the port."""
@@ -92,3 +100,28 @@ class CountingProxy:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: A transaction's items are authorized by the action of each item (DynamoDB's
+#: "Using IAM with DynamoDB transactions"); the transaction itself is no IAM action.
+_ITEM_ACTIONS = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+    "Get": "GetItem",
+}
+
+
+def authorized_actions(operation: str, params: dict[str, Any]) -> list[tuple[str, str]]:
+    """The ``(IAM action, table)`` pairs one request needs: one per table of a batch read,
+    one per item of a transaction, else the operation on its ``TableName``."""
+    if operation in ("TransactWriteItems", "TransactGetItems"):
+        return [
+            (f"dynamodb:{_ITEM_ACTIONS[kind]}", str(action["TableName"]))
+            for item in params.get("TransactItems", [])
+            for kind, action in item.items()
+        ]
+    if operation in ("BatchGetItem", "BatchWriteItem"):
+        return [(f"dynamodb:{operation}", str(table)) for table in params.get("RequestItems", {})]
+    return [(f"dynamodb:{operation}", str(params.get("TableName", "")))]

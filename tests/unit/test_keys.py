@@ -187,7 +187,7 @@ def test_a_placeholder_that_is_not_a_direct_argument_fails_at_decoration(signatu
     [
         ((123,), {}, TypeError, "customer_id"),
         ((b"123",), {}, TypeError, "bytes"),
-        ((None,), {}, TypeError, "NoneType"),
+        ((None,), {}, TypeError, "got None; the value is missing"),
         ((), {}, TypeError, "missing"),
         (("1", "2"), {}, TypeError, "positional"),
         (("1",), {"other": "2"}, TypeError, "unexpected keyword"),

@@ -25,7 +25,7 @@ from dynalease_dev.lambda_api import (
     unknown_extension,
 )
 
-from dynalease._engine.journal import Journal
+from dynalease._engine.journal import Journal, Skipped
 from dynalease._extension import recovery
 from dynalease.constants import ENV_JOURNAL_DIR, ENV_RUNTIME_API
 
@@ -58,7 +58,7 @@ class Script:
 def calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[list[tuple[str, float]]]:
     seen: list[tuple[str, float]] = []
 
-    def fake(directory: str, deadline: float) -> recovery.Outcome:
+    def fake(directory: str, deadline: float, tables: Any = None) -> recovery.Outcome:
         seen.append((directory, deadline))
         return recovery.Outcome()
 
@@ -123,7 +123,7 @@ def test_another_shutdown_reason_recovers_nothing(
 
 
 def test_a_failing_recovery_is_reported_on_exit_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(directory: str, deadline: float) -> recovery.Outcome:
+    def broken(directory: str, deadline: float, tables: Any = None) -> recovery.Outcome:
         raise RuntimeError("boom")
 
     monkeypatch.setattr(recovery, "recover", broken)
@@ -156,14 +156,14 @@ def test_past_the_deadline_nothing_is_sent_and_the_entries_stay(tmp_path: Path) 
     body = json.loads((tmp_path / f"{OWNER_1}.json").read_text())
     body["pid"] = 2**22 + 7  # above pid_max's default: no such process
     (tmp_path / f"{OWNER_1}.json").write_text(json.dumps(body))
-    outcome = recovery.recover(str(tmp_path), deadline=0.0)
+    outcome = recovery.recover(str(tmp_path), deadline=0.0, tables={"locks"})
     assert [e.owner for e in outcome.failed] == [OWNER_1]
     assert (tmp_path / f"{OWNER_1}.json").exists()
 
 
 def test_a_live_writer_s_entry_is_left_alone(tmp_path: Path) -> None:
     Journal(str(tmp_path)).record("locks", "k", OWNER_2)  # written by this live process
-    outcome = recovery.recover(str(tmp_path), deadline=0.0)
+    outcome = recovery.recover(str(tmp_path), deadline=0.0, tables={"locks"})
     assert [e.owner for e in outcome.alive] == [OWNER_2]
     assert outcome.failed == [] and outcome.released == []
 
@@ -195,7 +195,7 @@ def test_the_extension_is_a_process_that_exits_at_the_deadline_when_recovery_han
     script.write_text(
         "import sys, time\n"
         "from dynalease._extension import recovery\n"
-        "recovery.recover = lambda directory, deadline: time.sleep(60)\n"
+        "recovery.recover = lambda directory, deadline, **_: time.sleep(60)\n"
         "class Control:\n"
         "    def __init__(self, address): pass\n"
         "    def register(self, name): return 'id'\n"
@@ -259,3 +259,36 @@ def test_a_release_touches_only_a_lock_row_of_the_entry_s_owner_and_protocol(
     assert outcome.value == result
     expected = None if after is None else {"key": "k", **(stored if after == "same" else after)}
     assert row == expected
+
+
+def test_the_tables_recovered_are_the_function_s_table_and_the_listed_ones() -> None:
+    environ = {"DYNALEASE_TABLE": "locks", "DYNALEASE_RECOVERY_TABLES": " jobs, ,audit.locks "}
+    assert recovery.lock_tables(environ) == {"locks", "jobs", "audit.locks"}
+    assert recovery.lock_tables({"DYNALEASE_RECOVERY_TABLES": "jobs"}) == {"jobs"}
+    assert recovery.lock_tables({}) == frozenset()
+
+
+def test_an_entry_of_another_table_is_skipped_once_and_left(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    Journal(str(tmp_path)).record("other-locks", "k", OWNER_2)
+    skipped = Skipped()
+    with caplog.at_level("WARNING", logger="dynalease"):
+        for _ in range(3):  # as the Managed Instances watch looks again and again
+            outcome = recovery.recover(str(tmp_path), 0.0, skipped, tables={"locks"})
+            assert outcome == recovery.Outcome()
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "table 'other-locks' is not one of this function's lock tables" in line
+    assert (tmp_path / f"{OWNER_2}.json").exists()
+
+
+def test_a_listed_name_that_is_not_a_table_name_stops_it_before_registering(
+    calls: list[tuple[str, float]], monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    monkeypatch.setenv("DYNALEASE_RECOVERY_TABLES", "locks;jobs")
+    script = Script({"eventType": "SHUTDOWN", "shutdownReason": "timeout"})
+    assert _run(script, monkeypatch) == 2
+    assert script.requests == []
+    error = capsys.readouterr().err
+    assert "DYNALEASE_RECOVERY_TABLES names 'locks;jobs', which is not a DynamoDB table" in error
+    assert "separated by commas" in error

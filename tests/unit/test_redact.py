@@ -14,6 +14,7 @@ import logging
 
 import pytest
 
+from dynalease._redact import shown_url
 from dynalease.constants import ENV_LOG_KEY_SECRET, ENV_LOG_KEYS
 from dynalease.exceptions import LockNotAcquired
 from dynalease.lock import SyncDistributedLock
@@ -101,3 +102,11 @@ def test_a_key_with_a_newline_cannot_forge_a_middleware_log_line(
         assert "\n" not in line and "\x1b" not in line
     if log_key == "key":
         assert "customer:42 wait_ms=0.0\\nERROR" in lines[0]  # still readable, escaped
+
+
+def test_a_url_is_shown_without_its_user_info_path_or_query() -> None:
+    hidden = "(its user info, path or query not shown)"
+    assert shown_url("http://user:pa55word@127.0.0.1:8000/") == f"http://127.0.0.1:8000 {hidden}"
+    assert shown_url("https://h.example/x?token=t") == f"https://h.example {hidden}"
+    assert shown_url("http://127.0.0.1:8000/") == "http://127.0.0.1:8000/"  # nothing to hide
+    assert shown_url("http://[::1") == "(an unparsable URL)"

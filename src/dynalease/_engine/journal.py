@@ -14,14 +14,22 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any, NamedTuple, TypeGuard
 
-from ..constants import ENV_EXTENSIONS_DIR, ENV_JOURNAL_DIR, ENV_RUNTIME_API, RECOVERY_EXTENSION
+from ..constants import (
+    ENV_EXTENSIONS_DIR,
+    ENV_JOURNAL_DIR,
+    ENV_RECOVERY_TABLES,
+    ENV_RUNTIME_API,
+    ENV_TABLE,
+    RECOVERY_EXTENSION,
+)
 
 __all__ = [
     "MAX_ENTRY_BYTES",
     "MAX_KEYS",
+    "TABLE_NAME",
     "Entry",
     "Journal",
     "Skipped",
@@ -46,7 +54,7 @@ MAX_ENTRY_BYTES = 2 * 1024 * 1024
 #: Owner tokens are UUID4 text (``protocol.new_token``); a file is named after its owner.
 _OWNER = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 #: DynamoDB's table-name rule (the same as ``client.check_table_name``'s).
-_TABLE = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
+TABLE_NAME = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
 _MAX_KEY_BYTES = 2048
 #: A process start time (``/proc/<pid>/stat`` field 22): clock ticks since boot.
 _STARTED = re.compile(r"[0-9]{1,20}")
@@ -259,21 +267,27 @@ def _identity(name: str, directory: int | None = None) -> tuple[int, ...] | None
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
-def entries(path: str, skipped: Skipped | None = None) -> Iterator[Entry]:
+def entries(
+    path: str, skipped: Skipped | None = None, *, tables: Collection[str] | None = None
+) -> Iterator[Entry]:
     """The valid entries in ``path``; any other file is skipped with a log line, once per
     ``skipped`` (a fresh one when None: once per call).
 
-    The directory is opened once, never through a symlink, and its files relative to it.
+    With ``tables``, an entry naming any other table is skipped the same way: a file
+    names a table, it does not choose one. The directory is opened once, never through
+    a symlink, and its files relative to it.
     """
     skipped = Skipped() if skipped is None else skipped
     met: set[str] = set()  # the bad names of this look
     try:
-        yield from _valid(path, skipped, met)
+        yield from _valid(path, skipped, met, tables)
     finally:
         skipped.keep(met)
 
 
-def _valid(path: str, skipped: Skipped, met: set[str]) -> Iterator[Entry]:
+def _valid(
+    path: str, skipped: Skipped, met: set[str], tables: Collection[str] | None
+) -> Iterator[Entry]:
     try:
         directory = os.open(path, _DIRECTORY_FLAGS)
     except FileNotFoundError:
@@ -292,6 +306,12 @@ def _valid(path: str, skipped: Skipped, met: set[str]) -> Iterator[Entry]:
                 continue
             try:
                 entry = _entry(os.path.join(path, name), name, _read(directory, name))
+                if tables is not None and entry.table not in tables:
+                    raise _Skip(
+                        f"table {entry.table!r} is not one of this function's lock tables "
+                        f"({ENV_TABLE}, {ENV_RECOVERY_TABLES}); if its locks are this "
+                        f"function's, add it to {ENV_RECOVERY_TABLES}"
+                    )
             except _Skip as reason:
                 met.add(name)
                 if skipped.first(name, str(reason), _identity(name, directory)):
@@ -351,7 +371,7 @@ def _entry(full: str, name: str, body: Any) -> Entry:
     if name != owner + _SUFFIX:
         raise _Skip("the file name is not its owner's")
     table = body.get("table")
-    if not isinstance(table, str) or not _TABLE.fullmatch(table):
+    if not isinstance(table, str) or not TABLE_NAME.fullmatch(table):
         raise _Skip("table is not a DynamoDB table name")
     key = body.get("key")
     if not _is_key(key):

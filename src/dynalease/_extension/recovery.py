@@ -2,12 +2,15 @@
 
 Registered for ``SHUTDOWN`` only, so it never delays an invocation; requests go where the
 extension's own environment says, never where a journal entry says, and never past
-``deadlineMs``. Run by hand: ``python -m dynalease._extension.recovery [NAME]``.
+``deadlineMs``; only in the function's own lock tables (``DYNALEASE_TABLE`` and
+``DYNALEASE_RECOVERY_TABLES``), never in a table an entry names. Run by hand:
+``python -m dynalease._extension.recovery [NAME]``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -16,7 +19,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,10 +27,10 @@ from typing import Any
 # at shutdown, so the waiting process stays small.
 from .. import _compute_modes
 from .._engine import journal
-from ..constants import ENV_RUNTIME_API, RECOVERY_EXTENSION
+from ..constants import ENV_RECOVERY_TABLES, ENV_RUNTIME_API, ENV_TABLE, RECOVERY_EXTENSION
 from . import workers
 
-__all__ = ["Control", "Outcome", "main", "recover"]
+__all__ = ["Control", "Outcome", "lock_tables", "main", "recover"]
 
 log = logging.getLogger("dynalease.recovery")
 
@@ -143,15 +146,46 @@ class Outcome:
     alive: list[journal.Entry] = field(default_factory=list)
 
 
-def recover(directory: str, deadline: float, skipped: journal.Skipped | None = None) -> Outcome:
+def lock_tables(environ: Mapping[str, str] = os.environ) -> frozenset[str]:
+    """The tables whose rows recovery may release: ``DYNALEASE_TABLE`` and every name in
+    ``DYNALEASE_RECOVERY_TABLES`` (separated by commas).
+
+    Raises ``ValueError`` for a name that is not a DynamoDB table name.
+    """
+    listed = environ.get(ENV_RECOVERY_TABLES, "").split(",")
+    named = [(ENV_TABLE, environ.get(ENV_TABLE, "").strip())]
+    named += [(ENV_RECOVERY_TABLES, name.strip()) for name in listed]
+    tables = set()
+    for variable, name in named:
+        if not name:
+            continue
+        if not journal.TABLE_NAME.fullmatch(name):
+            raise ValueError(
+                f"{variable} names {name!r}, which is not a DynamoDB table name (3-255 "
+                "letters, digits, '_', '-' and '.'); list lock tables separated by commas"
+            )
+        tables.add(name)
+    return frozenset(tables)
+
+
+def recover(
+    directory: str,
+    deadline: float,
+    skipped: journal.Skipped | None = None,
+    *,
+    tables: Collection[str] | None = None,
+) -> Outcome:
     """Release the rows of dead writers' entries in ``directory`` before ``deadline`` (epoch s).
 
-    An entry is removed once its row is released or is no longer its owner's lock row. A bad
-    file is logged once per ``skipped`` (a reader that looks again passes the same one).
+    Only in ``tables`` (by default :func:`lock_tables`): an entry naming another table is
+    skipped. An entry is removed once its row is released or is no longer its owner's lock
+    row. A bad file is logged once per ``skipped`` (a reader that looks again passes the
+    same one).
     """
     outcome = Outcome()
     dead: list[journal.Entry] = []
-    for entry in journal.entries(directory, skipped):
+    tables = lock_tables() if tables is None else tables
+    for entry in journal.entries(directory, skipped, tables=tables):
         (dead if not journal.writer_alive(entry.pid, entry.started) else outcome.alive).append(
             entry
         )
@@ -272,6 +306,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"dynalease-recovery: {ENV_RUNTIME_API} is not set: run it in Lambda", file=sys.stderr
         )
         return 2
+    try:
+        tables = lock_tables()
+    except ValueError as error:  # before registering: the function's init fails, saying why
+        print(f"dynalease-recovery: {error}", file=sys.stderr)
+        return 2
     control = Control(address)
     try:
         control.register(name)
@@ -279,7 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dynalease-recovery: could not register: {error}", file=sys.stderr)
         return 1
     if _compute_modes.managed_instances():  # no event when a worker dies: watch the journal
-        workers.WorkerWatch(journal.directory(), recover).start()
+        workers.WorkerWatch(journal.directory(), functools.partial(recover, tables=tables)).start()
     while True:
         try:
             event = control.next_event()
@@ -294,7 +333,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         deadline = shutdown_deadline(event.get("deadlineMs"), time.time())
         watchdog = watch(deadline)
         try:
-            outcome = recover(journal.directory(), deadline)
+            outcome = recover(journal.directory(), deadline, tables=tables)
         except Exception as error:
             log.exception("dynalease-recovery: recovery failed")
             control.exit_error("Extension.RecoveryFailed", f"{type(error).__name__}: {error}")

@@ -135,10 +135,19 @@ class EventKeys:
         return value
 
     def _search(self, name: str, expression: Any, data: Any, source: str) -> Any:
-        from jmespath.exceptions import JMESPathError
+        from jmespath.exceptions import JMESPathError, JMESPathTypeError
 
         try:
             return expression.search(data, options=self._options)
+        except JMESPathTypeError as error:
+            # Its own text quotes the value the function refused: event data.
+            detail = (
+                f"{error.function_name}() takes {' or '.join(error.expected_types)}, "
+                f"not {error.actual_type}"
+            )
+            raise ValueError(
+                f"placeholder {{{name}}}: {source} failed on the {self._what}: {detail}"
+            ) from None
         # powertools_json raises on bad JSON (ValueError), powertools_base64 on bad
         # padding or non-UTF-8 bytes (binascii.Error and UnicodeError are ValueErrors).
         except (JMESPathError, ValueError, TypeError) as error:

@@ -12,6 +12,7 @@ from typing import Any
 
 from .._advice import where as where_requests_go
 from .._engine.protocol import KEY_ATTR
+from .._redact import shown_url
 from ..client import DynamoDBClient
 from ..exceptions import (
     AccessDeniedError,
@@ -239,7 +240,7 @@ def create_table_hint(table: str, region: str | None, endpoint: str | None) -> s
         "AttributeName=key,AttributeType=S --key-schema AttributeName=key,KeyType=HASH "
         "--billing-mode PAY_PER_REQUEST"
         + (f" --region {region}" if region else "")
-        + (f" --endpoint-url {endpoint}" if endpoint else "")
+        + (f" --endpoint-url {shown_url(endpoint)}" if endpoint else "")
         + "`"
     )
     url = urllib.parse.urlsplit(endpoint or "")

@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from .._engine.store import ConditionFailed
+from .._redact import shown_url
 from ..exceptions import (
     AccessDeniedError,
     DynamoDBError,
@@ -174,6 +175,7 @@ def map_error_code(
 
 
 def map_transport_error(error: Exception, operation: str) -> Exception:
+    _hide_url_secrets(error)
     exceptions = _botocore_exceptions()
     if exceptions is not None and isinstance(
         error, exceptions.NoCredentialsError | exceptions.PartialCredentialsError
@@ -204,10 +206,26 @@ def map_transport_error(error: Exception, operation: str) -> Exception:
     )
 
 
+def _hide_url_secrets(error: Exception) -> None:
+    """Rewrite a botocore error's endpoint URL as :func:`shown_url` shows it, in its text and
+    its fields: it stays the cause of the mapped error, so tracebacks and spans print it."""
+    fields = getattr(error, "kwargs", None)
+    if not isinstance(fields, dict):
+        return
+    url = fields.get("endpoint_url")
+    if not isinstance(url, str) or shown_url(url) == url:
+        return
+    fields["endpoint_url"] = shown_url(url)
+    error.args = tuple(
+        part.replace(url, shown_url(url)) if isinstance(part, str) else part for part in error.args
+    )
+
+
 def map_lean_failure(failure: NotSent | Unanswered, url: str, operation: str) -> Exception:
     """Mapped as the botocore error botocore would have raised."""
     import botocore.exceptions  # a failure path: the messages are botocore's
 
+    url = shown_url(url)
     error: Exception
     if isinstance(failure, NotSent):
         error = (

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+from .._redact import shown_url
 from .boto import LOCK_POOL_CONNECTIONS, LOCK_READ_TIMEOUT_S
 from .botocore_internals import endpoint_verify, signing_credentials
 from .config import DirectConfig
@@ -39,9 +40,9 @@ class Route:
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise Unsupported(f"endpoint {_shown(url)} is not an http(s) URL")
+            raise Unsupported(f"endpoint {shown_url(url)!r} is not an http(s) URL")
         if parts.path not in ("", "/") or parts.query or parts.username:
-            raise Unsupported(f"endpoint {_shown(url)} has a path, query or user info")
+            raise Unsupported(f"endpoint {shown_url(url)!r} has a path, query or user info")
         self.url = url
         self.region = region
         self.credentials = credentials
@@ -148,15 +149,3 @@ def botocore_request(client: Any) -> tuple[str, str]:
 class _Empty:
     def stream(self, **_: Any) -> Any:
         yield b"{}"
-
-
-def _shown(url: str) -> str:
-    """Scheme, host and port only: user info or a query may be secret."""
-    try:
-        parts = urlsplit(url)
-        port = f":{parts.port}" if parts.port else ""
-        where = f"{parts.scheme}://{parts.hostname or ''}{port}"
-    except ValueError:
-        return "(an unparsable URL)"
-    hidden = parts.username or parts.password or parts.query or parts.path not in ("", "/")
-    return f"{where!r}" + (" (its path, query or user info not shown)" if hidden else "")

@@ -20,17 +20,21 @@ __all__ = ["INSPECT_ACTIONS", "LOCK_ACTIONS", "SEMAPHORE_ACTIONS", "TABLE_ENV_VA
 #: The environment variable ``configure_function`` sets to the table name.
 TABLE_ENV_VAR = ENV_TABLE
 
-#: Every DynamoDB action protocol versions 1 and 2 (fenced) send, and nothing more.
+#: Every DynamoDB action a lock of any kind sends (protocols 1 and 2, several keys,
+#: semaphore permits, the recovery extension's release), and nothing more. A
+#: transaction's items are authorized by their own actions (PutItem, UpdateItem,
+#: DeleteItem, ConditionCheckItem); ``TransactWriteItems`` is no IAM action.
 LOCK_ACTIONS: tuple[str, ...] = (
     "dynamodb:GetItem",  # observe (strong read) and reconcile
+    "dynamodb:BatchGetItem",  # observe every row of a multi-key lock or a semaphore at once
     "dynamodb:PutItem",  # acquire and take over
     "dynamodb:UpdateItem",  # renew; with fencing=True also acquire, take over, release
     "dynamodb:DeleteItem",  # release
     "dynamodb:ConditionCheckItem",  # check_in inside TransactWriteItems
 )
 
-#: What a semaphore sends: the lock's actions, and one ``BatchGetItem`` of its permits per poll.
-SEMAPHORE_ACTIONS: tuple[str, ...] = (*LOCK_ACTIONS, "dynamodb:BatchGetItem")
+#: What a semaphore sends: the same as any lock (its permits are read in one ``BatchGetItem``).
+SEMAPHORE_ACTIONS: tuple[str, ...] = LOCK_ACTIONS
 
 #: Read-only actions for ``dynalease inspect`` / ``dynalease doctor``: what they send.
 INSPECT_ACTIONS: tuple[str, ...] = (
@@ -141,7 +145,8 @@ class LockTable(Construct):
         return self._encryption_key
 
     def grant_lock(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let ``grantee`` take, renew and release locks: exactly :data:`LOCK_ACTIONS`.
+        """Let ``grantee`` take, renew and release locks of every kind (with ``fencing``,
+        ``keys=[...]``, semaphores): exactly :data:`LOCK_ACTIONS`.
 
         The statement names this table's ARN only (no index ARNs, no wildcards).
         With a customer managed key, it also grants the key use DynamoDB needs
@@ -151,11 +156,11 @@ class LockTable(Construct):
         return self._grant(grantee, LOCK_ACTIONS, _KEY_LOCK_ACTIONS)
 
     def grant_semaphore(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let ``grantee`` hold locks and semaphore permits: exactly :data:`SEMAPHORE_ACTIONS`.
+        """Let ``grantee`` hold locks and semaphore permits: the same as :meth:`grant_lock`.
 
-        :meth:`grant_lock`'s five actions plus ``dynamodb:BatchGetItem`` (a poll
-        reads every permit at once), on this table's ARN only; the same key use
-        with a customer managed key. ``grant_lock`` stays without ``BatchGetItem``.
+        Kept for the code that calls it: :meth:`grant_lock` covers semaphores too, since a
+        multi-key lock reads its rows with ``dynamodb:BatchGetItem`` as a semaphore reads
+        its permits.
         """
         return self._grant(grantee, SEMAPHORE_ACTIONS, _KEY_LOCK_ACTIONS)
 
@@ -170,11 +175,12 @@ class LockTable(Construct):
     ) -> iam.Grant:
         """Wire a Lambda function to this table.
 
-        Sets ``DYNALEASE_TABLE`` to the table name, grants :meth:`grant_lock` to
-        the function's role, and adds ``layer`` (for example a ``LockLayer``) if
-        given. A ``LockLayer`` is checked against the function's runtime and
-        architecture, so a mismatch fails at synth time, not at the first cold
-        start. Returns the lock grant.
+        Sets ``DYNALEASE_TABLE`` to the table name (the middleware's default table, and
+        the table the recovery extension releases rows in; list other lock tables of the
+        function in ``DYNALEASE_RECOVERY_TABLES``), grants :meth:`grant_lock` to the
+        function's role, and adds ``layer`` (for example a ``LockLayer``) if given. A
+        ``LockLayer`` is checked against the function's runtime and architecture, so a
+        mismatch fails at synth time, not at the first cold start. Returns the lock grant.
         """
         if not isinstance(function, lambda_.Function):
             raise TypeError(
