@@ -64,7 +64,7 @@ def read_answer(operation: str, answer: Answer, url: str) -> dict[str, Any]:
 def _json_object(payload: bytes) -> dict[str, Any] | None:
     try:
         parsed = json.loads(payload.decode("utf-8"))
-    except ValueError:  # UnicodeDecodeError too
+    except (ValueError, RecursionError):  # UnicodeDecodeError too; nested past the limit
         return None
     return parsed if isinstance(parsed, dict) else None
 
@@ -86,22 +86,21 @@ def _decode_blobs(response: dict[str, Any]) -> None:
 
 
 def _decode_item(item: dict[str, Any]) -> None:
-    for value in item.values():
-        _decode_value(value)
-
-
-def _decode_value(value: Any) -> None:
-    if not isinstance(value, dict):
-        return
-    try:
-        if "B" in value:
-            value["B"] = base64.b64decode(value["B"])
-        elif "BS" in value:
-            value["BS"] = [base64.b64decode(member) for member in value["BS"]]
-        elif "M" in value:
-            _decode_item(value["M"])
-        elif "L" in value:
-            for member in value["L"]:
-                _decode_value(member)
-    except (binascii.Error, TypeError, AttributeError):
-        pass  # leave what cannot be decoded as it came
+    # A loop, not recursion: a map nested deeper than Python's recursion limit allows is
+    # decoded like any other, never a RecursionError out of a lock's request.
+    pending: list[Any] = list(item.values())
+    while pending:
+        value = pending.pop()
+        if not isinstance(value, dict):
+            continue
+        try:
+            if "B" in value:
+                value["B"] = base64.b64decode(value["B"])
+            elif "BS" in value:
+                value["BS"] = [base64.b64decode(member) for member in value["BS"]]
+            elif "M" in value:
+                pending.extend(value["M"].values())
+            elif "L" in value:
+                pending.extend(value["L"])
+        except (binascii.Error, TypeError, AttributeError):
+            pass  # leave what cannot be decoded as it came
