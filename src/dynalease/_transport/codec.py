@@ -10,6 +10,7 @@ import json
 import zlib
 from typing import Any
 
+from .._redact import escaped
 from ..exceptions import DynaleaseError
 from .connections import Answer
 from .errors import map_error_code, map_transport_error
@@ -56,7 +57,8 @@ def read_answer(operation: str, answer: Answer, url: str) -> dict[str, Any]:
         return response
     kind = str(response.pop("__type", "") or "")
     code = kind.rsplit("#", 1)[-1] or str(status)
-    message = str(response.pop("message", "") or response.pop("Message", "") or "")
+    # The server's text goes into messages, logs and traces: no line of its own, no escapes.
+    message = escaped(str(response.pop("message", "") or response.pop("Message", "") or ""))
     response["Error"] = {"Code": code, "Message": message}
     raise map_error_code(code, message, operation, status, response, request_id=request_id)
 

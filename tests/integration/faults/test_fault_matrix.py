@@ -442,6 +442,23 @@ def test_an_access_denied_answer_is_an_error_not_contention(matrix: Matrix) -> N
     assert matrix.row("k") is None
 
 
+@BOTH_TRANSPORTS
+def test_a_servers_error_text_reaches_the_message_with_its_control_characters_escaped(
+    matrix: Matrix,
+) -> None:
+    forged = "denied\n[ERROR] forged line \x1b[31m\u202e"
+    matrix.proxy.answer(["PutItem", "GetItem"], 400, "AccessDeniedException", forged)
+    for attempt in (
+        lambda: matrix.client.sync_put_item(matrix.table, {"key": "x"}),
+        lambda: matrix.client.sync_get_item(matrix.table, {"key": "x"}),
+    ):
+        with pytest.raises(AccessDeniedError) as caught:
+            attempt()
+        message = str(caught.value)
+        assert "denied\\n[ERROR] forged line \\x1b[31m\\u202e" in message, message
+        assert message.isprintable()
+
+
 def test_a_table_deleted_under_a_held_lock_loses_the_lease_and_release_names_it(
     matrix: Matrix, session: Any, endpoint: str
 ) -> None:
