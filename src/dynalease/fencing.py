@@ -19,8 +19,8 @@ keys are unrelated).
   ``PutItem`` that leaves a tombstone (the key, the token and a marker), so that
   the item's fence survives the delete and an older holder stays refused.
 - :func:`fenced_update` / :func:`fenced_update_statement`: ``UPDATE ... SET ...,
-  fence = :t WHERE ... AND (fence IS NULL OR CAST(fence AS BIGINT) <= :t)`` on a DB-API
-  connection (sqlite3, psycopg, pg8000 ...), in the driver's parameter style.
+  fence = :t WHERE ... AND (fence IS NULL OR CAST(fence AS BIGINT) <= :t ...)`` on a
+  DB-API connection (sqlite3, psycopg, pg8000 ...), in the driver's parameter style.
 
 Example::
 
@@ -278,19 +278,21 @@ def fenced_update_statement(
     """The fenced ``UPDATE`` and its parameters, for ``cursor.execute(*statement)``.
 
     ``UPDATE "t" SET "a" = ?, "fence" = ? WHERE "id" = ? AND ("fence" IS NULL OR
-    CAST("fence" AS BIGINT) <= ?)``: the row takes the write and the token only
-    if the token stored there is absent or not higher. The stored token is
-    compared as a number even in a text column (make it INTEGER or BIGINT).
-    Names are quoted identifiers; values are always parameters.
+    (CAST("fence" AS BIGINT) <= ? AND ...))``: the row takes the write and the token
+    only if the token stored there is absent or not higher. The stored token is
+    compared as a number even in a text column (make it INTEGER or BIGINT); a stored
+    value that is not a whole number written plainly (``'junk'``, ``'12ab'``, ``''``)
+    refuses every token. Names are quoted identifiers; values are always parameters.
 
     Example::
 
         >>> sql, values = fenced_update_statement(
         ...     "jobs", set={"state": "done"}, where={"id": 7}, token=3
         ... )
-        >>> print(sql.replace(" WHERE", "\\n WHERE"))
+        >>> print(sql.replace(" WHERE", "\\n WHERE").replace(" AND C", "\\n   AND C"))
         UPDATE "jobs" SET "state" = ?, "fence" = ?
-         WHERE "id" = ? AND ("fence" IS NULL OR CAST("fence" AS BIGINT) <= ?)
+         WHERE "id" = ? AND ("fence" IS NULL OR (CAST("fence" AS BIGINT) <= ?
+           AND CAST(CAST("fence" AS BIGINT) AS TEXT) = CAST("fence" AS TEXT)))
         >>> values
         ['done', 3, 7, 3]
     """
@@ -324,8 +326,14 @@ def fenced_update_statement(
     conditions = [
         f"{_quote(column, 'column')} = {marker(value)}" for column, value in where.items()
     ]
-    # Compared as a number whatever the column's type: as text, '10' <= '9'.
-    conditions.append(f"({fence} IS NULL OR CAST({fence} AS BIGINT) <= {marker(token)})")
+    # Compared as a number whatever the column's type: as text, '10' <= '9'. A stored value
+    # that is not a whole number refuses every token: SQLite casts 'junk' to 0 and '12ab'
+    # to 12 (PostgreSQL raises), so the number must read back as the very text stored.
+    number = f"CAST({fence} AS BIGINT)"
+    conditions.append(
+        f"({fence} IS NULL OR ({number} <= {marker(token)} "
+        f"AND CAST({number} AS TEXT) = CAST({fence} AS TEXT)))"
+    )
     sql = (
         f"UPDATE {_quote(table, 'table')} SET {', '.join(assignments)} "
         f"WHERE {' AND '.join(conditions)}"

@@ -201,6 +201,14 @@ class KeyTemplate:
     ``}}`` are literal braces. Anything else ``str.format`` would accept
     (``{}``, ``{0}``, ``{a.b}``, ``{a[0]}``, ``{a!r}``, ``{a:>3}``) is a
     ``ValueError`` here, as are unmatched braces.
+
+    Within one template, different values give different keys. Across templates on one
+    table they may not: a single value is placed as given, so ``"customer:{id}"`` with
+    ``id="7:invoice"`` is the key of ``"customer:{id}:invoice"`` with ``id="7"``. Give
+    each template on a table a literal start that no other's begins with
+    (``"customer:{id}"`` and ``"invoice:{id}"``, not ``"customer:{id}:invoice"``).
+    Framing single values too would change every existing key, and a deploy that mixed
+    old and new keys would let two holders of one lock run at once.
     """
 
     __slots__ = ("_framed", "_literals", "_names", "_placeholders", "_template")

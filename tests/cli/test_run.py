@@ -148,6 +148,9 @@ def test_fencing_hands_the_command_a_token_that_grows_with_each_owner(
             "use --kill-after 10",
         ),
         (["--table", "{table}", "--key", "a", "--key", "a", "--", "true"], "given twice"),
+        (["--table", "{table}", "--key", "a\nb", "--", "true"], "holds a line break"),
+        (["--table", "{table}", "--key", "a", "--key", "b\u2028c", "--", "true"], "line break"),
+        (["--table", "{table}", "--key", "k", "--wait", "nan", "--", "true"], "--wait"),
         (
             ["--table", "{table}", "--key", "a", "--key", "b", "--permits", "2", "--", "true"],
             "--permits takes one key",
@@ -219,6 +222,10 @@ def test_a_second_run_gives_up_with_75_or_waits_for_the_first(
         gave_up = spawn_cli(*run_args(endpoint, lock_table), "--", "true")
         assert gave_up.code == EXIT_NOT_ACQUIRED, gave_up.err
         assert "was not acquired" in gave_up.err
+        # 0 however written is one attempt (0.00 was refused as "not in (0, 86400]").
+        once = spawn_cli(*run_args(endpoint, lock_table, "--wait", "0.00"), "--", "true")
+        assert once.code == EXIT_NOT_ACQUIRED, once.err
+        assert "--wait 0 makes one attempt" in once.err
         check = f"test -f {finished} && echo after > {second}"  # did the first one finish?
         waited = spawn_cli(
             *run_args(endpoint, lock_table, "--wait", str(BOUND_S)), "--", "sh", "-c", check

@@ -293,6 +293,32 @@ def test_a_zip_planted_in_the_cache_under_the_expected_name_is_never_shipped(
     assert again.sha256 == first.sha256 == hashlib.sha256(shipped).hexdigest()
 
 
+@pytest.mark.parametrize("how", ["prepended", "appended", "comment"])
+def test_a_cached_zip_with_bytes_outside_its_members_is_never_shipped(
+    tmp_path: Path, how: str
+) -> None:
+    """Security review I11: a zip with 25 bytes prepended held the right members and was
+    reused as it was."""
+    cache = tmp_path / "cache"
+    first = build_layer(include_powertools=False, cache_dir=cache)
+    genuine = first.zip_path.read_bytes()
+    extra = b"#!/bin/sh\necho planted\n#####"[:25]
+    if how == "prepended":
+        first.zip_path.write_bytes(extra + genuine)
+    elif how == "appended":
+        first.zip_path.write_bytes(genuine + extra)
+    else:
+        with zipfile.ZipFile(first.zip_path, "a") as archive:
+            archive.comment = extra
+    assert first.zip_path.read_bytes() != genuine
+    with zipfile.ZipFile(first.zip_path) as archive:  # still a zip of the right members
+        assert archive.testzip() is None
+
+    again = build_layer(include_powertools=False, cache_dir=cache)
+    assert again.zip_path.read_bytes() == genuine
+    assert again.sha256 == first.sha256
+
+
 def test_a_missing_interpreter_fails_naming_the_version_and_how_to_provide_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -86,6 +86,25 @@ def test_a_text_fence_column_is_compared_as_a_number(database: Any) -> None:
     assert state(connection, f"{table}_text") == ("by-11", "11")
 
 
+@pytest.mark.parametrize("stored", ["junk", "12ab", ""])
+def test_a_fence_that_is_not_a_whole_number_refuses_every_token(database: Any, stored: str) -> None:
+    # SQLite casts 'junk' and '' to 0 and '12ab' to 12; PostgreSQL raises on them. Either
+    # way the write must not land: a damaged fence fails closed.
+    connection, table = database
+    cursor = connection.cursor()
+    cursor.execute(f"CREATE TABLE {table}_text (id INTEGER PRIMARY KEY, state TEXT, fence TEXT)")
+    cursor.execute(f"INSERT INTO {table}_text (id, state, fence) VALUES (1, 'kept', '{stored}')")
+    connection.commit()
+    try:
+        accepted = write(connection, f"{table}_text", "stale", 10**6)
+    except Exception as error:  # PostgreSQL: invalid input syntax for type bigint
+        assert "bigint" in str(error)
+        connection.rollback()
+        accepted = False
+    assert not accepted
+    assert state(connection, f"{table}_text") == ("kept", stored)
+
+
 def test_sql_tokens_from_real_fenced_locks(database: Any, client: DynamoDBClient) -> None:
     connection, table = database
     name = fresh_lock_table(client, "fence")

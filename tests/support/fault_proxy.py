@@ -6,7 +6,8 @@ pick requests by operation (the ``X-Amz-Target`` header, e.g.
 ``DynamoDB_20120810.PutItem``) and optionally by a predicate on the JSON body,
 and then change what happens to them:
 
-* lose the response after the server committed (reset, silence or a 500),
+* lose the response after the server committed (reset, silence, a 500 or a 200 whose
+  JSON nests deeper than any reader recurses),
 * hold a request until the test lets it go, then forward it (late commit),
   optionally cutting the client off at once so it never learns the outcome,
 * answer 503 or reset the connection without forwarding (partition),
@@ -85,6 +86,17 @@ UNAVAILABLE = (
     503,
     {"__type": "com.amazon.coral.availability#ServiceUnavailableException", "message": ""},
 )
+#: A 200 whose item is a map nested 600 levels deep (1,200 JSON objects): more than
+#: Python's recursion limit lets ``json.loads`` (or botocore's parser) read.
+NESTED_DEPTH = 600
+TOO_DEEP = (
+    200,
+    b'{"Attributes":{"a":'
+    + b'{"M":{"a":' * NESTED_DEPTH
+    + b'{"S":"x"}'
+    + b"}}" * NESTED_DEPTH
+    + b"}}",
+)
 
 Predicate = Callable[[dict[str, Any]], bool]
 
@@ -137,7 +149,8 @@ class Rule:
     detach: bool = False
     max_hold: float = 30.0
     forward: bool = True
-    reply: tuple[int, dict[str, Any]] | None = None
+    #: (status, an error body, or the raw bytes of any body)
+    reply: tuple[int, dict[str, Any] | bytes] | None = None
     after: str = "respond"  # respond | reset | silence | replace
     fired: int = 0
     forwarded: int = 0
@@ -280,19 +293,20 @@ class FaultProxy:
         """Forward, let the server commit, then lose the answer.
 
         ``how``: ``reset`` the client connection, stay ``silent`` until the client
-        gives up (the proxy resets the connection when it closes), or answer ``500``.
+        gives up (the proxy resets the connection when it closes), answer ``500``, or
+        answer a 200 whose JSON is ``nested`` too deep to be read.
         """
-        after = {"reset": "reset", "silence": "silence", "500": "replace"}.get(how)
-        if after is None:
-            raise ValueError(f"how must be 'reset', 'silence' or '500', got {how!r}")
+        after = {"reset": "reset", "silence": "silence", "500": "replace", "nested": "replace"}
+        if how not in after:
+            raise ValueError(f"how must be 'reset', 'silence', '500' or 'nested', got {how!r}")
         return self.add(
             Rule(
                 f"lose-response-{how}",
                 _operations(operations),
                 when,
                 times,
-                after=after,
-                reply=INTERNAL_ERROR if how == "500" else None,
+                after=after[how],
+                reply={"500": INTERNAL_ERROR, "nested": TOO_DEEP}.get(how),
             )
         )
 
@@ -587,11 +601,12 @@ class FaultProxy:
 
 
 def _error_answer(
-    status: int, payload: dict[str, Any]
+    status: int, payload: dict[str, Any] | bytes
 ) -> tuple[int, str, list[tuple[str, str]], bytes]:
     reason = http.client.responses.get(status, "Error")
     headers = [("Content-Type", _JSON), ("x-amzn-RequestId", "fault-proxy")]
-    return status, reason, headers, json.dumps(payload).encode()
+    body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    return status, reason, headers, body
 
 
 def _reset(sock: socket.socket) -> None:

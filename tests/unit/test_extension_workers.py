@@ -117,3 +117,57 @@ def test_a_bad_journal_directory_is_logged_once_by_the_watch(
             assert watch.look()
     ignored = [r for r in caplog.records if "its entries are ignored" in r.getMessage()]
     assert len(ignored) == 1
+
+
+def test_a_look_reads_and_parses_each_entry_once_until_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Entries of this (live) process: each look checks their writer, none is released. The
+    # watch looks four times a second while a lock is held; it re-read and re-parsed every
+    # entry at every look before (25% of a core for 32 entries of 100 long keys).
+    from dynalease._engine import journal as journal_module
+
+    reads: list[str] = []
+    real_read = journal_module._read
+
+    def counted(directory: int, name: str) -> object:
+        reads.append(name)
+        return real_read(directory, name)
+
+    monkeypatch.setattr(journal_module, "_read", counted)
+    monkeypatch.setenv("DYNALEASE_TABLE", "locks")  # the function's table: its entries count
+    writer = Journal(str(tmp_path))
+    owners = [f"0b6e6c52-3f0c-4a8e-9d3b-6f1f4c2a7e1{n}" for n in range(3)]
+    for owner in owners:
+        writer.record("locks", f"k-{owner[-1]}", owner)
+    alive: list[int] = []
+
+    def watched(directory: str, deadline: float, skipped: Skipped) -> Outcome:
+        outcome = recover(directory, deadline, skipped)
+        alive.append(len(outcome.alive))
+        return outcome
+
+    watch = workers.WorkerWatch(str(tmp_path), watched)
+    for _ in range(20):
+        assert watch.look()
+    assert sorted(reads) == sorted(f"{owner}.json" for owner in owners)
+    assert alive == [3] * 20  # every look still checks every writer
+    reads.clear()
+    writer.forget(owners[0])
+    writer.record("locks", "k-again", owners[0])  # a new file under the same name
+    for _ in range(20):
+        assert watch.look()
+    assert reads == [f"{owners[0]}.json"]
+
+
+def test_an_entry_is_written_as_utf_8_and_read_back(tmp_path: Path) -> None:
+    from dynalease._engine.journal import entries
+
+    key = "clé:日本語:" + "ü" * 600
+    Journal(str(tmp_path)).record("locks", key, "0b6e6c52-3f0c-4a8e-9d3b-6f1f4c2a7e10")
+    [written] = tmp_path.iterdir()
+    data = written.read_bytes()
+    assert key.encode("utf-8") in data  # not six bytes of \uXXXX for each character
+    assert len(data) < 2 * len(key.encode("utf-8")) + 300
+    [entry] = entries(str(tmp_path))
+    assert entry.key == key and entry.keys == (key,)

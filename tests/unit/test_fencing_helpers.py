@@ -157,7 +157,8 @@ def test_the_sql_statement_in_every_paramstyle(
     a, b, c, d = sql_markers
     assert sql == (
         f'UPDATE "app"."jobs" SET "state" = {a}, "fence" = {b} '
-        f'WHERE "id" = {c} AND ("fence" IS NULL OR CAST("fence" AS BIGINT) <= {d})'
+        f'WHERE "id" = {c} AND ("fence" IS NULL OR (CAST("fence" AS BIGINT) <= {d} '
+        'AND CAST(CAST("fence" AS BIGINT) AS TEXT) = CAST("fence" AS TEXT)))'
     )
     assert values == parameters
 

@@ -101,7 +101,8 @@ def test_a_key_with_a_newline_cannot_forge_a_middleware_log_line(
     for line in lines:
         assert "\n" not in line and "\x1b" not in line
     if log_key == "key":
-        assert "customer:42 wait_ms=0.0\\nERROR" in lines[0]  # still readable, escaped
+        # Still readable: escaped, and quoted as logfmt quotes (a backslash doubled).
+        assert 'key="customer:42 wait_ms=0.0\\\\nERROR' in lines[0]
 
 
 def test_a_url_is_shown_without_its_user_info_path_or_query() -> None:
@@ -110,3 +111,49 @@ def test_a_url_is_shown_without_its_user_info_path_or_query() -> None:
     assert shown_url("https://h.example/x?token=t") == f"https://h.example {hidden}"
     assert shown_url("http://127.0.0.1:8000/") == "http://127.0.0.1:8000/"  # nothing to hide
     assert shown_url("http://[::1") == "(an unparsable URL)"
+
+
+def _fields(line: str) -> dict[str, str]:
+    """A logfmt line's fields as a logfmt reader splits them (quoted values unescaped)."""
+    fields, at = {}, line.index(": ") + 2
+    while at < len(line):
+        name, _, rest = line[at:].partition("=")
+        if rest.startswith('"'):
+            value, index = "", 1
+            while rest[index] != '"':
+                if rest[index] == "\\":
+                    index += 1
+                value += rest[index]
+                index += 1
+            consumed = index + 1
+        else:
+            value = rest.split(" ", 1)[0]
+            consumed = len(value)
+        fields[name] = value
+        at += len(name) + 1 + consumed + 1
+    return fields
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "customer:42 wait_ms=0.0",
+        'customer:42" wait_ms="0.0',
+        'customer:42\\" wait_ms=0.0 x="',
+        "customer:42=",
+    ],
+)
+def test_a_key_with_spaces_or_quotes_cannot_add_a_field_to_a_middleware_log_line(
+    caplog: pytest.LogCaptureFixture, key: str
+) -> None:
+    from dynalease._lambda.report import Reporter
+
+    reporter = Reporter(template="customer:{id}", logger=None, metrics=None, log_key="key")
+    with caplog.at_level(logging.DEBUG, logger="dynalease.middleware"):
+        reporter.finished("locks", key, LockMetrics(wait_ms=12.5), 1.0)
+    [line] = [record.getMessage() for record in caplog.records]
+    fields = _fields(line)
+    assert fields["key"] == key
+    assert fields["wait_ms"] == "12.5"
+    names = ["table", "template", "key", "wait_ms", "renewals", "held_ms", "requests"]
+    assert list(fields) == names

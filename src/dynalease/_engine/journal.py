@@ -49,7 +49,8 @@ _SUFFIX = ".json"
 _FORMAT = 1
 #: The most keys one entry names: a multi-key lock's rows (one transaction writes 100).
 MAX_KEYS = 100
-#: The largest entry file read: 100 keys of 2,048 UTF-8 bytes, each JSON-escaped to six.
+#: The largest entry file read: 101 keys (``key`` and ``keys``) of 2,048 UTF-8 bytes, each at
+#: most six times longer as JSON (a control character is written ``\u00XX``).
 MAX_ENTRY_BYTES = 2 * 1024 * 1024
 #: Owner tokens are UUID4 text (``protocol.new_token``); a file is named after its owner.
 _OWNER = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
@@ -184,12 +185,15 @@ class Journal:
                     self._warn(f"the journal directory {self.path!r} {problem}; nothing is written")
             if not self._usable:
                 return
+            # UTF-8 as it is: escaping each non-ASCII character to six bytes made entries
+            # up to three times as long to write and to read.
+            data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
             # O_EXCL | O_NOFOLLOW: a file or symlink planted under this name is never
             # written through; the write fails (and is logged) instead.
             with open(os.open(temporary, _CREATE_FLAGS, 0o600), "wb") as file:
-                file.write(json.dumps(body, separators=(",", ":")).encode("utf-8"))
+                file.write(data)
             os.replace(temporary, final)
-        except OSError as error:
+        except (OSError, UnicodeEncodeError) as error:  # a lone surrogate cannot be UTF-8
             self._warn(f"could not write a journal entry in {self.path!r}: {error}")
 
     def forget(self, owner: str) -> None:
@@ -237,13 +241,15 @@ def process_journal() -> Journal | None:
 
 
 class Skipped:
-    """What a reader of the journal has already logged as skipped: each bad file (and a
-    bad directory) once, until it changes or goes away, so a reader that looks four times
-    a second (the Managed Instances worker watch) logs a bad file once, not every look.
+    """What a reader of the journal remembers between looks: each bad file (and a bad
+    directory) logged once, until it changes or goes away, and each valid entry by its
+    file's identity. A reader that looks four times a second (the Managed Instances worker
+    watch) logs a bad file once and reads and parses a good one once, not at every look.
     """
 
     def __init__(self) -> None:
         self._told: dict[str, tuple[str, tuple[int, ...] | None]] = {}
+        self._read: dict[str, tuple[tuple[int, ...], Entry]] = {}
 
     def first(self, name: str, problem: str, identity: tuple[int, ...] | None) -> bool:
         """True (and remembered) unless ``name`` was logged with this problem and identity."""
@@ -253,9 +259,23 @@ class Skipped:
         self._told[name] = seen
         return True
 
+    def known(self, name: str, identity: tuple[int, ...] | None) -> Entry | None:
+        """The entry read from ``name`` when the file still has this identity, else None."""
+        read = self._read.get(name)
+        return (
+            read[1] if read is not None and identity is not None and read[0] == identity else None
+        )
+
+    def remember(self, name: str, identity: tuple[int, ...] | None, entry: Entry) -> None:
+        """Keep ``entry`` as read from ``name`` with ``identity`` (None: gone, not kept)."""
+        if identity is not None:
+            self._read[name] = (identity, entry)
+
     def keep(self, names: set[str]) -> None:
-        """Forget what one look did not meet again: a file that comes back is logged anew."""
+        """Forget what one look did not meet again: a file that comes back is read and
+        logged anew."""
         self._told = {name: seen for name, seen in self._told.items() if name in names}
+        self._read = {name: read for name, read in self._read.items() if name in names}
 
 
 def _identity(name: str, directory: int | None = None) -> tuple[int, ...] | None:
@@ -278,7 +298,7 @@ def entries(
     a symlink, and its files relative to it.
     """
     skipped = Skipped() if skipped is None else skipped
-    met: set[str] = set()  # the bad names of this look
+    met: set[str] = set()  # the names of this look
     try:
         yield from _valid(path, skipped, met, tables)
     finally:
@@ -304,8 +324,14 @@ def _valid(
         for name in sorted(os.listdir(directory)):
             if not name.endswith(_SUFFIX):
                 continue
+            met.add(name)
+            # Taken before the read: a file that changes during it is read again next look.
+            identity = _identity(name, directory)
+            entry = skipped.known(name, identity)
             try:
-                entry = _entry(os.path.join(path, name), name, _read(directory, name))
+                if entry is None:
+                    entry = _entry(os.path.join(path, name), name, _read(directory, name))
+                    skipped.remember(name, identity, entry)
                 if tables is not None and entry.table not in tables:
                     raise _Skip(
                         f"table {entry.table!r} is not one of this function's lock tables "
@@ -313,8 +339,7 @@ def _valid(
                         f"function's, add it to {ENV_RECOVERY_TABLES}"
                     )
             except _Skip as reason:
-                met.add(name)
-                if skipped.first(name, str(reason), _identity(name, directory)):
+                if skipped.first(name, str(reason), identity):
                     log.warning("dynalease: skipping journal entry %r: %s", name, reason)
                 continue
             yield entry

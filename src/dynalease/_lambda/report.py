@@ -127,8 +127,15 @@ class Reporter:
             log_method(f"dynalease lock {outcome}", extra=fields)
         elif _library_log.isEnabledFor(library_level):
             text = " ".join(
-                f"{name}={escaped(str(value))}"
-                for name, value in fields.items()
-                if name != "outcome"
+                f"{name}={_value(value)}" for name, value in fields.items() if name != "outcome"
             )
             _library_log.log(library_level, "dynalease lock %s: %s", outcome, text)
+
+
+def _value(value: object) -> str:
+    """A text line's value, control characters escaped and quoted (logfmt) when it holds a
+    space, '=' or '"': a key such as 'customer:42 wait_ms=0.0' must not add a field."""
+    text = escaped(str(value))
+    if text and not any(character in text for character in ' ="'):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -85,6 +85,13 @@ class BotoTransport(LoopTransport):
             raise map_client_error(error, operation) from error
         except (botocore.exceptions.BotoCoreError, OSError) as error:
             raise map_transport_error(error, operation) from error
+        except RecursionError as error:
+            # botocore's parser recurses: an answer nested past the limit is one it could
+            # not read, as the lean path's codec treats it.
+            unread = botocore.exceptions.ConnectionClosedError(
+                endpoint_url=self.client.meta.endpoint_url
+            )
+            raise map_transport_error(unread, operation) from error
         return response
 
     async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:

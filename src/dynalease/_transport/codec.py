@@ -10,6 +10,7 @@ import json
 import zlib
 from typing import Any
 
+from .._redact import escaped
 from ..exceptions import DynaleaseError
 from .connections import Answer
 from .errors import map_error_code, map_transport_error
@@ -56,7 +57,8 @@ def read_answer(operation: str, answer: Answer, url: str) -> dict[str, Any]:
         return response
     kind = str(response.pop("__type", "") or "")
     code = kind.rsplit("#", 1)[-1] or str(status)
-    message = str(response.pop("message", "") or response.pop("Message", "") or "")
+    # The server's text goes into messages, logs and traces: no line of its own, no escapes.
+    message = escaped(str(response.pop("message", "") or response.pop("Message", "") or ""))
     response["Error"] = {"Code": code, "Message": message}
     raise map_error_code(code, message, operation, status, response, request_id=request_id)
 
@@ -64,7 +66,7 @@ def read_answer(operation: str, answer: Answer, url: str) -> dict[str, Any]:
 def _json_object(payload: bytes) -> dict[str, Any] | None:
     try:
         parsed = json.loads(payload.decode("utf-8"))
-    except ValueError:  # UnicodeDecodeError too
+    except (ValueError, RecursionError):  # UnicodeDecodeError too; nested past the limit
         return None
     return parsed if isinstance(parsed, dict) else None
 
@@ -86,22 +88,21 @@ def _decode_blobs(response: dict[str, Any]) -> None:
 
 
 def _decode_item(item: dict[str, Any]) -> None:
-    for value in item.values():
-        _decode_value(value)
-
-
-def _decode_value(value: Any) -> None:
-    if not isinstance(value, dict):
-        return
-    try:
-        if "B" in value:
-            value["B"] = base64.b64decode(value["B"])
-        elif "BS" in value:
-            value["BS"] = [base64.b64decode(member) for member in value["BS"]]
-        elif "M" in value:
-            _decode_item(value["M"])
-        elif "L" in value:
-            for member in value["L"]:
-                _decode_value(member)
-    except (binascii.Error, TypeError, AttributeError):
-        pass  # leave what cannot be decoded as it came
+    # A loop, not recursion: a map nested deeper than Python's recursion limit allows is
+    # decoded like any other, never a RecursionError out of a lock's request.
+    pending: list[Any] = list(item.values())
+    while pending:
+        value = pending.pop()
+        if not isinstance(value, dict):
+            continue
+        try:
+            if "B" in value:
+                value["B"] = base64.b64decode(value["B"])
+            elif "BS" in value:
+                value["BS"] = [base64.b64decode(member) for member in value["BS"]]
+            elif "M" in value:
+                pending.extend(value["M"].values())
+            elif "L" in value:
+                pending.extend(value["L"])
+        except (binascii.Error, TypeError, AttributeError):
+            pass  # leave what cannot be decoded as it came

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from .._engine.store import ConditionFailed
-from .._redact import shown_url
+from .._redact import escaped, shown_url
 from ..exceptions import (
     AccessDeniedError,
     DynamoDBError,
@@ -81,7 +81,7 @@ def map_client_error(error: botocore.exceptions.ClientError, operation: str) -> 
     response: dict[str, Any] = dict(error.response or {})
     err = response.get("Error", {}) or {}
     code = str(err.get("Code", "")).rsplit("#", 1)[-1]
-    message = str(err.get("Message", "")) or str(error)
+    message = escaped(str(err.get("Message", "")) or str(error))  # a server's text, as codec
     metadata = response.get("ResponseMetadata") or {}
     status = int(metadata.get("HTTPStatusCode", 0) or 0)
     request_id = metadata.get("RequestId") or None

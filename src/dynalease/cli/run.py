@@ -64,8 +64,8 @@ acquired within --wait (the command did not run); 76 when the lease was failing 
 ran (it was sent SIGTERM, then SIGKILL, and was dead before the lease could pass to
 another owner); 2 for bad input; 1 when DynamoDB could not be used. The command sees
 DYNALEASE_TABLE, DYNALEASE_KEY (the first --key), DYNALEASE_KEYS (every key, one a
-line) and DYNALEASE_OWNER (and DYNALEASE_PERMIT_KEY, the
-permit's row, with --permits; DYNALEASE_FENCING_TOKEN, the lock's fencing token, with
+line, so a key with a line break is refused) and DYNALEASE_OWNER (and DYNALEASE_PERMIT_KEY,
+the permit's row, with --permits; DYNALEASE_FENCING_TOKEN, the lock's fencing token, with
 --fencing; never stale ones from run's own environment). Its whole process group ends
 with run, even when run is SIGKILLed.
 
@@ -139,9 +139,16 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 
 def _wait_seconds(value: str) -> float:
-    if value.strip() in {"0", "0.0"}:
-        return 0.0
-    return positive_seconds(value)
+    """An argparse type: seconds in [0, 86400]; 0 (however written: 0.00, 0e0) is one attempt."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {value!r}") from None
+    if not 0 <= seconds <= 86_400:
+        raise argparse.ArgumentTypeError(
+            f"expected seconds from 0 (one attempt) to 86400, got {value!r}"
+        )
+    return seconds + 0.0  # -0.0 is 0
 
 
 _permits = whole_number(1, 100, unit="number of permits")
@@ -236,6 +243,13 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
             validate_key(key, parameter="--key")
         else:
             permit_keys(key, args.permits)
+        if key.splitlines() != [key]:
+            # DYNALEASE_KEYS gives the command one key a line: 'a\nb' would read as two.
+            raise CommandError(
+                f"--key {key!r} holds a line break; the command reads DYNALEASE_KEYS one key "
+                "a line, so a key for run cannot hold one: choose a key without line breaks",
+                EXIT_USAGE,
+            )
     _check_keys(keys, args)
     client = make_client(args)
     if not client.sync_table_exists(args.table):

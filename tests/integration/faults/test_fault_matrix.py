@@ -31,7 +31,8 @@ from dynalease.exceptions import (
 from dynalease.lock import DistributedLock, SyncDistributedLock
 from dynalease.transaction import SyncTransaction
 
-LOSE = ["reset", "silence", "500"]
+#: "nested": a 200 nested too deep to read, an untrusted answer like the others (N8).
+LOSE = ["reset", "silence", "500", "nested"]
 #: The core reconciliation scenarios run on both lock request paths.
 BOTH_TRANSPORTS = pytest.mark.parametrize("transport", ["lean", "boto"], indirect=True)
 
@@ -138,7 +139,7 @@ def test_a_lost_acquire_response_with_a_failing_reconciliation_read_is_resolved_
 
 
 @pytest.mark.no_retries
-@pytest.mark.parametrize("how", ["reset", "500"])
+@pytest.mark.parametrize("how", ["reset", "500", "nested"])
 def test_a_lost_check_in_commit_response_is_reported_as_maybe_applied_and_the_lock_stays_held(
     matrix: Matrix, how: str
 ) -> None:
@@ -439,6 +440,23 @@ def test_an_access_denied_answer_is_an_error_not_contention(matrix: Matrix) -> N
             pass
     assert len(matrix.proxy.seen("PutItem")) == 1
     assert matrix.row("k") is None
+
+
+@BOTH_TRANSPORTS
+def test_a_servers_error_text_reaches_the_message_with_its_control_characters_escaped(
+    matrix: Matrix,
+) -> None:
+    forged = "denied\n[ERROR] forged line \x1b[31m\u202e"
+    matrix.proxy.answer(["PutItem", "GetItem"], 400, "AccessDeniedException", forged)
+    for attempt in (
+        lambda: matrix.client.sync_put_item(matrix.table, {"key": "x"}),
+        lambda: matrix.client.sync_get_item(matrix.table, {"key": "x"}),
+    ):
+        with pytest.raises(AccessDeniedError) as caught:
+            attempt()
+        message = str(caught.value)
+        assert "denied\\n[ERROR] forged line \\x1b[31m\\u202e" in message, message
+        assert message.isprintable()
 
 
 def test_a_table_deleted_under_a_held_lock_loses_the_lease_and_release_names_it(
