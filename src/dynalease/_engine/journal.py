@@ -25,6 +25,8 @@ from ..constants import (
     ENV_TABLE,
     RECOVERY_EXTENSION,
 )
+from . import journal_looks
+from .journal_looks import identity
 
 __all__ = [
     "MAX_ENTRY_BYTES",
@@ -137,6 +139,10 @@ class Entry(NamedTuple):
     keys: tuple[str, ...]
 
 
+#: What a reader of the journal remembers between looks (:class:`journal_looks.Skipped`).
+Skipped = journal_looks.Skipped[Entry]
+
+
 class Journal:
     """One process's entries in one directory."""
 
@@ -240,53 +246,6 @@ def process_journal() -> Journal | None:
     return Journal(directory()) if enabled() else None
 
 
-class Skipped:
-    """What a reader of the journal remembers between looks: each bad file (and a bad
-    directory) logged once, until it changes or goes away, and each valid entry by its
-    file's identity. A reader that looks four times a second (the Managed Instances worker
-    watch) logs a bad file once and reads and parses a good one once, not at every look.
-    """
-
-    def __init__(self) -> None:
-        self._told: dict[str, tuple[str, tuple[int, ...] | None]] = {}
-        self._read: dict[str, tuple[tuple[int, ...], Entry]] = {}
-
-    def first(self, name: str, problem: str, identity: tuple[int, ...] | None) -> bool:
-        """True (and remembered) unless ``name`` was logged with this problem and identity."""
-        seen = (problem, identity)
-        if self._told.get(name) == seen:
-            return False
-        self._told[name] = seen
-        return True
-
-    def known(self, name: str, identity: tuple[int, ...] | None) -> Entry | None:
-        """The entry read from ``name`` when the file still has this identity, else None."""
-        read = self._read.get(name)
-        return (
-            read[1] if read is not None and identity is not None and read[0] == identity else None
-        )
-
-    def remember(self, name: str, identity: tuple[int, ...] | None, entry: Entry) -> None:
-        """Keep ``entry`` as read from ``name`` with ``identity`` (None: gone, not kept)."""
-        if identity is not None:
-            self._read[name] = (identity, entry)
-
-    def keep(self, names: set[str]) -> None:
-        """Forget what one look did not meet again: a file that comes back is read and
-        logged anew."""
-        self._told = {name: seen for name, seen in self._told.items() if name in names}
-        self._read = {name: read for name, read in self._read.items() if name in names}
-
-
-def _identity(name: str, directory: int | None = None) -> tuple[int, ...] | None:
-    """Inode, size and change times of ``name`` (not followed); None when it is gone."""
-    try:
-        info = os.lstat(name, dir_fd=directory)
-    except OSError:
-        return None
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-
-
 def entries(
     path: str, skipped: Skipped | None = None, *, tables: Collection[str] | None = None
 ) -> Iterator[Entry]:
@@ -326,12 +285,12 @@ def _valid(
                 continue
             met.add(name)
             # Taken before the read: a file that changes during it is read again next look.
-            identity = _identity(name, directory)
-            entry = skipped.known(name, identity)
+            file = identity(name, directory)
+            entry = skipped.known(name, file)
             try:
                 if entry is None:
                     entry = _entry(os.path.join(path, name), name, _read(directory, name))
-                    skipped.remember(name, identity, entry)
+                    skipped.remember(name, file, entry)
                 if tables is not None and entry.table not in tables:
                     raise _Skip(
                         f"table {entry.table!r} is not one of this function's lock tables "
@@ -339,7 +298,7 @@ def _valid(
                         f"function's, add it to {ENV_RECOVERY_TABLES}"
                     )
             except _Skip as reason:
-                if skipped.first(name, str(reason), identity):
+                if skipped.first(name, str(reason), file):
                     log.warning("dynalease: skipping journal entry %r: %s", name, reason)
                 continue
             yield entry
@@ -349,7 +308,7 @@ def _valid(
 
 def _ignored(path: str, problem: str, skipped: Skipped, met: set[str]) -> None:
     met.add(path)
-    if skipped.first(path, problem, _identity(path)):
+    if skipped.first(path, problem, identity(path)):
         log.warning(
             "dynalease: the journal directory %r %s; its entries are ignored", path, problem
         )

@@ -9,11 +9,8 @@ What botocore decides around the exchange is decided here its way: the proxy
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import http.client
-import io
-import math
 import os
 import select
 import socket
@@ -21,8 +18,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit
+
+from .bounded import Bounded, HTTPConnection, HTTPSConnection, time_left
 
 __all__ = ["MAX_BODY", "Answer", "Connections", "NotSent", "Unanswered", "proxy_for"]
 
@@ -115,7 +114,7 @@ class Connections:
         self._target = (parts.hostname or "", parts.port or _DEFAULT_PORTS[parts.scheme])
         self._tls = _tls_context(verify) if parts.scheme == "https" else None
         self._max_idle = max_connections
-        self._idle: list[_Bounded] = []
+        self._idle: list[Bounded] = []
         self._lock = threading.Lock()
         # Through a proxy, an http:// endpoint is asked for by its absolute URL and an
         # https:// one through a CONNECT tunnel; each carries the proxy's credentials.
@@ -159,7 +158,7 @@ class Connections:
                 connection = self._connect(deadline)
             connection.deadline = deadline
             assert connection.sock is not None
-            connection.sock.settimeout(min(self.read_timeout, _time_left(deadline)))
+            connection.sock.settimeout(min(self.read_timeout, time_left(deadline)))
             try:
                 connection.request("POST", self._path, body, headers)
                 response = self._head(connection, late)
@@ -178,7 +177,7 @@ class Connections:
 
     def _head(
         self,
-        connection: _Bounded,
+        connection: Bounded,
         late: Callable[[Callable[[], Answer]], object] | None,
     ) -> http.client.HTTPResponse | None:
         """The answer's status line and headers, or None once the rest is ``late``'s.
@@ -198,7 +197,7 @@ class Connections:
                 late(functools.partial(self._rest, connection))
             raise
 
-    def _rest(self, connection: _Bounded) -> Answer:
+    def _rest(self, connection: Bounded) -> Answer:
         # A late answer gets read_timeout in all, not per read: one that keeps bytes
         # coming would otherwise hold its thread for as long as it likes.
         connection.deadline = time.monotonic() + self.read_timeout
@@ -211,17 +210,17 @@ class Connections:
         self._give_back(connection, response)
         return answer
 
-    def _connect(self, deadline: float) -> _Bounded:
+    def _connect(self, deadline: float) -> Bounded:
         host, port = self._target
         if self.proxy is not None:
             proxy = urlsplit(self.proxy)
             host, port = proxy.hostname or "", proxy.port or _DEFAULT_PORTS[proxy.scheme]
-        limit = min(self.connect_timeout, _time_left(deadline))
-        connection: _Bounded
+        limit = min(self.connect_timeout, time_left(deadline))
+        connection: Bounded
         if self._tls is None:
-            connection = _HTTPConnection(host, port, timeout=limit)
+            connection = HTTPConnection(host, port, timeout=limit)
         else:
-            connection = _HTTPSConnection(host, port, timeout=limit, context=self._tls)
+            connection = HTTPSConnection(host, port, timeout=limit, context=self._tls)
             if self.proxy is not None:
                 connection.set_tunnel(*self._target, headers=self._proxy_headers)
         connection.deadline = deadline  # the CONNECT answer and the TLS handshake too
@@ -239,7 +238,7 @@ class Connections:
         connection.sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
         return connection
 
-    def _take_idle(self) -> _Bounded | None:
+    def _take_idle(self) -> Bounded | None:
         while True:
             with self._lock:
                 if not self._idle:
@@ -249,7 +248,7 @@ class Connections:
                 return connection
             connection.close()  # closed by the server, or unasked-for bytes: never read them
 
-    def _give_back(self, connection: _Bounded, response: http.client.HTTPResponse) -> None:
+    def _give_back(self, connection: Bounded, response: http.client.HTTPResponse) -> None:
         if response.will_close or not response.isclosed() or connection.sock is None:
             connection.close()
             return
@@ -258,100 +257,6 @@ class Connections:
                 self._idle.append(connection)
                 return
         connection.close()
-
-
-class _Bounded(http.client.HTTPConnection):
-    """A connection whose every step ends by :attr:`deadline`, set before each exchange.
-
-    A socket timeout bounds one read, and starts again with the next: an answer that keeps
-    bytes coming (one byte at a time, an endless run of ``100 Continue``, trailer lines, a
-    proxy's CONNECT headers) would hold the caller for as long as it likes. Here each
-    read of an answer waits only for the time left (:class:`_Reads`), and the TLS
-    handshake gets what is left after the TCP connection or the CONNECT answer.
-    """
-
-    deadline = math.inf
-    #: The longest one read may wait, however far the deadline (botocore's read_timeout).
-    read_timeout = math.inf
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._create_connection = self._open
-
-    def _open(
-        self, address: tuple[str, int], timeout: float, source: tuple[str, int] | None = None
-    ) -> socket.socket:
-        sock = socket.create_connection(address, timeout, source)
-        sock.settimeout(_time_left(self.deadline))  # for a TLS handshake, next on this socket
-        return sock
-
-    def response_class(  # type: ignore[override]  # http.client calls it as the class
-        self, sock: socket.socket, *args: Any, **kwargs: Any
-    ) -> http.client.HTTPResponse:
-        bounded = _BoundedSocket(sock, self.deadline, self.read_timeout)
-        # http.client asks the socket only for makefile("rb"), which _BoundedSocket has.
-        return http.client.HTTPResponse(cast(socket.socket, bounded), *args, **kwargs)
-
-
-class _HTTPConnection(_Bounded):
-    """:class:`_Bounded` over plain HTTP."""
-
-
-class _HTTPSConnection(_Bounded, http.client.HTTPSConnection):
-    """:class:`_Bounded` over TLS (through a CONNECT tunnel when there is a proxy)."""
-
-
-class _BoundedSocket:
-    """What ``http.client`` reads an answer from: ``sock``, each read bounded by :class:`_Reads`."""
-
-    def __init__(self, sock: socket.socket, deadline: float, most: float) -> None:
-        self._sock = sock
-        self._deadline = deadline
-        self._most = most
-
-    def makefile(self, mode: str) -> io.BufferedReader:
-        return io.BufferedReader(_Reads(self._sock, self._deadline, self._most))
-
-
-class _Reads(io.RawIOBase):
-    """A socket's reads, each waiting at most ``most`` seconds and never past ``deadline``."""
-
-    def __init__(self, sock: socket.socket, deadline: float, most: float) -> None:
-        super().__init__()
-        self._sock = sock
-        # An open file of the socket, as http.client's own: a close() of the connection
-        # while the answer is still being read leaves the descriptor open until this closes.
-        self._raw = sock.makefile("rb", buffering=0)
-        self._deadline = deadline
-        self._most = most
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int | None:
-        left = self._deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("the exchange's deadline passed")
-        self._sock.settimeout(min(left, self._most))
-        return self._raw.readinto(buffer)
-
-    def fileno(self) -> int:
-        return self._raw.fileno()
-
-    def close(self) -> None:
-        if not self.closed:
-            self._raw.close()
-            # A TLS handshake may follow on this socket (after a CONNECT answer): it gets
-            # the time left, not what the last read was given.
-            with contextlib.suppress(OSError):
-                self._sock.settimeout(_time_left(self._deadline))
-        super().close()
-
-
-def _time_left(deadline: float) -> float:
-    """Seconds to ``deadline``, a thousandth at least: a socket timeout of 0 would make the
-    socket non-blocking, whose reads fail as "would block", not as a timeout."""
-    return max(deadline - time.monotonic(), 1e-3)
 
 
 def _read(response: http.client.HTTPResponse) -> Answer:
