@@ -86,9 +86,10 @@ UNAVAILABLE = (
     503,
     {"__type": "com.amazon.coral.availability#ServiceUnavailableException", "message": ""},
 )
-#: A 200 whose item is a map nested 600 levels deep (1,200 JSON objects): more than
-#: Python's recursion limit lets ``json.loads`` (or botocore's parser) read.
-NESTED_DEPTH = 600
+#: A 200 whose item is a map nested 50,000 levels deep (100,000 JSON objects, 0.6 MB):
+#: more than ``json.loads`` (or botocore's parser) can read on any Python. 600 levels was
+#: enough for 3.11 but 3.12 read them, and 3.13 reads 2,000 plain objects.
+NESTED_DEPTH = 50_000
 TOO_DEEP = (
     200,
     b'{"Attributes":{"a":'
