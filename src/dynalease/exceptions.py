@@ -95,8 +95,9 @@ class LockUnavailable(LockNotAcquired):
     Every request failed: connection errors, timeouts, 5xx answers or throttling. Or
     the acquisition won, but its answer came so late that less than the hand-over
     margin of validity was left (docs/locks.md): its row is deleted. Either way this
-    is an outage (or a wrong endpoint or too slow a network path), not a busy key: an
-    API should answer ``503``, not ``409``. Whenever an answer showed the lock held
+    is an outage (or a wrong endpoint, an endpoint certificate that failed TLS
+    verification, or too slow a network path), not a busy key: an API should answer
+    ``503``, not ``409``. Whenever an answer showed the lock held
     by another owner, the error is a plain :class:`LockNotAcquired` instead. A
     subclass, so ``except LockNotAcquired`` still catches it::
 

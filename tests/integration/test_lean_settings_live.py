@@ -33,7 +33,7 @@ from botocore.config import Config
 from dynalease import DynamoDBClient
 from dynalease._transport.boto import BotoTransport
 from dynalease._transport.lean import LeanTransport
-from dynalease.exceptions import DynaleaseError
+from dynalease.exceptions import DynaleaseError, LockUnavailable, RequestFailedError
 from dynalease.lock import SyncDistributedLock
 
 pytestmark = pytest.mark.timeout(60)
@@ -224,10 +224,16 @@ class CountingProxy:
 class TlsRelay:
     """TLS on loopback in front of the moto server, with a certificate from ``authority``."""
 
-    def __init__(self, loop: _Loop, upstream: str, authority: trustme.CA) -> None:
+    def __init__(
+        self,
+        loop: _Loop,
+        upstream: str,
+        authority: trustme.CA,
+        names: tuple[str, ...] = ("127.0.0.1", "localhost"),
+    ) -> None:
         self._loop = loop
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        authority.issue_cert("127.0.0.1", "localhost").configure_cert(context)
+        authority.issue_cert(*names).configure_cert(context)
         parts = urlsplit(upstream)
         self._upstream = (parts.hostname, parts.port)
         self.handshakes = 0
@@ -390,6 +396,59 @@ def test_without_the_ca_bundle_the_tls_endpoint_is_refused(
         with SyncDistributedLock(client, table=table, key="refused", wait_timeout=1):
             pass
     assert tls.handshakes == 0
+
+
+@TRANSPORTS
+@pytest.mark.parametrize("wait", [0, 5])
+def test_an_untrusted_certificate_is_named_with_how_to_trust_it_not_as_an_outage(
+    tls: TlsRelay, table: str, transport: str, wait: float
+) -> None:
+    # wait_timeout=0 gives up when its one request failed; 5 s stops early, as for a
+    # refused connection: either way the error names the TLS check, not an outage.
+    client = DynamoDBClient(region="us-east-1", endpoint_url=tls.url, transport=transport)
+    with pytest.raises(LockUnavailable) as raised:
+        with SyncDistributedLock(client, table=table, key="untrusted", wait_timeout=wait):
+            pass
+    text = str(raised.value)
+    assert "TLS verification failed" in text, text
+    assert "unable to get local issuer certificate (CERTIFICATE_VERIFY_FAILED)" in text, text
+    assert "AWS_CA_BUNDLE" in text and "verify=" in text, text
+    assert "is an outage" not in text, text
+    assert "refused the connection" not in text, text
+    if wait:
+        assert "stopped at once instead of waiting out its wait_timeout" in text, text
+    cause = raised.value.__cause__
+    assert isinstance(cause, RequestFailedError), repr(cause)
+    assert cause.code == "SSLCertVerificationError"
+    assert not cause.may_have_committed
+    assert tls.handshakes == 0
+
+
+@TRANSPORTS
+def test_a_certificate_for_another_name_says_so_and_names_the_endpoint_setting(
+    loop: _Loop,
+    endpoint: str,
+    table: str,
+    authority: tuple[trustme.CA, str],
+    monkeypatch: pytest.MonkeyPatch,
+    transport: str,
+) -> None:
+    relay = TlsRelay(loop, endpoint, authority[0], names=("dynamodb.example.com",))
+    try:
+        monkeypatch.setenv("AWS_CA_BUNDLE", authority[1])  # the issuer is trusted
+        client = DynamoDBClient(region="us-east-1", endpoint_url=relay.url, transport=transport)
+        with pytest.raises(LockUnavailable) as raised:
+            with SyncDistributedLock(client, table=table, key="misnamed", wait_timeout=5):
+                pass
+    finally:
+        relay.close()
+    text = str(raised.value)
+    assert "TLS verification failed" in text, text
+    assert "does not name the host in the endpoint URL" in text, text
+    assert "endpoint_url" in text and "AWS_ENDPOINT_URL_DYNAMODB" in text, text
+    assert "refused the connection" not in text, text
+    cause = raised.value.__cause__
+    assert isinstance(cause, RequestFailedError) and not cause.may_have_committed
 
 
 @TRANSPORTS

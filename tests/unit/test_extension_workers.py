@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dynalease._engine.journal import Journal, Skipped
+from dynalease._engine.journal import Entry, Journal, Skipped
 from dynalease._extension import workers
 from dynalease._extension.recovery import Outcome, recover
 
@@ -171,3 +171,25 @@ def test_an_entry_is_written_as_utf_8_and_read_back(tmp_path: Path) -> None:
     assert len(data) < 2 * len(key.encode("utf-8")) + 300
     [entry] = entries(str(tmp_path))
     assert entry.key == key and entry.keys == (key,)
+
+
+def _entry_of(namespace: str | None) -> Entry:
+    owner = "0b6e6c52-3f0c-4a8e-9d3b-6f1f4c2a7e10"
+    return Entry(f"{owner}.json", "locks", "k", owner, 7, None, False, ("k",), namespace)
+
+
+def test_a_pid_is_judged_only_in_its_writer_s_namespace_and_the_first_other_is_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    view = workers.PidView("pid:[4026531836]")
+    with caplog.at_level(logging.WARNING, logger="dynalease.recovery"):
+        assert view.judges(_entry_of("pid:[4026531836]"))
+        assert view.judges(_entry_of(None))  # an older writer's: judged as before
+        assert not view.judges(_entry_of("pid:[4026532175]"))
+        assert not view.judges(_entry_of("pid:[4026532175]"))
+        assert not view.judges(_entry_of("pid:[4026532999]"))
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "pid:[4026532175]" in line and "pid:[4026531836]" in line
+    assert "free once its lease expires" in line
+    # Where this process cannot name its own namespace, nothing can be compared.
+    assert workers.PidView(None).judges(_entry_of("pid:[4026532175]"))

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from .pacing import Pace, Sighting, Waiting, contention_pause, jittered, keys_pause, permit_pause
 from .protocol import LockRow
+from .store import TLS_REFUSED
 
 Item = dict[str, Any]
 
@@ -83,8 +84,9 @@ class GiveUp(NamedTuple):
 
 BUDGET, HELD, RAN_OUT, UNREACHABLE = "budget", "held", "ran out", "unreachable"
 
-#: A request that never connected: refused, or no such host (a timeout is not one).
-UNREACHABLE_CODES = frozenset({"EndpointConnectionError"})
+#: A request that never connected: refused, or no such host (a timeout is not one), or
+#: its TLS handshake refused the endpoint's certificate (a setting, not a passing fault).
+UNREACHABLE_CODES = frozenset({"EndpointConnectionError", TLS_REFUSED})
 #: How long, and for how many requests, nothing may connect before the acquisition stops.
 UNREACHABLE_S = 1.0
 UNREACHABLE_REQUESTS = 3

@@ -4,7 +4,8 @@ Loaded only when an acquisition needs the runtime loop (a sync caller's clean fi
 create never does). When the budget ends, :func:`give_up_error` tells contention
 (DynamoDB answered something: :class:`LockNotAcquired`) from an outage (nothing was
 answered: :class:`LockUnavailable`). One outage ends early: when no request so far
-could even connect (refused, or the host name did not resolve) for
+could even connect (refused, the host name did not resolve, or the endpoint's TLS
+certificate failed verification) for
 ``attempts.UNREACHABLE_S`` and ``UNREACHABLE_REQUESTS`` requests, the endpoint or Region
 is most likely wrong, and waiting out the budget would only hide that.
 """
@@ -50,6 +51,7 @@ from .base import LeaseCore
 from .clock import Stamp, sleep_or_wake
 from .pacing import Sighting, first_pause, next_pause
 from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
+from .store import TLS_REFUSED
 from .targets import Target, not_acquired
 
 if TYPE_CHECKING:
@@ -347,24 +349,50 @@ def _budget_spent(core: LeaseCore, target: Target, attempt: Attempt) -> LockNotA
     if attempt.answered or not sent:
         return target.not_acquired(core, f"the {budget} ran out{_last_failure(cause)}", cause)
     failure = cause if cause is not None else "no answer within the request timeout"
+    if _tls_refused(cause):
+        why = (
+            "This is neither an outage nor contention: the endpoint's TLS certificate "
+            "failed verification, so nothing was sent; fix what the last failure names"
+        )
+    else:
+        why = (
+            "This is an outage, not contention: check the endpoint and Region, the network "
+            "path to DynamoDB (a Lambda function in a VPC needs a DynamoDB VPC endpoint or "
+            "a NAT gateway), the credentials and the table's throughput, then retry"
+        )
     message = (
         f"lock {attempt.key!r} in table {core.table!r} was not acquired: the {budget} ran "
         f"out and DynamoDB answered none of its {sent} request{'s' if sent > 1 else ''} "
-        f"(last failure: {failure}). This is an outage, not contention: check the "
-        "endpoint and Region, the network path to DynamoDB (a Lambda function in a VPC "
-        "needs a DynamoDB VPC endpoint or a NAT gateway), the credentials and the "
-        "table's throughput, then retry"
+        f"(last failure: {failure}). {why}"
     )
     return not_acquired(core, message, attempt.key, cause, LockUnavailable)
 
 
 def _unreachable(core: LeaseCore, attempt: Attempt) -> LockNotAcquired:
+    if _tls_refused(attempt.last_error):
+        what = (
+            "the endpoint's TLS certificate failed verification, so nothing was sent. "
+            "This is not contention or an outage"
+        )
+        check = "Fix what the last failure names, then retry"
+    else:
+        what = (
+            "the endpoint refused the connection or its host name did not resolve. This is "
+            "not contention"
+        )
+        check = (
+            f"Check the endpoint URL and Region (`dynalease doctor --table {core.table}` "
+            "checks them) and that the server is running"
+        )
     message = (
         f"lock {attempt.key!r} in table {core.table!r} was not acquired: none of its "
         f"{attempt.refused} requests could connect (last failure: {attempt.last_error}); "
-        "the endpoint refused the connection or its host name did not resolve. This is "
-        "not contention: the acquisition stopped at once instead of waiting out its "
-        f"wait_timeout of {core.wait_s:g} s. Check the endpoint URL and Region (`dynalease "
-        f"doctor --table {core.table}` checks them) and that the server is running"
+        f"{what}: the acquisition stopped at once instead of waiting out its wait_timeout "
+        f"of {core.wait_s:g} s. {check}"
     )
     return not_acquired(core, message, attempt.key, attempt.last_error, LockUnavailable)
+
+
+def _tls_refused(error: BaseException | None) -> bool:
+    """A request refused by the TLS handshake's check of the endpoint's certificate."""
+    return isinstance(error, RequestFailedError) and error.code == TLS_REFUSED

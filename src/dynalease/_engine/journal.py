@@ -38,6 +38,7 @@ __all__ = [
     "directory",
     "enabled",
     "entries",
+    "pid_namespace",
     "process_journal",
     "start_time",
     "writer_alive",
@@ -61,6 +62,8 @@ TABLE_NAME = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
 _MAX_KEY_BYTES = 2048
 #: A process start time (``/proc/<pid>/stat`` field 22): clock ticks since boot.
 _STARTED = re.compile(r"[0-9]{1,20}")
+#: A PID namespace as ``/proc/<pid>/ns/pid`` names it: its inode on the kernel's nsfs.
+_NAMESPACE = re.compile(r"pid:\[[0-9]{1,20}\]")
 _MAX_PID = 2**31 - 1
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -95,6 +98,19 @@ def start_time(pid: int) -> str | None:
     """The start time of process ``pid``, or None: with the pid it names one process."""
     fields = _stat_fields(pid)
     return fields[19] if len(fields) > 19 else None
+
+
+def pid_namespace() -> str | None:
+    """This process's PID namespace (``pid:[4026531836]``), or None where /proc cannot say.
+
+    A pid means a process only in its namespace: two processes compare theirs to know
+    whether one may look the other's pid up.
+    """
+    try:
+        name = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+    return name if _NAMESPACE.fullmatch(name) else None
 
 
 def _stat_fields(pid: int) -> list[str]:
@@ -137,6 +153,8 @@ class Entry(NamedTuple):
     fencing: bool
     #: Every row the entry names: ``(key,)``, or a multi-key lock's keys (``key`` first).
     keys: tuple[str, ...]
+    #: The writer's PID namespace (:func:`pid_namespace`), in which ``pid`` names it.
+    namespace: str | None = None
 
 
 #: What a reader of the journal remembers between looks (:class:`journal_looks.Skipped`).
@@ -156,6 +174,7 @@ class Journal:
         """Name this process afresh in later entries (after a SnapStart restore)."""
         self._pid = os.getpid()
         self._started = start_time(self._pid)
+        self._namespace = pid_namespace()
 
     def _file(self, owner: str) -> str:
         return os.path.join(self.path, owner + _SUFFIX)
@@ -178,6 +197,7 @@ class Journal:
             "owner": owner,
             "pid": self._pid,
             "started": self._started,
+            "pidns": self._namespace,
             "fencing": fencing,
         }
         final = self._file(owner)
@@ -371,10 +391,15 @@ def _entry(full: str, name: str, body: Any) -> Entry:
     started = body.get("started")
     if started is not None and not (isinstance(started, str) and _STARTED.fullmatch(started)):
         raise _Skip("started is not a process start time")
+    namespace = body.get("pidns")  # absent from entries written before it was recorded
+    if namespace is not None and not (
+        isinstance(namespace, str) and _NAMESPACE.fullmatch(namespace)
+    ):
+        raise _Skip("pidns is not a PID namespace")
     fencing = body.get("fencing", False)
     if type(fencing) is not bool:
         raise _Skip("fencing is not true or false")
-    return Entry(full, table, key, owner, pid, started, fencing, tuple(keys))
+    return Entry(full, table, key, owner, pid, started, fencing, tuple(keys), namespace)
 
 
 def _is_key(value: Any) -> TypeGuard[str]:

@@ -15,6 +15,7 @@ from .protocol import LockRow
 from .shapes import Item, Reply, reply_of, write_reply
 
 __all__ = [
+    "TLS_REFUSED",
     "ConditionFailed",
     "Limit",
     "LockStore",
@@ -24,6 +25,11 @@ __all__ = [
     "Transport",
     "bounded",
 ]
+
+
+#: The ``code`` of a request whose TLS handshake refused the endpoint's certificate (the
+#: ``ssl`` error's class name, on every transport): never sent, and a setting to fix.
+TLS_REFUSED = "SSLCertVerificationError"
 
 
 class ConditionFailed(Exception):

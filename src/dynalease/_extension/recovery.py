@@ -144,6 +144,8 @@ class Outcome:
     not_ours: list[journal.Entry] = field(default_factory=list)
     failed: list[journal.Entry] = field(default_factory=list)
     alive: list[journal.Entry] = field(default_factory=list)
+    #: Left to their lease: whether their writer lives cannot be told from here.
+    unjudged: list[journal.Entry] = field(default_factory=list)
 
 
 def lock_tables(environ: Mapping[str, str] = os.environ) -> frozenset[str]:
@@ -174,18 +176,23 @@ def recover(
     skipped: journal.Skipped | None = None,
     *,
     tables: Collection[str] | None = None,
+    judged: Callable[[journal.Entry], bool] | None = None,
 ) -> Outcome:
     """Release the rows of dead writers' entries in ``directory`` before ``deadline`` (epoch s).
 
     Only in ``tables`` (by default :func:`lock_tables`): an entry naming another table is
-    skipped. An entry is removed once its row is released or is no longer its owner's lock
-    row. A bad file is logged once per ``skipped`` (a reader that looks again passes the
-    same one).
+    skipped. Only entries that ``judged`` (by default every one) says a pid tells about:
+    the others are left to their lease. An entry is removed once its row is released or
+    is no longer its owner's lock row. A bad file is logged once per ``skipped`` (a reader
+    that looks again passes the same one).
     """
     outcome = Outcome()
     dead: list[journal.Entry] = []
     tables = lock_tables() if tables is None else tables
     for entry in journal.entries(directory, skipped, tables=tables):
+        if judged is not None and not judged(entry):
+            outcome.unjudged.append(entry)
+            continue
         (dead if not journal.writer_alive(entry.pid, entry.started) else outcome.alive).append(
             entry
         )
@@ -318,7 +325,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dynalease-recovery: could not register: {error}", file=sys.stderr)
         return 1
     if _compute_modes.managed_instances():  # no event when a worker dies: watch the journal
-        workers.WorkerWatch(journal.directory(), functools.partial(recover, tables=tables)).start()
+        view = workers.PidView(journal.pid_namespace())
+        watched = functools.partial(recover, tables=tables, judged=view.judges)
+        workers.WorkerWatch(journal.directory(), watched).start()
     while True:
         try:
             event = control.next_event()

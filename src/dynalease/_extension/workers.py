@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from .._engine import journal
 
-__all__ = ["RELEASE_BUDGET_S", "WorkerWatch"]
+__all__ = ["RELEASE_BUDGET_S", "PidView", "WorkerWatch"]
 
 log = logging.getLogger("dynalease.recovery")
 
@@ -23,6 +23,39 @@ log = logging.getLogger("dynalease.recovery")
 INTERVAL_S = 0.25
 #: The time one round of releases may take (no shutdown deadline bounds it here).
 RELEASE_BUDGET_S = 5.0
+
+
+class PidView:
+    """Whether this process can tell from an entry's pid that its writer is gone.
+
+    The watch releases a row because its writer's pid is gone, four times a second. A pid
+    names a process only in its writer's PID namespace: seen from another one, every
+    live worker's pid would look gone (or name some other process), and every live
+    worker's rows would be released at the next look. So an entry written in another
+    namespace than ``here`` (this process's, read once as the watch starts) is left to
+    its lease, and that is logged once. An entry that names no namespace (written before
+    it was recorded, or where /proc could not say) is judged by its pid, as before.
+    """
+
+    def __init__(self, here: str | None) -> None:
+        self.here = here
+        self._told = False
+
+    def judges(self, entry: journal.Entry) -> bool:
+        if entry.namespace is None or self.here is None or entry.namespace == self.here:
+            return True
+        if not self._told:
+            self._told = True
+            log.warning(
+                "dynalease-recovery: runtime workers write the journal from PID namespace "
+                "%s and this extension runs in %s, so their pids cannot be checked from "
+                "here; the worker watch releases none of their rows, and a crashed "
+                "worker's lock is free once its lease expires. Run the extension in the "
+                "workers' PID namespace for releases at once",
+                entry.namespace,
+                self.here,
+            )
+        return False
 
 
 class WorkerWatch:

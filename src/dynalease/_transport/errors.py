@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .._engine.store import ConditionFailed
+from .._engine.store import TLS_REFUSED, ConditionFailed
 from .._redact import escaped, shown_url
 from ..exceptions import (
     AccessDeniedError,
@@ -186,6 +186,9 @@ def map_transport_error(error: Exception, operation: str) -> Exception:
             code="NoCredentials",
             operation=operation,
         )
+    check = _untrusted_certificate(error)
+    if check is not None:
+        return _tls_refused(error, check, operation)
     never_sent = False
     if exceptions is not None and isinstance(error, exceptions.BotoCoreError):
         # A failed connect, or anything botocore raised before sending (a setting it
@@ -203,6 +206,86 @@ def map_transport_error(error: Exception, operation: str) -> Exception:
         code=type(error).__name__,
         operation=operation,
         may_have_committed=not never_sent,
+    )
+
+
+#: OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH and X509_V_ERR_IP_ADDRESS_MISMATCH.
+_NAME_MISMATCH = frozenset({62, 64})
+#: OpenSSL's verify codes for a chain that ends at no trusted authority: an issuer not
+#: found (2, 20), a self-signed certificate or chain (18, 19), a leaf it cannot check (21).
+_UNKNOWN_ISSUER = frozenset({2, 18, 19, 20, 21})
+
+
+def _untrusted_certificate(error: object) -> Exception | None:
+    """The certificate check that failed somewhere in ``error``'s causes, or None.
+
+    botocore keeps urllib3's error in ``kwargs``, which keeps the ``ssl`` one in its args;
+    urllib3 checks an IP address against the certificate itself, with its own class.
+    """
+    ssl = sys.modules.get("ssl")
+    if ssl is None:
+        return None  # no TLS was ever attempted
+    checks: tuple[type[BaseException], ...] = (ssl.SSLCertVerificationError,)
+    urllib3_check = sys.modules.get("urllib3.util.ssl_match_hostname")
+    if urllib3_check is not None:
+        checks += (urllib3_check.CertificateError,)
+    seen: set[int] = set()
+    pending: list[object] = [error]
+    while pending and len(seen) < 16:
+        found = pending.pop()
+        if not isinstance(found, BaseException) or id(found) in seen:
+            continue
+        seen.add(id(found))
+        if isinstance(found, checks):
+            return found  # type: ignore[return-value]  # both are Exception subclasses
+        fields = getattr(found, "kwargs", None)
+        if isinstance(fields, dict):
+            pending.append(fields.get("error"))
+        pending += [*found.args, found.__cause__, found.__context__]
+    return None
+
+
+def _tls_refused(error: Exception, check: Exception, operation: str) -> RequestFailedError:
+    """A certificate that failed verification: not an outage, and never sent.
+
+    The check runs as the connection is made, before any byte of the request is written,
+    on both paths: ``http.client`` in the handshake, urllib3 in the handshake or just
+    after it (a name it checks itself), and either closes the socket on failure.
+    """
+    reason = str(getattr(check, "verify_message", None) or check).rstrip(".")
+    name = getattr(check, "reason", None)
+    if name:  # OpenSSL's name for it, as people search for it
+        reason += f" ({name})"
+    code = getattr(check, "verify_code", None)
+    fields = getattr(error, "kwargs", None)
+    url = fields.get("endpoint_url") if isinstance(fields, dict) else None
+    where = f" for {url}" if isinstance(url, str) else ""
+    if code in _NAME_MISMATCH or "match" in reason:
+        advice = (
+            "The certificate does not name the host in the endpoint URL: set endpoint_url "
+            "(or AWS_ENDPOINT_URL_DYNAMODB) to a host name the certificate is issued for. "
+            "If that is DynamoDB's own endpoint, something on the network path (a proxy "
+            "or a middlebox) answered in its place"
+        )
+    elif code is None or code in _UNKNOWN_ISSUER:
+        advice = (
+            "The authority that issued the certificate is not trusted: point "
+            "AWS_CA_BUNDLE (or verify= on a boto3 client given to "
+            "DynamoDBClient.from_client) at a bundle that holds it. An intercepting "
+            "proxy's authority belongs in that bundle too"
+        )
+    else:
+        advice = (
+            "The certificate itself was refused for the reason given: the endpoint must "
+            "present a valid one (an expired or not yet valid one may also mean this "
+            "machine's clock is wrong)"
+        )
+    return RequestFailedError(
+        f"{operation} did not complete: TLS verification failed{where}: {reason}; it was "
+        f"not sent. {advice}",
+        code=TLS_REFUSED,
+        operation=operation,
+        may_have_committed=False,
     )
 
 
@@ -227,7 +310,10 @@ def map_lean_failure(failure: NotSent | Unanswered, url: str, operation: str) ->
 
     url = shown_url(url)
     error: Exception
-    if isinstance(failure, NotSent):
+    check = _untrusted_certificate(failure.cause) if isinstance(failure, NotSent) else None
+    if check is not None:
+        error = botocore.exceptions.SSLError(endpoint_url=url, error=check)
+    elif isinstance(failure, NotSent):
         error = (
             botocore.exceptions.ConnectTimeoutError(endpoint_url=url)
             if failure.timeout

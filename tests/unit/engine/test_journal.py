@@ -262,6 +262,8 @@ def test_entries_skips_temporary_foreign_and_broken_files(tmp_path: Path) -> Non
         ({"started": 5}, "started is not a process start time"),
         ({"started": "1 2"}, "started is not a process start time"),
         ({"fencing": "false"}, "fencing is not true or false"),
+        ({"pidns": "net:[4026531840]"}, "pidns is not a PID namespace"),
+        ({"pidns": 4026531836}, "pidns is not a PID namespace"),
         ({"format": True}, "format is not 1"),
         ({"keys": "k"}, "keys is not a list"),
         ({"keys": []}, "keys is not a list"),
@@ -296,6 +298,17 @@ def test_a_multi_key_entry_names_every_row_and_an_older_entry_its_one_key(
     _write_entry(tmp_path, owner=_owner(3), key="older")  # written before "keys" existed
     found = {entry.owner: entry.keys for entry in entries(str(tmp_path))}
     assert found == {_owner(1): keys, _owner(2): ("single",), _owner(3): ("older",)}
+
+
+def test_an_entry_names_its_writer_s_pid_namespace_and_an_older_entry_none(
+    tmp_path: Path,
+) -> None:
+    Journal(str(tmp_path)).record("locks", "k", _owner(1))
+    _write_entry(tmp_path, owner=_owner(2))  # written before the namespace was recorded
+    found = {entry.owner: entry.namespace for entry in entries(str(tmp_path))}
+    here = journal.pid_namespace()
+    assert here is not None and here.startswith("pid:[")
+    assert found == {_owner(1): here, _owner(2): None}
 
 
 def test_the_file_name_must_be_the_owner_s(
