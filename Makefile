@@ -49,58 +49,58 @@ typecheck: $(STAMP)
 	@echo "make: type-checking src/dynalease and dev/dynalease_dev with mypy --strict (about a minute on a cold cache)"
 	$(BIN)/mypy
 
-# `make test` runs in phases, each timed (tests/support/phase.sh prints its seconds as it
-# ends, and all of them again at the end):
-# - ruff; then mypy beside the builds of the 3.12 and 3.13 venvs (mypy keeps one core
-#   busy, pip mostly waits on the disk);
-# - the unit, docs and CDK suites on two workers (they keep both cores busy);
-# - the integration, Lambda and CLI suites on four (they mostly wait: on leases,
-#   processes, servers; WAITING_WORKERS=2 on a busy machine), a file per worker at a time,
-#   on the lean request path; then the lock tests again over botocore;
-# - the engine, Lambda and integration suites on Lambda's other Pythons (test-pythons).
+# `make test` runs in phases, each timed (tests/support/phase.sh and side_by_side.sh print
+# the seconds each part took, and all of them again at the end). Work that keeps the cores
+# busy runs beside work that mostly waits, each part's output kept apart:
+# - ruff;
+# - mypy, the builds of the 3.12 and 3.13 venvs, and the unit, docs and CDK suites on two
+#   workers (CPU), side by side;
+# - the integration, Lambda and CLI suites, which mostly wait (on leases, processes,
+#   servers), on Python 3.11 (the lean request path, then the lock tests again over
+#   botocore), 3.12 and 3.13 side by side, WAITING_WORKERS each (a file per worker at a
+#   time; the timing, process and Lambda suites keep their bounds generous for that).
 # The Managed Instances tests run awslambdaric on Python 3.13 whatever runs the suite.
 PYTHON313 = $$(bash tests/support/python_venv.sh 3.13)
-WAITING_WORKERS ?= 4
+WAITING_WORKERS ?= 3
 TEST_PHASES := .venv/test-phases.txt
 PHASE = TEST_PHASES=$(TEST_PHASES) bash tests/support/phase.sh
+SIDE_BY_SIDE = TEST_PHASES=$(TEST_PHASES) bash tests/support/side_by_side.sh
 test: $(STAMP) system-deps
 	@rm -f $(TEST_PHASES)
 	@$(PHASE) "lint (ruff)" $(MAKE) --no-print-directory lint
-	@$(PHASE) "types (mypy), beside building the other venvs" \
-	  $(MAKE) --no-print-directory -j 3 typecheck $(OTHER_PYTHONS:%=venv-%)
-	@$(PHASE) "unit, docs and CDK suites (3.11, 2 workers)" \
-	  $(BIN)/pytest -q -n 2 --dist loadfile tests/unit tests/docs tests/infra
-	@$(PHASE) "integration, Lambda and CLI suites (3.11)" \
-	  env DYNALEASE_PYTHON313=$(PYTHON313) $(BIN)/pytest -q -n $(WAITING_WORKERS) --dist loadfile \
-	  tests/integration tests/lambda tests/cli
-	@$(PHASE) "the lock tests over botocore (3.11)" \
-	  env DYNALEASE_TRANSPORT=boto $(BIN)/pytest -q -p no:cacheprovider \
-	  tests/integration/test_locks.py tests/integration/test_lock_examples.py
-	@$(MAKE) --no-print-directory test-pythons
+	@$(SIDE_BY_SIDE) \
+	  "types (mypy)" -- $(MAKE) --no-print-directory typecheck :: \
+	  "venvs of $(OTHER_PYTHONS)" -- $(MAKE) --no-print-directory -j 2 $(OTHER_PYTHONS:%=venv-%) :: \
+	  "unit, docs and CDK suites (3.11, 2 workers)" -- \
+	  $(BIN)/pytest -q -n 2 --dist loadfile -p no:cacheprovider tests/unit tests/docs tests/infra
+	@$(SIDE_BY_SIDE) \
+	  "integration, Lambda and CLI suites (3.11)" -- env DYNALEASE_PYTHON313=$(PYTHON313) \
+	  $(BIN)/pytest -q -n $(WAITING_WORKERS) --dist loadfile -p no:cacheprovider \
+	  tests/integration tests/lambda tests/cli :: \
+	  $(foreach version,$(OTHER_PYTHONS),$(call OTHER_SUITES,$(version)) ::) \
+	  "the lock tests over botocore (3.11)" -- env DYNALEASE_TRANSPORT=boto \
+	  $(BIN)/pytest -q -p no:cacheprovider tests/integration/test_locks.py tests/integration/test_lock_examples.py
 	@echo "make test: every phase passed"; cat $(TEST_PHASES)
 
 # Lambda's Python runtimes besides the venv's (SnapStart needs 3.12+, Managed Instances
 # 3.13+): each gets .venv-3.X with the test extra. A missing interpreter is skipped
 # with a warning here and fails under CI=true. What differs by version is the runtime and
-# the event loop the engine runs on, so the model tests explore 200 examples there (1,000
+# the event loop the engine runs on, so the model tests explore 100 examples there (1,000
 # on the main interpreter), without the checks of their own power (marked test_power),
 # and without the benchmarks' smoke test (the benchmarks run from the main venv).
 OTHER_PYTHONS ?= 3.12 3.13
 SUITES_ON_EVERY_PYTHON := tests/unit/engine tests/lambda tests/integration
+OTHER_SUITES = "engine, Lambda and integration suites ($(1))" -- \
+	  env DYNALEASE_PYTHON313=$(PYTHON313) DYNALEASE_MODEL_EXAMPLES=100 \
+	  bash tests/support/other_python.sh $(1) -q -n $(WAITING_WORKERS) --dist loadfile \
+	  -p no:cacheprovider -m "not test_power" --ignore=tests/integration/test_benchmarks_smoke.py \
+	  $(SUITES_ON_EVERY_PYTHON)
 venv-%:
 	@bash tests/support/python_venv.sh $* >/dev/null || [ "$${CI:-}" != true ]
 
 test-pythons: system-deps
-	@for version in $(OTHER_PYTHONS); do \
-	  if python=$$(bash tests/support/python_venv.sh $$version); then \
-	    TEST_PHASES=$(TEST_PHASES) DYNALEASE_PYTHON313=$(PYTHON313) DYNALEASE_MODEL_EXAMPLES=200 \
-	      bash tests/support/phase.sh "engine, Lambda and integration suites ($$version)" \
-	      $$python -m pytest -q -n $(WAITING_WORKERS) --dist loadfile -p no:cacheprovider \
-	      -m "not test_power" --ignore=tests/integration/test_benchmarks_smoke.py \
-	      $(SUITES_ON_EVERY_PYTHON) || exit 1; \
-	  elif [ "$${CI:-}" = true ]; then exit 1; \
-	  else echo "warning: Python $$version not found: its suites are skipped"; fi; \
-	done
+	@$(SIDE_BY_SIDE) $(foreach version,$(OTHER_PYTHONS),$(call OTHER_SUITES,$(version)) ::) \
+	  "nothing more" -- true
 
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit -q

@@ -59,9 +59,11 @@ def test_make_test_runs_every_test_directory() -> None:
     recipe = makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]
     recipe = recipe.replace("\\\n", " ")  # a command continued over lines is one command
     named: set[str] = set()
-    for line in recipe.splitlines():
-        if "$(BIN)/pytest " in line and "DYNALEASE_TRANSPORT" not in line:
-            named |= {word for word in line.split() if word.startswith("tests/")}
+    # A line may run several commands side by side, separated by `::`.
+    commands = [part for line in recipe.splitlines() for part in line.split(" :: ")]
+    for command in commands:
+        if "$(BIN)/pytest " in command and "DYNALEASE_TRANSPORT" not in command:
+            named |= {word for word in command.split() if word.startswith("tests/")}
     folders = {
         f"tests/{path.name}"
         for path in TESTS.iterdir()
