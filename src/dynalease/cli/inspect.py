@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{count_rows(rows)} in {args.table}")
         return EXIT_OK
     watcher = Watcher(args.table)
-    stop = None if args.watch_for is None else time.monotonic() + args.watch_for
+    stop: float | None = None  # --for counts from the first view (the first read builds the client)
     view: Any = contextlib.nullcontext()  # as None: plain text
     if use_rich(args.plain):
         from rich.live import Live
@@ -82,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
             while True:
                 rows = read()
                 cells = watcher.update(rows, time.monotonic())
+                if stop is None and args.watch_for is not None:
+                    stop = time.monotonic() + args.watch_for
                 title = f"{args.table} at {time.strftime('%H:%M:%S')}: {count_rows(rows)}"
                 if live is not None:
                     live.update(rich_table(title, WATCH_HEADERS, rich_cells(cells)), refresh=True)
