@@ -32,6 +32,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 MB = 1000 * 1000
@@ -234,52 +235,44 @@ async def _warm(transport: Any, path: str) -> None:
         await asyncio.to_thread(lambda: None)
 
 
-def measure(kind: str, size: int) -> dict[str, tuple[int, str, float]]:
+@contextlib.contextmanager
+def _hostile_server(kind: str, size: int) -> Iterator[int]:
+    """The flooding server in a child process, for as long as the block runs: its port."""
     context = multiprocessing.get_context("spawn")
     ready_recv, ready_send = context.Pipe(duplex=False)
     server = context.Process(target=serve, args=(kind, size, ready_send), daemon=True)
     server.start()
     try:
-        port = ready_recv.recv()
-        out: dict[str, tuple[int, str, float]] = {}
-        for path in PATHS:
-            results_recv, results_send = context.Pipe(duplex=False)
-            run = context.Process(target=client, args=(port, kind, path, results_send))
-            run.start()
-            if not results_recv.poll(120):
-                run.kill()
-                out[path] = (-1, "no result in 120 s", 120.0)
-            else:
-                out[path] = results_recv.recv()
-            run.join(10)
-        return out
+        yield ready_recv.recv()
     finally:
         server.kill()
         server.join(5)
+
+
+def _in_child(target: Any, args: tuple[Any, ...], within: float) -> tuple[int, str, float]:
+    """What ``target(*args, send)`` sends back from a fresh process, or a no-result row."""
+    context = multiprocessing.get_context("spawn")
+    results_recv, results_send = context.Pipe(duplex=False)
+    run = context.Process(target=target, args=(*args, results_send))
+    run.start()
+    try:
+        if not results_recv.poll(within):
+            run.kill()
+            return (-1, f"no result in {within:.0f} s", within)
+        result: tuple[int, str, float] = results_recv.recv()
+        return result
+    finally:
+        run.join(10)
+
+
+def measure(kind: str, size: int) -> dict[str, tuple[int, str, float]]:
+    with _hostile_server(kind, size) as port:
+        return {path: _in_child(client, (port, kind, path), 120) for path in PATHS}
 
 
 def measure_lock(kind: str, size: int, waits: tuple[float, ...]) -> dict[float, Any]:
-    context = multiprocessing.get_context("spawn")
-    ready_recv, ready_send = context.Pipe(duplex=False)
-    server = context.Process(target=serve, args=(kind, size, ready_send), daemon=True)
-    server.start()
-    try:
-        port = ready_recv.recv()
-        out: dict[float, tuple[int, str, float]] = {}
-        for wait in waits:
-            results_recv, results_send = context.Pipe(duplex=False)
-            run = context.Process(target=lock_client, args=(port, kind, wait, results_send))
-            run.start()
-            if not results_recv.poll(wait + 60):
-                run.kill()
-                out[wait] = (-1, f"no result in {wait + 60:.0f} s", wait + 60)
-            else:
-                out[wait] = results_recv.recv()
-            run.join(10)
-        return out
-    finally:
-        server.kill()
-        server.join(5)
+    with _hostile_server(kind, size) as port:
+        return {wait: _in_child(lock_client, (port, kind, wait), wait + 60) for wait in waits}
 
 
 def main(argv: list[str] | None = None) -> int:
