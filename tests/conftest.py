@@ -13,6 +13,7 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
+from support.servers import refusing_port
 
 from dynalease import DynamoDBClient
 from dynalease._tooling.local_server import LocalServer
@@ -51,6 +52,13 @@ def _moto_server_outlives_the_test(request: pytest.FixtureRequest) -> Iterator[N
         f"(exit status {server.exit_code}); its last output:\n{output}",
         pytrace=False,
     )
+
+
+@pytest.fixture
+def refusing_url() -> Iterator[str]:
+    """``http://127.0.0.1:PORT`` where every connection is refused for the whole test."""
+    with refusing_port() as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import socket
 import ssl
 import threading
 import traceback
@@ -476,12 +475,6 @@ SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYsecretEXAMPLE"
 TOKEN = "IQoJb3JpZ2luX2VjEXAMPLEsessionTOKENvalue"
 
 
-def _refused_url() -> str:
-    with socket.socket() as probe:  # a port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{probe.getsockname()[1]}"
-
-
 @TRANSPORTS
 @pytest.mark.parametrize("source", ["arguments", "environment"])
 def test_a_failing_lock_request_shows_no_secret_in_errors_or_log_lines(
@@ -489,6 +482,7 @@ def test_a_failing_lock_request_shows_no_secret_in_errors_or_log_lines(
     monkeypatch: pytest.MonkeyPatch,
     source: str,
     transport: str,
+    refusing_url: str,
 ) -> None:
     keys: dict[str, Any] = {}
     if source == "arguments":
@@ -499,7 +493,7 @@ def test_a_failing_lock_request_shows_no_secret_in_errors_or_log_lines(
         monkeypatch.setenv("AWS_SESSION_TOKEN", TOKEN)
     caplog.set_level(logging.DEBUG, logger="dynalease")
     client = DynamoDBClient(
-        region="us-east-1", endpoint_url=_refused_url(), transport=transport, **keys
+        region="us-east-1", endpoint_url=refusing_url, transport=transport, **keys
     )
     with pytest.raises(DynaleaseError) as raised:
         with SyncDistributedLock(client, table="locks", key="k", wait_timeout=0.5):

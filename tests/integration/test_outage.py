@@ -41,15 +41,6 @@ def _client(url: str, transport: str) -> DynamoDBClient:
 
 
 @pytest.fixture
-def refusing_url() -> str:
-    """A loopback port that was just free: connections to it are refused."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
-
-
-@pytest.fixture
 def silent_url() -> Iterator[str]:
     """A port that accepts connections (the kernel's backlog) and never answers."""
     with socket.socket() as listener:

@@ -7,7 +7,6 @@ so the rest of the suite runs untraced, as an application without a provider doe
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 import traceback
 import uuid
@@ -239,12 +238,13 @@ def test_a_semaphore_permit_and_the_item_helpers_are_traced_too(
 
 @PATHS
 def test_a_password_in_the_endpoint_url_shows_nowhere(
-    spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch, transport: str
+    spans: InMemorySpanExporter,
+    monkeypatch: pytest.MonkeyPatch,
+    transport: str,
+    refusing_url: str,
 ) -> None:
     # The review's N7: a port nothing listens on, behind user info with a password.
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
+    port = refusing_url.rsplit(":", 1)[1]
     endpoint = f"http://user:pa55word@127.0.0.1:{port}/"
     client = DynamoDBClient(
         region="us-east-1",

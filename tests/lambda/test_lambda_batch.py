@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import socket
 import time
 import uuid
 from collections.abc import Callable
@@ -62,13 +61,10 @@ def test_records_whose_key_is_held_elsewhere_are_exactly_the_reported_failures(
 
 
 def test_records_are_reported_in_batch_item_failures_while_dynamodb_is_unreachable(
-    lock_table: str, load_event: Loader, caplog: pytest.LogCaptureFixture
+    lock_table: str, load_event: Loader, caplog: pytest.LogCaptureFixture, refusing_url: str
 ) -> None:
-    with socket.socket() as probe:  # a loopback port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
     down = DynamoDBClient(
-        region="us-east-1", endpoint_url=url, access_key="testing", secret_key="testing"
+        region="us-east-1", endpoint_url=refusing_url, access_key="testing", secret_key="testing"
     )
     raised: list[BaseException] = []
 

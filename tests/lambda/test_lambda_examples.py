@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import time
 from collections.abc import Callable
 from typing import Any
@@ -23,11 +22,9 @@ HELD_KEY = "customer:c-1001"
 
 
 @pytest.fixture
-def dynamodb_unreachable(aws_env: str, monkeypatch: pytest.MonkeyPatch) -> str:
+def dynamodb_unreachable(aws_env: str, monkeypatch: pytest.MonkeyPatch, refusing_url: str) -> str:
     """The Lambda environment with DynamoDB's endpoint on a loopback port nobody listens on."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    url = refusing_url
     monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", url)  # a new shared client for it
     monkeypatch.setenv("DYNALEASE_TABLE", "customer-locks")
     return url

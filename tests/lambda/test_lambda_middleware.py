@@ -6,7 +6,6 @@ import base64
 import io
 import json
 import logging
-import socket
 import subprocess
 import sys
 import uuid
@@ -377,14 +376,11 @@ def test_contention_is_logged_and_counted_even_though_the_handler_raises(
 
 
 @pytest.fixture
-def unreachable_client(aws_env: str) -> DynamoDBClient:
+def unreachable_client(aws_env: str, refusing_url: str) -> DynamoDBClient:
     """A client whose endpoint is a loopback port nobody listens on: every request fails."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     return DynamoDBClient(
         region="us-east-1",
-        endpoint_url=f"http://127.0.0.1:{port}",
+        endpoint_url=refusing_url,
         access_key="testing",
         secret_key="testing",
     )
