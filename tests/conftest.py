@@ -9,11 +9,11 @@ acknowledged writes when a transaction is cancelled concurrently; see
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
-from support.servers import refusing_port
 
 from dynalease import DynamoDBClient
 from dynalease._tooling.local_server import LocalServer
@@ -56,9 +56,16 @@ def _moto_server_outlives_the_test(request: pytest.FixtureRequest) -> Iterator[N
 
 @pytest.fixture
 def refusing_url() -> Iterator[str]:
-    """``http://127.0.0.1:PORT`` where every connection is refused for the whole test."""
-    with refusing_port() as port:
-        yield f"http://127.0.0.1:{port}"
+    """``http://127.0.0.1:PORT`` where every connection is refused for the whole test.
+
+    The port is bound and never listened on, so no server started meanwhile (another
+    test, another xdist worker) can take it: a port that was merely free a moment ago
+    once went to a server that never answered, and a test of refused connections
+    waited out its whole ``wait_timeout``.
+    """
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 @pytest.fixture

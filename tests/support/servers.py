@@ -51,20 +51,6 @@ def raw_dynamodb(endpoint: str) -> Any:
     )
 
 
-@contextmanager
-def refusing_port() -> Iterator[int]:
-    """A loopback port that refuses every connection while the block runs.
-
-    The port is bound and never listened on, so no server started meanwhile
-    (another test, another xdist worker) can take it: a port that was merely
-    free a moment ago once went to a server that never answered, and a test of
-    refused connections waited out its whole ``wait_timeout``.
-    """
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        yield int(sock.getsockname()[1])
-
-
 def free_port() -> int:
     """A loopback port that was free a moment ago."""
     with socket.socket() as sock:

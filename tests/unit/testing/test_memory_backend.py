@@ -100,8 +100,10 @@ def test_renewal_runs_in_memory() -> None:
         client.sync_create_table("locks", partition_key=("key", "S"))
 
         async def main() -> DistributedLock:
-            async with DistributedLock(client, table="locks", key="r", lease_duration=0.3) as lease:
-                await asyncio.sleep(0.45)
+            # Real time: a 1.2 s lease renews every 0.4 s, and each renewal may take 0.4 s
+            # (a 0.3 s lease, 0.1 s each, was lost once on a loaded two-core machine).
+            async with DistributedLock(client, table="locks", key="r", lease_duration=1.2) as lease:
+                await asyncio.sleep(1.8)
             return lease
 
         lease = asyncio.run(main())
@@ -116,11 +118,11 @@ def test_a_guard_with_renewals_and_reads_reports_zero_capacity() -> None:
         client.sync_create_table("locks", partition_key=("key", "S"))
 
         async def main() -> tuple[DistributedLock, DistributedLock]:
-            holder = DistributedLock(client, table="locks", key="c", lease_duration=0.3)
+            holder = DistributedLock(client, table="locks", key="c", lease_duration=1.2)
             waiter = DistributedLock(client, table="locks", key="c", wait_timeout=5)
             async with holder:
                 waiting = asyncio.create_task(waiter.__aenter__())
-                await asyncio.sleep(0.45)  # the holder renews; the waiter reads the row
+                await asyncio.sleep(1.8)  # the holder renews; the waiter reads the row
             await waiting
             await waiter.__aexit__(None, None, None)
             return holder, waiter
