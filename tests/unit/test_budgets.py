@@ -235,9 +235,10 @@ import time
 from dynalease import DynamoDBClient, SyncDistributedLock
 from dynalease._engine.runtime import get_runtime
 client = DynamoDBClient(region="us-east-1", endpoint_url={endpoint!r}, transport="lean")
-with SyncDistributedLock(client, table={table!r}, key="budget", lease_duration=0.6) as guard:
+# A 1.5 s lease: each renewal may take 0.5 s of a moto server shared with busy workers.
+with SyncDistributedLock(client, table={table!r}, key="budget", lease_duration=1.5) as guard:
     assert not get_runtime().started
-    time.sleep(0.9)  # the first renewal is due at 0.2 s
+    time.sleep(2.25)  # renewals are due at 0.5, 1.0, 1.5 and 2.0 s
     assert get_runtime().started
     assert not guard.lost
 assert guard.metrics.renewals >= 2, guard.metrics
