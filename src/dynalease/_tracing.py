@@ -2,7 +2,8 @@
 
 Never imports OpenTelemetry: until ``opentelemetry.trace`` is loaded, or while its
 provider is the API's default (proxy or no-op), :func:`tracer` is None and nothing is
-traced. Requests botocore sends get botocore's own span, never a second one here.
+traced. Requests botocore sends get botocore's own span, never a second one here. The
+spans themselves are made in :mod:`._spans`, loaded (with OpenTelemetry) once someone traces.
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ import functools
 import sys
 from collections.abc import Callable
 from typing import Any
-
-from ._redact import logged_key
 
 __all__ = [
     "acquiring",
@@ -30,11 +29,6 @@ __all__ = [
     "tracer",
 ]
 
-SERVICE = "DynamoDB"
-#: The AWS SDK semantic conventions' attribute for the answer's request id.
-REQUEST_ID = "aws.request_id"
-#: Set in a renewal task: the acquisition its request spans link to.
-_renewal_of: contextvars.ContextVar[Any] = contextvars.ContextVar("dynalease_renewal_of")
 #: The last provider seen and its ``dynalease`` tracer (kept, so the provider is the same object).
 _cached: tuple[Any, Any] | None = None
 
@@ -63,170 +57,51 @@ def carried(call: Callable[..., Any]) -> Callable[..., Any]:
     return functools.partial(contextvars.copy_context().run, call)
 
 
+def _spans() -> Any:
+    """:mod:`._spans`, which imports OpenTelemetry: only ever asked for once :func:`tracer`
+    found a provider (or a span exists), so an untraced process loads neither."""
+    from . import _spans
+
+    return _spans
+
+
 def request_span(operation: str, params: dict[str, Any], region: str) -> Any:
     """A started CLIENT span for one DynamoDB request, or None when nobody traces."""
     traced = tracer()
-    if traced is None:
-        return None
-    from opentelemetry.trace import Link, SpanKind
-
-    attributes: dict[str, Any] = {
-        "rpc.system": "aws-api",
-        "rpc.service": SERVICE,
-        "rpc.method": operation,
-        "db.system": "dynamodb",
-        "cloud.region": region,
-    }
-    tables = _table_names(params)
-    if tables:
-        attributes["aws.dynamodb.table_names"] = tables
-    renewal = _renewal_of.get(None)
-    links = [Link(renewal)] if renewal is not None else None
-    return traced.start_span(
-        f"{SERVICE}.{operation}", kind=SpanKind.CLIENT, attributes=attributes, links=links
-    )
-
-
-def _table_names(params: dict[str, Any]) -> list[str]:
-    if "TableName" in params:
-        return [str(params["TableName"])]
-    if "RequestItems" in params:  # BatchGetItem
-        return sorted(params["RequestItems"])
-    names = set()
-    for item in params.get("TransactItems") or ():
-        for action in item.values():
-            if isinstance(action, dict) and "TableName" in action:
-                names.add(str(action["TableName"]))
-    return sorted(names)
+    return None if traced is None else _spans().request_span(traced, operation, params, region)
 
 
 def traced(span: Any, send: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
     """``send(*args)`` within the request span ``span``: its answer or its error, then its end."""
-    try:
-        response = send(*args)
-        metadata = response.get("ResponseMetadata") or {}
-        if "HTTPStatusCode" in metadata:
-            answered(span, metadata["HTTPStatusCode"], metadata.get("RequestId"))
-        return response
-    except BaseException as error:
-        failed(span, error)
-        raise
-    finally:
-        span.end()
+    result: dict[str, Any] = _spans().traced(span, send, *args)
+    return result
 
 
 def answered(span: Any, status: int, request_id: str | None) -> None:
     """Record the HTTP answer of a request span."""
-    span.set_attribute("http.status_code", status)
-    if request_id is not None:
-        span.set_attribute(REQUEST_ID, request_id)
+    _spans().answered(span, status, request_id)
 
 
 def failed(span: Any, error: BaseException) -> None:
     """Mark a request or lock span as failed by ``error``."""
-    from opentelemetry.trace import Status, StatusCode
-
-    request_id = getattr(error, "request_id", None)
-    if request_id is not None:
-        span.set_attribute(REQUEST_ID, request_id)
-    code = getattr(error, "code", None)
-    if type(error).__name__ == "ConditionFailed":  # the engine's: a lock's failed condition
-        code = "ConditionalCheckFailedException"
-    if code:
-        span.set_attribute("aws.error_code", code)
-    reasons = getattr(error, "reasons", None)  # a ThrottledError's
-    if reasons and all(isinstance(reason, dict) for reason in reasons):
-        names = [str(reason.get("reason", "")) for reason in reasons]
-        span.set_attribute("dynalease.throttling_reasons", names)
-    span.record_exception(error)
-    span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+    _spans().failed(span, error)
 
 
 #: The context manager used when nobody traces (reusable: it does nothing).
 _UNTRACED = contextlib.nullcontext()
 
 
-class _LockSpan:
-    """An INTERNAL span around an acquisition or a release, current while it runs."""
-
-    def __init__(self, traced: Any, name: str, table: str, key: str) -> None:
-        from opentelemetry.trace import SpanKind, use_span
-
-        self.span = traced.start_span(
-            name,
-            kind=SpanKind.INTERNAL,
-            attributes={"dynalease.table": table, "dynalease.key": logged_key(key)},
-        )
-        self._current = use_span(self.span, end_on_exit=False)
-
-    def __enter__(self) -> None:
-        self._current.__enter__()
-
-    def __exit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
-        try:
-            self._finish(error)
-        finally:
-            self._current.__exit__(None, None, None)
-            self.span.end()
-
-    def _finish(self, error: BaseException | None) -> None:
-        if error is not None:
-            failed(self.span, error)
-
-
-class _AcquireSpan(_LockSpan):
-    def __init__(self, traced: Any, lease: Any) -> None:
-        super().__init__(traced, "dynalease.acquire", lease.table, lease.key)
-        self.lease = lease
-        self.span.set_attribute("dynalease.lease_seconds", lease.lease_s)
-        self.span.set_attribute("dynalease.wait_timeout_seconds", lease.wait_s)
-        lease.trace_link = self.span.get_span_context()
-
-    def _finish(self, error: BaseException | None) -> None:
-        from .exceptions import LockNotAcquired, LockUnavailable
-
-        if error is None:
-            outcome = "acquired"
-        elif isinstance(error, LockUnavailable):
-            outcome = "unavailable"
-        elif isinstance(error, LockNotAcquired):
-            outcome = "contended"
-        else:
-            outcome = type(error).__name__
-        lease, span = self.lease, self.span
-        tally = lease.tally
-        span.set_attribute("dynalease.outcome", outcome)
-        span.set_attribute("dynalease.wait_ms", round(tally.wait_ms, 3))
-        span.set_attribute("dynalease.attempts", tally.write_requests)
-        span.set_attribute("dynalease.takeover", bool(lease.took_over))
-        if lease.fencing_token is not None:
-            span.set_attribute("dynalease.fencing_token", lease.fencing_token)
-        if error is not None and outcome != "contended":
-            failed(span, error)  # contention is an answer, not an error of the span
-
-
 def acquiring(lease: Any) -> Any:
     """A context manager that traces ``lease``'s acquisition (nothing when nobody traces)."""
     traced = tracer()
-    return _UNTRACED if traced is None else _AcquireSpan(traced, lease)
+    return _UNTRACED if traced is None else _spans().AcquireSpan(traced, lease)
 
 
 def no_time(table: str, key: str, remaining_s: float | None) -> None:
     """An acquisition the Lambda middleware did not start: too little of the invocation left."""
     traced = tracer()
-    if traced is None:
-        return
-    from opentelemetry.trace import SpanKind
-
-    attributes: dict[str, Any] = {
-        "dynalease.table": table,
-        "dynalease.key": logged_key(key),
-        "dynalease.outcome": "insufficient time",
-        "dynalease.attempts": 0,
-    }
-    if remaining_s is not None:
-        attributes["dynalease.remaining_seconds"] = remaining_s
-    traced.start_span("dynalease.acquire", kind=SpanKind.INTERNAL, attributes=attributes).end()
+    if traced is not None:
+        _spans().no_time(traced, table, key, remaining_s)
 
 
 def releasing(lease: Any) -> Any:
@@ -234,7 +109,7 @@ def releasing(lease: Any) -> Any:
     traced = tracer()
     if traced is None or lease.state.value == "new":
         return _UNTRACED
-    return _LockSpan(traced, "dynalease.release", lease.table, lease.key)
+    return _spans().LockSpan(traced, "dynalease.release", lease.table, lease.key)
 
 
 def recovering(table: str, key: str) -> Any:
@@ -242,7 +117,7 @@ def recovering(table: str, key: str) -> Any:
     traced = tracer()
     if traced is None:
         return _UNTRACED
-    span = _LockSpan(traced, "dynalease.release", table, key)
+    span = _spans().LockSpan(traced, "dynalease.release", table, key)
     span.span.set_attribute("dynalease.recovery", True)
     return span
 
@@ -252,9 +127,5 @@ def renewing(link: Any) -> None:
 
     A child of the acquisition's span would stretch it over the whole hold.
     """
-    if link is None:
-        return  # the acquisition was not traced
-    from opentelemetry import context
-
-    context.attach(context.Context())  # this task's own context: no parent
-    _renewal_of.set(link)
+    if link is not None:  # else the acquisition was not traced
+        _spans().renewing(link)

@@ -56,7 +56,7 @@ def check_table_name(table: object, *, parameter: str = "table") -> str:
 def load_request_path() -> None:
     """Import what a client's first request imports (``http.client``, the lean transport),
     making nothing: for callers whose start-up runs ahead of use."""
-    from ._transport import factory, items  # noqa: F401
+    from ._transport import factory, items  # noqa: F401  (the lock request path)
 
 
 def _async_form(
@@ -191,7 +191,7 @@ class DynamoDBClient:
         """Where requests go, for messages: :attr:`endpoint_url`, else the one configured in
         the environment (``AWS_ENDPOINT_URL_DYNAMODB``, ``AWS_ENDPOINT_URL``); None: AWS's
         endpoint for the Region."""
-        from ._transport.config import configured_endpoint
+        from ._transport.config import configured_endpoint  # messages only: off the cold path
 
         return configured_endpoint(self._endpoint_url)
 

@@ -205,7 +205,7 @@ class _Guard:
         taken over before it committed. Commit inside the lock block. Raises
         :class:`LockLost` if the guard is not held now.
         """
-        from .transaction import _TransactionBase
+        from .transaction import _TransactionBase  # loaded by the transaction passed in
 
         if not isinstance(transaction, _TransactionBase):
             raise TypeError(

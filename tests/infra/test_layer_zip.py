@@ -352,6 +352,7 @@ RUNTIME_MODULES = frozenset(
         "_compute_modes",
         "_keyset",
         "_redact",
+        "_spans",
         "_tracing",
         "_values",
         "client",
@@ -375,6 +376,7 @@ RUNTIME_MODULES = frozenset(
         "_extension.__init__",
         "_extension.recovery",
         "_extension.release",
+        "_extension.releasing",
         "_extension.workers",
     }
 )

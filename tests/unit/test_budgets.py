@@ -61,6 +61,7 @@ def test_import_dynalease_loads_no_sdk_no_event_loop_and_no_tooling(init_type: s
     assert isinstance(modules, list)
     unwanted = [m for m in (*NEVER_AT_IMPORT, "botocore", "asyncio") if m in modules]
     assert unwanted == []
+    assert _heavy(modules) == []
     # The package alone: its names load on first use, and SnapStart's hooks only there.
     assert [m for m in modules if m.startswith("dynalease")] == ["dynalease"]
     assert "snapshot_restore_py" not in modules
@@ -79,14 +80,104 @@ def test_import_dynalease_on_snapstart_registers_its_hooks_and_still_starts_noth
     assert loaded["threads"] == 1
 
 
+#: Never loaded by ``import dynalease.middleware`` on top of what Powertools' own package
+#: loads (it loads botocore's top-level package, for its user agent, and jmespath, for its
+#: Logger): the event loop, the SDK, the system proxy reader, TLS, tracing, the CLI's and
+#: the CDK's libraries. A lock's first request loads what it needs.
+NEVER_AT_MIDDLEWARE_IMPORT = (
+    "asyncio",
+    "concurrent.futures",
+    "botocore",
+    "boto3",
+    "urllib.request",
+    "ssl",
+    "opentelemetry",
+    "jmespath",
+    "rich",
+    "aws_cdk",
+)
+
+#: Every dynalease module the middleware's cold import loads (on demand): the cold
+#: path as a list, so that a module joins it only by a change to this test.
+MIDDLEWARE_COLD_MODULES = [
+    "dynalease",
+    "dynalease._advice",
+    "dynalease._calls",
+    "dynalease._compute_modes",
+    "dynalease._engine",
+    "dynalease._engine.acquire",
+    "dynalease._engine.base",
+    "dynalease._engine.caller",
+    "dynalease._engine.clock",
+    "dynalease._engine.counters",
+    "dynalease._engine.deadline",
+    "dynalease._engine.journal",
+    "dynalease._engine.journal_looks",
+    "dynalease._engine.lease",
+    "dynalease._engine.observations",
+    "dynalease._engine.permits",
+    "dynalease._engine.protocol",
+    "dynalease._engine.release",
+    "dynalease._engine.renew",
+    "dynalease._engine.requests",
+    "dynalease._engine.runtime",
+    "dynalease._engine.scheduling",
+    "dynalease._engine.shapes",
+    "dynalease._engine.states",
+    "dynalease._engine.store",
+    "dynalease._engine.targets",
+    "dynalease._keyset",
+    "dynalease._lambda",
+    "dynalease._lambda.budget",
+    "dynalease._lambda.fields",
+    "dynalease._lambda.invocation",
+    "dynalease._lambda.plan",
+    "dynalease._lambda.report",
+    "dynalease._lambda.snapstart",
+    "dynalease._redact",
+    "dynalease._tracing",
+    "dynalease._values",
+    "dynalease.client",
+    "dynalease.constants",
+    "dynalease.exceptions",
+    "dynalease.keys",
+    "dynalease.lock",
+    "dynalease.metrics",
+    "dynalease.middleware",
+    "dynalease.shutdown",
+]
+
+
+def _heavy(modules: object) -> list[str]:
+    assert isinstance(modules, list)
+    return [
+        m
+        for m in modules
+        if any(m == h or m.startswith(h + ".") for h in NEVER_AT_MIDDLEWARE_IMPORT)
+    ]
+
+
 def test_import_dynalease_middleware_loads_no_sdk_client_and_starts_no_thread() -> None:
     # Powertools' own package imports botocore's top-level package (for its user
     # agent); nothing of botocore's sessions or clients, and no boto3.
-    loaded = _loaded_after("import dynalease.middleware")
+    env = {**os.environ}
+    env.pop("AWS_LAMBDA_INITIALIZATION_TYPE", None)
+    env.pop("AWS_LAMBDA_MAX_CONCURRENCY", None)
+    loaded = _loaded_after("import dynalease.middleware", env)
     modules = loaded["modules"]
     assert isinstance(modules, list)
     assert [m for m in NEVER_AT_IMPORT if m in modules] == []
     assert loaded["threads"] == 1  # no runtime thread, so no event loop, before a lock
+    # What the middleware adds to Powertools' own import: none of the heavy modules,
+    # and exactly the listed dynalease modules.
+    powertools = _loaded_after("import aws_lambda_powertools", env)["modules"]
+    assert isinstance(powertools, list)
+    added = sorted(set(modules) - set(powertools))
+    assert _heavy(added) == []
+    assert [m for m in added if m.startswith("dynalease")] == MIDDLEWARE_COLD_MODULES
+    # Of these, Powertools itself loads only botocore's top-level package and jmespath.
+    assert sorted({m.split(".")[0] for m in _heavy(modules)}) == ["botocore", "jmespath"]
+    assert [m for m in _heavy(modules) if m.startswith("botocore.")] == []
 
 
 @pytest.mark.parametrize(

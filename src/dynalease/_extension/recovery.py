@@ -203,75 +203,10 @@ def recover(
         log.warning("dynalease-recovery: no time left before the shutdown deadline; rows stay")
         outcome.failed.extend(dead)
         return outcome
-    import asyncio
+    from .releasing import release_dead  # the client and the loop, for dead writers only
 
-    from ..client import DynamoDBClient
-
-    try:
-        # Region and endpoint from this process's environment, never from an entry.
-        client = DynamoDBClient(transport="lean")
-    except Exception as error:  # e.g. no Region: these rows wait out their lease
-        log.warning("dynalease-recovery: no DynamoDB client from the environment: %s", error)
-        outcome.failed.extend(dead)
-        return outcome
-
-    async def release_all() -> None:
-        work = [_release(client, entry, outcome, deadline) for entry in dead]
-        with contextlib.suppress(TimeoutError):  # each entry's own bound has logged it
-            await asyncio.wait_for(asyncio.gather(*work), budget)
-
-    client._runtime().run(release_all())
+    release_dead(dead, outcome, deadline - MARGIN_S, budget)
     return outcome
-
-
-async def _release(client: Any, entry: journal.Entry, outcome: Outcome, deadline: float) -> None:
-    import asyncio
-
-    from .. import _tracing
-    from .._redact import logged_key, shown_in_message
-    from .release import Result, release
-
-    more = f" and its {len(entry.keys) - 1} other keys" if len(entry.keys) > 1 else ""
-    name = f"lock {logged_key(entry.key)}{more} in table {entry.table!r} (pid {entry.pid})"
-    store = client._lock_store
-    try:
-        left = deadline - time.time() - MARGIN_S
-        await asyncio.wait_for(store.prepare(), max(0.01, left))
-        left = deadline - time.time() - MARGIN_S
-        releases = [  # a multi-key lock's rows are released one by one
-            release(store.transport, entry.table, key, entry.owner, fenced=entry.fencing)
-            for key in entry.keys
-        ]
-        with _tracing.recovering(entry.table, entry.key):
-            results = await asyncio.wait_for(asyncio.gather(*releases), max(0.01, left))
-        # Released if any row was; else a contradicted row is worth the warning.
-        chosen = (Result.RELEASED, Result.CONTRADICTED)
-        result = next((each for each in chosen if each in results), Result.NOT_OURS)
-    except TimeoutError:
-        outcome.failed.append(entry)
-        log.warning("dynalease-recovery: %s: no answer before the shutdown deadline", name)
-    except Exception as error:
-        outcome.failed.append(entry)
-        text = str(error)
-        for key in entry.keys:
-            text = shown_in_message(text, key)
-        log.warning("dynalease-recovery: could not release %s: %r", name, text)
-    else:
-        if result is Result.RELEASED:
-            outcome.released.append(entry)
-            log.info("dynalease-recovery: released %s left by a stopped runtime", name)
-        elif result is Result.NOT_OURS:
-            outcome.not_ours.append(entry)
-            log.info("dynalease-recovery: %s was no longer its owner's; left as it is", name)
-        else:
-            outcome.not_ours.append(entry)
-            log.warning(
-                "dynalease-recovery: %s is not the %s lock row its entry claims; left as it is",
-                name,
-                "fenced" if entry.fencing else "unfenced",
-            )
-        with contextlib.suppress(OSError):
-            os.unlink(entry.path)
 
 
 def watch(deadline: float, stop: Callable[[int], object] = os._exit) -> threading.Timer | None:

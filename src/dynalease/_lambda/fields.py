@@ -8,6 +8,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+# Powertools' own package (which the middleware imports first) loads jmespath and its
+# function table for its Logger, so importing them here costs nothing more.
+import jmespath  # type: ignore[import-untyped]
+from aws_lambda_powertools.utilities.jmespath_utils import PowertoolsFunctions
+from jmespath.exceptions import (  # type: ignore[import-untyped]
+    JMESPathError,
+    JMESPathTypeError,
+)
+
 from .._keyset import key_set
 from ..keys import KeyTemplate, _describe
 
@@ -67,11 +76,6 @@ class EventKeys:
                 else f"the keys templates have the placeholders {sorted(self._placeholders)}"
             )
             raise ValueError(f"fields names {unknown} but {whose}; map only those")
-        # Only fields need jmespath and Powertools' function table.
-        import jmespath  # type: ignore[import-untyped]
-        from aws_lambda_powertools.utilities.jmespath_utils import PowertoolsFunctions
-        from jmespath.exceptions import JMESPathError  # type: ignore[import-untyped]
-
         self._options = jmespath.Options(custom_functions=PowertoolsFunctions())
         for name, expression in fields.items():
             if not isinstance(expression, str) or not expression.strip():
@@ -135,8 +139,6 @@ class EventKeys:
         return value
 
     def _search(self, name: str, expression: Any, data: Any, source: str) -> Any:
-        from jmespath.exceptions import JMESPathError, JMESPathTypeError
-
         try:
             return expression.search(data, options=self._options)
         except JMESPathTypeError as error:

@@ -7,6 +7,7 @@ be decided in one place (no eventually consistent replicas: last-writer-wins).
 
 from __future__ import annotations
 
+import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
@@ -233,8 +234,6 @@ def render(findings: list[Finding]) -> str:
 
 def create_table_hint(table: str, region: str | None, endpoint: str | None) -> str:
     """How to create a missing lock table from a shell, for where requests went."""
-    import urllib.parse
-
     aws = (
         f"`aws dynamodb create-table --table-name {table} --attribute-definitions "
         "AttributeName=key,AttributeType=S --key-schema AttributeName=key,KeyType=HASH "

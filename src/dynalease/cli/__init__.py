@@ -1,11 +1,11 @@
 """The ``dynalease`` command: demo, inspect, doctor, invoke, local and run.
 
-Importing this package is cheap: argument parsing only. boto3, moto and rich are
-imported by the subcommand that needs them, so ``dynalease --help`` answers at
-once. Every failure a user can cause (a bad option, an unknown table, missing
-credentials, an unreachable endpoint) is reported as one line on stderr with
-exit code 2 (bad input) or 1 (the environment or the check failed), never as a
-traceback.
+Importing this package loads argument parsing and the library's faces (which every
+command but ``--help`` uses); boto3, moto and rich are imported by the subcommand
+that needs them, so ``dynalease --help`` answers at once. Every failure a user
+can cause (a bad option, an unknown table, missing credentials, an unreachable
+endpoint) is reported as one line on stderr with exit code 2 (bad input) or 1 (the
+environment or the check failed), never as a traceback.
 
 Each command is a module here with ``add_parser(commands)`` and ``run(args)``;
 what they share (exit codes, :class:`~dynalease.cli.common.CommandError`, the
@@ -21,6 +21,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from .. import __version__
 from . import demo, doctor, inspect, invoke, local, run
 from .common import EXIT_USAGE, Parser, exit_status, run_command
 
@@ -33,8 +34,6 @@ Distributed locks (leases) on one DynamoDB table. `make demo` runs `dynalease de
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``dynalease`` with every subcommand."""
-    from .. import __version__
-
     parser = Parser(
         prog="dynalease",
         description=_DESCRIPTION,

@@ -1,20 +1,24 @@
 """What every ``dynalease`` command shares: exit codes, one-line errors, options, the client.
 
-Cheap to import (argparse only): the client is imported when a command builds
-one, so ``dynalease --help`` loads neither boto3 nor the lock engine.
+Every command but ``--help`` builds a client or runs the development tools, which
+need the library anyway, so the library's faces are imported here at the top (no
+AWS SDK, no event loop: ``import dynalease.client`` loads neither); botocore is
+imported only when a command runs, so ``dynalease --help`` loads no boto3 or botocore.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import importlib
+import importlib.util
 import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
-if TYPE_CHECKING:
-    from ..client import DynamoDBClient
+from ..client import DynamoDBClient, check_table_name
+from ..exceptions import DynaleaseError
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -159,8 +163,6 @@ def table_command(commands: Any, name: str, help: str, description: str) -> argp
 
 def table_name(value: str) -> str:
     """An argparse type: a valid DynamoDB table name."""
-    from ..client import check_table_name
-
     try:
         return check_table_name(value)
     except (TypeError, ValueError) as error:
@@ -202,8 +204,6 @@ count = whole_number(1, 64)
 
 def make_client(args: argparse.Namespace) -> DynamoDBClient:
     """A client from the connection options, failing fast on an unreachable endpoint."""
-    from ..client import DynamoDBClient
-
     # A ValueError (a bad option value) is reported by run_command: exit 2.
     return DynamoDBClient(
         region=args.region,
@@ -217,8 +217,6 @@ def make_client(args: argparse.Namespace) -> DynamoDBClient:
 
 def moto_missing() -> bool:
     """Whether moto is missing from this installation (checked without importing it)."""
-    import importlib.util
-
     try:
         return importlib.util.find_spec("moto") is None
     except ImportError:
@@ -231,8 +229,6 @@ def dev_module(name: str) -> Any:
     They are a distribution of their own (``dev/`` in the repository), so the
     library's wheel and layer carry none of them; imported by name, never typed here.
     """
-    import importlib
-
     try:
         return importlib.import_module(f"dynalease_dev.{name}")
     except ModuleNotFoundError as error:
@@ -252,9 +248,7 @@ def exit_status(exit_: SystemExit) -> int:
 
 def run_command(command: str, action: Callable[[], int]) -> int:
     """Run a subcommand, turning every expected failure into one line."""
-    import botocore.exceptions
-
-    from ..exceptions import DynaleaseError
+    import botocore.exceptions  # when a command runs: `--help` loads no botocore
 
     try:
         return action()

@@ -7,8 +7,13 @@ the demo runs too; this module is the command around them.
 from __future__ import annotations
 
 import argparse
+import time
+import uuid
 from typing import Any
 
+from .._tooling import measure as timing
+from ..lock import SyncDistributedLock
+from ..transaction import SyncTransaction
 from .common import EXIT_FAILED, EXIT_OK, CommandError, make_client, table_command, whole_number
 
 #: The probe's lease: short, so each cycle sees one renewal (every L/3) within a second.
@@ -43,7 +48,7 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print every finding and the verdict; 1 when there is a problem."""
-    from .._tooling.diagnose import PROBLEM, diagnose, render
+    from .._tooling.diagnose import PROBLEM, diagnose, render  # urllib.request: `doctor` only
 
     client = make_client(args)
     findings = diagnose(client, args.table)
@@ -58,13 +63,6 @@ def run(args: argparse.Namespace) -> int:
 
 def measure(client: Any, table: str, tries: int) -> str:
     """Run ``tries`` lock cycles on a probe key and render their request latencies."""
-    import time
-    import uuid
-
-    from .._tooling import measure as timing
-    from ..lock import SyncDistributedLock
-    from ..transaction import SyncTransaction
-
     timings = timing.Timings()
     timings.install(client)
     key = f"dynalease-doctor-probe-{uuid.uuid4().hex}"

@@ -1,7 +1,6 @@
 """``dynalease inspect``: show the lock rows of a table (read-only); ``--watch`` follows renewals.
 
-The reading and the observation rule are in :mod:`dynalease.cli.lock_rows`,
-imported when the command runs.
+The reading and the observation rule are in :mod:`dynalease.cli.lock_rows`.
 """
 
 from __future__ import annotations
@@ -12,7 +11,17 @@ import sys
 import time
 from typing import Any
 
+from .._tooling.console import plain_table, rich_table, use_rich
 from .common import EXIT_OK, make_client, positive_seconds, table_command
+from .lock_rows import (
+    HEADERS,
+    WATCH_HEADERS,
+    Row,
+    Watcher,
+    count_rows,
+    read_rows,
+    snapshot_rows,
+)
 
 
 def add_parser(commands: Any) -> None:
@@ -49,17 +58,6 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the rows once, or re-read them every ``--interval`` with ``--watch``."""
-    from .._tooling.console import plain_table, rich_table, use_rich
-    from .lock_rows import (
-        HEADERS,
-        WATCH_HEADERS,
-        Row,
-        Watcher,
-        count_rows,
-        read_rows,
-        snapshot_rows,
-    )
-
     client = make_client(args)
 
     def read() -> list[Row]:

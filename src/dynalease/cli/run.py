@@ -26,6 +26,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from .._redact import logged_key
+from ..exceptions import LockLost, LockNotAcquired, LockReleaseError, LockUnavailable
+from ..keys import permit_keys, validate_key
+from ..lock import SyncDistributedLock
+from ..semaphore import SyncDistributedSemaphore
+from .command_group import CommandGroup
 from .common import (
     EXIT_FAILED,
     EXIT_USAGE,
@@ -33,6 +39,7 @@ from .common import (
     Parser,
     connection_options,
     exit_status,
+    make_client,
     one_line,
     positive_seconds,
     run_command,
@@ -218,12 +225,6 @@ def _parse(options: list[str]) -> tuple[argparse.Namespace | None, int]:
 
 
 def _run(args: argparse.Namespace, command: list[str]) -> int:
-    from ..exceptions import LockLost, LockNotAcquired, LockReleaseError, LockUnavailable
-    from ..keys import permit_keys, validate_key
-    from ..lock import SyncDistributedLock
-    from ..semaphore import SyncDistributedSemaphore
-    from .common import make_client
-
     kill_after_source = "--kill-after" if args.kill_after is not None else "DYNALEASE_KILL_AFTER"
     _from_environment(args)
     args.kill_after = _kill_after(args.kill_after, args.lease, kill_after_source)
@@ -295,8 +296,6 @@ def _run_words(error: Any) -> str:
     The library names a key by its hash (keys may carry personal data, and messages end
     up in logs); here the user has just typed it.
     """
-    from .._redact import logged_key
-
     message = one_line(error)
     if error.key is not None:
         message = message.replace(logged_key(error.key), repr(error.key))
@@ -326,8 +325,6 @@ def _supervise(guard: Any, command: list[str], kill_after: float) -> int:
 
     SIGKILL follows SIGTERM after ``kill_after``, or as validity is about to end.
     """
-    from .command_group import CommandGroup
-
     group = CommandGroup(command, _command_environment(guard))
 
     def forward(signum: int, frame: object) -> None:
