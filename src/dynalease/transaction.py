@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._values import to_attribute, to_item
 from .client import DynamoDBClient, check_table_name
-from .exceptions import LockOwnershipLost, TransactionCanceledException
+from .exceptions import LockOwnershipLost, TransactionCanceledError
 
 if TYPE_CHECKING:
     from ._engine.lease import Lease
@@ -215,12 +215,12 @@ class _TransactionBase:
             params["ClientRequestToken"] = self.client_request_token
         try:
             self.client._items.call("TransactWriteItems", params)
-        except TransactionCanceledException as error:
+        except TransactionCanceledError as error:
             raise self._explain(error) from error
         # Only on success, as pydynox: a failed commit keeps its items for a retry.
         self._items, self._leases = [], []
 
-    def _explain(self, error: TransactionCanceledException) -> TransactionCanceledException:
+    def _explain(self, error: TransactionCanceledError) -> TransactionCanceledError:
         for index, lease in self._leases:
             reason = error.reasons[index] if index < len(error.reasons) else {}
             if reason.get("Code") == "ConditionalCheckFailed":
@@ -234,6 +234,7 @@ class _TransactionBase:
                     table=lease.table,
                     key=lease.key,
                     owner=lease.owner,
+                    request_id=error.request_id,
                 )
         return error
 

@@ -15,17 +15,13 @@ from .._engine.base import LeaseCore
 from .._engine.clock import SystemClock
 from .._engine.states import State
 from ..client import DynamoDBClient
-from ..exceptions import DynaleaseError
+from ..exceptions import LockHeldAtSnapshot
 
 __all__ = ["LockHeldAtSnapshot", "after_restore", "before_snapshot", "register"]
 
 T = TypeVar("T")
 
 _registered = False
-
-
-class LockHeldAtSnapshot(DynaleaseError, RuntimeError):
-    """A lock was held (or being acquired) when SnapStart was about to take its snapshot."""
 
 
 def _live(kind: type[T]) -> Iterator[T]:
