@@ -1,10 +1,12 @@
 """DynamoDBClient: AWS configuration, item helpers, and the state locks share.
 
 One client per process is the intended use: it carries the observation cache
-that lets repeated short waits recover an abandoned lock, and two botocore
-clients made from the same AWS configuration: one for your own requests (with
-your retry settings) and one for the lock protocol (SDK retries off, bounded
-timeouts; the protocol retries on its own schedule).
+that lets repeated short waits recover an abandoned lock, and two transports made
+from the same AWS configuration: one for your own requests (item and table helpers,
+transactions; botocore's retry rule) and one for the lock protocol (no SDK retries,
+bounded timeouts; the protocol retries on its own schedule). Both send over
+``http.client`` themselves where they can (the direct path, no botocore client at
+all), and through a botocore client where only botocore can (``_transport/``).
 """
 
 from __future__ import annotations
