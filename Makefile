@@ -106,7 +106,7 @@ unit: $(STAMP)
 	$(BIN)/pytest tests/unit -q
 
 demo: $(STAMP)
-	$(BIN)/dynalease demo
+	$(BIN)/dynalease-dev demo
 
 cdk-range: $(STAMP)
 	bash infra/check_cdk_range.sh

@@ -1,6 +1,6 @@
 """Run a Lambda handler locally with a context whose remaining time really counts down.
 
-``dynalease invoke MODULE:HANDLER EVENT.json`` imports the handler the way the
+``dynalease-dev invoke MODULE:HANDLER EVENT.json`` imports the handler the way the
 Lambda runtime does (the handler's directory first on ``sys.path``, the module
 imported once and kept warm), builds a context that behaves like a real one,
 calls the handler with the event, and prints the result as JSON. No Docker: the
@@ -240,14 +240,14 @@ def _read_event(path: str) -> Any:
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         # One line, like every other input error of this command (no usage dump).
-        self.exit(2, f"dynalease invoke: error: {message} (see dynalease invoke --help)\n")
+        self.exit(2, f"dynalease-dev invoke: error: {message} (see dynalease-dev invoke --help)\n")
 
 
 def _parser(parser_class: type[argparse.ArgumentParser] = _Parser) -> argparse.ArgumentParser:
     from dynalease.cli.common import endpoint_url
 
     parser = parser_class(
-        prog="dynalease invoke",
+        prog="dynalease-dev invoke",
         description=(
             "Run a Lambda handler locally with a context whose remaining time counts down "
             "from --timeout, and print its result as JSON."
@@ -291,11 +291,11 @@ def _apply_settings(arguments: argparse.Namespace) -> None:
 def main(
     argv: list[str] | None = None, parser_class: type[argparse.ArgumentParser] = _Parser
 ) -> int:
-    """``dynalease invoke``: 0 when the handler returned, 1 when it raised, 2 on bad input.
+    """``dynalease-dev invoke``: 0 when the handler returned, 1 when it raised, 2 on bad input.
 
     The result goes to stdout as JSON; whatever the handler prints (logs, EMF
     metrics) goes to stderr, so stdout stays parseable. ``parser_class`` is the
-    command line's (``dynalease invoke`` passes the one every subcommand uses).
+    command line's (``dynalease-dev invoke`` passes the one every subcommand uses).
     """
     parser = _parser(parser_class)
     arguments = parser.parse_args(argv)
@@ -322,11 +322,11 @@ def main(
             except Exception as error:
                 missing = _missing_table(error)
                 if missing is not None:
-                    print(f"dynalease invoke: error: {missing}", file=sys.stderr)
+                    print(f"dynalease-dev invoke: error: {missing}", file=sys.stderr)
                     return 1
                 return _report_failure(error, context, out, "invoke")
     except _BadInput as error:
-        print(f"dynalease invoke: error: {error}", file=sys.stderr)
+        print(f"dynalease-dev invoke: error: {error}", file=sys.stderr)
         return 2
     try:
         text = json.dumps(result, default=_json_default)

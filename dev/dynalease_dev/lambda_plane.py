@@ -1,6 +1,6 @@
 """A local Lambda control plane: one function, one sandbox at a time.
 
-For dynalease's tests, its recovery benchmark and ``dynalease invoke
+For dynalease's tests, its recovery benchmark and ``dynalease-dev invoke
 --lifecycle``; never in the layer. This is a stand-in written from AWS's published Runtime
 API (``/2018-06-01/runtime/invocation/next``, ``/{id}/response``,
 ``/{id}/error``, ``/init/error``) and Extensions API (``/2020-01-01/extension/

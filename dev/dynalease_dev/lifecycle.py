@@ -1,6 +1,6 @@
-"""``dynalease invoke --lifecycle``: a handler run the way Lambda runs it, timeouts and all.
+"""``dynalease-dev invoke --lifecycle``: a handler run the way Lambda runs it, timeouts and all.
 
-Where plain ``dynalease invoke`` calls the handler in this interpreter, this
+Where plain ``dynalease-dev invoke`` calls the handler in this interpreter, this
 runs it under the local control plane (:mod:`.lambda_plane`): the runtime
 interface client (``awslambdaric``, dev extra) as the runtime process, the
 recovery extension as its own process from a layer-like directory, and the
@@ -8,7 +8,7 @@ function timeout enforced by killing the runtime and sending ``SHUTDOWN``. An
 event file holding a JSON list is one invocation per element, in order, on the
 same function, so a timeout and what the next invocation finds can be watched::
 
-    dynalease invoke --lifecycle examples/lambda/timeout_handler.py:handler \\
+    dynalease-dev invoke --lifecycle examples/lambda/timeout_handler.py:handler \\
         events/lifecycle-timeout.json --timeout 12 --table locks
 
 Each invocation prints one line (status, seconds, result or error); a timeout
@@ -44,7 +44,7 @@ def _parser(
     from dynalease.cli.common import endpoint_url
 
     parser = parser_class(
-        prog="dynalease invoke --lifecycle",
+        prog="dynalease-dev invoke --lifecycle",
         description="Run a handler under a local Lambda control plane: the runtime "
         "interface client, the recovery extension, the timeout enforced by a kill.",
     )
@@ -137,7 +137,7 @@ def main(
 ) -> int:
     """0 when the last invocation returned, 1 when it failed or timed out, 2 on bad input.
 
-    ``parser_class`` is the command line's (``dynalease invoke`` passes its own).
+    ``parser_class`` is the command line's (``dynalease-dev invoke`` passes its own).
     """
     parser = _parser(parser_class)
     arguments = parser.parse_args(argv)

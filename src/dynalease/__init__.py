@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         LockNotAcquired,
         LockReleaseError,
         LockUnavailable,
+        TransactionCanceledError,
         TransactionCanceledException,
     )
     from .lock import DistributedLock, SyncDistributedLock, distributed_lock
@@ -52,6 +53,7 @@ __all__ = [
     "SyncDistributedSemaphore",
     "SyncTransaction",
     "Transaction",
+    "TransactionCanceledError",
     "TransactionCanceledException",
     "__version__",
     "distributed_lock",
@@ -74,6 +76,7 @@ _HOMES = {
     "LockNotAcquired": "exceptions",
     "LockReleaseError": "exceptions",
     "LockUnavailable": "exceptions",
+    "TransactionCanceledError": "exceptions",
     "TransactionCanceledException": "exceptions",
 }
 

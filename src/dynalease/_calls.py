@@ -1,12 +1,12 @@
-"""The decorator ``distributed_lock`` and ``distributed_semaphore`` share, and the keyword
-check of signatures that take ``**options: Unpack[SomeTypedDict]``."""
+"""The decorator ``distributed_lock`` and ``distributed_semaphore`` share: a guard per call,
+and the call's guard for ``current_guard()``."""
 
 from __future__ import annotations
 
 import contextvars
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
@@ -15,26 +15,6 @@ R = TypeVar("R")
 
 #: The guard of the decorated call running in this context (``current_guard``).
 CALL: contextvars.ContextVar[Any] = contextvars.ContextVar("dynalease_call")
-
-
-def check_keywords(function: str, given: Mapping[str, object], options: Any) -> None:
-    """Python's own ``TypeError`` for a misspelled or missing keyword, with the closest name.
-
-    Python does not check the names of ``**kwargs: Unpack[options]`` itself.
-    """
-    known = sorted(options.__required_keys__ | options.__optional_keys__)
-    for name in given:
-        if name not in known:
-            import difflib  # here: too slow an import for every Lambda cold start
-
-            close = difflib.get_close_matches(name, known, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise TypeError(f"{function}() got an unexpected keyword argument {name!r}{hint}")
-    missing = [name for name in known if name in options.__required_keys__ and name not in given]
-    if missing:
-        names = ", ".join(repr(name) for name in missing)
-        plural = "s" if len(missing) > 1 else ""
-        raise TypeError(f"{function}() missing required keyword argument{plural}: {names}")
 
 
 class Resolver(Protocol):

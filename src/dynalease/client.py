@@ -1,10 +1,12 @@
 """DynamoDBClient: AWS configuration, item helpers, and the state locks share.
 
 One client per process is the intended use: it carries the observation cache
-that lets repeated short waits recover an abandoned lock, and two botocore
-clients made from the same AWS configuration: one for your own requests (with
-your retry settings) and one for the lock protocol (SDK retries off, bounded
-timeouts; the protocol retries on its own schedule).
+that lets repeated short waits recover an abandoned lock, and two transports made
+from the same AWS configuration: one for your own requests (item and table helpers,
+transactions; botocore's retry rule) and one for the lock protocol (no SDK retries,
+bounded timeouts; the protocol retries on its own schedule). Both send over
+``http.client`` themselves where they can (the direct path, no botocore client at
+all), and through a botocore client where only botocore can (``_transport/``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import inspect
 import re
 import time
+import weakref
 from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
@@ -72,6 +75,15 @@ def _async_form(
     helper.__doc__ = f"Async form of :meth:`{sync.__name__}`."
     helper.__signature__ = inspect.signature(sync)  # type: ignore[attr-defined]  # help(), editors
     return helper
+
+
+#: Every client of this process, held weakly: SnapStart's hooks reach each one.
+_clients: weakref.WeakSet[DynamoDBClient] = weakref.WeakSet()
+
+
+def live_clients() -> list[DynamoDBClient]:
+    """Every client of this process still referred to (SnapStart's hooks)."""
+    return list(_clients)
 
 
 class DynamoDBClient:
@@ -173,6 +185,9 @@ class DynamoDBClient:
         self._region = region
         self._endpoint_url = endpoint_url
         self._journal = process_journal()
+        #: The leases made here, held weakly: SnapStart's hooks look for a held one.
+        self._leases: weakref.WeakSet[Lease] = weakref.WeakSet()
+        _clients.add(self)
 
     # --- shared state -------------------------------------------------------
 
@@ -221,7 +236,7 @@ class DynamoDBClient:
         """A lease on ``key``, a semaphore's (``permit_keys``) or a multi-key lock's (``keys``)."""
         self._check_process()
         target = KeysTarget(keys) if len(keys) > 1 else None
-        return Lease(
+        lease = Lease(
             store=self._lock_store,
             clock=SYSTEM_CLOCK,
             observations=self._observations,
@@ -234,6 +249,8 @@ class DynamoDBClient:
             fencing=fencing,
             journal=self._journal,
         )
+        self._leases.add(lease)
+        return lease
 
     def _prepare_locks(self) -> None:
         """Do the lock transport's one-time setup now, blocking.

@@ -6,6 +6,31 @@ subclass :class:`LockUnavailable` when DynamoDB answered none of the attempt's
 requests), :class:`LockLost` (ownership is gone) and :class:`LockReleaseError`
 (release not confirmed). DynamoDB failures are mapped to :class:`DynamoDBError` subclasses so
 a missing table or a permission problem is never mistaken for contention.
+
+The tree::
+
+    DynaleaseError
+    ├── LockError                  (table, key, owner)
+    │   ├── LockNotAcquired
+    │   │   └── LockUnavailable    (an outage, not contention)
+    │   ├── LockLost
+    │   ├── LockReleaseError
+    │   └── MalformedLockRow       (problem)
+    │       └── FencingMismatch
+    ├── DynamoDBError              (code, operation)
+    │   ├── TableNotFoundError
+    │   ├── AccessDeniedError
+    │   ├── ThrottledError         (reasons, advice)
+    │   ├── ValidationError
+    │   ├── RequestFailedError     (may_have_committed)
+    │   └── TransactionCanceledError  (reasons; alias TransactionCanceledException)
+    │       └── LockOwnershipLost  (table, key, owner)
+    ├── FencingUnavailable
+    ├── ForkedProcessError         (also a RuntimeError)
+    ├── GuardReused                (also a RuntimeError)
+    └── LockHeldAtSnapshot         (also a RuntimeError)
+
+Every error carries ``request_id`` (None where no answer came).
 """
 
 from __future__ import annotations
@@ -24,6 +49,7 @@ __all__ = [
     "ForkedProcessError",
     "GuardReused",
     "LockError",
+    "LockHeldAtSnapshot",
     "LockLost",
     "LockNotAcquired",
     "LockOwnershipLost",
@@ -33,6 +59,7 @@ __all__ = [
     "RequestFailedError",
     "TableNotFoundError",
     "ThrottledError",
+    "TransactionCanceledError",
     "TransactionCanceledException",
     "ValidationError",
 ]
@@ -172,41 +199,12 @@ class GuardReused(DynaleaseError, RuntimeError):
     """
 
 
-class TransactionCanceledException(DynaleaseError):
-    """DynamoDB cancelled a transaction; ``reasons`` holds one entry per item, in order."""
+class LockHeldAtSnapshot(DynaleaseError, RuntimeError):
+    """A lock was held (or being acquired) when SnapStart was about to take its snapshot.
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        reasons: Sequence[Mapping[str, Any]] = (),
-        request_id: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.reasons: list[dict[str, Any]] = [dict(reason) for reason in reasons]
-        self.request_id = request_id
-
-
-class LockOwnershipLost(TransactionCanceledException, LockLost):
-    """A transaction was rejected because the lock it checked in is no longer ours.
-
-    Nothing in the transaction was written. Catch it as
-    :class:`TransactionCanceledException` or as :class:`LockLost`.
+    Every environment restored from the snapshot would hold it at once: take locks in
+    the handler, not at import time (docs/lambda.md, "SnapStart").
     """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        reasons: Sequence[Mapping[str, Any]] = (),
-        table: str | None = None,
-        key: str | None = None,
-        owner: str | None = None,
-    ) -> None:
-        TransactionCanceledException.__init__(self, shown_in_message(message, key), reasons=reasons)
-        self.table = table
-        self.key = key
-        self.owner = owner
 
 
 class DynamoDBError(DynaleaseError):
@@ -325,3 +323,53 @@ class RequestFailedError(DynamoDBError):
     ) -> None:
         super().__init__(message, code=code, operation=operation, request_id=request_id)
         self.may_have_committed = may_have_committed
+
+
+class TransactionCanceledError(DynamoDBError):
+    """DynamoDB cancelled a transaction; ``reasons`` holds one entry per item, in order.
+
+    Nothing in the transaction was written. Also importable as
+    ``TransactionCanceledException``, pydynox's name for it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reasons: Sequence[Mapping[str, Any]] = (),
+        code: str = "TransactionCanceledException",
+        operation: str = "TransactWriteItems",
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(message, code=code, operation=operation, request_id=request_id)
+        self.reasons: list[dict[str, Any]] = [dict(reason) for reason in reasons]
+
+
+#: pydynox's name for :class:`TransactionCanceledError`: the same class.
+TransactionCanceledException = TransactionCanceledError
+
+
+class LockOwnershipLost(TransactionCanceledError):
+    """A transaction was rejected because the lock it checked in is no longer ours.
+
+    Nothing in the transaction was written and the guard is marked lost (its
+    ``lost`` is true, ``raise_if_lost()`` raises :class:`LockLost`). Raised by the
+    commit, so ``except TransactionCanceledError`` (pydynox's
+    ``TransactionCanceledException``) catches it; it names the lock's ``table``,
+    ``key`` and ``owner``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reasons: Sequence[Mapping[str, Any]] = (),
+        table: str | None = None,
+        key: str | None = None,
+        owner: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(shown_in_message(message, key), reasons=reasons, request_id=request_id)
+        self.table = table
+        self.key = key
+        self.owner = owner

@@ -271,7 +271,10 @@ class _Guard:
     def __del__(self) -> None:
         """Release in the background a held guard dropped unexited: it would renew forever.
 
-        ``_dropped`` rather than a ``weakref.finalize`` per guard, which costs more.
+        Not a ``weakref.finalize``: its callback would have to hold the lease, and a lease
+        whose ``on_lost`` refers back to its guard (``on_lost=lambda e: log(guard.key)``)
+        would then keep the guard alive for ever, its row renewed; ``__del__`` is collected
+        with the cycle (tests/unit/test_guard_faces.py).
         """
         runtime = self._dropped
         if runtime is not None and not _exiting:

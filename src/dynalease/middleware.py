@@ -40,8 +40,8 @@ import contextlib
 import functools
 import inspect
 import logging
-from collections.abc import Callable
-from typing import Any, TypeVar, Unpack, cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 try:
     from aws_lambda_powertools.middleware_factory import lambda_handler_decorator
@@ -53,7 +53,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 
 from ._lambda import snapstart
 from ._lambda.invocation import bounded
-from ._lambda.plan import CURRENT_LOCK, LockOptions, LockPlan, import_ahead
+from ._lambda.plan import CURRENT_LOCK, LockPlan, import_ahead
 from ._lambda.report import key_hash
 from .client import DynamoDBClient
 from .exceptions import LockNotAcquired
@@ -122,15 +122,22 @@ def lock_handler(
     client: DynamoDBClient | None = None,
     *,
     on_contention: OnContention | None = None,
-    **options: Unpack[LockOptions],
+    table: str | None = None,
+    key: str | None = None,
+    keys: Sequence[str] | None = None,
+    fields: Mapping[str, str] | None = None,
+    lease_duration: float | None = None,
+    wait_timeout: float | None = None,
+    reserve_time: float = 0.0,
+    logger: Any = None,
+    metrics: Any = None,
+    log_key: str | None = None,
+    permits: int = 1,
+    fencing: bool = False,
 ) -> Callable[[H], H]:
     """Run each invocation of a Lambda handler under a lock resolved from the event.
 
-    The options (keyword-only; :class:`~dynalease._lambda.plan.LockOptions` lists
-    them for both decorators) and their defaults: ``table=None``, ``key`` (required,
-    or ``keys``), ``fields=None``, ``lease_duration=None``, ``wait_timeout=None``,
-    ``reserve_time=0.0``, ``on_contention=None``, ``logger=None``, ``metrics=None``,
-    ``log_key=None``, ``permits=1``, ``fencing=False``, ``keys=None``.
+    The options are keyword-only; ``key`` (or ``keys``) is required:
 
     - ``client``: a :class:`~dynalease.DynamoDBClient`, else one module-level
       client created on first use and reused by warm invocations (so its
@@ -178,7 +185,22 @@ def lock_handler(
     ``Logger.inject_lambda_context``, ``Tracer``, ``Metrics.log_metrics`` and
     idempotency; put it innermost (closest to the handler).
     """
-    plan = LockPlan("event", client, options)
+    plan = LockPlan(
+        "event",
+        client,
+        table=table,
+        key=key,
+        keys=keys,
+        fields=fields,
+        lease_duration=lease_duration,
+        wait_timeout=wait_timeout,
+        reserve_time=reserve_time,
+        logger=logger,
+        metrics=metrics,
+        log_key=log_key,
+        permits=permits,
+        fencing=fencing,
+    )
     if on_contention is not None and not callable(on_contention):
         raise TypeError(
             "on_contention must be a callable (event, context, error) -> response, "
@@ -205,7 +227,20 @@ def lock_handler(
 
 
 def lock_record(
-    client: DynamoDBClient | None = None, **options: Unpack[LockOptions]
+    client: DynamoDBClient | None = None,
+    *,
+    table: str | None = None,
+    key: str | None = None,
+    keys: Sequence[str] | None = None,
+    fields: Mapping[str, str] | None = None,
+    lease_duration: float | None = None,
+    wait_timeout: float | None = None,
+    reserve_time: float = 0.0,
+    logger: Any = None,
+    metrics: Any = None,
+    log_key: str | None = None,
+    permits: int = 1,
+    fencing: bool = False,
 ) -> Callable[[H], H]:
     """Process each SQS, Kinesis or DynamoDB-stream record under its own lock.
 
@@ -224,7 +259,22 @@ def lock_record(
     processor reports it in ``batchItemFailures`` and it is never acknowledged
     as done; the FIFO processor's short-circuit then applies as usual.
     """
-    plan = LockPlan("record", client, options)
+    plan = LockPlan(
+        "record",
+        client,
+        table=table,
+        key=key,
+        keys=keys,
+        fields=fields,
+        lease_duration=lease_duration,
+        wait_timeout=wait_timeout,
+        reserve_time=reserve_time,
+        logger=logger,
+        metrics=metrics,
+        log_key=log_key,
+        permits=permits,
+        fencing=fencing,
+    )
     warned: list[bool] = []
 
     def decorate(record_handler: H) -> H:

@@ -8,9 +8,9 @@ permit is held, the guard behaves exactly like a lock guard on that row.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ParamSpec, TypedDict, TypeVar, Unpack, cast
+from typing import Any, ParamSpec, TypeVar, cast
 
-from ._calls import check_keywords, guarded_calls
+from ._calls import guarded_calls
 from ._engine.permits import PermitTarget
 from ._engine.states import State
 from .client import DynamoDBClient
@@ -31,52 +31,24 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class _RequiredOptions(TypedDict):
-    # Required keys by ``total``, not ``Required[...]``: under postponed annotations
-    # only ``total`` reaches ``__required_keys__``, which the keyword check reads.
-    table: str
-    key: str
-    permits: int
-
-
-class SemaphoreOptions(_RequiredOptions, total=False):
-    """The options of the semaphore guards and of :func:`distributed_semaphore`, in one list.
-
-    ``table``, ``key`` (for the decorator, a template over the function's
-    arguments) and ``permits`` are required; ``lease_duration`` defaults to 30.0
-    seconds, ``wait_timeout`` to 35.0 and ``on_lost`` to None, as for the locks.
-    """
-
-    lease_duration: float
-    wait_timeout: float
-    on_lost: OnLost | None
-
-
-def _checked(function: str, client: DynamoDBClient, options: SemaphoreOptions) -> SemaphoreOptions:
-    """The options with every default filled in and the durations checked (before any request)."""
-    check_keywords(function, options, SemaphoreOptions)
-    on_lost = options.get("on_lost")
-    lease_s, wait_s = _check_options(
-        client,
-        options["table"],
-        options.get("lease_duration", 30.0),
-        options.get("wait_timeout", 35.0),
-        on_lost,
-    )
-    return options | {"lease_duration": lease_s, "wait_timeout": wait_s, "on_lost": on_lost}
-
-
 class _SemaphoreGuard(_Guard):
     """What sync and async semaphore guards share: the permits and their keys."""
 
-    def __init__(self, client: DynamoDBClient, **options: Unpack[SemaphoreOptions]) -> None:
-        checked = _checked(type(self).__name__, client, options)
-        table, key = checked["table"], checked["key"]
-        keys = permit_keys(key, checked["permits"])
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        *,
+        table: str,
+        key: str,
+        permits: int,
+        lease_duration: float = 30.0,
+        wait_timeout: float = 35.0,
+        on_lost: OnLost | None = None,
+    ) -> None:
+        lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
+        keys = permit_keys(key, permits)
         self._client = client
-        self._lease = client._new_lease(
-            table, key, checked["lease_duration"], checked["wait_timeout"], checked["on_lost"], keys
-        )
+        self._lease = client._new_lease(table, key, lease_s, wait_s, on_lost, keys)
 
     @property
     def _permit(self) -> PermitTarget:
@@ -136,7 +108,14 @@ class SyncDistributedSemaphore(_SemaphoreGuard, SyncDistributedLock):
 
 
 def distributed_semaphore(
-    client: DynamoDBClient, **options: Unpack[SemaphoreOptions]
+    client: DynamoDBClient,
+    *,
+    table: str,
+    key: str,
+    permits: int,
+    lease_duration: float = 30.0,
+    wait_timeout: float = 35.0,
+    on_lost: OnLost | None = None,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Run each call of a ``def`` or ``async def`` function holding one of ``permits`` permits.
 
@@ -150,13 +129,20 @@ def distributed_semaphore(
         def reindex(index: str) -> None:
             ...
     """
-    checked = _checked("distributed_semaphore", client, options)
-    template = KeyTemplate(checked["key"])
+    lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
+    template = KeyTemplate(key)
     # A fixed key is checked whole now; else the count now, each resolved key at call time.
-    permit_keys(template.resolve({}) if not template.placeholders else "k", checked["permits"])
+    permit_keys(template.resolve({}) if not template.placeholders else "k", permits)
+    options: dict[str, Any] = {
+        "table": table,
+        "permits": permits,
+        "lease_duration": lease_s,
+        "wait_timeout": wait_s,
+        "on_lost": on_lost,
+    }
     return guarded_calls(
         "distributed_semaphore",
         template,
-        lambda resolved: DistributedSemaphore(client, **(checked | {"key": resolved})),
-        lambda resolved: SyncDistributedSemaphore(client, **(checked | {"key": resolved})),
+        lambda resolved: DistributedSemaphore(client, key=resolved, **options),
+        lambda resolved: SyncDistributedSemaphore(client, key=resolved, **options),
     )

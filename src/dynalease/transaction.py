@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._values import to_attribute, to_item
 from .client import DynamoDBClient, check_table_name
-from .exceptions import LockOwnershipLost, TransactionCanceledException
+from .exceptions import LockOwnershipLost, TransactionCanceledError
 
 if TYPE_CHECKING:
     from ._engine.lease import Lease
@@ -30,11 +30,33 @@ MAX_ITEMS = 100
 MAX_TOKEN_CHARS = 36
 
 
+#: Each expression parameter's two spellings: the short keyword and pydynox 1.8's name.
+_SPELLINGS = (
+    ("condition", "condition_expression"),
+    ("names", "expression_attribute_names"),
+    ("values", "expression_attribute_values"),
+)
+
+#: (condition, names, values) under one of the two spellings.
+Expressions = tuple[str | None, Mapping[str, str] | None, Mapping[str, Any] | None]
+
+
 def _either(short: str, short_value: Any, pydynox: str, pydynox_value: Any) -> Any:
     """The value of a parameter given by its short name or by pydynox's, not both."""
     if short_value is not None and pydynox_value is not None:
         raise TypeError(f"pass {short}= or {pydynox}=, not both (they are the same parameter)")
     return pydynox_value if short_value is None else short_value
+
+
+def _expressions(short: Expressions, pydynox: Expressions) -> Expressions:
+    """(condition, names, values), each given by its short name or by pydynox's, not both."""
+    condition, names, values = (
+        _either(short_name, given, long_name, long_given)
+        for (short_name, long_name), given, long_given in zip(
+            _SPELLINGS, short, pydynox, strict=True
+        )
+    )
+    return condition, names, values
 
 
 def _check_token(token: object) -> str | None:
@@ -92,19 +114,6 @@ class _TransactionBase:
             }
         self._items.append({kind: entry})
 
-    def _expressions(
-        self,
-        condition: tuple[str | None, str | None],
-        names: tuple[Mapping[str, str] | None, Mapping[str, str] | None],
-        values: tuple[Mapping[str, Any] | None, Mapping[str, Any] | None],
-    ) -> tuple[str | None, Mapping[str, str] | None, Mapping[str, Any] | None]:
-        """(condition, names, values), each given by its short name or pydynox's."""
-        return (
-            _either("condition", condition[0], "condition_expression", condition[1]),
-            _either("names", names[0], "expression_attribute_names", names[1]),
-            _either("values", values[0], "expression_attribute_values", values[1]),
-        )
-
     def put(
         self,
         table: str,
@@ -118,10 +127,9 @@ class _TransactionBase:
         values: Mapping[str, Any] | None = None,
     ) -> None:
         """Write ``item`` (plain Python values), optionally under a condition expression."""
-        expressions = self._expressions(
-            (condition, condition_expression),
-            (names, expression_attribute_names),
-            (values, expression_attribute_values),
+        expressions = _expressions(
+            (condition, names, values),
+            (condition_expression, expression_attribute_names, expression_attribute_values),
         )
         self._add("Put", table, {"Item": to_item(item)}, *expressions)
 
@@ -143,10 +151,9 @@ class _TransactionBase:
         update = _either("update", update, "update_expression", update_expression)
         if not isinstance(update, str) or not update.strip():
             raise ValueError("update must be a non-empty update expression, e.g. 'SET #a = :a'")
-        expressions = self._expressions(
-            (condition, condition_expression),
-            (names, expression_attribute_names),
-            (values, expression_attribute_values),
+        expressions = _expressions(
+            (condition, names, values),
+            (condition_expression, expression_attribute_names, expression_attribute_values),
         )
         body = {"Key": to_item(key, name="key"), "UpdateExpression": update}
         self._add("Update", table, body, *expressions)
@@ -164,10 +171,9 @@ class _TransactionBase:
         values: Mapping[str, Any] | None = None,
     ) -> None:
         """Delete one item, optionally under a condition expression."""
-        expressions = self._expressions(
-            (condition, condition_expression),
-            (names, expression_attribute_names),
-            (values, expression_attribute_values),
+        expressions = _expressions(
+            (condition, names, values),
+            (condition_expression, expression_attribute_names, expression_attribute_values),
         )
         self._add("Delete", table, {"Key": to_item(key, name="key")}, *expressions)
 
@@ -184,10 +190,9 @@ class _TransactionBase:
         values: Mapping[str, Any] | None = None,
     ) -> None:
         """Require a condition on an item without writing it."""
-        expressions = self._expressions(
-            (condition, condition_expression),
-            (names, expression_attribute_names),
-            (values, expression_attribute_values),
+        expressions = _expressions(
+            (condition, names, values),
+            (condition_expression, expression_attribute_names, expression_attribute_values),
         )
         if expressions[0] is None:
             raise ValueError("condition_check needs a condition expression (condition=...)")
@@ -215,12 +220,12 @@ class _TransactionBase:
             params["ClientRequestToken"] = self.client_request_token
         try:
             self.client._items.call("TransactWriteItems", params)
-        except TransactionCanceledException as error:
+        except TransactionCanceledError as error:
             raise self._explain(error) from error
         # Only on success, as pydynox: a failed commit keeps its items for a retry.
         self._items, self._leases = [], []
 
-    def _explain(self, error: TransactionCanceledException) -> TransactionCanceledException:
+    def _explain(self, error: TransactionCanceledError) -> TransactionCanceledError:
         for index, lease in self._leases:
             reason = error.reasons[index] if index < len(error.reasons) else {}
             if reason.get("Code") == "ConditionalCheckFailed":
@@ -234,6 +239,7 @@ class _TransactionBase:
                     table=lease.table,
                     key=lease.key,
                     owner=lease.owner,
+                    request_id=error.request_id,
                 )
         return error
 

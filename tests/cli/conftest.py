@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from support.cli_runner import Result, run_cli
+from support.cli_runner import Result, run_cli, run_dev_cli
 from support.tables import fresh_lock_table
 
 from dynalease import DynamoDBClient
@@ -14,6 +14,11 @@ from dynalease import DynamoDBClient
 @pytest.fixture
 def dynalease() -> Callable[..., Result]:
     return run_cli
+
+
+@pytest.fixture
+def dynalease_dev() -> Callable[..., Result]:
+    return run_dev_cli
 
 
 @pytest.fixture

@@ -7,16 +7,14 @@ import sys
 from collections.abc import Callable
 
 import pytest
-from support.cli_runner import CLI, Result, cli_env, spawn_cli, spawn_cli_without
-
-from dynalease.cli.common import NEEDS_DEV
+from support.cli_runner import CLI, Result, cli_env, spawn_cli, spawn_dev_cli
 
 
 def test_importing_the_cli_and_asking_for_help_pull_in_neither_boto3_nor_rich_nor_moto() -> None:
     code = (
         "import contextlib, io, sys, dynalease.cli\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
-        "    for command in ([], ['demo'], ['inspect'], ['doctor']):\n"
+        "    for command in ([], ['inspect'], ['doctor']):\n"
         "        dynalease.cli.main([*command, '--help'])\n"
         "heavy = [m for m in ('boto3', 'botocore', 'rich', 'moto') if m in sys.modules]\n"
         "print(','.join(heavy))"
@@ -28,49 +26,47 @@ def test_importing_the_cli_and_asking_for_help_pull_in_neither_boto3_nor_rich_no
 def test_the_console_script_lists_every_command_in_its_help() -> None:
     result = spawn_cli("--help")
     assert result.code == 0
-    for command in ("demo", "inspect", "doctor", "invoke"):
+    for command in ("inspect", "doctor", "local", "run"):
+        assert command in result.out
+
+
+def test_the_installed_command_offers_no_development_tool() -> None:
+    """``demo`` and ``invoke`` are dev/'s ``dynalease-dev`` commands, not the wheel's."""
+    assert "demo" not in spawn_cli("--help").out and "invoke" not in spawn_cli("--help").out
+    result = spawn_cli("demo", "--quick")
+    assert result.code == 2 and "invalid choice: 'demo'" in result.err
+
+
+def test_the_development_command_lists_demo_and_invoke() -> None:
+    result = spawn_dev_cli("--help")
+    assert result.code == 0, result.err
+    assert "usage: dynalease-dev" in result.out
+    for command in ("demo", "invoke"):
         assert command in result.out
 
 
 @pytest.mark.parametrize("command", ["demo", "inspect", "doctor"])
 def test_each_command_has_help_with_the_connection_options(
-    dynalease: Callable[..., Result], command: str
+    dynalease: Callable[..., Result], dynalease_dev: Callable[..., Result], command: str
 ) -> None:
-    result = dynalease(command, "--help")
+    result = (dynalease_dev if command == "demo" else dynalease)(command, "--help")
     assert result.code == 0, result.err
     for option in ("--endpoint", "--region", "--profile"):
         assert option in result.out
 
 
-def test_invoke_is_dispatched_to_the_lambda_runner(dynalease: Callable[..., Result]) -> None:
-    result = dynalease("invoke", "--help")
+def test_invoke_is_dispatched_to_the_lambda_runner(dynalease_dev: Callable[..., Result]) -> None:
+    result = dynalease_dev("invoke", "--help")
     assert result.code == 0, result.err
     assert "counts down" in result.out
 
 
-def test_invoke_help_shows_lifecycle_and_its_options(dynalease: Callable[..., Result]) -> None:
-    result = dynalease("invoke", "--help")
+def test_invoke_help_shows_lifecycle_and_its_options(dynalease_dev: Callable[..., Result]) -> None:
+    result = dynalease_dev("invoke", "--help")
     assert result.code == 0, result.err
-    assert "usage: dynalease invoke --lifecycle" in result.out
+    assert "usage: dynalease-dev invoke --lifecycle" in result.out
     for option in ("--no-extension", "--max-concurrency", "--python"):
         assert option in result.out
-
-
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["demo", "--quick"],
-        ["invoke", "h.py:handler", "e.json"],
-        ["invoke", "--lifecycle", "h.py:handler", "e.json"],
-    ],
-)
-def test_without_the_development_tools_demo_and_invoke_say_what_to_install(
-    argv: list[str],
-) -> None:
-    """The wheel carries the library only: the demo and the runner are dev/'s."""
-    result = spawn_cli_without("dynalease_dev", *argv)
-    assert result.code == 1
-    assert result.err.strip().splitlines() == [f"dynalease {argv[0]}: error: {NEEDS_DEV}"]
 
 
 def test_no_command_prints_help_and_exits_2(dynalease: Callable[..., Result]) -> None:

@@ -1,4 +1,4 @@
-"""``dynalease demo``: a short run end to end, and the checks that make it fail."""
+"""``dynalease-dev demo``: a short run end to end, and the checks that make it fail."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from dynalease_dev.demo.plan import DemoOptions
 from dynalease_dev.demo.runner import Demo
-from support.cli_runner import Result, spawn_cli, spawn_cli_without_moto
+from support.cli_runner import Result, spawn_dev_cli, spawn_dev_cli_without_moto
 
 from dynalease import DynamoDBClient
 from dynalease.cli.common import NEEDS_MOTO
@@ -20,7 +20,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 @pytest.fixture(scope="module")
 def quick_demo() -> Result:
     # Its own embedded moto server, worker processes and Lambda invocations: as `make demo`.
-    return spawn_cli(
+    return spawn_dev_cli(
         "demo", "--quick", "--duration", "10", "--workers", "2", "--plain", timeout=120
     )
 
@@ -61,7 +61,7 @@ def test_readmes_sample_output_has_the_lines_a_real_run_prints(quick_demo: Resul
         if "result: OK" in block.split("```")[0]
     ).split("```")[0]
     assert closing_shape(sample) == closing_shape(quick_demo.out), (
-        "README.md's sample demo output no longer matches what `dynalease demo` prints; "
+        "README.md's sample demo output no longer matches what `dynalease-dev demo` prints; "
         "paste the end of a fresh `make demo` run"
     )
     assert "Lambda invocations: HANDLERS" in closing_shape(sample)
@@ -110,23 +110,23 @@ def test_the_checks_report_a_lost_update_and_a_missing_crash(
     assert any("the planned crash did not happen" in f for f in demo.failures)
 
 
-def test_a_too_short_duration_is_a_usage_error(dynalease: Callable[..., Result]) -> None:
-    result = dynalease("demo", "--duration", "3")
+def test_a_too_short_duration_is_a_usage_error(dynalease_dev: Callable[..., Result]) -> None:
+    result = dynalease_dev("demo", "--duration", "3")
     assert result.code == 2
     assert "--duration must be at least 10 s" in result.err
 
 
 def test_an_unreachable_endpoint_ends_the_demo_with_one_line(
-    dynalease: Callable[..., Result],
+    dynalease_dev: Callable[..., Result],
 ) -> None:
-    result = dynalease("demo", "--endpoint", "http://127.0.0.1:9", "--region", "us-east-1")
+    result = dynalease_dev("demo", "--endpoint", "http://127.0.0.1:9", "--region", "us-east-1")
     assert result.code == 1
     lines = result.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("dynalease demo: error:"), result.err
+    assert len(lines) == 1 and lines[0].startswith("dynalease-dev demo: error:"), result.err
 
 
 def test_the_paused_holder_demo_shows_the_late_write_landing_and_then_refused() -> None:
-    result = spawn_cli("demo", "--paused-holder", "--plain", timeout=120)
+    result = spawn_dev_cli("demo", "--paused-holder", "--plain", timeout=120)
     assert result.code == 0, result.out + result.err
     out = result.out
     assert "without fencing: A, paused past its lease, resumed and wrote over B's row" in out
@@ -139,10 +139,10 @@ def test_the_paused_holder_demo_shows_the_late_write_landing_and_then_refused() 
 
 
 def test_the_demo_without_moto_says_what_to_install_in_one_line() -> None:
-    result = spawn_cli_without_moto("demo", "--quick")
+    result = spawn_dev_cli_without_moto("demo", "--quick")
     assert result.code == 1
     assert result.err.strip().splitlines() == [
-        f"dynalease demo: error: {NEEDS_MOTO}, or pass --endpoint URL of a DynamoDB-compatible "
+        f"dynalease-dev demo: error: {NEEDS_MOTO}, or pass --endpoint URL of a DynamoDB-compatible "
         "server"
     ]
 

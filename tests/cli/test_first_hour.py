@@ -1,7 +1,7 @@
 """A newcomer's first commands (issue 44): a missing table and a configured endpoint, named.
 
 Each follows the README: `dynalease local` exports ``AWS_ENDPOINT_URL_DYNAMODB``, and
-``dynalease invoke`` runs an example handler against it.
+``dynalease-dev invoke`` runs an example handler against it.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support.cli_runner import Result, cli_env, spawn_cli
+from support.cli_runner import Result, cli_env, run_cli, run_dev_cli, spawn_dev_cli
 
 from dynalease import DynamoDBClient
 from dynalease.exceptions import TableNotFoundError
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_invoke_names_a_missing_table_in_one_line_with_the_command_that_creates_it(
     endpoint: str,
 ) -> None:
-    result = spawn_cli(
+    result = spawn_dev_cli(
         "invoke",
         str(ROOT / "examples/lambda/sqs_handler.py") + ":handler",
         str(ROOT / "events/sqs.json"),
@@ -37,7 +37,7 @@ def test_invoke_names_a_missing_table_in_one_line_with_the_command_that_creates_
     (line,) = result.err.strip().splitlines()
     port = endpoint.rsplit(":", 1)[1]
     assert line.startswith(
-        f"dynalease invoke: error: table 'never-created' does not exist in Region 'us-east-1' "
+        f"dynalease-dev invoke: error: table 'never-created' does not exist in Region 'us-east-1' "
         f"at {endpoint}: if it is `dynalease local`, restart it as "
         f"`dynalease local --port {port} --table never-created`, which creates it"
     )
@@ -122,16 +122,19 @@ def test_run_on_a_permit_rows_key_points_at_permits(
 
 
 @pytest.mark.parametrize(
-    "argv",
+    ("command", "argv"),
     [
-        ["doctor", "--table", "locks"],
-        ["invoke", "examples/lambda/direct_handler.py:handler", "events/direct.json"],
+        (run_cli, ["doctor", "--table", "locks"]),
+        (
+            run_dev_cli,
+            ["invoke", "examples/lambda/direct_handler.py:handler", "events/direct.json"],
+        ),
     ],
 )
 def test_an_endpoint_without_a_scheme_gets_the_url_to_write(
-    dynalease: Callable[..., Result], argv: list[str]
+    command: Callable[..., Result], argv: list[str]
 ) -> None:
-    said = dynalease(*argv, "--endpoint", "127.0.0.1:8000")
+    said = command(*argv, "--endpoint", "127.0.0.1:8000")
     assert said.code == 2
     assert "Traceback" not in said.err
     assert "--endpoint" in said.err and "write http://127.0.0.1:8000" in said.err

@@ -1,4 +1,5 @@
-"""``dynalease invoke --lifecycle``: a handler under the local control plane, as a user runs it."""
+"""``dynalease-dev invoke --lifecycle``: a handler under the local control plane, as a user
+runs it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support.cli_runner import Result, cli_env, spawn_cli
+from support.cli_runner import Result, cli_env, spawn_dev_cli
 
 HANDLER = """
 import os, signal, time
@@ -38,7 +39,7 @@ def invoke_twice(tmp_path: Path, endpoint: str, lock_table: str) -> Callable[...
 
     def invoke(first: dict[str, object], *options: str) -> Result:
         events.write_text(json.dumps([first, {"customer_id": "c-1", "work_s": 0}]))
-        return spawn_cli(
+        return spawn_dev_cli(
             "invoke",
             "--lifecycle",
             f"{handler}:handler",
@@ -85,7 +86,7 @@ def test_without_the_extension_the_next_invocation_finds_the_row(
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    result = spawn_cli("invoke", "--lifecycle", str(tmp_path / "none.py:handler"), "e.json")
+    result = spawn_dev_cli("invoke", "--lifecycle", str(tmp_path / "none.py:handler"), "e.json")
     assert result.code == 2
     assert "FILE.py:FUNCTION of an existing file" in result.err
 
@@ -125,7 +126,7 @@ def test_managed_instances_serve_a_list_of_events_at_once_in_one_environment(
     handler.write_text(AT_ONCE)
     events = tmp_path / "events.json"
     events.write_text(json.dumps([{"customer_id": f"c-{n}", "work_s": 3} for n in range(2)]))
-    result = spawn_cli(
+    result = spawn_dev_cli(
         "invoke",
         "--lifecycle",
         f"{handler}:handler",
@@ -167,7 +168,7 @@ def test_a_managed_instances_run_that_cannot_start_is_one_line_and_exit_2(
     handler = tmp_path / "worker.py"
     handler.write_text(AT_ONCE)
     (tmp_path / "e.json").write_text("{}")
-    result = spawn_cli(
+    result = spawn_dev_cli(
         "invoke", "--lifecycle", f"{handler}:handler", str(tmp_path / "e.json"), *options
     )
     assert result.code == 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from support.cli_runner import Result
+from support.cli_runner import Result, run_dev_cli
 
 
 @pytest.mark.parametrize(
@@ -13,14 +13,7 @@ from support.cli_runner import Result
     [
         (["doctor", "--table", "locks", "--mesure"], "dynalease doctor", "--measure"),
         (["inspect", "--tabel", "locks"], "dynalease inspect", "--table"),
-        (["demo", "--quik"], "dynalease demo", "--quick"),
         (["local", "--prot", "0"], "dynalease local", "--port"),
-        (["invoke", "h.py:f", "-", "--timout", "3"], "dynalease invoke", "--timeout"),
-        (
-            ["invoke", "--lifecycle", "h.py:f", "e.json", "--no-extention"],
-            "dynalease invoke",
-            "--no-extension",
-        ),
         (["doctr", "--table", "locks"], "dynalease", "doctor"),
         (["inspct"], "dynalease", "inspect"),
     ],
@@ -35,6 +28,27 @@ def test_a_misspelling_prints_the_usage_it_was_made_in_and_the_closest_match(
     assert error.startswith(f"{prog}: error: ") or error.startswith(f"{prog} --lifecycle: error:")
     assert error.endswith(f"; did you mean {suggestion}?"), error
     assert "Traceback" not in result.err
+
+
+@pytest.mark.parametrize(
+    ("argv", "prog", "suggestion"),
+    [
+        (["demo", "--quik"], "dynalease-dev demo", "--quick"),
+        (["invoke", "h.py:f", "-", "--timout", "3"], "dynalease-dev invoke", "--timeout"),
+        (
+            ["invoke", "--lifecycle", "h.py:f", "e.json", "--no-extention"],
+            "dynalease-dev invoke",
+            "--no-extension",
+        ),
+        (["demoo"], "dynalease-dev", "demo"),
+    ],
+)
+def test_the_development_commands_suggest_the_same_way(
+    argv: list[str], prog: str, suggestion: str
+) -> None:
+    test_a_misspelling_prints_the_usage_it_was_made_in_and_the_closest_match(
+        run_dev_cli, argv, prog, suggestion
+    )
 
 
 def test_run_keeps_its_one_line_error_with_the_same_wording(

@@ -9,12 +9,12 @@ The convention the docs are written to:
 - The pages a reader follows in order (READER_PATH) get no endpoint and no
   credentials: each must start ``dynalease local`` and export what it prints, as a
   reader without AWS does, and they run one after the other, twice, on one server.
-- ```console, ```bash, ```sh (and unlabelled) blocks: ``dynalease ...`` commands
-  run against that server and must exit 0 (``dynalease demo`` and ``dynalease
-  local`` are only parsed: they have their own tests; the address ``local``
-  would serve on is replaced by the docs server in later commands, emptied as a
-  fresh ``local`` would be, with its ``--table`` tables; ``inspect
-  --watch`` gets ``--for 1``); ``make X`` must name a Makefile target;
+- ```console, ```bash, ```sh (and unlabelled) blocks: ``dynalease ...`` and
+  ``dynalease-dev invoke ...`` commands run against that server and must exit 0
+  (``dynalease-dev demo`` and ``dynalease local`` are only parsed: they have their
+  own tests; the address ``local`` would serve on is replaced by the docs server in
+  later commands, emptied as a fresh ``local`` would be, with its ``--table`` tables;
+  ``inspect --watch`` gets ``--for 1``); ``make X`` must name a Makefile target;
   ``pip install`` must name extras the project declares;
   ``python -m M`` / ``python FILE`` must name a module or file that exists;
   ``export NAME=value`` applies to the document's later commands. In console
@@ -50,6 +50,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
+from dynalease_dev.cli import build_parser as build_dev_parser
 from support.cli_runner import run_cli
 
 from dynalease._tooling.local_server import LocalServer
@@ -179,29 +180,31 @@ def check_python(words: list[str], where: str) -> None:
 
 
 def run_dynalease(args: list[str], env: dict[str, str], where: str) -> None:
-    if args[:1] == ["demo"]:
-        try:
-            build_parser().parse_args(args)
-        except SystemExit as exit_:
-            pytest.fail(f"{where}: `dynalease {shlex.join(args)}` is not valid ({exit_})")
-        return
     if args[:1] == ["inspect"] and "--watch" in args and "--for" not in args:
         args = [*args, "--for", "1"]
-    if args[:1] == ["invoke"]:
-        # The handler is imported and configured from the environment: its own process.
-        done = subprocess.run(
-            [sys.executable, "-m", "dynalease.cli", *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=ROOT,
-            timeout=60,
-        )
-        code, out, err = done.returncode, done.stdout, done.stderr
-    else:
-        result = run_cli(*args, env=env)
-        code, out, err = result.code, result.out, result.err
+    result = run_cli(*args, env=env)
+    code, out, err = result.code, result.out, result.err
     assert code == 0, f"{where}: `dynalease {shlex.join(args)}` exited {code}:\n{out}\n{err}"
+
+
+def run_dynalease_dev(args: list[str], env: dict[str, str], where: str) -> None:
+    if args[:1] == ["demo"]:
+        try:
+            build_dev_parser().parse_args(args)
+        except SystemExit as exit_:
+            pytest.fail(f"{where}: `dynalease-dev {shlex.join(args)}` is not valid ({exit_})")
+        return
+    # invoke: the handler is imported and configured from the environment: its own process.
+    done = subprocess.run(
+        [sys.executable, "-m", "dynalease_dev.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+    )
+    code, out, err = done.returncode, done.stdout, done.stderr
+    assert code == 0, f"{where}: `dynalease-dev {shlex.join(args)}` exited {code}:\n{out}\n{err}"
 
 
 _LOCAL = "_DOCS_LOCAL_URL"  # where the document's `dynalease local` would listen
@@ -237,7 +240,7 @@ def run_shell(block: Block, env: dict[str, str]) -> None:
             )
             env[_ACTIVATED] = "1"
             continue
-        if program in ("dynalease", "python", "python3"):
+        if program in ("dynalease", "dynalease-dev", "python", "python3"):
             check_interpreter(words[0], env, block.where)
         if program == "export":
             for assignment in words[1:]:
@@ -245,6 +248,8 @@ def run_shell(block: Block, env: dict[str, str]) -> None:
                 env[name] = value
         elif program == "dynalease":
             run_dynalease(words[1:], env, block.where)
+        elif program == "dynalease-dev":
+            run_dynalease_dev(words[1:], env, block.where)
         elif program == "make":
             targets = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
             missing = set(targets) - makefile_targets()

@@ -20,7 +20,7 @@ def test_operations_quotes_the_demos_lease_and_duration_for_both_runs() -> None:
     quick = Plan.from_options(DemoOptions(quick=True), "x")
     found = re.search(
         r"about (\S+) s with the (\S+) s lease of `make demo`'s (\S+) s run, "
-        r"about (\S+) s with the (\S+) s lease of `dynalease demo --quick`",
+        r"about (\S+) s with the (\S+) s lease of `dynalease-dev demo --quick`",
         text,
     )
     assert found, "operations.md no longer states the demo's takeover figures"

@@ -117,6 +117,8 @@ def test_the_layer_leaves_out_build_time_code_and_compiled_extensions(
     assert not [n for n in names if n.startswith("python/dynalease/cdk/")]
     assert not [n for n in names if n.endswith((".so", ".pth", ".pyo"))]
     assert not [n for n in names if n.endswith(("direct_url.json", "INSTALLER"))]
+    # The command's entry point (dynalease.cli:main) is not in the layer, so neither is its name.
+    assert not [n for n in names if re.search(r"/dynalease-[^/]*\.dist-info/entry_points", n)]
 
 
 def _needs_python(version: str) -> None:

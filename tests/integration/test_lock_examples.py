@@ -139,7 +139,7 @@ def test_threads_sharing_one_client_never_overlap(client: DynamoDBClient) -> Non
 
 
 def test_check_in_is_rejected_once_another_owner_holds_the_row(client: DynamoDBClient) -> None:
-    from dynalease.exceptions import LockLost, TransactionCanceledException
+    from dynalease.exceptions import LockLost, LockOwnershipLost, TransactionCanceledException
 
     table = _table(client, "checkin")
     results = _table(client, "checkin_results")
@@ -160,7 +160,7 @@ def test_check_in_is_rejected_once_another_owner_holds_the_row(client: DynamoDBC
                 with SyncTransaction(client) as transaction:
                     lease.check_in(transaction)
                     transaction.put(results, {"key": "job", "by": lease.owner})
-            assert isinstance(rejected.value, LockLost)
+            assert isinstance(rejected.value, LockOwnershipLost)
             assert lease.lost
     assert client.sync_get_item(results, {"key": "job"}) is None
     row = client.sync_get_item(table, {"key": "job"}, consistent_read=True)

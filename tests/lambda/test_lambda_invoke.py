@@ -1,4 +1,4 @@
-"""Local invocation: a context that really counts down, and `dynalease invoke`."""
+"""Local invocation: a context that really counts down, and `dynalease-dev invoke`."""
 
 from __future__ import annotations
 
@@ -189,12 +189,12 @@ def test_bad_input_is_one_clear_line_with_exit_code_2_and_no_traceback(
     assert code == 2
     assert out == ""
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("dynalease invoke: error: ")
+    assert len(lines) == 1 and lines[0].startswith("dynalease-dev invoke: error: ")
     assert message in lines[0]
     assert "Traceback" not in err
 
 
-SCRIPT = pathlib.Path(sys.executable).with_name("dynalease")
+SCRIPT = pathlib.Path(sys.executable).with_name("dynalease-dev")
 
 
 def _run_direct_example(command: list[str], endpoint: str, table: str, timeout: str) -> Any:
@@ -221,7 +221,7 @@ def test_dynalease_invoke_runs_an_example_end_to_end_against_the_server(
     lock_table: str, aws_env: str
 ) -> None:
     completed = _run_direct_example(
-        [sys.executable, "-m", "dynalease.cli", "invoke"], aws_env, lock_table, "20"
+        [sys.executable, "-m", "dynalease_dev.cli", "invoke"], aws_env, lock_table, "20"
     )
     assert completed.returncode == 0, completed.stderr
     # stdout is only the result; the handler's logs and EMF metrics went to stderr.
@@ -235,8 +235,8 @@ def test_dynalease_invoke_runs_an_example_end_to_end_against_the_server(
     assert any(line.get("LockAcquired") == [1.0] for line in logs)
 
 
-@pytest.mark.skipif(not SCRIPT.exists(), reason="the dynalease console script is not installed")
-def test_the_dynalease_console_script_dispatches_invoke_and_fails_when_time_is_short(
+@pytest.mark.skipif(not SCRIPT.exists(), reason="the dynalease-dev console script is not installed")
+def test_the_dynalease_dev_console_script_dispatches_invoke_and_fails_when_time_is_short(
     lock_table: str, aws_env: str
 ) -> None:
     # 12 s is less than the 5 s reserve + 10 s cleanup budget the example needs.

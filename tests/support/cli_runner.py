@@ -1,4 +1,5 @@
-"""Running the ``dynalease`` command with test credentials, in this process or a new one."""
+"""Running the ``dynalease`` command (and ``dynalease-dev``, the development tools' ``demo``
+and ``invoke``) with test credentials, in this process or a new one."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import io
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 CLI = [sys.executable, "-c", "import sys; from dynalease.cli import main; sys.exit(main())"]
+DEV_CLI = [sys.executable, "-c", "import sys; from dynalease_dev.cli import main; sys.exit(main())"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,19 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> Result:
     """Run ``dynalease ARGS`` through its entry point in this process (fast)."""
     from dynalease.cli import main
 
+    return _run_main(main, args, env)
+
+
+def run_dev_cli(*args: str, env: dict[str, str] | None = None) -> Result:
+    """Run ``dynalease-dev ARGS`` (``demo``, ``invoke``) in this process."""
+    from dynalease_dev.cli import main
+
+    return _run_main(main, args, env)
+
+
+def _run_main(
+    main: Callable[[list[str]], int], args: tuple[str, ...], env: dict[str, str] | None
+) -> Result:
     out, err = io.StringIO(), io.StringIO()
     with (
         environment(cli_env() if env is None else env),
@@ -77,8 +92,19 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> Result:
 
 def spawn_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Result:
     """Run ``dynalease ARGS`` in a new interpreter, as a user would."""
+    return _spawn(CLI, args, env, timeout)
+
+
+def spawn_dev_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> Result:
+    """Run ``dynalease-dev ARGS`` in a new interpreter, as a user would."""
+    return _spawn(DEV_CLI, args, env, timeout)
+
+
+def _spawn(
+    command: list[str], args: tuple[str, ...], env: dict[str, str] | None, timeout: float
+) -> Result:
     done = subprocess.run(
-        [*CLI, *args],
+        [*command, *args],
         capture_output=True,
         text=True,
         env=cli_env() if env is None else env,
@@ -87,24 +113,25 @@ def spawn_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 12
     return Result(done.returncode, done.stdout, done.stderr)
 
 
-#: Runs ``dynalease.cli.main(argv)`` in an interpreter where one package cannot be imported.
+#: Runs ``<command>.main(argv)`` in an interpreter where one package cannot be imported.
 _WITHOUT = """\
-import sys
+import importlib, sys
+command = sys.argv.pop(1)
 blocked = sys.argv.pop(1)
 class Block:
     def find_spec(self, name, path=None, target=None):
         if name == blocked or name.startswith(blocked + '.'):
             raise ModuleNotFoundError(f'No module named {name!r}', name=name)
 sys.meta_path.insert(0, Block())
-from dynalease.cli import main
-sys.exit(main(sys.argv[1:]))
+sys.exit(importlib.import_module(command).main(sys.argv[1:]))
 """
 
 
-def spawn_cli_without(package: str, *args: str) -> Result:
-    """Run ``dynalease ARGS`` in a separate process as an installation without ``package`` would."""
+def spawn_cli_without(package: str, *args: str, command: str = "dynalease.cli") -> Result:
+    """Run ``dynalease ARGS`` (``command``'s main) in a separate process as an installation
+    without ``package`` would."""
     done = subprocess.run(
-        [sys.executable, "-c", _WITHOUT, package, *args],
+        [sys.executable, "-c", _WITHOUT, command, package, *args],
         env=cli_env(),
         capture_output=True,
         text=True,
@@ -116,3 +143,8 @@ def spawn_cli_without(package: str, *args: str) -> Result:
 def spawn_cli_without_moto(*args: str) -> Result:
     """Run ``dynalease ARGS`` in a separate process as an installation without moto would."""
     return spawn_cli_without("moto", *args)
+
+
+def spawn_dev_cli_without_moto(*args: str) -> Result:
+    """Run ``dynalease-dev ARGS`` in a separate process as an installation without moto would."""
+    return spawn_cli_without("moto", *args, command="dynalease_dev.cli")

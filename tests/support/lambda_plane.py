@@ -2,7 +2,7 @@
 
 A stand-in written from AWS's published Runtime API and Extensions API (not
 Lambda itself); it lives in ``dynalease_dev.lambda_plane`` so the
-benchmark and ``dynalease invoke --lifecycle`` use the same one. See its
+benchmark and ``dynalease-dev invoke --lifecycle`` use the same one. See its
 docstring for what it implements and how it enforces the function timeout.
 """
 

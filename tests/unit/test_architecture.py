@@ -196,7 +196,7 @@ def test_no_module_is_longer_than_a_few_hundred_lines() -> None:
 
 
 def test_the_library_never_imports_the_development_tools() -> None:
-    """``dynalease demo`` and ``dynalease invoke`` load them by name, or say what to install."""
+    """They are ``dynalease-dev``'s, which sits on the library (``dynalease`` has no ``demo``)."""
     importing = sorted(
         name
         for name, path in _modules().items()

@@ -28,6 +28,25 @@ def test_a_held_guard_dropped_without_exit_releases_its_row() -> None:
             pass  # no observation wait: the row was deleted, not abandoned
 
 
+def test_a_dropped_guard_whose_on_lost_refers_to_it_is_released_too() -> None:
+    with MemoryBackend() as backend:
+        client = backend.client
+        client.sync_create_table("locks", partition_key=("key", "S"))
+
+        def hold_and_drop() -> None:
+            guard = SyncDistributedLock(
+                client, table="locks", key="job", on_lost=lambda error: print(guard.key)
+            )
+            guard.__enter__()
+
+        hold_and_drop()
+        gc.collect()  # a cycle: guard -> lease -> on_lost -> guard
+        deadline = time.monotonic() + 30
+        while client.sync_get_item("locks", {"key": "job"}) is not None:
+            assert time.monotonic() < deadline, "the dropped guard's row was never released"
+            time.sleep(0.01)
+
+
 def test_an_exited_guard_is_not_released_again_when_collected() -> None:
     with MemoryBackend() as backend:
         client = backend.client

@@ -186,6 +186,7 @@ def test_every_error_derives_from_one_base_class() -> None:
         "LockUnavailable",
         "LockLost",
         "LockReleaseError",
+        "TransactionCanceledError",
         "TransactionCanceledException",
     ],
 )
@@ -211,12 +212,13 @@ def test_lock_outcomes_are_distinct_and_dynamodb_failures_are_never_contention()
         assert not issubclass(failure, exceptions.LockError)
 
 
-def test_a_rejected_check_in_is_catchable_as_a_cancelled_transaction_and_a_lost_lock() -> None:
+def test_a_rejected_check_in_is_catchable_as_a_cancelled_transaction() -> None:
     error = exceptions.LockOwnershipLost(
         "moved on", reasons=[{"Code": "ConditionalCheckFailed"}], table="t", key="k", owner="o"
     )
+    assert isinstance(error, exceptions.TransactionCanceledError)
     assert isinstance(error, exceptions.TransactionCanceledException)
-    assert isinstance(error, exceptions.LockLost)
+    assert isinstance(error, exceptions.DynamoDBError)
     assert error.reasons == [{"Code": "ConditionalCheckFailed"}]
     assert (error.table, error.key, error.owner) == ("t", "k", "o")
 
@@ -231,6 +233,7 @@ def test_the_exceptions_module_exports_exactly_its_errors() -> None:
         "ForkedProcessError",
         "GuardReused",
         "LockError",
+        "LockHeldAtSnapshot",
         "LockLost",
         "LockNotAcquired",
         "LockOwnershipLost",
@@ -240,9 +243,57 @@ def test_the_exceptions_module_exports_exactly_its_errors() -> None:
         "RequestFailedError",
         "TableNotFoundError",
         "ThrottledError",
+        "TransactionCanceledError",
         "TransactionCanceledException",
         "ValidationError",
     ]
+
+
+def test_the_drawn_exception_tree_is_the_real_one() -> None:
+    drawn = (exceptions.__doc__ or "").split("The tree::")[1].split("\n\n")[1]
+    parents: dict[str, str] = {}
+    stack: list[tuple[int, str]] = []
+    for line in drawn.splitlines():
+        name = line.lstrip(" │├└─").split()[0]
+        depth = len(line) - len(line.lstrip(" │├└─"))
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        if stack:
+            parents[name] = stack[-1][1]
+        stack.append((depth, name))
+    classes = {
+        name: value
+        for name, value in vars(exceptions).items()
+        if isinstance(value, type)
+        and issubclass(value, exceptions.DynaleaseError)
+        and name == value.__name__
+    }
+    assert set(parents) | {"DynaleaseError"} == set(classes)
+    for name, parent in parents.items():
+        own = [
+            base for base in classes[name].__bases__ if issubclass(base, exceptions.DynaleaseError)
+        ]
+        assert [base.__name__ for base in own] == [parent], name
+
+
+def test_every_dynalease_error_class_is_defined_in_dynalease_exceptions() -> None:
+    import pkgutil
+
+    defined_elsewhere = []
+    for info in pkgutil.walk_packages(dynalease.__path__, "dynalease."):
+        if info.name == "dynalease.exceptions" or info.name.startswith(
+            ("dynalease.cdk", "dynalease.cli", "dynalease._tooling")
+        ):
+            continue
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            if (
+                isinstance(value, type)
+                and issubclass(value, exceptions.DynaleaseError)
+                and value.__module__ == info.name
+            ):
+                defined_elsewhere.append(f"{info.name}.{value.__name__}")
+    assert defined_elsewhere == []
 
 
 def test_an_outage_is_still_caught_as_not_acquired_and_is_never_a_dynamodb_error() -> None:
@@ -351,6 +402,7 @@ def test_the_package_exports_exactly_its_public_names() -> None:
             "SyncDistributedSemaphore",
             "SyncTransaction",
             "Transaction",
+            "TransactionCanceledError",
             "TransactionCanceledException",
             "__version__",
             "distributed_lock",

@@ -174,16 +174,11 @@ def test_other_non_str_key_values_are_told_to_convert_to_the_text_they_mean(
 def test_a_semaphore_s_misspelled_or_missing_option_is_python_s_type_error(
     client: DynamoDBClient, make: type | Callable[..., object]
 ) -> None:
-    """One options list (``SemaphoreOptions``) for the guards and the decorator."""
-    name = make.__name__
-    with pytest.raises(
-        TypeError,
-        match=rf"^{name}\(\) got an unexpected keyword argument 'permit'; "
-        r"did you mean 'permits'\?$",
-    ):
+    """Explicit keywords, as the locks': Python's own TypeError names the wrong or missing one."""
+    with pytest.raises(TypeError, match=r"\(\) got an unexpected keyword argument 'permit'$"):
         make(client, table="locks", key="k", permit=2)
     with pytest.raises(
-        TypeError, match=rf"^{name}\(\) missing required keyword argument: 'permits'$"
+        TypeError, match=r"\(\) missing 1 required keyword-only argument: 'permits'$"
     ):
         make(client, table="locks", key="k")
 

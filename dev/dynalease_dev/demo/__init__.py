@@ -1,4 +1,4 @@
-"""The demo behind ``dynalease demo``: see the locks work, and see them checked.
+"""The demo behind ``dynalease-dev demo``: see the locks work, and see them checked.
 
 Part of the development tools (``pip install -e ./dev``, which ``make demo`` does),
 with the ``dev`` extra's moto for the embedded server and rich for the live view.

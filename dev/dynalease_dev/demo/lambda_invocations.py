@@ -1,6 +1,6 @@
 """The demo's Lambda process: example handlers invoked on the sample events.
 
-Run by ``dynalease demo`` as
+Run by ``dynalease-dev demo`` as
 ``python -m dynalease_dev.demo.lambda_invocations CONFIG_JSON``. Each invocation goes
 through :func:`dynalease_dev.invoke.invoke`, so the handler's middleware
 sizes its lock wait from a context whose remaining time really counts down.

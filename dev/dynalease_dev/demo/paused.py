@@ -1,4 +1,4 @@
-"""``dynalease demo --paused-holder``: the paused holder, without and with fencing.
+"""``dynalease-dev demo --paused-holder``: the paused holder, without and with fencing.
 
 Holder A, a process of its own, takes the lock and is stopped (``SIGSTOP``) past
 its lease; B takes the lock over and writes row 1 of a SQLite ledger; A is

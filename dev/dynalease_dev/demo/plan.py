@@ -17,7 +17,7 @@ class DemoError(Exception):
 
 @dataclass(frozen=True)
 class DemoOptions:
-    """The options of ``dynalease demo``; ``None`` means the default."""
+    """The options of ``dynalease-dev demo``; ``None`` means the default."""
 
     endpoint: str | None = None
     region: str | None = None

@@ -1,4 +1,4 @@
-"""``dynalease demo``: see the locks work, and see them checked.
+"""``dynalease-dev demo``: see the locks work, and see them checked.
 
 The supervisor (this module) starts an embedded moto server unless the options
 point elsewhere (an endpoint or a Region), creates the lock, results and history

@@ -106,7 +106,7 @@ def live_view(state: DemoState, duration: float, where: str) -> Any:
         ],
     )
     header = Text(
-        f"dynalease demo on {where}: {state.elapsed(now):.0f}/{duration:.0f} s, "
+        f"dynalease-dev demo on {where}: {state.elapsed(now):.0f}/{duration:.0f} s, "
         f"{state.acquisitions} acquisitions, {state.renewals} renewals, "
         f"{state.takeovers} takeovers",
         style="bold",

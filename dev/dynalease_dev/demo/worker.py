@@ -1,6 +1,6 @@
 """One demo worker process: contends for customer locks until its end time.
 
-Run by ``dynalease demo`` as ``python -m dynalease_dev.demo.worker CONFIG_JSON``.
+Run by ``dynalease-dev demo`` as ``python -m dynalease_dev.demo.worker CONFIG_JSON``.
 It reports what happens as JSON lines on stdout, one event per line, so a
 SIGKILL of this process can never corrupt what the supervisor reads.
 

@@ -54,10 +54,6 @@ class Observations:
 
     def forget(self, resource: Resource) -> None:
         """Drop a resource's sighting (after we wrote the row ourselves)."""
-        # Most keys were never contended: nothing to drop, and no lock to take. (A
-        # sighting recorded just after this look is as if it came after the drop.)
-        if resource not in self._seen:
-            return
         with self._lock:
             self._seen.pop(resource, None)
 

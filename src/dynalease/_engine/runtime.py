@@ -9,7 +9,6 @@ anything made before it refuses to work rather than hang: it compares
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import threading
@@ -189,56 +188,27 @@ class Runtime:
 
     async def run_async(self, coroutine: Coroutine[Any, Any, T], *, shield: bool = False) -> T:
         """Await a runtime coroutine from any event loop; cancelling the caller cancels it
-        unless ``shield`` (a release must still free its lock).
-
-        One callback on each loop, not ``run_coroutine_threadsafe`` + ``wrap_future``'s
-        chained futures: every async acquire and release pays this twice.
-        """
+        unless ``shield`` (a release must still free its lock)."""
         import asyncio
 
         self.check()
-        loop = self.loop
-        caller = asyncio.get_running_loop()
-        answer: asyncio.Future[T] = caller.create_future()
-        task: asyncio.Task[T] | None = None
-        cancelled = False
+        abandoned = False
 
-        def start() -> None:
-            nonlocal task
-            if cancelled and not shield:
+        async def unless_abandoned() -> T:
+            # A caller cancelled before the runtime got to it: never start the coroutine
+            # (the task's cancel, chained from the caller, would come after its first step).
+            if abandoned:
                 coroutine.close()
-                return
-            task = loop.create_task(coroutine)
-            task.add_done_callback(finished)
+                raise asyncio.CancelledError
+            return await coroutine
 
-        def finished(done: asyncio.Task[T]) -> None:
-            # On the runtime loop. Retrieve the outcome here, so a caller that
-            # stopped waiting leaves no "exception was never retrieved" behind.
-            error = None if done.cancelled() else done.exception()
-            with contextlib.suppress(RuntimeError):  # a closed caller loop: nobody waits
-                caller.call_soon_threadsafe(deliver, done, error)
-
-        def deliver(done: asyncio.Task[T], error: BaseException | None) -> None:
-            if answer.done():
-                return
-            if done.cancelled():
-                answer.cancel()
-            elif error is not None:
-                answer.set_exception(error)
-            else:
-                answer.set_result(done.result())
-
-        def cancel() -> None:
-            if task is not None:
-                task.cancel()
-
-        loop.call_soon_threadsafe(start)
+        answer = asyncio.wrap_future(
+            asyncio.run_coroutine_threadsafe(unless_abandoned(), self.loop)
+        )
         try:
-            return await answer
+            return await (asyncio.shield(answer) if shield else answer)
         except asyncio.CancelledError:
-            if not shield:
-                cancelled = True  # read by ``start`` if it has not run yet
-                loop.call_soon_threadsafe(cancel)
+            abandoned = not shield
             raise
 
     def call_soon(self, callback: Callable[[], object]) -> None:

@@ -13,28 +13,21 @@ from typing import Any
 from .._engine.protocol import (
     FENCE_ATTR,
     FENCED_PROTOCOL,
-    KEY_ATTR,
     LEASE_ATTR,
     OWNER_ATTR,
     PROTOCOL,
     PROTOCOL_ATTR,
     VERSION_ATTR,
 )
-from .._engine.shapes import RELEASE_UPDATE
+from .._engine.shapes import release_request
 from .._engine.store import ConditionFailed
 
 __all__ = ["Result", "release"]
 
-_LIVE_ROW = "#o = :o AND #p = :p AND attribute_exists(#v) AND attribute_exists(#l)"
-DELETE_CONDITION = _LIVE_ROW + " AND attribute_not_exists(#f)"
-FREE_CONDITION = _LIVE_ROW + " AND attribute_exists(#f)"
-_NAMES = {
-    "#o": OWNER_ATTR,
-    "#p": PROTOCOL_ATTR,
-    "#v": VERSION_ATTR,
-    "#l": LEASE_ATTR,
-    "#f": FENCE_ATTR,
-}
+#: What the engine's release condition (the owner) gains here: the row is a live lock row
+#: of the entry's protocol, a fenced one with its counter, an unfenced one without.
+_LOCK_ROW = " AND #p = :p AND attribute_exists(#v) AND attribute_exists(#l)"
+_NAMES = {"#p": PROTOCOL_ATTR, "#v": VERSION_ATTR, "#l": LEASE_ATTR, "#f": FENCE_ATTR}
 
 
 class Result(enum.Enum):
@@ -49,21 +42,13 @@ class Result(enum.Enum):
 
 async def release(transport: Any, table: str, key: str, owner: str, *, fenced: bool) -> Result:
     """Release ``owner``'s lock row (and only a lock row) as the entry names; how it ended."""
-    params: dict[str, Any] = {
-        "TableName": table,
-        "Key": {KEY_ATTR: {"S": key}},
-        "ConditionExpression": FREE_CONDITION if fenced else DELETE_CONDITION,
-        "ExpressionAttributeNames": dict(_NAMES),
-        "ExpressionAttributeValues": {
-            ":o": {"S": owner},
-            ":p": {"N": str(FENCED_PROTOCOL if fenced else PROTOCOL)},
-        },
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-    }
-    if fenced:
-        params["UpdateExpression"] = RELEASE_UPDATE
+    operation, params = release_request(table, key, owner, fenced)
+    fence = " AND attribute_exists(#f)" if fenced else " AND attribute_not_exists(#f)"
+    params["ConditionExpression"] += _LOCK_ROW + fence
+    params["ExpressionAttributeNames"] |= _NAMES
+    params["ExpressionAttributeValues"][":p"] = {"N": str(FENCED_PROTOCOL if fenced else PROTOCOL)}
     try:
-        await transport.send("UpdateItem" if fenced else "DeleteItem", params)
+        await transport.send(operation, params)
     except ConditionFailed as failed:
         item = failed.item or {}
         if item.get(OWNER_ATTR) == {"S": owner}:

@@ -9,10 +9,9 @@ import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import Any, cast
 
 from .. import _tracing
-from .._calls import check_keywords
 from .._compute_modes import init_runs_ahead
 from .._engine.protocol import check_durations
 from .._keyset import KeysTemplate
@@ -85,25 +84,6 @@ def _check_reserve(reserve_time: object) -> float:
     return float(reserve_time)
 
 
-class LockOptions(TypedDict, total=False):
-    """The options both decorators take, documented there; the defaults are LockPlan's."""
-
-    table: str | None
-    fields: Mapping[str, str] | None
-    #: None (the default): the invocation's remaining time, at most 30 s.
-    lease_duration: float | None
-    wait_timeout: float | None
-    reserve_time: float
-    logger: Any
-    metrics: Any
-    log_key: str | None
-    permits: int
-    fencing: bool
-    key: str
-    #: Instead of ``key``: several templates, every key held at once (a multi-key lock).
-    keys: Sequence[str] | None
-
-
 class LockPlan:
     """Validated options of one decorated handler; builds a :class:`Holding` per call."""
 
@@ -119,24 +99,31 @@ class LockPlan:
         "event_key",
     )
 
-    def __init__(self, what: str, client: object, options: LockOptions, /) -> None:
-        """Check every option (``what`` is ``"event"`` or ``"record"``); the defaults are here."""
-        function = "lock_handler" if what == "event" else "lock_record"
-        check_keywords(function, options, LockOptions)
-        table: object = options.get("table")
-        key: object = options.get("key")
-        keys: object = options.get("keys")
+    def __init__(
+        self,
+        what: str,
+        client: DynamoDBClient | None,
+        /,
+        *,
+        table: str | None,
+        key: str | None,
+        keys: Sequence[str] | None,
+        fields: Mapping[str, str] | None,
+        lease_duration: float | None,
+        wait_timeout: float | None,
+        reserve_time: float,
+        logger: Any,
+        metrics: Any,
+        log_key: str | None,
+        permits: int,
+        fencing: bool,
+    ) -> None:
+        """Check every option of ``lock_handler`` (``what="event"``) or ``lock_record``
+        (``"record"``), whose signatures hold the defaults."""
         if key is None and keys is None:
             # Python's own words, as for any missing keyword (keys=[...] is the other way).
+            function = "lock_handler" if what == "event" else "lock_record"
             raise TypeError(f"{function}() missing required keyword argument: 'key'")
-        fields = options.get("fields")
-        lease_duration: object = options.get("lease_duration")
-        wait_timeout: object = options.get("wait_timeout")
-        reserve_time: object = options.get("reserve_time", 0.0)
-        logger, metrics = options.get("logger"), options.get("metrics")
-        log_key: object = options.get("log_key")
-        permits: object = options.get("permits", 1)
-        fencing: object = options.get("fencing", False)
         if client is not None and not isinstance(client, DynamoDBClient):
             raise TypeError(
                 f"client must be a dynalease.DynamoDBClient or None (one shared client "
@@ -153,14 +140,14 @@ class LockPlan:
         self._fencing = fencing
         templates = _templates(key, keys, permits, fencing)
         permit_keys("k", permits)  # the count's checks; each resolved key at call time
-        self._permits: int = permits  # type: ignore[assignment]  # checked above
+        self._permits = permits
         if fencing and permits != 1:
             raise ValueError(
                 "fencing=True is for locks: a semaphore's permits carry no fencing token; "
                 "pass permits=1 with fencing=True, or leave fencing off"
             )
         self._client: DynamoDBClient | None = client
-        self._table: str | None = table  # type: ignore[assignment]  # checked above
+        self._table = table
         self._lease_s: float | None = None if lease_duration is None else lease_s
         self._wait_s: float | None = None if wait_timeout is None else wait_s
         self._reserve_s = _check_reserve(reserve_time)
@@ -169,7 +156,7 @@ class LockPlan:
             template=" + ".join(each.template for each in templates),
             logger=logger,
             metrics=metrics,
-            log_key=log_key,  # type: ignore[arg-type]  # Reporter checks it
+            log_key=log_key,
         )
 
     def table(self) -> str:
@@ -197,11 +184,13 @@ class LockPlan:
 
 
 def _templates(
-    key: object, keys: object, permits: object, fencing: object
+    key: str | None, keys: Sequence[str] | None, permits: int, fencing: bool
 ) -> tuple[KeyTemplate, ...]:
     """The decorator's key template, or its ``keys`` templates (a multi-key lock)."""
     if keys is None:
-        return (KeyTemplate(key),)  # type: ignore[arg-type]  # KeyTemplate checks the type
+        return (
+            KeyTemplate(cast(str, key)),
+        )  # not None: checked first; KeyTemplate checks the type
     if permits != 1 or fencing:
         raise ValueError(
             "keys=[...] takes a multi-key lock: it cannot be a semaphore (permits) or fenced "

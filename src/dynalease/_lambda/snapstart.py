@@ -6,43 +6,28 @@ hooks get 10 s).
 
 from __future__ import annotations
 
-import gc
 import random
-from collections.abc import Iterator
-from typing import TypeVar
 
 from .._engine.base import LeaseCore
-from .._engine.clock import SystemClock
 from .._engine.states import State
-from ..client import DynamoDBClient
-from ..exceptions import DynaleaseError
+from ..client import live_clients
+from ..exceptions import LockHeldAtSnapshot
 
 __all__ = ["LockHeldAtSnapshot", "after_restore", "before_snapshot", "register"]
-
-T = TypeVar("T")
 
 _registered = False
 
 
-class LockHeldAtSnapshot(DynaleaseError, RuntimeError):
-    """A lock was held (or being acquired) when SnapStart was about to take its snapshot."""
-
-
-def _live(kind: type[T]) -> Iterator[T]:
-    # A heap scan per snapshot or restore costs nothing per lock cycle; a registry would.
-    return (value for value in gc.get_objects() if isinstance(value, kind))
-
-
 def _holding(lease: LeaseCore) -> bool:
-    """A guard that holds a valid lease, or is acquiring one, on the real clock."""
-    if not isinstance(lease.clock, SystemClock):
-        return False  # a test's own clock: no lock any copy could hold
+    """A guard that holds a valid lease, or is acquiring one."""
     return lease.state is State.ACQUIRING or (lease.state is State.HELD and lease.time_left() > 0)
 
 
 def before_snapshot() -> None:
     """Refuse a snapshot while a lock is held; close every client's pooled connections."""
-    held = sorted({(lease.table, lease.key) for lease in _live(LeaseCore) if _holding(lease)})
+    clients = live_clients()
+    leases = [lease for client in clients for lease in list(client._leases)]
+    held = sorted({(lease.table, lease.key) for lease in leases if _holding(lease)})
     if held:
         named = ", ".join(f"{key!r} in table {table!r}" for table, key in held[:3])
         more = f" and {len(held) - 3} more" if len(held) > 3 else ""
@@ -51,14 +36,14 @@ def before_snapshot() -> None:
             "every environment restored from it would hold the lock at once. Release "
             "locks before init ends (take them in the handler, not at import time)"
         )
-    for client in _live(DynamoDBClient):
+    for client in clients:
         client._drop_connections()
 
 
 def after_restore() -> None:
     """Reseed ``random``, drop pooled connections and observations: fresh for this copy."""
     random.seed()  # from os.urandom: retries and polls spread differently in each copy
-    for client in _live(DynamoDBClient):
+    for client in live_clients():
         client._drop_connections()
         client._observations.forget_all()
         if client._journal is not None:  # the recovery extension checks writers by start time

@@ -91,6 +91,8 @@ _NOT_RUNTIME = (
     _LAUNCHER,
 )
 _DROP_DIST_INFO = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
+#: dynalease's entry points name ``dynalease.cli:main``, and the layer carries no ``cli/``.
+_DROP_OWN_DIST_INFO = _DROP_DIST_INFO | {"entry_points.txt"}
 _MIN_MINOR = 11
 
 
@@ -276,7 +278,8 @@ def _add_distribution(entries: dict[str, bytes], dist: metadata.Distribution) ->
         relative = PurePosixPath(record.as_posix())
         if relative.parts and relative.parts[0].endswith(".dist-info"):
             dist_info = PurePosixPath(relative.parts[0])
-            if relative.name in _DROP_DIST_INFO or not _wanted(relative):
+            dropped = _DROP_OWN_DIST_INFO if dist_name(dist) == "dynalease" else _DROP_DIST_INFO
+            if relative.name in dropped or not _wanted(relative):
                 continue
         elif dist_name(dist) == "dynalease" or not _wanted(relative):
             # dynalease's own modules come from its package directory below, which

@@ -1,4 +1,4 @@
-"""The ``dynalease`` command: demo, inspect, doctor, invoke, local and run.
+"""The ``dynalease`` command: inspect, doctor, local and run.
 
 Importing this package loads argument parsing and the library's faces (which every
 command but ``--help`` uses); boto3, moto and rich are imported by the subcommand
@@ -22,13 +22,13 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import demo, doctor, inspect, invoke, local, run
+from . import doctor, inspect, local, run
 from .common import EXIT_USAGE, Parser, exit_status, run_command
 
 __all__ = ["main"]
 
 _DESCRIPTION = """\
-Distributed locks (leases) on one DynamoDB table. `make demo` runs `dynalease demo`.
+Distributed locks (leases) on one DynamoDB table.
 """
 
 
@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"dynalease {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
-    for command in (demo, inspect, doctor, invoke, local, run):
+    for command in (inspect, doctor, local, run):
         command.add_parser(commands)
     return parser
 
@@ -61,11 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args_list: list[str]) -> int:
-    # `invoke` parses its own arguments (handler and event included), and `run` splits
-    # its options from the command at `--` itself.
-    own_parsing = {"invoke": invoke.run, "run": run.main}
-    if args_list and args_list[0] in own_parsing:
-        return own_parsing[args_list[0]](args_list[1:])
+    # `run` splits its options from the command at `--` itself.
+    if args_list[:1] == ["run"]:
+        return run.main(args_list[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(args_list)
@@ -74,5 +72,5 @@ def _dispatch(args_list: list[str]) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    command = {"demo": demo, "inspect": inspect, "doctor": doctor, "local": local}[args.command]
+    command = {"inspect": inspect, "doctor": doctor, "local": local}[args.command]
     return run_command(args.command, lambda: command.run(args))

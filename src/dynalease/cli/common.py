@@ -25,17 +25,10 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
-#: What ``dynalease local`` and ``dynalease demo`` say when moto's server is not installed.
+#: What ``dynalease local`` and ``dynalease-dev demo`` say when moto's server is not installed.
 NEEDS_MOTO = (
     "needs moto's server: pip install '.[local]' in a clone of the repository, or "
     "pip install 'moto[server]==5.2.5' where dynalease was installed from a wheel"
-)
-
-#: What ``dynalease demo`` and ``dynalease invoke`` say when the development tools
-#: (the ``dynalease-dev`` distribution in the repository's ``dev/``) are not installed.
-NEEDS_DEV = (
-    "needs dynalease's development tools, which the wheel does not carry: "
-    "pip install -e ./dev in a clone of the repository (make demo does it)"
 )
 
 
@@ -223,20 +216,6 @@ def moto_missing() -> bool:
         return True
 
 
-def dev_module(name: str) -> Any:
-    """``dynalease_dev.NAME``, the development tools; :class:`CommandError` when missing.
-
-    They are a distribution of their own (``dev/`` in the repository), so the
-    library's wheel and layer carry none of them; imported by name, never typed here.
-    """
-    try:
-        return importlib.import_module(f"dynalease_dev.{name}")
-    except ModuleNotFoundError as error:
-        if error.name != "dynalease_dev":
-            raise
-        raise CommandError(NEEDS_DEV) from None
-
-
 def exit_status(exit_: SystemExit) -> int:
     """The status an argparse exit stands for; a message in it goes to stderr."""
     code = exit_.code
@@ -246,8 +225,8 @@ def exit_status(exit_: SystemExit) -> int:
     return EXIT_FAILED
 
 
-def run_command(command: str, action: Callable[[], int]) -> int:
-    """Run a subcommand, turning every expected failure into one line."""
+def run_command(command: str, action: Callable[[], int], *, prog: str = "dynalease") -> int:
+    """Run ``prog``'s subcommand, turning every expected failure into one line."""
     import botocore.exceptions  # when a command runs: `--help` loads no botocore
 
     try:
@@ -260,7 +239,7 @@ def run_command(command: str, action: Callable[[], int]) -> int:
         message, code = str(error), EXIT_USAGE
     except KeyboardInterrupt:
         message, code = "interrupted", EXIT_INTERRUPTED
-    print(f"dynalease {command}: error: {cli_words(message)}", file=sys.stderr)
+    print(f"{prog} {command}: error: {cli_words(message)}", file=sys.stderr)
     return code
 
 

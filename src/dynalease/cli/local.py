@@ -3,7 +3,7 @@
 moto's DynamoDB, served one request at a time by
 :mod:`dynalease._tooling.local_server`, in the foreground until Ctrl-C or SIGTERM.
 It prints its endpoint and the environment to export at once, so that the
-other commands, ``dynalease invoke`` and the Python client reach it and not AWS.
+other commands, ``dynalease-dev invoke`` and the Python client reach it and not AWS.
 Tables live in memory and vanish when it stops. Only DynamoDB is served, and no
 web page can reach it (requests with an ``Origin`` are refused); a ``--host``
 that is not loopback gets a warning, since anyone who can reach that address can

@@ -36,8 +36,8 @@ def test_the_demo_and_its_processes_never_import_the_command() -> None:
 
 def test_asking_the_command_for_help_does_not_import_the_demo() -> None:
     code = (
-        "import contextlib, io, dynalease.cli\n"
+        "import contextlib, io, dynalease_dev.cli\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
-        "    dynalease.cli.main(['demo', '--help'])"
+        "    dynalease_dev.cli.main(['demo', '--help'])"
     )
     assert _loaded_after(code, ("dynalease_dev.demo",)) == []
