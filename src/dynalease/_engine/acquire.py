@@ -34,8 +34,8 @@ class Acquirer:
         self.renewer = renewer
         self.target = target
         self._cleanup = cleanup
-        #: Every row this guard aimed a write at (for a cleanup after giving up).
-        self.written = list(target.together or (target.first_key,))
+        #: Every set of rows this guard aimed a write at (for a cleanup after giving up).
+        self.written = [target.rows(target.first_key)]
 
     def begin(self) -> tuple[float, float, bool]:
         """Leave NEW; (start, deadline, single attempt) of this acquisition."""
@@ -49,7 +49,8 @@ class Acquirer:
         deadline = deadline_on(core.clock)
         if deadline is not None:
             core.deadline = deadline
-        core.journal_rows(core.key, self.target.together)  # the first request may commit unanswered
+        # The first request may commit unanswered.
+        core.journal_rows(core.key, self.target.rows(core.key))
         start = core.clock.monotonic()
         if core.wait_s != 0:
             return start, self._by_deadline(start + core.wait_s), False
@@ -106,7 +107,7 @@ class Acquirer:
             raise refusal
         core = self.core
         core._move(Event.WON)
-        for key in core.keys:  # a multi-key guard: every row is held here
+        for key in core.keys:  # every row the guard holds
             core.observations.forget((core.table, key))
             core.observations.held((core.table, key), core.owner)
 

@@ -34,8 +34,10 @@ class TakeOver(NamedTuple):
 
 
 class TakeOverAll(NamedTuple):
-    """A multi-key guard's write of every row: over the ``observed`` stale ones, the rest new."""
+    """A write of every row at once (``key`` first): over the ``observed`` stale ones, the
+    rest new."""
 
+    key: str
     observed: dict[str, LockRow]
 
 
@@ -210,9 +212,12 @@ class Rules:
     retries: dict[tuple[str, bool], Retry]
     #: How long to wait while every row is held and none may be taken over yet.
     wait: Callable[[Waiting, list[Sighting]], tuple[float, Pace]]
-    #: After a takeover whose condition failed: look at the row it showed (a lock:
-    #: create at once when it is gone) or read again (False: a semaphore, always).
+    #: After a takeover whose condition failed: create at once when the row it showed is
+    #: gone, else read it again (a lock).
     look_after_takeover: bool
+    #: After a write whose condition failed: look at the rows it showed (True), or read
+    #: every row again (a semaphore).
+    look_after_write: bool = True
     #: Whether a wait that ran its course grows the backoff series (``poll``).
     grows_poll: bool = False
     #: Every row at once (a multi-key guard): written only when all are free or stale.
@@ -224,7 +229,9 @@ LOCK_RULES = Rules(LOCK_RETRIES, contention_pause, look_after_takeover=True)
 #: A multi-key lock's (:class:`.targets.KeysTarget`): every row at once.
 KEYS_RULES = Rules(LOCK_RETRIES, keys_pause, look_after_takeover=False, together=True)
 #: A semaphore's (:class:`.permits.PermitTarget`).
-PERMIT_RULES = Rules(PERMIT_RETRIES, permit_pause, grows_poll=True, look_after_takeover=False)
+PERMIT_RULES = Rules(
+    PERMIT_RETRIES, permit_pause, grows_poll=True, look_after_takeover=False, look_after_write=False
+)
 
 
 def decide(attempt: Attempt, rules: Rules) -> Action:
@@ -242,14 +249,12 @@ def decide(attempt: Attempt, rules: Rules) -> Action:
             return _out_of_time(attempt)
         return step.then
     if isinstance(outcome, Seen):
-        if isinstance(step, Create) and rules.look_after_takeover:
-            return Look(outcome.rows)  # a lock's create: the row it showed
         if isinstance(step, TakeOver) and rules.look_after_takeover:
             free = all(item is None for item in outcome.rows.values())
             return Create(step.key) if free else Read()
-        if isinstance(step, Create | TakeOver | TakeOverAll):
+        if isinstance(step, Create | TakeOver | TakeOverAll) and not rules.look_after_write:
             return Read()
-        return Look(outcome.rows)
+        return Look(outcome.rows)  # a read's rows, or the rows a failed write showed
     return _choose(attempt, rules, outcome)
 
 
@@ -304,7 +309,7 @@ def _choose_all(attempt: Attempt, rules: Rules, looked: Looked) -> Action:
     live = [sighting for sighting in looked.held if attempt.now < sighting.eligible]
     if not live:
         observed = {sighting.key: sighting.row for sighting in looked.held}
-        return TakeOverAll(observed) if observed else Create(attempt.key)
+        return TakeOverAll(attempt.key, observed) if observed else Create(attempt.key)
     return _wait(attempt, rules, live, tuple(sighting.row.owner for sighting in live))
 
 

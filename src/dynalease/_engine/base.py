@@ -61,7 +61,7 @@ class LeaseCore:
         self.table = table
         #: The row this guard holds (a semaphore's: the permit it won, once it won one).
         self.key = key
-        #: A multi-key guard's rows, all held at once with one version (else empty).
+        #: The rows held at once with one version, when more than ``key`` (else empty).
         self.together: tuple[str, ...] = ()
         self.lease_s = lease_s
         self.wait_s = wait_s
@@ -213,13 +213,9 @@ class LeaseCore:
 
     @property
     def keys(self) -> tuple[str, ...]:
-        """Every row this guard holds (or aims at): a multi-key guard's all, else its key."""
+        """Every row this guard holds (or aims at), ``key`` first: written, renewed and
+        deleted together."""
         return self.together or (self.key,)
-
-    @property
-    def multi(self) -> bool:
-        """True for a multi-key guard: its rows are written, renewed and deleted together."""
-        return len(self.together) > 1
 
     def condition_items(self) -> list[dict[str, Any]]:
         """One ownership ConditionCheck per row this guard holds; the guard must be valid."""
@@ -237,8 +233,8 @@ class LeaseCore:
         else:
             reason = f"the guard is {self.state.value}, not held"
         subject = f"lock {self.key!r}"
-        if self.multi:
-            subject = f"lock on {len(self.together)} keys (first {self.key!r})"
+        if len(self.keys) > 1:
+            subject = f"lock on {len(self.keys)} keys (first {self.key!r})"
         return LockLost(
             f"{subject} in table {self.table!r} is no longer owned by this guard: "
             f"{reason}. Stop the work it protected; acquire a new guard to continue",

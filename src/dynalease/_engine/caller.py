@@ -44,7 +44,7 @@ class CallerPath:
 
     def hold(self, runtime: Runtime) -> None:
         """Acquire for a sync caller, blocking; the first create goes out from this thread."""
-        if self.core.multi or not self.core.store.blocking_ready():
+        if not self.core.store.blocking_for(self.core.keys):
             runtime.run(self.acquirer.acquire())
             return
         try:
@@ -67,7 +67,7 @@ class CallerPath:
         Shielded: an interrupt must not cancel it, or the row would wait out its lease,
         so the wait is on a submitted future, never a cancellable run.
         """
-        if self.core.multi or not self.core.store.blocking_ready():
+        if not self.core.store.blocking_for(self.core.keys):
             runtime.submit(self.releaser.release()).result()
             return
         try:

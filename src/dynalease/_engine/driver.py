@@ -64,12 +64,17 @@ class Driver:
     """One acquisition's run on the loop, for an :class:`.acquire.Acquirer`."""
 
     def __init__(
-        self, core: LeaseCore, requests: Requests, target: Target, written: list[str]
+        self,
+        core: LeaseCore,
+        requests: Requests,
+        target: Target,
+        written: list[tuple[str, ...]],
     ) -> None:
         self.core = core
         self.requests = requests
         self.target = target
-        #: Every row this guard aimed a write at: the acquirer's list, which its cleanup reads.
+        #: Every set of rows this guard aimed a write at: the acquirer's list, which its
+        #: cleanup reads.
         self.written = written
         self._waiters: list[tuple[str, asyncio.Future[None]]] = []
 
@@ -95,12 +100,7 @@ class Driver:
         attempt.begin(action)
         outcome: Outcome
         try:
-            if self.core.multi and isinstance(action, Create | TakeOverAll):
-                observed = action.observed if isinstance(action, TakeOverAll) else {}
-                if await self._write_all(attempt, observed):
-                    return True
-                outcome = Seen({})  # nothing written: read every row next
-            elif isinstance(action, Create | TakeOver):
+            if isinstance(action, Create | TakeOver | TakeOverAll):
                 rows = await self._write(attempt, action, first)
                 if rows is None:
                     return True
@@ -141,8 +141,9 @@ class Driver:
         if key != attempt.key:
             self.core.journal_rows(key)
         attempt.key = key
-        if key not in self.written:
-            self.written.append(key)
+        rows = self.target.rows(key)
+        if rows not in self.written:
+            self.written.append(rows)
 
     def _win(self, key: str, version: str, stamp: Stamp, item: Item | None) -> None:
         self.core.key = key
@@ -154,11 +155,13 @@ class Driver:
         return {key: None if fencing and p.is_free(item) else item for key, item in rows.items()}
 
     async def _write(
-        self, attempt: Attempt, action: Create | TakeOver, first: FirstWrite | None
+        self, attempt: Attempt, action: Create | TakeOver | TakeOverAll, first: FirstWrite | None
     ) -> dict[str, Item | None] | None:
-        """Create or take over (or go on from ``first``'s outcome); None when it won, else the
-        row its failed condition showed."""
+        """Create or take over every row the target writes at ``action.key`` (or go on from
+        ``first``'s outcome); None when it won, else the rows its failed condition showed
+        (read when the answer did not show them)."""
         core, requests, key = self.core, self.requests, action.key
+        keys = self.target.rows(key)
         self._aim(attempt, key)
         try:
             if first is not None and first.sent:
@@ -167,14 +170,15 @@ class Driver:
             else:
                 row, stamp = core.new_write(key)
                 version = row.version
-                observed = action.row if isinstance(action, TakeOver) else None
+                rows = tuple(row._replace(key=each) for each in keys)
+                observed = _observed(action)
                 reply = await requests.send(
                     "write",
-                    lambda limit: core.store.write(core.table, row, observed, limit),
+                    lambda limit: core.store.write_rows(core.table, rows, observed, limit),
                     attempt.deadline,
                 )
         except OutcomeUnknown as unknown:
-            await self._landed(attempt, unknown, key, version)
+            await self._landed(attempt, unknown, keys, version)
             return None
         if reply is not None:
             self._win(key, version, stamp, reply.item)
@@ -182,47 +186,23 @@ class Driver:
             return None
         attempt.answered = True
         item = requests.conflict_item
-        if item is None:
-            # DynamoDB returns the row with a failed condition (ALL_OLD), but some
-            # implementations do not (docs/emulators.md). "No item" must not mean
-            # "no row", or a contender retries its create in a tight loop: read it.
-            item = await requests.read_row(key, attempt.deadline)
-        return self._free_as_none({key: item})
-
-    async def _write_all(self, attempt: Attempt, observed: dict[str, p.LockRow]) -> bool:
-        """Write every row in one transaction; True when it won.
-
-        A lost answer is reconciled by reading the rows: all or nothing, one of ours means all.
-        """
-        core = self.core
-        row, stamp = core.new_write(core.keys[0])
-        rows = tuple(row._replace(key=key) for key in core.keys)
-        try:
-            reply = await self.requests.send(
-                "write",
-                lambda limit: core.store.create_many(core.table, rows, observed, limit),
-                attempt.deadline,
-            )
-        except OutcomeUnknown as unknown:
-            await self._landed(attempt, unknown, core.keys[0], row.version)
-            return True
-        attempt.answered = True
-        if reply is None:
-            return False
-        self._win(core.keys[0], row.version, stamp, reply.item)
-        return True
+        if item is not None:
+            return self._free_as_none({key: item})
+        # DynamoDB returns the row with a failed condition (ALL_OLD), but some
+        # implementations do not (docs/emulators.md), and a transaction never does.
+        # "No item" must not mean "no row", or a contender retries its create in a
+        # tight loop: read them.
+        return self._free_as_none(await requests.read_rows(keys, attempt.deadline))
 
     async def _landed(
-        self, attempt: Attempt, unknown: OutcomeUnknown, key: str, version: str
+        self, attempt: Attempt, unknown: OutcomeUnknown, keys: tuple[str, ...], version: str
     ) -> None:
-        """Return when a write of ``version`` whose outcome is ``unknown`` landed, else raise it."""
-        core, requests = self.core, self.requests
+        """Return when a write of ``version`` to ``keys`` whose outcome is ``unknown`` landed
+        (all or nothing: the first row shows it), else raise it."""
+        core, requests, key = self.core, self.requests, keys[0]
         requests.watch_late(unknown.task)
         try:
-            if core.multi:
-                item = (await requests.read_rows(core.keys, attempt.deadline))[key]
-            else:
-                item = await requests.read_row(key, attempt.deadline)
+            item = (await requests.read_rows(keys, attempt.deadline))[key]
         except (BudgetSpent, OutcomeUnknown, DynamoDBError):
             raise unknown from None
         if core.ours(item) is None:
@@ -251,7 +231,7 @@ class Driver:
         malformed: MalformedLockRow | None = None
         for key, item in rows.items():
             if item is None:
-                continue  # free (a multi-key guard looks at the held ones too)
+                continue  # free (rules that want every row look at the held ones too)
             try:
                 row = p.parse_row(item, table=core.table, key=key, protocol=core.protocol)
             except MalformedLockRow as error:  # never taken over; other permits may be
@@ -261,7 +241,7 @@ class Driver:
             here = observations.held_here((core.table, key), row.owner)
             held.append(Sighting(key, row, first_seen + row.lease_ms / 1000, here))
         if malformed is not None and (not held or self.target.rules.together):
-            raise malformed  # a multi-key guard needs every row: one never taken over ends it
+            raise malformed  # rules that want every row: one never taken over ends it
         return Looked(None, free, held, tuple(sighting.row.owner for sighting in held))
 
     async def _sleep(self, attempt: Attempt, sleep: Sleep) -> Slept:
@@ -297,6 +277,13 @@ class Driver:
             observations.discard_waiter(resource, future)
             if future.done() and not future.cancelled() and key != used:
                 observations.wake_next(resource)
+
+
+def _observed(action: Create | TakeOver | TakeOverAll) -> dict[str, p.LockRow]:
+    """The rows a write replaces, by key (none for a create)."""
+    if isinstance(action, TakeOver):
+        return {action.key: action.row}
+    return action.observed if isinstance(action, TakeOverAll) else {}
 
 
 def give_up_error(

@@ -42,6 +42,10 @@ class PermitTarget:
     def permits(self) -> int:
         return len(self.wake_keys)
 
+    def rows(self, key: str) -> tuple[str, ...]:
+        """A permit is one row."""
+        return (key,)
+
     async def read(self, requests: Requests, deadline: float) -> dict[str, Item | None]:
         """Every permit row (None when free)."""
         return await requests.read_rows(self.wake_keys, deadline)

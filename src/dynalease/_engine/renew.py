@@ -1,6 +1,7 @@
 """Renewal: keep a held lease valid (docs/protocol.md, "Renewal"), and notice when it is not.
 
-A multi-key guard renews every row in one transaction, so its rows keep one version.
+A guard renews every row it holds at once (several in one transaction), so its rows keep
+one version.
 """
 
 from __future__ import annotations
@@ -131,10 +132,8 @@ class Renewer:
         try:
             reply = await self.requests.send(
                 "write",
-                lambda limit: (
-                    store.renew_many(core.table, core.keys, core.owner, current, version, limit)
-                    if core.multi
-                    else store.renew(core.table, core.key, core.owner, current, version, limit)
+                lambda limit: store.renew_rows(
+                    core.table, core.keys, core.owner, current, version, limit
                 ),
                 deadline,
             )
@@ -157,19 +156,16 @@ class Renewer:
     async def _read_and_reconcile(
         self, item: dict[str, Any] | None, deadline: float, current: str
     ) -> bool:
-        """Reconcile with ``item``, or with a strong read of the row when there is none.
+        """Reconcile with ``item``, or with a strong read of the rows when there is none.
 
-        A multi-key guard's rows show one version (all or nothing): one gone or not
-        ours loses the guard.
+        The rows show one version (all or nothing): one gone or not ours loses the guard.
         """
         core = self.core
         try:
-            if core.multi:
+            if item is None:
                 items = await self.requests.read_rows(core.keys, deadline)
                 lost = [row for row in items.values() if not core.owns(row)]
                 item = lost[0] if lost else items[core.keys[0]]
-            elif item is None:
-                item = await self.requests.read_row(core.key, deadline)
         except (BudgetSpent, OutcomeUnknown, DynamoDBError):
             return False
         if core.state is not State.HELD:

@@ -185,31 +185,27 @@ class Requests:
 
     async def read_row(self, key: str, deadline: float) -> dict[str, Any] | None:
         """The row at ``key``, strongly consistent."""
-        core = self.core
-        reply = await self.send(
-            "read", lambda limit: core.store.read(core.table, key, limit), deadline
-        )
-        assert reply is not None  # reads have no condition
-        return reply.item
+        return (await self.read_rows((key,), deadline))[key]
 
     async def read_rows(self, keys: tuple[str, ...], deadline: float) -> dict[str, Item | None]:
-        """Every row at ``keys``, strongly consistent (None where none)."""
+        """Every row at ``keys``, strongly consistent (None where none): one GetItem for one
+        key, else BatchGetItem until none is left unread."""
         from .pacing import first_pause, jittered, next_pause  # loaded with the loop's work
 
         core = self.core
         wanted, found = keys, dict[str, Item]()
         pause = first_pause(core.lease_s)
+        read = core.store.read_rows
         while True:
             asked = wanted
-            reply = await self.send(
-                "read", functools.partial(core.store.read_many, core.table, asked), deadline
-            )
+            reply = await self.send("read", functools.partial(read, core.table, asked), deadline)
             assert reply is not None  # reads have no condition
             found.update(reply.items)
             wanted = tuple(key for key in reply.unprocessed if key in asked)
             if not wanted:
                 return {key: found.get(key) for key in keys}
-            # Keys left unread (throughput): ask again for them, backing off.
+            # Keys left unread (throughput): ask the batch again for them, backing off.
+            read = core.store.read_many
             left = deadline - core.clock.monotonic()
             if left <= 0:
                 raise BudgetSpent

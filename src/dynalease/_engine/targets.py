@@ -33,6 +33,11 @@ class Target(Protocol):
     #: Every row a multi-key guard holds at once (empty for a lock and a semaphore).
     together: tuple[str, ...]
 
+    def rows(self, key: str) -> tuple[str, ...]:
+        """The rows a write aimed at ``key`` writes, ``key`` first: what the guard holds once
+        that write wins."""
+        ...
+
     async def read(self, requests: Requests, deadline: float) -> dict[str, Item | None]:
         """Every row aimed at, strongly consistent (None where there is none)."""
         ...
@@ -68,8 +73,11 @@ class KeyTarget:
 
         return LOCK_RULES
 
+    def rows(self, key: str) -> tuple[str, ...]:
+        return (key,)
+
     async def read(self, requests: Requests, deadline: float) -> dict[str, Item | None]:
-        return {self.first_key: await requests.read_row(self.first_key, deadline)}
+        return await requests.read_rows(self.wake_keys, deadline)
 
     def held(self, owners: tuple[str, ...]) -> str:
         """Other holders' tokens stay out of messages."""
@@ -101,6 +109,9 @@ class KeysTarget:
         from .attempts import KEYS_RULES
 
         return KEYS_RULES
+
+    def rows(self, key: str) -> tuple[str, ...]:
+        return self.together
 
     async def read(self, requests: Requests, deadline: float) -> dict[str, Item | None]:
         return await requests.read_rows(self.together, deadline)

@@ -158,9 +158,10 @@ def test_renewals_on_the_manual_clock_start_only_when_the_first_one_is_due() -> 
 KEYS = KeysTarget(("a", "b", "c")).rules
 
 
-def test_a_multi_key_guard_reads_every_row_after_a_refused_transaction() -> None:
-    assert decide(attempt(step=Create("a"), outcome=Seen({})), KEYS) == Read()
+def test_a_multi_key_guard_looks_at_every_row_read_after_a_refused_transaction() -> None:
+    # The write step reads every row (a transaction's refusal shows none), then looks.
     rows: dict[str, Any] = {"a": None, "b": ROW.to_item(), "c": None}
+    assert decide(attempt(step=Create("a"), outcome=Seen(rows)), KEYS) == Look(rows)
     assert decide(attempt(step=Read(), outcome=Seen(rows)), KEYS) == Look(rows)
 
 
@@ -169,7 +170,7 @@ def test_a_multi_key_guard_writes_only_when_every_row_is_free_or_stale() -> None
     assert decide(attempt(step=Look({}), outcome=free), KEYS) == Create("k")
     stale_b = Sighting("b", ROW, 999.0, False)
     some_stale = Looked(None, ["a", "c"], [stale_b], ("someone",))
-    assert decide(attempt(step=Look({}), outcome=some_stale), KEYS) == TakeOverAll({"b": ROW})
+    assert decide(attempt(step=Look({}), outcome=some_stale), KEYS) == TakeOverAll("k", {"b": ROW})
     live_c = Sighting("c", ROW._replace(key="c"), 1_010.0, False)
     one_live = Looked(None, ["a"], [stale_b, live_c], ("someone", "someone"))
     waiting = decide(attempt(step=Look({}), outcome=one_live), KEYS)
@@ -179,8 +180,9 @@ def test_a_multi_key_guard_writes_only_when_every_row_is_free_or_stale() -> None
     assert single == GiveUp(HELD, ("someone",))
 
 
-def test_a_refused_takeover_of_every_row_is_followed_by_a_read() -> None:
-    step = TakeOverAll({"b": ROW})
-    assert decide(attempt(step=step, outcome=Seen({})), KEYS) == Read()
+def test_a_refused_takeover_of_every_row_is_followed_by_a_look_at_the_rows_read() -> None:
+    step = TakeOverAll("k", {"b": ROW})
+    rows: dict[str, Any] = {"a": None, "b": ROW.to_item(), "c": None}
+    assert decide(attempt(step=step, outcome=Seen(rows)), KEYS) == Look(rows)
     again = decide(attempt(step=step, outcome=Failed(unknown=False)), KEYS)
     assert isinstance(again, Sleep) and again.then == Read()
