@@ -26,8 +26,8 @@ from . import protocol as p
 from .attempts import (
     BUDGET,
     HELD,
+    MALFORMED,
     UNREACHABLE,
-    UNREACHABLE_CODES,
     Action,
     Adopt,
     Attempt,
@@ -49,7 +49,7 @@ from .attempts import (
 )
 from .base import LeaseCore
 from .clock import Stamp, sleep_or_wake
-from .pacing import Sighting, first_pause, next_pause
+from .pacing import Sighting, first_pause
 from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
 from .store import TLS_REFUSED
 from .targets import Target, not_acquired
@@ -93,6 +93,9 @@ class Driver:
                 action = decide(attempt, self.target.rules)
         finally:
             self._release_waiters(None)
+        if action.why == MALFORMED:
+            assert isinstance(attempt.outcome, Looked) and attempt.outcome.malformed is not None
+            raise attempt.outcome.malformed
         raise give_up_error(self.core, self.target, attempt, action)
 
     async def _perform(self, attempt: Attempt, action: Action, first: FirstWrite | None) -> bool:
@@ -125,15 +128,13 @@ class Driver:
             outcome = Spent()
         except OutcomeUnknown as unknown:
             attempt.last_error = unknown.cause or attempt.last_error
-            attempt.refused, attempt.now = -1, self.core.clock.monotonic()
+            attempt.now = self.core.clock.monotonic()
             outcome = Failed(unknown=True)
         except (ThrottledError, RequestFailedError) as error:
             attempt.last_error = error
-            refused = attempt.refused >= 0 and error.code in UNREACHABLE_CODES
-            attempt.refused = attempt.refused + 1 if refused else -1
             attempt.now = self.core.clock.monotonic()
-            outcome = Failed(unknown=False)
-        attempt.outcome = outcome
+            outcome = Failed(unknown=False, code=error.code)
+        attempt.end(outcome)
         return False
 
     def _aim(self, attempt: Attempt, key: str) -> None:
@@ -234,15 +235,14 @@ class Driver:
                 continue  # free (rules that want every row look at the held ones too)
             try:
                 row = p.parse_row(item, table=core.table, key=key, protocol=core.protocol)
-            except MalformedLockRow as error:  # never taken over; other permits may be
+            except MalformedLockRow as error:  # the rules decide what it means
                 malformed = malformed or error
                 continue
             first_seen = observations.observe((core.table, key), row.identity, now)
             here = observations.held_here((core.table, key), row.owner)
             held.append(Sighting(key, row, first_seen + row.lease_ms / 1000, here))
-        if malformed is not None and (not held or self.target.rules.together):
-            raise malformed  # rules that want every row: one never taken over ends it
-        return Looked(None, free, held, tuple(sighting.row.owner for sighting in held))
+        owners = tuple(sighting.row.owner for sighting in held)
+        return Looked(None, free, held, owners, malformed)
 
     async def _sleep(self, attempt: Attempt, sleep: Sleep) -> Slept:
         """Sleep (a wait on held rows ends early when a guard of this client releases one)."""
@@ -259,14 +259,7 @@ class Driver:
             self._release_waiters(woken)
         if sleep.pace is not None:
             attempt.pace = sleep.pace
-        time_left = woken is not None or clock.monotonic() < attempt.deadline
-        if woken is None and time_left and sleep.grow is not None:
-            lease_s = self.core.lease_s
-            if sleep.grow == "poll":
-                attempt.poll = next_pause(lease_s, attempt.poll)
-            else:
-                attempt.backoff = next_pause(lease_s, attempt.backoff)
-        return Slept(woken, time_left)
+        return Slept(woken, woken is not None or clock.monotonic() < attempt.deadline)
 
     def _release_waiters(self, used: str | None) -> None:
         """Stop waiting; a wake this guard does not use is handed to the next waiter."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import random
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -194,7 +195,7 @@ class Requests:
 
         core = self.core
         wanted, found = keys, dict[str, Item]()
-        pause = first_pause(core.lease_s)
+        pause, rng = first_pause(core.lease_s), random.Random(random.getrandbits(64))
         read = core.store.read_rows
         while True:
             asked = wanted
@@ -209,7 +210,7 @@ class Requests:
             left = deadline - core.clock.monotonic()
             if left <= 0:
                 raise BudgetSpent
-            await core.clock.sleep(min(left, jittered(pause)))
+            await core.clock.sleep(min(left, jittered(pause, rng)))
             pause = next_pause(core.lease_s, pause)
 
     def watch_late(self, task: asyncio.Future[Reply]) -> None:

@@ -7,6 +7,7 @@ it and differ only in their rules.
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -186,3 +187,29 @@ def test_a_refused_takeover_of_every_row_is_followed_by_a_look_at_the_rows_read(
     assert decide(attempt(step=step, outcome=Seen(rows)), KEYS) == Look(rows)
     again = decide(attempt(step=step, outcome=Failed(unknown=False)), KEYS)
     assert isinstance(again, Sleep) and again.then == Read()
+
+
+def test_the_attempt_counts_unconnected_requests_and_grows_a_series_after_a_full_pause() -> None:
+    state = attempt(step=Create("k"))
+    state.end(Failed(unknown=False, code="EndpointConnectionError"))
+    state.end(Failed(unknown=False, code="EndpointConnectionError"))
+    assert state.refused == 2
+    state.end(Failed(unknown=True))
+    assert state.refused == -1
+    poll, backoff = state.poll, state.backoff
+    state.begin(Sleep(0.1, Read(), grow="poll"))
+    state.end(Slept(None, time_left=True))
+    assert state.poll > poll and state.backoff == backoff
+    state.begin(Sleep(0.1, Read(), wake=True, grow="backoff"))
+    state.end(Slept("k", time_left=True))  # woken: the series stays
+    assert state.backoff == backoff
+
+
+def test_the_decision_is_deterministic_given_the_attempts_random_source() -> None:
+    looked = Looked(None, ["a", "b", "c", "d"], [], ())
+    choices = set()
+    for _ in range(5):
+        state = attempt(step=Look({}), outcome=looked)
+        state.rng = random.Random(7)
+        choices.add(decide(state, LOCK))
+    assert len(choices) == 1
