@@ -180,7 +180,11 @@ class _AcquireSpan(_LockSpan):
         self.lease = lease
         self.span.set_attribute("dynalease.lease_seconds", lease.lease_s)
         self.span.set_attribute("dynalease.wait_timeout_seconds", lease.wait_s)
-        lease.trace_link = self.span.get_span_context()
+
+    def __enter__(self) -> Any:
+        """Current while the acquisition runs; returns the link its renewals carry."""
+        super().__enter__()
+        return self.span.get_span_context()
 
     def _finish(self, error: BaseException | None) -> None:
         from .exceptions import LockNotAcquired, LockUnavailable
@@ -206,7 +210,10 @@ class _AcquireSpan(_LockSpan):
 
 
 def acquiring(lease: Any) -> Any:
-    """A context manager that traces ``lease``'s acquisition (nothing when nobody traces)."""
+    """A context manager that traces ``lease``'s acquisition (nothing when nobody traces).
+
+    Entered, it gives the span link its renewals carry (:func:`renewing`; None untraced).
+    """
     traced = tracer()
     return _UNTRACED if traced is None else _AcquireSpan(traced, lease)
 

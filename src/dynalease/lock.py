@@ -234,7 +234,8 @@ class _Guard:
             )
         runtime = self._client._runtime()
         try:
-            with _tracing.acquiring(self._lease):
+            with _tracing.acquiring(self._lease) as link:
+                self._lease.renewer.trace_link = link
                 yield runtime
         except DynamoDBError as error:
             client = self._client

@@ -3,12 +3,9 @@ does the rest on the runtime's loop."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
-from typing import Any
-
 from ..exceptions import GuardReused, LockNotAcquired, LockUnavailable
 from . import protocol as p
-from .base import LeaseCore, logged_key
+from .base import LeaseCore, LeaseEvents, logged_key
 from .deadline import deadline_on
 from .renew import Renewer
 from .requests import FirstWrite, Requests
@@ -27,15 +24,16 @@ class Acquirer:
         requests: Requests,
         renewer: Renewer,
         target: Target,
-        cleanup: Callable[[], Coroutine[Any, Any, None]],
+        events: LeaseEvents,
+        written: list[tuple[str, ...]],
     ) -> None:
         self.core = core
         self.requests = requests
         self.renewer = renewer
         self.target = target
-        self._cleanup = cleanup
-        #: Every set of rows this guard aimed a write at (for a cleanup after giving up).
-        self.written = [target.rows(target.first_key)]
+        self._events = events
+        #: Every set of rows this guard aimed a write at (the releaser's cleanup reads it).
+        self.written = written
 
     def begin(self) -> tuple[float, float, bool]:
         """Leave NEW; (start, deadline, single attempt) of this acquisition."""
@@ -45,7 +43,7 @@ class Acquirer:
                 f"this guard for {logged_key(core.key)} was already used ({core.state.value}); "
                 "guards are single use, create a new one"
             )
-        core._move(Event.START)
+        core.move(Event.START)
         deadline = deadline_on(core.clock)
         if deadline is not None:
             core.deadline = deadline
@@ -106,7 +104,7 @@ class Acquirer:
             self.core.tally.wait_timeouts += 1
             raise refusal
         core = self.core
-        core._move(Event.WON)
+        core.move(Event.WON)
         for key in core.keys:  # every row the guard holds
             core.observations.forget((core.table, key))
             core.observations.held((core.table, key), core.owner)
@@ -138,10 +136,10 @@ class Acquirer:
     def finish_unacquired(self, event: Event) -> None:
         """The acquisition ended without the row: clean up what may have been written."""
         core = self.core
-        core._move(event)
+        core.move(event)
         core.pending.clear()
         if core.validity is not None or core.late:
             # Acquired just as we were cancelled, or a write may still land.
-            core.background(self._cleanup())
+            core.background(self._events.cleanup_late())
         else:
             core.forget()

@@ -1,7 +1,7 @@
 """What every part of a lease shares: its identity, state, loss, validity and counts.
 
-:class:`LeaseCore` holds no I/O. The state changes only in :meth:`LeaseCore._move`;
-a loss is recorded only in :meth:`LeaseCore._lose`.
+:class:`LeaseCore` holds no I/O. The state changes only in :meth:`LeaseCore.move`;
+a loss is recorded only in :meth:`LeaseCore.lose`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 from .._redact import escaped, logged_key
 from ..exceptions import LockLost
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import asyncio
     import concurrent.futures
 
-__all__ = ["LeaseCore", "logged_key"]
+__all__ = ["LeaseCore", "LeaseEvents", "logged_key"]
 
 log = logging.getLogger("dynalease")
 DEADLINE_PASSED = (
@@ -36,6 +36,22 @@ DEADLINE_PASSED = (
 )
 #: Guards every lease's lazily made ``lost_signal``.
 _SIGNALS = threading.Lock()
+
+
+class LeaseEvents(Protocol):
+    """What the parts of a lease tell its releaser (``release.Releaser`` implements it)."""
+
+    def landed(self) -> None:
+        """A write the lease gave up on may have landed after all: delete what it wrote."""
+        ...
+
+    def deadline_reached(self) -> None:
+        """The caller's deadline passed while held: lose ownership and delete the rows now."""
+        ...
+
+    async def cleanup_late(self) -> None:
+        """Delete every row the lease may have written after it stopped wanting it."""
+        ...
 
 
 class LeaseCore:
@@ -71,7 +87,7 @@ class LeaseCore:
         self.lease_ms = p.lease_ms(lease_s)
         self.span = p.validity_span(lease_s)
         self.state = State.NEW
-        #: Why ownership was lost: written only by :meth:`_lose`.
+        #: Why ownership was lost: written only by :meth:`lose`.
         self.loss: str | None = None
         self.tally = Tally()
         self.journal = journal
@@ -82,8 +98,6 @@ class LeaseCore:
         self.version: str | None = None
         self.validity: Stamp | None = None
         self.last_request_id: str | None = None
-        #: The acquisition's span context (renewals link to it): :mod:`dynalease._tracing`.
-        self.trace_link: Any = None
         self.took_over = False
         #: The caller's deadline (``deadline.py``), and whether it ended the hold.
         self.deadline: float | None = None
@@ -116,20 +130,20 @@ class LeaseCore:
 
     # --- the state machine ------------------------------------------------------
 
-    def _move(self, event: Event) -> None:
+    def move(self, event: Event) -> None:
         """The one way the state changes: along ``states.TRANSITIONS``, or raise."""
         try:
             self.state = TRANSITIONS[self.state, event]
         except KeyError:
             raise IllegalTransition(self.state, event) from None
 
-    def _lose(self, reason: str) -> None:
+    def lose(self, reason: str) -> None:
         """Record that ownership is gone (once) and tell whoever is listening."""
         if self.loss is not None:
             return
         # The reason first: another thread that sees the new state finds it.
         self.loss = reason
-        self._move(Event.LOSE)
+        self.move(Event.LOSE)
         log.warning(
             "dynalease: lock %s in table %r lost: %s", logged_key(self.key), self.table, reason
         )

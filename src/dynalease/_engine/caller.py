@@ -125,7 +125,7 @@ class CallerPath:
 
         core = self.core
         late = self._take_late()
-        core._move(ended)
+        core.move(ended)
         core.pending.clear()
         if late is not None:
             finished = core.store.finish_late(late)

@@ -59,16 +59,13 @@ class Lease(LeaseCore):
             journal=journal,
         )
         self.together = aim.together
-        self.requests = Requests(self, landed=lambda: self.background(self.releaser.cleanup_late()))
-        self.renewer = Renewer(
-            self, self.requests, at_deadline=lambda: self.releaser.end_at_deadline()
-        )
-        self.releaser = Releaser(
-            self, self.requests, self.renewer, written=lambda: self.acquirer.written
-        )
-        self.acquirer = Acquirer(
-            self, self.requests, self.renewer, aim, cleanup=self.releaser.cleanup_late
-        )
+        written = [aim.rows(aim.first_key)]
+        # The releaser hears from the parts it releases through (``LeaseEvents``).
+        self.releaser = Releaser(self, written)
+        self.requests = Requests(self, self.releaser)
+        self.renewer = Renewer(self, self.requests, self.releaser)
+        self.releaser.serve(self.requests, self.renewer)
+        self.acquirer = Acquirer(self, self.requests, self.renewer, aim, self.releaser, written)
         self.caller = CallerPath(self, self.requests, self.acquirer, self.renewer, self.releaser)
 
     async def acquire(self, first: FirstWrite | None = None) -> None:

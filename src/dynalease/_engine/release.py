@@ -6,7 +6,6 @@ The same delete cleans up a row this guard wrote after it had given up.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..exceptions import DynamoDBError, LockLost, LockReleaseError
@@ -25,24 +24,34 @@ log = logging.getLogger("dynalease")
 
 
 class Releaser:
-    """Ending a guard's hold: RELEASING, then RELEASED or LOST.
+    """Ending a guard's hold: RELEASING, then RELEASED or LOST; the lease's
+    :class:`.base.LeaseEvents`.
 
-    ``written``: every set of rows this guard may have written while acquiring.
+    ``written``: every set of rows this guard may write while acquiring (the acquirer's
+    list). Made before the parts it is told about, which :meth:`serve` then hands it.
     """
 
-    def __init__(
-        self,
-        core: LeaseCore,
-        requests: Requests,
-        renewer: Renewer,
-        written: Callable[[], list[tuple[str, ...]]],
-    ) -> None:
+    requests: Requests
+    renewer: Renewer
+
+    def __init__(self, core: LeaseCore, written: list[tuple[str, ...]]) -> None:
         self.core = core
-        self.requests = requests
-        self.renewer = renewer
         self._written = written
         #: One clean-up at a time (made on the loop at the first: most guards never need it).
         self._cleaning: asyncio.Lock | None = None
+
+    def serve(self, requests: Requests, renewer: Renewer) -> None:
+        """Release through ``requests``, stopping ``renewer`` (each of which reports to us)."""
+        self.requests = requests
+        self.renewer = renewer
+
+    def landed(self) -> None:
+        """A write the lease gave up on may have landed after all: delete what it wrote."""
+        self.core.background(self.cleanup_late())
+
+    def deadline_reached(self) -> None:
+        """The caller's deadline passed while held: see :meth:`end_at_deadline`."""
+        self.end_at_deadline()
 
     def begin(self) -> float | None:
         """Enter RELEASING; the cleanup deadline, or None when there is nothing to release."""
@@ -52,15 +61,15 @@ class Releaser:
             return None  # never held, or already released (or being released)
         if state is State.HELD and core.time_left() <= 0:
             past = core.deadline_passed()
-            core._lose(
+            core.lose(
                 DEADLINE_PASSED if past else "its lease expired before a renewal was confirmed"
             )
-        core._move(Event.RELEASE)
+        core.move(Event.RELEASE)
         return core.clock.monotonic() + p.cleanup_budget(core.lease_s)
 
     def end(self) -> None:
         """Leave RELEASING: LOST if ownership was lost on the way, RELEASED otherwise."""
-        self.core._move(Event.ENDED if self.core.loss is None else Event.ENDED_LOST)
+        self.core.move(Event.ENDED if self.core.loss is None else Event.ENDED_LOST)
 
     async def release(self, first: FirstWrite | None = None) -> None:
         """Stop renewing and delete the row if it is still ours, within the cleanup budget.
@@ -123,7 +132,7 @@ class Releaser:
             if isinstance(action, rules.Check):
                 return rules.Rows(await requests.read_rows(action.keys, deadline))
             if isinstance(action, rules.Lose):
-                core._lose(action.why)
+                core.lose(action.why)
             else:
                 assert isinstance(action, rules.Pause)
                 left = max(0.0, deadline - core.clock.monotonic())
@@ -183,7 +192,7 @@ class Releaser:
         if self._cleaning is None:
             self._cleaning = asyncio.Lock()
         async with self._cleaning:
-            for keys in self._written():
+            for keys in self._written:
                 deadline = core.clock.monotonic() + p.cleanup_budget(core.lease_s)
                 try:
                     await self._delete_until_gone(keys, deadline)
@@ -203,7 +212,7 @@ class Releaser:
         core = self.core
         if core.state is not State.HELD:
             return
-        core._lose(DEADLINE_PASSED)
+        core.lose(DEADLINE_PASSED)
         cleanup = self.begin()
         core.released_at_deadline = True
         if cleanup is not None:

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import _tracing
 from ..exceptions import DynamoDBError
 from . import protocol as p
-from .base import LeaseCore, logged_key
+from .base import LeaseCore, LeaseEvents, logged_key
 from .clock import Stamp
 from .requests import EPSILON_S, BudgetSpent, OutcomeUnknown, Requests
 from .scheduling import ValidityWatch, deferred_renewals
@@ -31,14 +30,15 @@ log = logging.getLogger("dynalease")
 class Renewer:
     """The renewal task of a held lease and the validity checks around it."""
 
-    def __init__(
-        self, core: LeaseCore, requests: Requests, at_deadline: Callable[[], None]
-    ) -> None:
+    def __init__(self, core: LeaseCore, requests: Requests, events: LeaseEvents) -> None:
         self.core = core
         self.requests = requests
-        self._at_deadline = at_deadline
+        self._events = events
         self.task: asyncio.Task[None] | None = None
         self._stopped = False
+        #: The acquisition's span link (:mod:`dynalease._tracing`), set by the face that
+        #: traced it: renewals start traces of their own, linked to it.
+        self.trace_link: Any = None
 
     @property
     def state(self) -> State:
@@ -82,11 +82,11 @@ class Renewer:
             and validity is not None
             and validity.remaining_at(monotonic, wall, core.span) <= EPSILON_S
         ):
-            core._lose("its lease expired before a renewal was confirmed")
+            core.lose("its lease expired before a renewal was confirmed")
 
     async def _run(self) -> None:
-        if self.core.trace_link is not None:  # renewals: traces of their own, linked
-            _tracing.renewing(self.core.trace_link)
+        if self.trace_link is not None:  # renewals: traces of their own, linked
+            _tracing.renewing(self.trace_link)
         watch = ValidityWatch.of(self.core.clock)
         watch.add(self)
         try:
@@ -104,11 +104,11 @@ class Renewer:
             assert validity is not None
             left = validity.remaining(clock, core.span)
             if left <= EPSILON_S:
-                core._lose("its lease expired before a renewal was confirmed")
+                core.lose("its lease expired before a renewal was confirmed")
                 return
             now = clock.monotonic()
             if core.deadline is not None and now >= core.deadline:
-                self._at_deadline()
+                self._events.deadline_reached()
                 return
             end = math.inf if core.deadline is None else core.deadline
             wait = min(next_attempt, end) - now
@@ -178,5 +178,5 @@ class Renewer:
         if core.owns(item) and item.get(p.VERSION_ATTR) == {"S": current}:
             return False  # not applied; retry
         holder = "the row is gone" if item is None else "another owner took it over"
-        core._lose(f"{holder} (renewal rejected)")
+        core.lose(f"{holder} (renewal rejected)")
         return False

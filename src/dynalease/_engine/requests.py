@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..exceptions import DynamoDBError, RequestFailedError, ThrottledError
 from . import protocol as p
-from .base import LeaseCore, logged_key
+from .base import LeaseCore, LeaseEvents, logged_key
 from .shapes import reply_of
 from .states import State
 from .store import ConditionFailed, Limit, Reply, TimedOut
@@ -77,12 +77,12 @@ def interrupted_failure(operation: str) -> RequestFailedError:
 class Requests:
     """Sending, bounding and reconciling one lease's requests.
 
-    ``landed`` is called when a write this lease gave up on may have landed after all.
+    ``events.landed`` is called when a write this lease gave up on may have landed after all.
     """
 
-    def __init__(self, core: LeaseCore, landed: Callable[[], None]) -> None:
+    def __init__(self, core: LeaseCore, events: LeaseEvents) -> None:
         self.core = core
-        self._landed = landed
+        self._events = events
         self.conflict_item: dict[str, Any] | None = None
 
     async def send(
@@ -232,7 +232,7 @@ class Requests:
                     core.forget()  # it did not land: nothing of ours is left
                 return
             if core.state in _GAVE_UP:
-                self._landed()
+                self._events.landed()
 
         task.add_done_callback(landed)
 
