@@ -267,7 +267,7 @@ class _Guard:
 
     def _limit_single_attempt(self, seconds: float) -> None:
         """Cap the network budget of a ``wait_timeout=0`` attempt (the Lambda budget)."""
-        self._lease.single_attempt_cap = seconds
+        self._lease.acquirer.single_attempt_cap = seconds
 
     def __del__(self) -> None:
         """Release in the background a held guard dropped unexited: it would renew forever.

@@ -34,6 +34,9 @@ class Acquirer:
         self._events = events
         #: Every set of rows this guard aimed a write at (the releaser's cleanup reads it).
         self.written = written
+        #: A tighter network budget for a ``wait_s == 0`` attempt (the Lambda middleware's,
+        #: set by the face once it knows the invocation's time left).
+        self.single_attempt_cap: float | None = None
 
     def begin(self) -> tuple[float, float, bool]:
         """Leave NEW; (start, deadline, single attempt) of this acquisition."""
@@ -53,8 +56,8 @@ class Acquirer:
         if core.wait_s != 0:
             return start, self._by_deadline(start + core.wait_s), False
         budget = p.zero_wait_budget(core.lease_s)
-        if core.single_attempt_cap is not None:
-            budget = min(budget, core.single_attempt_cap)
+        if self.single_attempt_cap is not None:
+            budget = min(budget, self.single_attempt_cap)
         return start, self._by_deadline(start + budget), True
 
     def _by_deadline(self, end: float) -> float:
@@ -126,7 +129,7 @@ class Acquirer:
         return target.not_acquired(
             core,
             f"its write was confirmed {took:.2f} s after it was sent, with {left:.2f} s of its "
-            f"{core.span:g} s validity left, under the hand-over margin of {margin:g} s; the "
+            f"{core.spec.span:g} s validity left, under the hand-over margin of {margin:g} s; the "
             f"row is deleted. A path to DynamoDB this slow (a proxy or relay holding answers "
             f"back, a blocked event loop) cannot keep a {core.lease_s:g} s lease: fix the "
             "path, or raise lease_duration",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 from .._redact import escaped, logged_key
@@ -54,6 +55,35 @@ class LeaseEvents(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class LeaseSpec:
+    """One guard's settings, fixed when the guard is made (``DynamoDBClient._new_lease``)."""
+
+    table: str
+    lease_s: float
+    wait_s: float
+    #: Protocol-2 rows, and a fencing token per acquisition.
+    fencing: bool = False
+    #: Where the rows this guard may hold are named for the recovery extension.
+    journal: Journal | None = None
+    #: Called (on a thread of its own) once ownership is lost.
+    on_lost: Callable[[LockLost], object] | None = None
+
+    @property
+    def protocol(self) -> int:
+        return p.FENCED_PROTOCOL if self.fencing else p.PROTOCOL
+
+    @property
+    def lease_ms(self) -> int:
+        """The lease written to the row."""
+        return p.lease_ms(self.lease_s)
+
+    @property
+    def span(self) -> float:
+        """How long a confirmed write keeps us the owner (``protocol.validity_span``)."""
+        return p.validity_span(self.lease_s)
+
+
 class LeaseCore:
     """One guard's identity, state and validity, and what other threads may ask of it."""
 
@@ -63,37 +93,24 @@ class LeaseCore:
         store: LockStore,
         clock: Clock,
         observations: Observations,
-        table: str,
+        spec: LeaseSpec,
         key: str,
-        lease_s: float,
-        wait_s: float,
-        on_lost: Callable[[LockLost], object] | None = None,
-        fencing: bool = False,
-        journal: Journal | None = None,
+        together: tuple[str, ...] = (),
     ) -> None:
         self.store = store
         self.clock = clock
         self.observations = observations
-        self.table = table
+        self.spec = spec
         #: The row this guard holds (a semaphore's: the permit it won, once it won one).
         self.key = key
         #: The rows held at once with one version, when more than ``key`` (else empty).
-        self.together: tuple[str, ...] = ()
-        self.lease_s = lease_s
-        self.wait_s = wait_s
+        self.together = together
         self.owner = p.new_token()
-        self.fencing = fencing
-        self.protocol = p.FENCED_PROTOCOL if fencing else p.PROTOCOL
-        self.lease_ms = p.lease_ms(lease_s)
-        self.span = p.validity_span(lease_s)
         self.state = State.NEW
         #: Why ownership was lost: written only by :meth:`lose`.
         self.loss: str | None = None
         self.tally = Tally()
-        self.journal = journal
         self.fencing_token: int | None = None
-        #: A tighter network budget for a ``wait_s == 0`` attempt (the Lambda middleware's).
-        self.single_attempt_cap: float | None = None
         #: The confirmed version and when the write that made it was sent.
         self.version: str | None = None
         self.validity: Stamp | None = None
@@ -107,8 +124,25 @@ class LeaseCore:
         #: Writes that may still land after we stopped waiting (see ``requests``).
         self.late: set[asyncio.Future[Any]] = set()
         self._tasks: set[asyncio.Future[None]] = set()
-        self._on_lost = on_lost
         self._lost_signal: concurrent.futures.Future[None] | None = None
+
+    # --- the settings, as the parts read them -----------------------------------
+
+    @property
+    def table(self) -> str:
+        return self.spec.table
+
+    @property
+    def lease_s(self) -> float:
+        return self.spec.lease_s
+
+    @property
+    def wait_s(self) -> float:
+        return self.spec.wait_s
+
+    @property
+    def fencing(self) -> bool:
+        return self.spec.fencing
 
     @property
     def resource(self) -> tuple[str, str]:
@@ -152,7 +186,7 @@ class LeaseCore:
             signal = self._lost_signal
         if signal is not None and not signal.done():
             signal.set_result(None)
-        callback = self._on_lost
+        callback = self.spec.on_lost
         if callback is not None:
             # A user callback must never stall the runtime that renews every lease.
             threading.Thread(
@@ -189,7 +223,8 @@ class LeaseCore:
 
     def new_write(self, key: str) -> tuple[p.LockRow, Stamp]:
         """The row of our next create or takeover at ``key``, stamped and noted as pending."""
-        row = p.LockRow(key, self.owner, p.new_token(), self.lease_ms, self.protocol)
+        spec = self.spec
+        row = p.LockRow(key, self.owner, p.new_token(), spec.lease_ms, spec.protocol)
         stamp = self.pending[row.version] = Stamp.now(self.clock)
         return row, stamp
 
@@ -213,7 +248,7 @@ class LeaseCore:
         validity = self.validity
         if validity is None:
             return 0.0
-        return validity.remaining(self.clock, self.span)
+        return validity.remaining(self.clock, self.spec.span)
 
     def deadline_passed(self) -> bool:
         """True once the caller's deadline (if any) has passed."""
@@ -260,8 +295,9 @@ class LeaseCore:
 
     def journal_rows(self, key: str, keys: tuple[str, ...] = ()) -> None:
         """Name in the journal the rows the next write may create, before it is sent."""
-        if self.journal is not None:
-            self.journal.record(self.table, key, self.owner, fencing=self.fencing, keys=keys)
+        journal = self.spec.journal
+        if journal is not None:
+            journal.record(self.table, key, self.owner, fencing=self.fencing, keys=keys)
 
     def note_answer(self, request_id: str | None) -> None:
         if request_id:
@@ -278,7 +314,7 @@ class LeaseCore:
 
     def forget(self) -> None:
         """After giving up: drop the journal entry once no write of ours may still land."""
-        journal = self.journal
+        journal = self.spec.journal
         if journal is not None and not self.late:
             journal.forget(self.owner)
 

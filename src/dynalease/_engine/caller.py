@@ -156,8 +156,8 @@ class CallerPath:
         core.tally.caller_wcu += reply.capacity
         core.note_answer(reply.request_id)
         self.releaser.end()
-        if core.journal is not None:
-            core.journal.forget(core.owner)
+        if core.spec.journal is not None:
+            core.spec.journal.forget(core.owner)
         return None
 
     def interrupted_release(self) -> FirstWrite | None:

@@ -234,7 +234,7 @@ class Driver:
             if item is None:
                 continue  # free (rules that want every row look at the held ones too)
             try:
-                row = p.parse_row(item, table=core.table, key=key, protocol=core.protocol)
+                row = p.parse_row(item, table=core.table, key=key, protocol=core.spec.protocol)
             except MalformedLockRow as error:  # the rules decide what it means
                 malformed = malformed or error
                 continue

@@ -96,8 +96,8 @@ class Releaser:
         finally:
             if core.state is State.RELEASING:
                 self.end()
-        if core.journal is not None:  # the row is gone or not ours: confirmed
-            core.journal.forget(core.owner)
+        if core.spec.journal is not None:  # the row is gone or not ours: confirmed
+            core.spec.journal.forget(core.owner)
         for key in core.keys:  # wakes a waiter of this client on any of them
             core.observations.released((core.table, key))
         if core.loss is not None:

@@ -80,7 +80,7 @@ class Renewer:
         if (
             core.state is State.HELD
             and validity is not None
-            and validity.remaining_at(monotonic, wall, core.span) <= EPSILON_S
+            and validity.remaining_at(monotonic, wall, core.spec.span) <= EPSILON_S
         ):
             core.lose("its lease expired before a renewal was confirmed")
 
@@ -102,7 +102,7 @@ class Renewer:
         while core.state is State.HELD:
             validity = core.validity
             assert validity is not None
-            left = validity.remaining(clock, core.span)
+            left = validity.remaining(clock, core.spec.span)
             if left <= EPSILON_S:
                 core.lose("its lease expired before a renewal was confirmed")
                 return
@@ -125,7 +125,7 @@ class Renewer:
         """One renewal attempt; True when confirmed, False to retry soon."""
         core = self.core
         assert core.validity is not None and core.version is not None
-        deadline = core.clock.monotonic() + core.validity.remaining(core.clock, core.span)
+        deadline = core.clock.monotonic() + core.validity.remaining(core.clock, core.spec.span)
         current, store = core.version, core.store
         version = p.new_token()
         stamp = core.pending[version] = Stamp.now(core.clock)
