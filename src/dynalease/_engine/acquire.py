@@ -82,7 +82,7 @@ class Acquirer:
             # with a short budget would otherwise time out before it sent.
             await core.store.prepare()
             driver = Driver(core, self.requests, self.target, self.written)
-            await driver.run(deadline, single, first)
+            core.hold(await driver.run(deadline, single, first))
             self.complete()
         except asyncio.CancelledError:
             self.finish_unacquired(Event.CANCEL)
@@ -140,7 +140,7 @@ class Acquirer:
         """The acquisition ended without the row: clean up what may have been written."""
         core = self.core
         core.move(event)
-        core.pending.clear()
+        core.drop_pending()
         if core.validity is not None or core.late:
             # Acquired just as we were cancelled, or a write may still land.
             core.background(self._events.cleanup_late())

@@ -10,7 +10,7 @@ import logging
 import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeGuard
 
 from .._redact import escaped, logged_key
 from ..exceptions import LockLost
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import asyncio
     import concurrent.futures
 
-__all__ = ["LeaseCore", "LeaseEvents", "logged_key"]
+__all__ = ["Held", "LeaseCore", "LeaseEvents", "LeaseSpec", "logged_key"]
 
 log = logging.getLogger("dynalease")
 DEADLINE_PASSED = (
@@ -82,6 +82,18 @@ class LeaseSpec:
     def span(self) -> float:
         """How long a confirmed write keeps us the owner (``protocol.validity_span``)."""
         return p.validity_span(self.lease_s)
+
+
+class Held(NamedTuple):
+    """What a won acquisition holds: the row at ``key`` (with the rest of the guard's rows),
+    the version written, when it was sent, and the answer that shows a fenced write's counter.
+    """
+
+    key: str
+    version: str
+    stamp: Stamp
+    item: dict[str, Any] | None
+    took_over: bool = False
 
 
 class LeaseCore:
@@ -201,13 +213,16 @@ class LeaseCore:
         self.validity = stamp
         self.pending.clear()
 
-    def won(self, version: str, stamp: Stamp, item: dict[str, Any] | None) -> None:
-        """An acquisition confirmed; a fenced one's token is the counter in ``item``.
+    def hold(self, held: Held) -> None:
+        """An acquisition won ``held``: its row is this guard's (a semaphore's: the permit
+        won); a fenced one's token is the counter in ``held.item``.
 
         ``item`` may be a reconciling read's: it still shows our write's counter,
         since only a change of owner changes it.
         """
-        self.confirm(version, stamp)
+        self.key, self.took_over = held.key, held.took_over
+        self.confirm(held.version, held.stamp)
+        item = held.item
         if self.fencing:
             # UPDATED_NEW always returns the counter it changed; nothing back is a broken server.
             self.fencing_token = p.fence_of(item or {}, table=self.table, key=self.key)
@@ -223,10 +238,18 @@ class LeaseCore:
 
     def new_write(self, key: str) -> tuple[p.LockRow, Stamp]:
         """The row of our next create or takeover at ``key``, stamped and noted as pending."""
-        spec = self.spec
-        row = p.LockRow(key, self.owner, p.new_token(), spec.lease_ms, spec.protocol)
-        stamp = self.pending[row.version] = Stamp.now(self.clock)
-        return row, stamp
+        version, stamp = self.new_version()
+        return p.LockRow(key, self.owner, version, self.spec.lease_ms, self.spec.protocol), stamp
+
+    def new_version(self) -> tuple[str, Stamp]:
+        """A version for our next write (a renewal's), stamped now and noted as pending."""
+        version = p.new_token()
+        stamp = self.pending[version] = Stamp.now(self.clock)
+        return version, stamp
+
+    def drop_pending(self) -> None:
+        """No write of ours is awaited any more (the acquisition ended without the row)."""
+        self.pending.clear()
 
     # --- what other threads may ask ------------------------------------------
 

@@ -12,7 +12,7 @@ from typing import Any
 from ..exceptions import DynamoDBError
 from . import protocol as p
 from .acquire import Acquirer
-from .base import LeaseCore
+from .base import Held, LeaseCore
 from .release import Releaser
 from .renew import Renewer
 from .requests import FirstWrite, Requests, interrupted_failure
@@ -114,7 +114,7 @@ class CallerPath:
         core.note_answer(reply.request_id)
         # A token missing from the answer, or too little validity left, raises: ``hold``
         # then cleans up.
-        core.won(row.version, stamp, reply.item)
+        core.hold(Held(core.key, row.version, stamp, reply.item))
         self.acquirer.complete()
         return None
 
@@ -126,7 +126,7 @@ class CallerPath:
         core = self.core
         late = self._take_late()
         core.move(ended)
-        core.pending.clear()
+        core.drop_pending()
         if late is not None:
             finished = core.store.finish_late(late)
             self.requests.watch_late(asyncio.ensure_future(finished))

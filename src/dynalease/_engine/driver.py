@@ -47,7 +47,7 @@ from .attempts import (
     TakeOverAll,
     decide,
 )
-from .base import LeaseCore
+from .base import Held, LeaseCore
 from .clock import Stamp, sleep_or_wake
 from .pacing import Sighting, first_pause
 from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
@@ -77,9 +77,11 @@ class Driver:
         #: cleanup reads.
         self.written = written
         self._waiters: list[tuple[str, asyncio.Future[None]]] = []
+        self._held: Held | None = None
 
-    async def run(self, deadline: float, single: bool, first: FirstWrite | None) -> None:
-        """Drive the acquisition from its first write (or ``first``'s outcome) until it wins."""
+    async def run(self, deadline: float, single: bool, first: FirstWrite | None) -> Held:
+        """Drive the acquisition from its first write (or ``first``'s outcome) until it wins;
+        what it holds then."""
         core = self.core
         pause = first_pause(core.lease_s)
         began = core.clock.monotonic()  # after the transport's setup
@@ -88,7 +90,8 @@ class Driver:
         try:
             while not isinstance(action, GiveUp):
                 if await self._perform(attempt, action, first):
-                    return
+                    assert self._held is not None
+                    return self._held
                 first = None  # the caller's first outcome is used once
                 action = decide(attempt, self.target.rules)
         finally:
@@ -119,7 +122,7 @@ class Driver:
                 self._aim(attempt, action.key)
                 stamp = self.core.ours(action.item)
                 assert stamp is not None
-                self._win(action.key, action.item[p.VERSION_ATTR]["S"], stamp, action.item)
+                self._won(action.key, action.item[p.VERSION_ATTR]["S"], stamp, action.item)
                 return True
             else:
                 assert isinstance(action, Sleep)
@@ -146,9 +149,10 @@ class Driver:
         if rows not in self.written:
             self.written.append(rows)
 
-    def _win(self, key: str, version: str, stamp: Stamp, item: Item | None) -> None:
-        self.core.key = key
-        self.core.won(version, stamp, item)
+    def _won(
+        self, key: str, version: str, stamp: Stamp, item: Item | None, took_over: bool = False
+    ) -> None:
+        self._held = Held(key, version, stamp, item, took_over)
 
     def _free_as_none(self, rows: dict[str, Item | None]) -> dict[str, Item | None]:
         """``rows`` with a free fenced row (no owner, counter kept) as no row at all."""
@@ -182,8 +186,7 @@ class Driver:
             await self._landed(attempt, unknown, keys, version)
             return None
         if reply is not None:
-            self._win(key, version, stamp, reply.item)
-            core.took_over = isinstance(action, TakeOver)
+            self._won(key, version, stamp, reply.item, isinstance(action, TakeOver))
             return None
         attempt.answered = True
         item = requests.conflict_item
@@ -209,7 +212,7 @@ class Driver:
         if core.ours(item) is None:
             attempt.answered = True
             raise unknown from None  # not applied, or not yet: the decision backs off
-        self._win(key, version, core.pending[version], item)
+        self._won(key, version, core.pending[version], item)
 
     def _look(self, attempt: Attempt, rows: dict[str, Item | None]) -> Looked:
         """Ours, free or held: each held row observed in the client's cache."""

@@ -14,7 +14,6 @@ from .. import _tracing
 from ..exceptions import DynamoDBError
 from . import protocol as p
 from .base import LeaseCore, LeaseEvents, logged_key
-from .clock import Stamp
 from .requests import EPSILON_S, BudgetSpent, OutcomeUnknown, Requests
 from .scheduling import ValidityWatch, deferred_renewals
 from .states import State
@@ -127,8 +126,7 @@ class Renewer:
         assert core.validity is not None and core.version is not None
         deadline = core.clock.monotonic() + core.validity.remaining(core.clock, core.spec.span)
         current, store = core.version, core.store
-        version = p.new_token()
-        stamp = core.pending[version] = Stamp.now(core.clock)
+        version, stamp = core.new_version()
         try:
             reply = await self.requests.send(
                 "write",
