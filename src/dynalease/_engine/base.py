@@ -85,11 +85,11 @@ class LeaseSpec:
 
 
 class Held(NamedTuple):
-    """What a won acquisition holds: the row at ``key`` (with the rest of the guard's rows),
-    the version written, when it was sent, and the answer that shows a fenced write's counter.
+    """What a won acquisition holds: its rows, the version written, when it was sent, and
+    the answer that shows a fenced write's counter (the first row's).
     """
 
-    key: str
+    keys: tuple[str, ...]
     version: str
     stamp: Stamp
     item: dict[str, Any] | None
@@ -106,17 +106,15 @@ class LeaseCore:
         clock: Clock,
         observations: Observations,
         spec: LeaseSpec,
-        key: str,
-        together: tuple[str, ...] = (),
+        keys: tuple[str, ...],
     ) -> None:
         self.store = store
         self.clock = clock
         self.observations = observations
         self.spec = spec
-        #: The row this guard holds (a semaphore's: the permit it won, once it won one).
-        self.key = key
-        #: The rows held at once with one version, when more than ``key`` (else empty).
-        self.together = together
+        #: The rows this guard aims at, then holds (a semaphore's: the permit it won), all
+        #: written, renewed and deleted together with one version: set by :meth:`hold`.
+        self.keys = keys
         self.owner = p.new_token()
         self.state = State.NEW
         #: Why ownership was lost: written only by :meth:`lose`.
@@ -220,7 +218,7 @@ class LeaseCore:
         ``item`` may be a reconciling read's: it still shows our write's counter,
         since only a change of owner changes it.
         """
-        self.key, self.took_over = held.key, held.took_over
+        self.keys, self.took_over = held.keys, held.took_over
         self.confirm(held.version, held.stamp)
         item = held.item
         if self.fencing:
@@ -284,10 +282,9 @@ class LeaseCore:
         raise self.lost_error()
 
     @property
-    def keys(self) -> tuple[str, ...]:
-        """Every row this guard holds (or aims at), ``key`` first: written, renewed and
-        deleted together."""
-        return self.together or (self.key,)
+    def key(self) -> str:
+        """The guard's first row: the one its messages, journal entry and cache name."""
+        return self.keys[0]
 
     def condition_items(self) -> list[dict[str, Any]]:
         """One ownership ConditionCheck per row this guard holds; the guard must be valid."""

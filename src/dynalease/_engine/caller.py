@@ -114,7 +114,7 @@ class CallerPath:
         core.note_answer(reply.request_id)
         # A token missing from the answer, or too little validity left, raises: ``hold``
         # then cleans up.
-        core.hold(Held(core.key, row.version, stamp, reply.item))
+        core.hold(Held(core.keys, row.version, stamp, reply.item))
         self.acquirer.complete()
         return None
 

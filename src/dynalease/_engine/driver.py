@@ -152,7 +152,7 @@ class Driver:
     def _won(
         self, key: str, version: str, stamp: Stamp, item: Item | None, took_over: bool = False
     ) -> None:
-        self._held = Held(key, version, stamp, item, took_over)
+        self._held = Held(self.target.rows(key), version, stamp, item, took_over)
 
     def _free_as_none(self, rows: dict[str, Item | None]) -> dict[str, Item | None]:
         """``rows`` with a free fenced row (no owner, counter kept) as no row at all."""

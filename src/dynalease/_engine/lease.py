@@ -42,8 +42,7 @@ class Lease(LeaseCore):
             clock=clock,
             observations=observations,
             spec=spec,
-            key=aim.first_key,
-            together=aim.together,
+            keys=aim.rows(aim.first_key),
         )
         written = [aim.rows(aim.first_key)]
         # The releaser hears from the parts it releases through (``LeaseEvents``).

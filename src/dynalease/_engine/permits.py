@@ -24,7 +24,6 @@ class PermitTarget:
     """A semaphore's acquisition: one of ``permit_keys``, the first chosen at random."""
 
     advice = "Retry later, raise wait_timeout or the number of permits"
-    together: tuple[str, ...] = ()
 
     def __init__(self, name: str, permit_keys: tuple[str, ...]) -> None:
         self.name = name

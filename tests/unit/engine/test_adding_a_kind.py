@@ -24,7 +24,6 @@ class BucketTarget:
     """The target: job ``n`` aims at the row of its bucket, ``bucket-0`` or ``bucket-1``."""
 
     advice = "Retry later"
-    together: tuple[str, ...] = ()
     rules = BUCKET_RULES
 
     def __init__(self, job: int) -> None:
