@@ -29,6 +29,25 @@ def jittered(seconds: float, rng: random.Random) -> float:
     return seconds * rng.uniform(0.8, 1.2)
 
 
+class Unread:
+    """The rows a batch read left unread (DynamoDB's throughput): which to ask for again and
+    the pause before, on a growing series; the pure half of ``Requests.read_rows``."""
+
+    def __init__(self, lease_s: float, rng: random.Random) -> None:
+        self.lease_s, self.rng = lease_s, rng
+        self.pause = first_pause(lease_s)
+
+    def again(
+        self, asked: tuple[str, ...], unprocessed: tuple[str, ...]
+    ) -> tuple[tuple[str, ...], float] | None:
+        """The keys of ``asked`` to ask for again and the pause first; None when all were read."""
+        wanted = tuple(key for key in unprocessed if key in asked)
+        if not wanted:
+            return None
+        pause, self.pause = jittered(self.pause, self.rng), next_pause(self.lease_s, self.pause)
+        return wanted, pause
+
+
 class Sighting(NamedTuple):
     """A held row as this client watched it: when it may be taken over, and by whom held."""
 

@@ -191,27 +191,23 @@ class Requests:
     async def read_rows(self, keys: tuple[str, ...], deadline: float) -> dict[str, Item | None]:
         """Every row at ``keys``, strongly consistent (None where none): one GetItem for one
         key, else BatchGetItem until none is left unread."""
-        from .pacing import first_pause, jittered, next_pause  # loaded with the loop's work
+        from .pacing import Unread  # loaded with the loop's work
 
-        core = self.core
-        wanted, found = keys, dict[str, Item]()
-        pause, rng = first_pause(core.lease_s), random.Random(random.getrandbits(64))
-        read = core.store.read_rows
+        core, found, asked, read = self.core, dict[str, Item](), keys, self.core.store.read_rows
+        unread = Unread(core.lease_s, random.Random(random.getrandbits(64)))
         while True:
-            asked = wanted
             reply = await self.send("read", functools.partial(read, core.table, asked), deadline)
             assert reply is not None  # reads have no condition
             found.update(reply.items)
-            wanted = tuple(key for key in reply.unprocessed if key in asked)
-            if not wanted:
+            again = unread.again(asked, reply.unprocessed)
+            if again is None:
                 return {key: found.get(key) for key in keys}
-            # Keys left unread (throughput): ask the batch again for them, backing off.
-            read = core.store.read_many
+            asked, pause = again
+            read = core.store.read_many  # the rest of a batch is asked as a batch
             left = deadline - core.clock.monotonic()
             if left <= 0:
                 raise BudgetSpent
-            await core.clock.sleep(min(left, jittered(pause, rng)))
-            pause = next_pause(core.lease_s, pause)
+            await core.clock.sleep(min(left, pause))
 
     def watch_late(self, task: asyncio.Future[Reply]) -> None:
         """A write that may still commit: clean it up if it lands after we moved on."""

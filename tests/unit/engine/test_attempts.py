@@ -33,7 +33,7 @@ from dynalease._engine.attempts import (
     TakeOverAll,
     decide,
 )
-from dynalease._engine.pacing import Sighting
+from dynalease._engine.pacing import Sighting, Unread
 from dynalease._engine.permits import PermitTarget
 from dynalease._engine.protocol import LockRow
 from dynalease._engine.targets import KeysTarget, KeyTarget
@@ -213,3 +213,12 @@ def test_the_decision_is_deterministic_given_the_attempts_random_source() -> Non
         state.rng = random.Random(7)
         choices.add(decide(state, LOCK))
     assert len(choices) == 1
+
+
+def test_a_batch_read_asks_again_only_for_its_unread_keys_after_a_growing_pause() -> None:
+    unread = Unread(30.0, random.Random(1))
+    assert unread.again(("a", "b"), ()) is None
+    asked = unread.again(("a", "b", "c"), ("c", "x"))
+    assert asked is not None and asked[0] == ("c",) and 0.02 <= asked[1] <= 0.03
+    again = unread.again(("c",), ("c",))
+    assert again is not None and again[1] > asked[1]
