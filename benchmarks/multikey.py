@@ -58,7 +58,7 @@ def _renewals(client: DynamoDBClient, n: int, rounds: int) -> tuple[float, float
     for _ in range(rounds):
         new = p.new_token()
         start = time.perf_counter()
-        runtime.run(store.renew_many("locks", keys, owner, version, new))
+        runtime.run(store.renew_rows("locks", keys, owner, version, new))
         together.append(time.perf_counter() - start)
         version, new = new, p.new_token()
 

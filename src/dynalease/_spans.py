@@ -127,7 +127,11 @@ class AcquireSpan(LockSpan):
         self.lease = lease
         self.span.set_attribute("dynalease.lease_seconds", lease.lease_s)
         self.span.set_attribute("dynalease.wait_timeout_seconds", lease.wait_s)
-        lease.trace_link = self.span.get_span_context()
+
+    def __enter__(self) -> Any:
+        """Current while the acquisition runs; returns the link its renewals carry."""
+        super().__enter__()
+        return self.span.get_span_context()
 
     def _finish(self, error: BaseException | None) -> None:
         if error is None:

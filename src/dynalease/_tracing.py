@@ -92,7 +92,10 @@ _UNTRACED = contextlib.nullcontext()
 
 
 def acquiring(lease: Any) -> Any:
-    """A context manager that traces ``lease``'s acquisition (nothing when nobody traces)."""
+    """A context manager that traces ``lease``'s acquisition (nothing when nobody traces).
+
+    Entered, it gives the span link its renewals carry (:func:`renewing`; None untraced).
+    """
     traced = tracer()
     return _UNTRACED if traced is None else _spans().AcquireSpan(traced, lease)
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 from ._engine import runtime as _process
 from ._engine.clock import SYSTEM_CLOCK
 from ._engine.journal import process_journal
-from ._engine.lease import Lease
+from ._engine.lease import Lease, LeaseSpec
 from ._engine.observations import Observations
 from ._engine.permits import PermitTarget
 from ._engine.runtime import Runtime, get_runtime
@@ -240,14 +240,11 @@ class DynamoDBClient:
             store=self._lock_store,
             clock=SYSTEM_CLOCK,
             observations=self._observations,
-            table=table,
             key=key,
             target=PermitTarget(key, permit_keys) if permit_keys else target,
-            lease_s=lease_s,
-            wait_s=wait_s,
-            on_lost=on_lost,
-            fencing=fencing,
-            journal=self._journal,
+            spec=LeaseSpec(
+                table, lease_s, wait_s, fencing=fencing, journal=self._journal, on_lost=on_lost
+            ),
         )
         self._leases.add(lease)
         return lease

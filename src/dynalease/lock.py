@@ -234,7 +234,8 @@ class _Guard:
             )
         runtime = self._client._runtime()
         try:
-            with _tracing.acquiring(self._lease):
+            with _tracing.acquiring(self._lease) as link:
+                self._lease.renewer.trace_link = link
                 yield runtime
         except DynamoDBError as error:
             client = self._client
@@ -266,7 +267,7 @@ class _Guard:
 
     def _limit_single_attempt(self, seconds: float) -> None:
         """Cap the network budget of a ``wait_timeout=0`` attempt (the Lambda budget)."""
-        self._lease.single_attempt_cap = seconds
+        self._lease.acquirer.single_attempt_cap = seconds
 
     def __del__(self) -> None:
         """Release in the background a held guard dropped unexited: it would renew forever.

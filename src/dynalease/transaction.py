@@ -229,7 +229,7 @@ class _TransactionBase:
         for index, lease in self._leases:
             reason = error.reasons[index] if index < len(error.reasons) else {}
             if reason.get("Code") == "ConditionalCheckFailed":
-                lease._lose("a transaction's ownership check failed: the lock moved on")
+                lease.lose("a transaction's ownership check failed: the lock moved on")
                 return LockOwnershipLost(
                     f"the transaction was rejected because lock {lease.key!r} in table "
                     f"{lease.table!r} is no longer owned by this guard (released or taken "

@@ -170,7 +170,7 @@ def test_a_single_attempt_never_spends_more_than_the_invocation_can_afford(
         counted_client, key="job:{job_id}", wait_timeout=0, lease_duration=10, reserve_time=5
     )
     def handler(event: dict[str, str], context: object) -> float | None:
-        return current_lock()._lease.single_attempt_cap
+        return current_lock()._lease.acquirer.single_attempt_cap
 
     cap = handler({"job_id": _key()}, CountdownContext(12))
     assert cap is not None and 0.5 < cap <= 1.0

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynalease import DynamoDBClient
-from dynalease._engine.lease import Lease
+from dynalease._engine.journal import Journal
+from dynalease._engine.lease import Lease, LeaseSpec
 from dynalease._engine.observations import Observations
 from dynalease._engine.permits import PermitTarget
 from dynalease._engine.store import LockStore, LoopTransport, TimedOut
@@ -253,21 +254,24 @@ class Harness:
         observations: Observations | None = None,
         on_lost: Callable[[LockLost], object] | None = None,
         fencing: bool = False,
+        journal: Journal | None = None,
     ) -> Lease:
         return Lease(
             store=LockStore(self.transport),
             clock=self.clock,
             observations=self.observations if observations is None else observations,
-            table=TABLE,
             key=key,
-            lease_s=lease,
-            wait_s=wait,
-            on_lost=on_lost,
-            fencing=fencing,
+            spec=LeaseSpec(TABLE, lease, wait, fencing=fencing, journal=journal, on_lost=on_lost),
         )
 
     def permit_lease(
-        self, *, key: str = "k", permits: int = 3, lease: float = 30.0, wait: float = 35.0
+        self,
+        *,
+        key: str = "k",
+        permits: int = 3,
+        lease: float = 30.0,
+        wait: float = 35.0,
+        journal: Journal | None = None,
     ) -> Lease:
         """A semaphore guard's lease on ``permits`` permits of ``key``."""
         return Lease(
@@ -275,9 +279,7 @@ class Harness:
             store=LockStore(self.transport),
             clock=self.clock,
             observations=self.observations,
-            table=TABLE,
-            lease_s=lease,
-            wait_s=wait,
+            spec=LeaseSpec(TABLE, lease, wait, journal=journal),
         )
 
     def row(self, key: str = "k") -> dict[str, Any] | None:

@@ -118,6 +118,7 @@ MIDDLEWARE_COLD_MODULES = [
     "dynalease._engine.permits",
     "dynalease._engine.protocol",
     "dynalease._engine.release",
+    "dynalease._engine.release_rules",
     "dynalease._engine.renew",
     "dynalease._engine.requests",
     "dynalease._engine.runtime",

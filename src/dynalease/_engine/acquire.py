@@ -3,12 +3,9 @@ does the rest on the runtime's loop."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
-from typing import Any
-
 from ..exceptions import GuardReused, LockNotAcquired, LockUnavailable
 from . import protocol as p
-from .base import LeaseCore, logged_key
+from .base import LeaseCore, LeaseEvents, logged_key
 from .deadline import deadline_on
 from .renew import Renewer
 from .requests import FirstWrite, Requests
@@ -27,15 +24,19 @@ class Acquirer:
         requests: Requests,
         renewer: Renewer,
         target: Target,
-        cleanup: Callable[[], Coroutine[Any, Any, None]],
+        events: LeaseEvents,
+        written: list[tuple[str, ...]],
     ) -> None:
         self.core = core
         self.requests = requests
         self.renewer = renewer
         self.target = target
-        self._cleanup = cleanup
-        #: Every row this guard aimed a write at (for a cleanup after giving up).
-        self.written = list(target.together or (target.first_key,))
+        self._events = events
+        #: Every set of rows this guard aimed a write at (the releaser's cleanup reads it).
+        self.written = written
+        #: A tighter network budget for a ``wait_s == 0`` attempt (the Lambda middleware's,
+        #: set by the face once it knows the invocation's time left).
+        self.single_attempt_cap: float | None = None
 
     def begin(self) -> tuple[float, float, bool]:
         """Leave NEW; (start, deadline, single attempt) of this acquisition."""
@@ -45,17 +46,18 @@ class Acquirer:
                 f"this guard for {logged_key(core.key)} was already used ({core.state.value}); "
                 "guards are single use, create a new one"
             )
-        core._move(Event.START)
+        core.move(Event.START)
         deadline = deadline_on(core.clock)
         if deadline is not None:
             core.deadline = deadline
-        core.journal_rows(core.key, self.target.together)  # the first request may commit unanswered
+        # The first request may commit unanswered.
+        core.journal_rows(core.key, self.target.rows(core.key))
         start = core.clock.monotonic()
         if core.wait_s != 0:
             return start, self._by_deadline(start + core.wait_s), False
         budget = p.zero_wait_budget(core.lease_s)
-        if core.single_attempt_cap is not None:
-            budget = min(budget, core.single_attempt_cap)
+        if self.single_attempt_cap is not None:
+            budget = min(budget, self.single_attempt_cap)
         return start, self._by_deadline(start + budget), True
 
     def _by_deadline(self, end: float) -> float:
@@ -80,7 +82,7 @@ class Acquirer:
             # with a short budget would otherwise time out before it sent.
             await core.store.prepare()
             driver = Driver(core, self.requests, self.target, self.written)
-            await driver.run(deadline, single, first)
+            core.hold(await driver.run(deadline, single, first))
             self.complete()
         except asyncio.CancelledError:
             self.finish_unacquired(Event.CANCEL)
@@ -105,8 +107,8 @@ class Acquirer:
             self.core.tally.wait_timeouts += 1
             raise refusal
         core = self.core
-        core._move(Event.WON)
-        for key in core.keys:  # a multi-key guard: every row is held here
+        core.move(Event.WON)
+        for key in core.keys:  # every row the guard holds
             core.observations.forget((core.table, key))
             core.observations.held((core.table, key), core.owner)
 
@@ -127,7 +129,7 @@ class Acquirer:
         return target.not_acquired(
             core,
             f"its write was confirmed {took:.2f} s after it was sent, with {left:.2f} s of its "
-            f"{core.span:g} s validity left, under the hand-over margin of {margin:g} s; the "
+            f"{core.spec.span:g} s validity left, under the hand-over margin of {margin:g} s; the "
             f"row is deleted. A path to DynamoDB this slow (a proxy or relay holding answers "
             f"back, a blocked event loop) cannot keep a {core.lease_s:g} s lease: fix the "
             "path, or raise lease_duration",
@@ -137,10 +139,10 @@ class Acquirer:
     def finish_unacquired(self, event: Event) -> None:
         """The acquisition ended without the row: clean up what may have been written."""
         core = self.core
-        core._move(event)
-        core.pending.clear()
+        core.move(event)
+        core.drop_pending()
         if core.validity is not None or core.late:
             # Acquired just as we were cancelled, or a write may still land.
-            core.background(self._cleanup())
+            core.background(self._events.cleanup_late())
         else:
             core.forget()

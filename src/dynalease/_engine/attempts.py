@@ -9,13 +9,27 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
-from .pacing import Pace, Sighting, Waiting, contention_pause, jittered, keys_pause, permit_pause
+from ..exceptions import MalformedLockRow
+from .pacing import (
+    Pace,
+    Sighting,
+    Waiting,
+    contention_pause,
+    jittered,
+    keys_pause,
+    next_pause,
+    permit_pause,
+)
 from .protocol import LockRow
 from .store import TLS_REFUSED
 
 Item = dict[str, Any]
+#: A backoff series: after failed reads (and a semaphore's polls), or after failed writes.
+Series = Literal["poll", "backoff"]
+#: Why an acquisition gave up.
+Why = Literal["budget", "held", "ran out", "unreachable", "malformed"]
 
 # --- actions: what the driver does next -------------------------------------
 
@@ -34,8 +48,10 @@ class TakeOver(NamedTuple):
 
 
 class TakeOverAll(NamedTuple):
-    """A multi-key guard's write of every row: over the ``observed`` stale ones, the rest new."""
+    """A write of every row at once (``key`` first): over the ``observed`` stale ones, the
+    rest new."""
 
+    key: str
     observed: dict[str, LockRow]
 
 
@@ -65,8 +81,8 @@ class Sleep(NamedTuple):
     seconds: float
     then: Action
     wake: bool = False
-    #: The backoff series that grows once this pause is over ("poll" or "backoff").
-    grow: str | None = None
+    #: The backoff series that grows once this pause is over.
+    grow: Series | None = None
     #: The lock's pacing memory from this wait on.
     pace: Pace | None = None
     #: Who holds the rows waited on, for the error if the wait runs out.
@@ -76,13 +92,18 @@ class Sleep(NamedTuple):
 class GiveUp(NamedTuple):
     """End the acquisition: the budget is spent, or the rows stay held."""
 
-    #: BUDGET, HELD (a single attempt), RAN_OUT (the wait ran out) or UNREACHABLE.
-    why: str
+    #: BUDGET, HELD (a single attempt), RAN_OUT (the wait ran out), UNREACHABLE, or
+    #: MALFORMED (a row that is not a lock row, which no wait can change).
+    why: Why
     #: Who holds the rows, for the error message (empty when not known).
     holders: tuple[str, ...] = ()
 
 
-BUDGET, HELD, RAN_OUT, UNREACHABLE = "budget", "held", "ran out", "unreachable"
+BUDGET: Final = "budget"
+HELD: Final = "held"
+RAN_OUT: Final = "ran out"
+UNREACHABLE: Final = "unreachable"
+MALFORMED: Final = "malformed"
 
 #: A request that never connected: refused, or no such host (a timeout is not one), or
 #: its TLS handshake refused the endpoint's certificate (a setting, not a passing fault).
@@ -110,12 +131,16 @@ class Looked(NamedTuple):
     held: list[Sighting]
     #: The owners of the well-formed held rows, for an error message.
     holders: tuple[str, ...]
+    #: The first held row that is not a lock row (never taken over).
+    malformed: MalformedLockRow | None = None
 
 
 class Failed(NamedTuple):
     """The request failed: ``unknown`` when it may have been applied (or not answered)."""
 
     unknown: bool
+    #: The definite failure's code (None for an unknown outcome).
+    code: str | None = None
 
 
 class Spent(NamedTuple):
@@ -160,6 +185,8 @@ class Attempt:
     refused: int = 0
     #: Who held the rows when the attempt last chose to wait on them; None after a write.
     waited_on: tuple[str, ...] | None = None
+    #: Where the jitter and the choice among free or stale rows come from.
+    rng: random.Random = field(default_factory=lambda: random.Random(random.getrandbits(64)))
 
     def begin(self, action: Action) -> None:
         """Make ``action`` the step, noting whether the attempt is still waiting on held rows."""
@@ -169,20 +196,38 @@ class Attempt:
         elif isinstance(action, Create | TakeOver | TakeOverAll):
             self.waited_on = None
 
+    def end(self, outcome: Outcome) -> None:
+        """The step ended with ``outcome``: count requests that could not connect, and grow
+        the backoff series after a pause that ran its course."""
+        self.outcome = outcome
+        if isinstance(outcome, Failed):
+            refused = self.refused >= 0 and outcome.code in UNREACHABLE_CODES
+            self.refused = self.refused + 1 if refused else -1
+            return
+        step = self.step
+        ran_its_course = isinstance(outcome, Slept) and outcome.woken is None and outcome.time_left
+        if ran_its_course and isinstance(step, Sleep) and step.grow == "poll":
+            self.poll = next_pause(self.lease_s, self.poll)
+        elif ran_its_course and isinstance(step, Sleep) and step.grow == "backoff":
+            self.backoff = next_pause(self.lease_s, self.backoff)
+
+
+Kind = Literal["create", "take over", "read"]
+
 
 class Retry(NamedTuple):
     """What follows a failed request: give up at once in a single attempt? pause, then?"""
 
     single_gives_up: bool
-    #: The backoff series to pause by: "poll" or "backoff".
-    series: str
+    #: The backoff series to pause by.
+    series: Series
     #: "same": the same request again; "read": a read.
-    then: str
+    then: Literal["same", "read"]
 
 
 #: A lock: (step, outcome unknown) -> retry. A failed create is sent again; a
 #: takeover or an unknown outcome is followed by a read, after the write backoff.
-LOCK_RETRIES = {
+LOCK_RETRIES: dict[tuple[Kind, bool], Retry] = {
     ("create", False): Retry(True, "poll", "same"),
     ("create", True): Retry(False, "backoff", "read"),
     ("take over", False): Retry(False, "backoff", "read"),
@@ -193,7 +238,7 @@ LOCK_RETRIES = {
 
 #: A semaphore: every failed write is followed by a read of all permits (which
 #: shows whether it landed); a definite failure ends a single attempt.
-PERMIT_RETRIES = {
+PERMIT_RETRIES: dict[tuple[Kind, bool], Retry] = {
     ("create", False): Retry(True, "backoff", "read"),
     ("create", True): Retry(False, "backoff", "read"),
     ("take over", False): Retry(True, "backoff", "read"),
@@ -207,12 +252,15 @@ PERMIT_RETRIES = {
 class Rules:
     """What differs between a lock's acquisition and a semaphore's."""
 
-    retries: dict[tuple[str, bool], Retry]
+    retries: dict[tuple[Kind, bool], Retry]
     #: How long to wait while every row is held and none may be taken over yet.
     wait: Callable[[Waiting, list[Sighting]], tuple[float, Pace]]
-    #: After a takeover whose condition failed: look at the row it showed (a lock:
-    #: create at once when it is gone) or read again (False: a semaphore, always).
+    #: After a takeover whose condition failed: create at once when the row it showed is
+    #: gone, else read it again (a lock).
     look_after_takeover: bool
+    #: After a write whose condition failed: look at the rows it showed (True), or read
+    #: every row again (a semaphore).
+    look_after_write: bool = True
     #: Whether a wait that ran its course grows the backoff series (``poll``).
     grows_poll: bool = False
     #: Every row at once (a multi-key guard): written only when all are free or stale.
@@ -224,7 +272,9 @@ LOCK_RULES = Rules(LOCK_RETRIES, contention_pause, look_after_takeover=True)
 #: A multi-key lock's (:class:`.targets.KeysTarget`): every row at once.
 KEYS_RULES = Rules(LOCK_RETRIES, keys_pause, look_after_takeover=False, together=True)
 #: A semaphore's (:class:`.permits.PermitTarget`).
-PERMIT_RULES = Rules(PERMIT_RETRIES, permit_pause, grows_poll=True, look_after_takeover=False)
+PERMIT_RULES = Rules(
+    PERMIT_RETRIES, permit_pause, grows_poll=True, look_after_takeover=False, look_after_write=False
+)
 
 
 def decide(attempt: Attempt, rules: Rules) -> Action:
@@ -242,14 +292,12 @@ def decide(attempt: Attempt, rules: Rules) -> Action:
             return _out_of_time(attempt)
         return step.then
     if isinstance(outcome, Seen):
-        if isinstance(step, Create) and rules.look_after_takeover:
-            return Look(outcome.rows)  # a lock's create: the row it showed
         if isinstance(step, TakeOver) and rules.look_after_takeover:
             free = all(item is None for item in outcome.rows.values())
             return Create(step.key) if free else Read()
-        if isinstance(step, Create | TakeOver | TakeOverAll):
+        if isinstance(step, Create | TakeOver | TakeOverAll) and not rules.look_after_write:
             return Read()
-        return Look(outcome.rows)
+        return Look(outcome.rows)  # a read's rows, or the rows a failed write showed
     return _choose(attempt, rules, outcome)
 
 
@@ -260,7 +308,7 @@ def _out_of_time(attempt: Attempt) -> GiveUp:
     return GiveUp(RAN_OUT, attempt.waited_on)
 
 
-def _kind(step: Action) -> str:
+def _kind(step: Action) -> Kind:
     if isinstance(step, Create):
         return "create"
     return "take over" if isinstance(step, TakeOver | TakeOverAll) else "read"
@@ -279,22 +327,26 @@ def _retry(attempt: Attempt, rules: Rules, unknown: bool) -> Action:
         return GiveUp(BUDGET)
     pause = attempt.poll if retry.series == "poll" else attempt.backoff
     again: Action = Create(attempt.key) if retry.then == "same" and kind == "create" else Read()
-    return Sleep(jittered(pause), again, grow=retry.series)
+    return Sleep(jittered(pause, attempt.rng), again, grow=retry.series)
 
 
 def _choose(attempt: Attempt, rules: Rules, looked: Looked) -> Action:
     """After a look at the rows: ours, a free one, a stale one, or wait for one."""
     if looked.ours is not None:
         return Adopt(*looked.ours)
+    if looked.malformed is not None and (not looked.held or rules.together):
+        # Never taken over: with no other row to go for (or every row wanted), it ends
+        # the acquisition; other permits may be free.
+        return GiveUp(MALFORMED)
     if rules.together:
         return _choose_all(attempt, rules, looked)
     if looked.free:
         # The row last written, if free: a late landing of that write then fails.
-        key = attempt.key if attempt.key in looked.free else random.choice(looked.free)
+        key = attempt.key if attempt.key in looked.free else attempt.rng.choice(looked.free)
         return Create(key)
     stale = [sighting for sighting in looked.held if attempt.now >= sighting.eligible]
     if stale:
-        sighting = random.choice(stale)
+        sighting = attempt.rng.choice(stale)
         return TakeOver(sighting.key, sighting.row)
     return _wait(attempt, rules, looked.held, looked.holders)
 
@@ -304,7 +356,7 @@ def _choose_all(attempt: Attempt, rules: Rules, looked: Looked) -> Action:
     live = [sighting for sighting in looked.held if attempt.now < sighting.eligible]
     if not live:
         observed = {sighting.key: sighting.row for sighting in looked.held}
-        return TakeOverAll(observed) if observed else Create(attempt.key)
+        return TakeOverAll(attempt.key, observed) if observed else Create(attempt.key)
     return _wait(attempt, rules, live, tuple(sighting.row.owner for sighting in live))
 
 
@@ -313,5 +365,5 @@ def _wait(attempt: Attempt, rules: Rules, held: list[Sighting], holders: tuple[s
     if attempt.single:
         return GiveUp(HELD, holders)
     pause, pace = rules.wait(attempt, held)
-    grow = "poll" if rules.grows_poll else None
+    grow: Series | None = "poll" if rules.grows_poll else None
     return Sleep(pause, Read(), wake=True, grow=grow, pace=pace, holders=holders)

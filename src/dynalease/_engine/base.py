@@ -1,7 +1,7 @@
 """What every part of a lease shares: its identity, state, loss, validity and counts.
 
-:class:`LeaseCore` holds no I/O. The state changes only in :meth:`LeaseCore._move`;
-a loss is recorded only in :meth:`LeaseCore._lose`.
+:class:`LeaseCore` holds no I/O. The state changes only in :meth:`LeaseCore.move`;
+a loss is recorded only in :meth:`LeaseCore.lose`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, TypeGuard
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeGuard
 
 from .._redact import escaped, logged_key
 from ..exceptions import LockLost
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     import asyncio
     import concurrent.futures
 
-__all__ = ["LeaseCore", "logged_key"]
+__all__ = ["Held", "LeaseCore", "LeaseEvents", "LeaseSpec", "logged_key"]
 
 log = logging.getLogger("dynalease")
 DEADLINE_PASSED = (
@@ -36,6 +37,63 @@ DEADLINE_PASSED = (
 )
 #: Guards every lease's lazily made ``lost_signal``.
 _SIGNALS = threading.Lock()
+
+
+class LeaseEvents(Protocol):
+    """What the parts of a lease tell its releaser (``release.Releaser`` implements it)."""
+
+    def landed(self) -> None:
+        """A write the lease gave up on may have landed after all: delete what it wrote."""
+        ...
+
+    def deadline_reached(self) -> None:
+        """The caller's deadline passed while held: lose ownership and delete the rows now."""
+        ...
+
+    async def cleanup_late(self) -> None:
+        """Delete every row the lease may have written after it stopped wanting it."""
+        ...
+
+
+@dataclass(frozen=True)
+class LeaseSpec:
+    """One guard's settings, fixed when the guard is made (``DynamoDBClient._new_lease``)."""
+
+    table: str
+    lease_s: float
+    wait_s: float
+    #: Protocol-2 rows, and a fencing token per acquisition.
+    fencing: bool = False
+    #: Where the rows this guard may hold are named for the recovery extension.
+    journal: Journal | None = None
+    #: Called (on a thread of its own) once ownership is lost.
+    on_lost: Callable[[LockLost], object] | None = None
+
+    @property
+    def protocol(self) -> int:
+        return p.FENCED_PROTOCOL if self.fencing else p.PROTOCOL
+
+    @property
+    def lease_ms(self) -> int:
+        """The lease written to the row."""
+        return p.lease_ms(self.lease_s)
+
+    @property
+    def span(self) -> float:
+        """How long a confirmed write keeps us the owner (``protocol.validity_span``)."""
+        return p.validity_span(self.lease_s)
+
+
+class Held(NamedTuple):
+    """What a won acquisition holds: its rows, the version written, when it was sent, and
+    the answer that shows a fenced write's counter (the first row's).
+    """
+
+    keys: tuple[str, ...]
+    version: str
+    stamp: Stamp
+    item: dict[str, Any] | None
+    took_over: bool = False
 
 
 class LeaseCore:
@@ -47,43 +105,26 @@ class LeaseCore:
         store: LockStore,
         clock: Clock,
         observations: Observations,
-        table: str,
-        key: str,
-        lease_s: float,
-        wait_s: float,
-        on_lost: Callable[[LockLost], object] | None = None,
-        fencing: bool = False,
-        journal: Journal | None = None,
+        spec: LeaseSpec,
+        keys: tuple[str, ...],
     ) -> None:
         self.store = store
         self.clock = clock
         self.observations = observations
-        self.table = table
-        #: The row this guard holds (a semaphore's: the permit it won, once it won one).
-        self.key = key
-        #: A multi-key guard's rows, all held at once with one version (else empty).
-        self.together: tuple[str, ...] = ()
-        self.lease_s = lease_s
-        self.wait_s = wait_s
+        self.spec = spec
+        #: The rows this guard aims at, then holds (a semaphore's: the permit it won), all
+        #: written, renewed and deleted together with one version: set by :meth:`hold`.
+        self.keys = keys
         self.owner = p.new_token()
-        self.fencing = fencing
-        self.protocol = p.FENCED_PROTOCOL if fencing else p.PROTOCOL
-        self.lease_ms = p.lease_ms(lease_s)
-        self.span = p.validity_span(lease_s)
         self.state = State.NEW
-        #: Why ownership was lost: written only by :meth:`_lose`.
+        #: Why ownership was lost: written only by :meth:`lose`.
         self.loss: str | None = None
         self.tally = Tally()
-        self.journal = journal
         self.fencing_token: int | None = None
-        #: A tighter network budget for a ``wait_s == 0`` attempt (the Lambda middleware's).
-        self.single_attempt_cap: float | None = None
         #: The confirmed version and when the write that made it was sent.
         self.version: str | None = None
         self.validity: Stamp | None = None
         self.last_request_id: str | None = None
-        #: The acquisition's span context (renewals link to it): :mod:`dynalease._tracing`.
-        self.trace_link: Any = None
         self.took_over = False
         #: The caller's deadline (``deadline.py``), and whether it ended the hold.
         self.deadline: float | None = None
@@ -93,8 +134,25 @@ class LeaseCore:
         #: Writes that may still land after we stopped waiting (see ``requests``).
         self.late: set[asyncio.Future[Any]] = set()
         self._tasks: set[asyncio.Future[None]] = set()
-        self._on_lost = on_lost
         self._lost_signal: concurrent.futures.Future[None] | None = None
+
+    # --- the settings, as the parts read them -----------------------------------
+
+    @property
+    def table(self) -> str:
+        return self.spec.table
+
+    @property
+    def lease_s(self) -> float:
+        return self.spec.lease_s
+
+    @property
+    def wait_s(self) -> float:
+        return self.spec.wait_s
+
+    @property
+    def fencing(self) -> bool:
+        return self.spec.fencing
 
     @property
     def resource(self) -> tuple[str, str]:
@@ -116,20 +174,20 @@ class LeaseCore:
 
     # --- the state machine ------------------------------------------------------
 
-    def _move(self, event: Event) -> None:
+    def move(self, event: Event) -> None:
         """The one way the state changes: along ``states.TRANSITIONS``, or raise."""
         try:
             self.state = TRANSITIONS[self.state, event]
         except KeyError:
             raise IllegalTransition(self.state, event) from None
 
-    def _lose(self, reason: str) -> None:
+    def lose(self, reason: str) -> None:
         """Record that ownership is gone (once) and tell whoever is listening."""
         if self.loss is not None:
             return
         # The reason first: another thread that sees the new state finds it.
         self.loss = reason
-        self._move(Event.LOSE)
+        self.move(Event.LOSE)
         log.warning(
             "dynalease: lock %s in table %r lost: %s", logged_key(self.key), self.table, reason
         )
@@ -138,7 +196,7 @@ class LeaseCore:
             signal = self._lost_signal
         if signal is not None and not signal.done():
             signal.set_result(None)
-        callback = self._on_lost
+        callback = self.spec.on_lost
         if callback is not None:
             # A user callback must never stall the runtime that renews every lease.
             threading.Thread(
@@ -153,13 +211,16 @@ class LeaseCore:
         self.validity = stamp
         self.pending.clear()
 
-    def won(self, version: str, stamp: Stamp, item: dict[str, Any] | None) -> None:
-        """An acquisition confirmed; a fenced one's token is the counter in ``item``.
+    def hold(self, held: Held) -> None:
+        """An acquisition won ``held``: its row is this guard's (a semaphore's: the permit
+        won); a fenced one's token is the counter in ``held.item``.
 
         ``item`` may be a reconciling read's: it still shows our write's counter,
         since only a change of owner changes it.
         """
-        self.confirm(version, stamp)
+        self.keys, self.took_over = held.keys, held.took_over
+        self.confirm(held.version, held.stamp)
+        item = held.item
         if self.fencing:
             # UPDATED_NEW always returns the counter it changed; nothing back is a broken server.
             self.fencing_token = p.fence_of(item or {}, table=self.table, key=self.key)
@@ -175,9 +236,18 @@ class LeaseCore:
 
     def new_write(self, key: str) -> tuple[p.LockRow, Stamp]:
         """The row of our next create or takeover at ``key``, stamped and noted as pending."""
-        row = p.LockRow(key, self.owner, p.new_token(), self.lease_ms, self.protocol)
-        stamp = self.pending[row.version] = Stamp.now(self.clock)
-        return row, stamp
+        version, stamp = self.new_version()
+        return p.LockRow(key, self.owner, version, self.spec.lease_ms, self.spec.protocol), stamp
+
+    def new_version(self) -> tuple[str, Stamp]:
+        """A version for our next write (a renewal's), stamped now and noted as pending."""
+        version = p.new_token()
+        stamp = self.pending[version] = Stamp.now(self.clock)
+        return version, stamp
+
+    def drop_pending(self) -> None:
+        """No write of ours is awaited any more (the acquisition ended without the row)."""
+        self.pending.clear()
 
     # --- what other threads may ask ------------------------------------------
 
@@ -199,7 +269,7 @@ class LeaseCore:
         validity = self.validity
         if validity is None:
             return 0.0
-        return validity.remaining(self.clock, self.span)
+        return validity.remaining(self.clock, self.spec.span)
 
     def deadline_passed(self) -> bool:
         """True once the caller's deadline (if any) has passed."""
@@ -212,14 +282,9 @@ class LeaseCore:
         raise self.lost_error()
 
     @property
-    def keys(self) -> tuple[str, ...]:
-        """Every row this guard holds (or aims at): a multi-key guard's all, else its key."""
-        return self.together or (self.key,)
-
-    @property
-    def multi(self) -> bool:
-        """True for a multi-key guard: its rows are written, renewed and deleted together."""
-        return len(self.together) > 1
+    def key(self) -> str:
+        """The guard's first row: the one its messages, journal entry and cache name."""
+        return self.keys[0]
 
     def condition_items(self) -> list[dict[str, Any]]:
         """One ownership ConditionCheck per row this guard holds; the guard must be valid."""
@@ -237,8 +302,8 @@ class LeaseCore:
         else:
             reason = f"the guard is {self.state.value}, not held"
         subject = f"lock {self.key!r}"
-        if self.multi:
-            subject = f"lock on {len(self.together)} keys (first {self.key!r})"
+        if len(self.keys) > 1:
+            subject = f"lock on {len(self.keys)} keys (first {self.key!r})"
         return LockLost(
             f"{subject} in table {self.table!r} is no longer owned by this guard: "
             f"{reason}. Stop the work it protected; acquire a new guard to continue",
@@ -250,8 +315,9 @@ class LeaseCore:
 
     def journal_rows(self, key: str, keys: tuple[str, ...] = ()) -> None:
         """Name in the journal the rows the next write may create, before it is sent."""
-        if self.journal is not None:
-            self.journal.record(self.table, key, self.owner, fencing=self.fencing, keys=keys)
+        journal = self.spec.journal
+        if journal is not None:
+            journal.record(self.table, key, self.owner, fencing=self.fencing, keys=keys)
 
     def note_answer(self, request_id: str | None) -> None:
         if request_id:
@@ -268,7 +334,7 @@ class LeaseCore:
 
     def forget(self) -> None:
         """After giving up: drop the journal entry once no write of ours may still land."""
-        journal = self.journal
+        journal = self.spec.journal
         if journal is not None and not self.late:
             journal.forget(self.owner)
 

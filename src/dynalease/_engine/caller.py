@@ -12,7 +12,7 @@ from typing import Any
 from ..exceptions import DynamoDBError
 from . import protocol as p
 from .acquire import Acquirer
-from .base import LeaseCore
+from .base import Held, LeaseCore
 from .release import Releaser
 from .renew import Renewer
 from .requests import FirstWrite, Requests, interrupted_failure
@@ -44,7 +44,7 @@ class CallerPath:
 
     def hold(self, runtime: Runtime) -> None:
         """Acquire for a sync caller, blocking; the first create goes out from this thread."""
-        if self.core.multi or not self.core.store.blocking_ready():
+        if not self.core.store.blocking_for(self.core.keys):
             runtime.run(self.acquirer.acquire())
             return
         try:
@@ -67,7 +67,7 @@ class CallerPath:
         Shielded: an interrupt must not cancel it, or the row would wait out its lease,
         so the wait is on a submitted future, never a cancellable run.
         """
-        if self.core.multi or not self.core.store.blocking_ready():
+        if not self.core.store.blocking_for(self.core.keys):
             runtime.submit(self.releaser.release()).result()
             return
         try:
@@ -114,7 +114,7 @@ class CallerPath:
         core.note_answer(reply.request_id)
         # A token missing from the answer, or too little validity left, raises: ``hold``
         # then cleans up.
-        core.won(row.version, stamp, reply.item)
+        core.hold(Held(core.keys, row.version, stamp, reply.item))
         self.acquirer.complete()
         return None
 
@@ -125,8 +125,8 @@ class CallerPath:
 
         core = self.core
         late = self._take_late()
-        core._move(ended)
-        core.pending.clear()
+        core.move(ended)
+        core.drop_pending()
         if late is not None:
             finished = core.store.finish_late(late)
             self.requests.watch_late(asyncio.ensure_future(finished))
@@ -156,8 +156,8 @@ class CallerPath:
         core.tally.caller_wcu += reply.capacity
         core.note_answer(reply.request_id)
         self.releaser.end()
-        if core.journal is not None:
-            core.journal.forget(core.owner)
+        if core.spec.journal is not None:
+            core.spec.journal.forget(core.owner)
         return None
 
     def interrupted_release(self) -> FirstWrite | None:

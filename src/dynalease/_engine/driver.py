@@ -26,8 +26,8 @@ from . import protocol as p
 from .attempts import (
     BUDGET,
     HELD,
+    MALFORMED,
     UNREACHABLE,
-    UNREACHABLE_CODES,
     Action,
     Adopt,
     Attempt,
@@ -47,9 +47,9 @@ from .attempts import (
     TakeOverAll,
     decide,
 )
-from .base import LeaseCore
+from .base import Held, LeaseCore
 from .clock import Stamp, sleep_or_wake
-from .pacing import Sighting, first_pause, next_pause
+from .pacing import Sighting, first_pause
 from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
 from .store import TLS_REFUSED
 from .targets import Target, not_acquired
@@ -64,17 +64,24 @@ class Driver:
     """One acquisition's run on the loop, for an :class:`.acquire.Acquirer`."""
 
     def __init__(
-        self, core: LeaseCore, requests: Requests, target: Target, written: list[str]
+        self,
+        core: LeaseCore,
+        requests: Requests,
+        target: Target,
+        written: list[tuple[str, ...]],
     ) -> None:
         self.core = core
         self.requests = requests
         self.target = target
-        #: Every row this guard aimed a write at: the acquirer's list, which its cleanup reads.
+        #: Every set of rows this guard aimed a write at: the acquirer's list, which its
+        #: cleanup reads.
         self.written = written
         self._waiters: list[tuple[str, asyncio.Future[None]]] = []
+        self._held: Held | None = None
 
-    async def run(self, deadline: float, single: bool, first: FirstWrite | None) -> None:
-        """Drive the acquisition from its first write (or ``first``'s outcome) until it wins."""
+    async def run(self, deadline: float, single: bool, first: FirstWrite | None) -> Held:
+        """Drive the acquisition from its first write (or ``first``'s outcome) until it wins;
+        what it holds then."""
         core = self.core
         pause = first_pause(core.lease_s)
         began = core.clock.monotonic()  # after the transport's setup
@@ -83,11 +90,15 @@ class Driver:
         try:
             while not isinstance(action, GiveUp):
                 if await self._perform(attempt, action, first):
-                    return
+                    assert self._held is not None
+                    return self._held
                 first = None  # the caller's first outcome is used once
                 action = decide(attempt, self.target.rules)
         finally:
             self._release_waiters(None)
+        if action.why == MALFORMED:
+            assert isinstance(attempt.outcome, Looked) and attempt.outcome.malformed is not None
+            raise attempt.outcome.malformed
         raise give_up_error(self.core, self.target, attempt, action)
 
     async def _perform(self, attempt: Attempt, action: Action, first: FirstWrite | None) -> bool:
@@ -95,12 +106,7 @@ class Driver:
         attempt.begin(action)
         outcome: Outcome
         try:
-            if self.core.multi and isinstance(action, Create | TakeOverAll):
-                observed = action.observed if isinstance(action, TakeOverAll) else {}
-                if await self._write_all(attempt, observed):
-                    return True
-                outcome = Seen({})  # nothing written: read every row next
-            elif isinstance(action, Create | TakeOver):
+            if isinstance(action, Create | TakeOver | TakeOverAll):
                 rows = await self._write(attempt, action, first)
                 if rows is None:
                     return True
@@ -116,7 +122,7 @@ class Driver:
                 self._aim(attempt, action.key)
                 stamp = self.core.ours(action.item)
                 assert stamp is not None
-                self._win(action.key, action.item[p.VERSION_ATTR]["S"], stamp, action.item)
+                self._won(action.key, action.item[p.VERSION_ATTR]["S"], stamp, action.item)
                 return True
             else:
                 assert isinstance(action, Sleep)
@@ -125,15 +131,13 @@ class Driver:
             outcome = Spent()
         except OutcomeUnknown as unknown:
             attempt.last_error = unknown.cause or attempt.last_error
-            attempt.refused, attempt.now = -1, self.core.clock.monotonic()
+            attempt.now = self.core.clock.monotonic()
             outcome = Failed(unknown=True)
         except (ThrottledError, RequestFailedError) as error:
             attempt.last_error = error
-            refused = attempt.refused >= 0 and error.code in UNREACHABLE_CODES
-            attempt.refused = attempt.refused + 1 if refused else -1
             attempt.now = self.core.clock.monotonic()
-            outcome = Failed(unknown=False)
-        attempt.outcome = outcome
+            outcome = Failed(unknown=False, code=error.code)
+        attempt.end(outcome)
         return False
 
     def _aim(self, attempt: Attempt, key: str) -> None:
@@ -141,12 +145,14 @@ class Driver:
         if key != attempt.key:
             self.core.journal_rows(key)
         attempt.key = key
-        if key not in self.written:
-            self.written.append(key)
+        rows = self.target.rows(key)
+        if rows not in self.written:
+            self.written.append(rows)
 
-    def _win(self, key: str, version: str, stamp: Stamp, item: Item | None) -> None:
-        self.core.key = key
-        self.core.won(version, stamp, item)
+    def _won(
+        self, key: str, version: str, stamp: Stamp, item: Item | None, took_over: bool = False
+    ) -> None:
+        self._held = Held(self.target.rows(key), version, stamp, item, took_over)
 
     def _free_as_none(self, rows: dict[str, Item | None]) -> dict[str, Item | None]:
         """``rows`` with a free fenced row (no owner, counter kept) as no row at all."""
@@ -154,11 +160,13 @@ class Driver:
         return {key: None if fencing and p.is_free(item) else item for key, item in rows.items()}
 
     async def _write(
-        self, attempt: Attempt, action: Create | TakeOver, first: FirstWrite | None
+        self, attempt: Attempt, action: Create | TakeOver | TakeOverAll, first: FirstWrite | None
     ) -> dict[str, Item | None] | None:
-        """Create or take over (or go on from ``first``'s outcome); None when it won, else the
-        row its failed condition showed."""
+        """Create or take over every row the target writes at ``action.key`` (or go on from
+        ``first``'s outcome); None when it won, else the rows its failed condition showed
+        (read when the answer did not show them)."""
         core, requests, key = self.core, self.requests, action.key
+        keys = self.target.rows(key)
         self._aim(attempt, key)
         try:
             if first is not None and first.sent:
@@ -167,68 +175,44 @@ class Driver:
             else:
                 row, stamp = core.new_write(key)
                 version = row.version
-                observed = action.row if isinstance(action, TakeOver) else None
+                rows = tuple(row._replace(key=each) for each in keys)
+                observed = _observed(action)
                 reply = await requests.send(
                     "write",
-                    lambda limit: core.store.write(core.table, row, observed, limit),
+                    lambda limit: core.store.write_rows(core.table, rows, observed, limit),
                     attempt.deadline,
                 )
         except OutcomeUnknown as unknown:
-            await self._landed(attempt, unknown, key, version)
+            await self._landed(attempt, unknown, keys, version)
             return None
         if reply is not None:
-            self._win(key, version, stamp, reply.item)
-            core.took_over = isinstance(action, TakeOver)
+            self._won(key, version, stamp, reply.item, isinstance(action, TakeOver))
             return None
         attempt.answered = True
         item = requests.conflict_item
-        if item is None:
-            # DynamoDB returns the row with a failed condition (ALL_OLD), but some
-            # implementations do not (docs/emulators.md). "No item" must not mean
-            # "no row", or a contender retries its create in a tight loop: read it.
-            item = await requests.read_row(key, attempt.deadline)
-        return self._free_as_none({key: item})
-
-    async def _write_all(self, attempt: Attempt, observed: dict[str, p.LockRow]) -> bool:
-        """Write every row in one transaction; True when it won.
-
-        A lost answer is reconciled by reading the rows: all or nothing, one of ours means all.
-        """
-        core = self.core
-        row, stamp = core.new_write(core.keys[0])
-        rows = tuple(row._replace(key=key) for key in core.keys)
-        try:
-            reply = await self.requests.send(
-                "write",
-                lambda limit: core.store.create_many(core.table, rows, observed, limit),
-                attempt.deadline,
-            )
-        except OutcomeUnknown as unknown:
-            await self._landed(attempt, unknown, core.keys[0], row.version)
-            return True
-        attempt.answered = True
-        if reply is None:
-            return False
-        self._win(core.keys[0], row.version, stamp, reply.item)
-        return True
+        if item is not None:
+            return self._free_as_none({key: item})
+        # DynamoDB returns the row with a failed condition (ALL_OLD), but some
+        # implementations do not (docs/emulators.md), and a transaction never does.
+        # "No item" must not mean "no row", or a contender retries its create in a
+        # tight loop: read them.
+        return self._free_as_none(await requests.read_rows(keys, attempt.deadline))
 
     async def _landed(
-        self, attempt: Attempt, unknown: OutcomeUnknown, key: str, version: str
+        self, attempt: Attempt, unknown: OutcomeUnknown, keys: tuple[str, ...], version: str
     ) -> None:
-        """Return when a write of ``version`` whose outcome is ``unknown`` landed, else raise it."""
-        core, requests = self.core, self.requests
+        """Return when a write of ``version`` to ``keys`` whose outcome is ``unknown`` landed
+        (all or nothing: the first row shows it), else raise it."""
+        core, requests, key = self.core, self.requests, keys[0]
         requests.watch_late(unknown.task)
         try:
-            if core.multi:
-                item = (await requests.read_rows(core.keys, attempt.deadline))[key]
-            else:
-                item = await requests.read_row(key, attempt.deadline)
+            item = (await requests.read_rows(keys, attempt.deadline))[key]
         except (BudgetSpent, OutcomeUnknown, DynamoDBError):
             raise unknown from None
         if core.ours(item) is None:
             attempt.answered = True
             raise unknown from None  # not applied, or not yet: the decision backs off
-        self._win(key, version, core.pending[version], item)
+        self._won(key, version, core.pending[version], item)
 
     def _look(self, attempt: Attempt, rows: dict[str, Item | None]) -> Looked:
         """Ours, free or held: each held row observed in the client's cache."""
@@ -251,18 +235,17 @@ class Driver:
         malformed: MalformedLockRow | None = None
         for key, item in rows.items():
             if item is None:
-                continue  # free (a multi-key guard looks at the held ones too)
+                continue  # free (rules that want every row look at the held ones too)
             try:
-                row = p.parse_row(item, table=core.table, key=key, protocol=core.protocol)
-            except MalformedLockRow as error:  # never taken over; other permits may be
+                row = p.parse_row(item, table=core.table, key=key, protocol=core.spec.protocol)
+            except MalformedLockRow as error:  # the rules decide what it means
                 malformed = malformed or error
                 continue
             first_seen = observations.observe((core.table, key), row.identity, now)
             here = observations.held_here((core.table, key), row.owner)
             held.append(Sighting(key, row, first_seen + row.lease_ms / 1000, here))
-        if malformed is not None and (not held or self.target.rules.together):
-            raise malformed  # a multi-key guard needs every row: one never taken over ends it
-        return Looked(None, free, held, tuple(sighting.row.owner for sighting in held))
+        owners = tuple(sighting.row.owner for sighting in held)
+        return Looked(None, free, held, owners, malformed)
 
     async def _sleep(self, attempt: Attempt, sleep: Sleep) -> Slept:
         """Sleep (a wait on held rows ends early when a guard of this client releases one)."""
@@ -279,14 +262,7 @@ class Driver:
             self._release_waiters(woken)
         if sleep.pace is not None:
             attempt.pace = sleep.pace
-        time_left = woken is not None or clock.monotonic() < attempt.deadline
-        if woken is None and time_left and sleep.grow is not None:
-            lease_s = self.core.lease_s
-            if sleep.grow == "poll":
-                attempt.poll = next_pause(lease_s, attempt.poll)
-            else:
-                attempt.backoff = next_pause(lease_s, attempt.backoff)
-        return Slept(woken, time_left)
+        return Slept(woken, woken is not None or clock.monotonic() < attempt.deadline)
 
     def _release_waiters(self, used: str | None) -> None:
         """Stop waiting; a wake this guard does not use is handed to the next waiter."""
@@ -297,6 +273,13 @@ class Driver:
             observations.discard_waiter(resource, future)
             if future.done() and not future.cancelled() and key != used:
                 observations.wake_next(resource)
+
+
+def _observed(action: Create | TakeOver | TakeOverAll) -> dict[str, p.LockRow]:
+    """The rows a write replaces, by key (none for a create)."""
+    if isinstance(action, TakeOver):
+        return {action.key: action.row}
+    return action.observed if isinstance(action, TakeOverAll) else {}
 
 
 def give_up_error(

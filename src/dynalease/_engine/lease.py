@@ -6,14 +6,10 @@ its lost signal, except a sync caller's own-thread path (``caller.py``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from ..exceptions import LockLost
 from .acquire import Acquirer
-from .base import LeaseCore
+from .base import LeaseCore, LeaseSpec
 from .caller import CallerPath
 from .clock import Clock
-from .journal import Journal
 from .observations import Observations
 from .release import Releaser
 from .renew import Renewer
@@ -21,7 +17,7 @@ from .requests import FirstWrite, Requests
 from .store import LockStore
 from .targets import KeyTarget, Target
 
-__all__ = ["Lease"]
+__all__ = ["Lease", "LeaseSpec"]
 
 
 class Lease(LeaseCore):
@@ -36,39 +32,25 @@ class Lease(LeaseCore):
         store: LockStore,
         clock: Clock,
         observations: Observations,
-        table: str,
-        lease_s: float,
-        wait_s: float,
+        spec: LeaseSpec,
         key: str = "",
         target: Target | None = None,
-        on_lost: Callable[[LockLost], object] | None = None,
-        fencing: bool = False,
-        journal: Journal | None = None,
     ) -> None:
         aim: Target = KeyTarget(key) if target is None else target
         super().__init__(
             store=store,
             clock=clock,
             observations=observations,
-            table=table,
-            key=aim.first_key,
-            lease_s=lease_s,
-            wait_s=wait_s,
-            on_lost=on_lost,
-            fencing=fencing,
-            journal=journal,
+            spec=spec,
+            keys=aim.rows(aim.first_key),
         )
-        self.together = aim.together
-        self.requests = Requests(self, landed=lambda: self.background(self.releaser.cleanup_late()))
-        self.renewer = Renewer(
-            self, self.requests, at_deadline=lambda: self.releaser.end_at_deadline()
-        )
-        self.releaser = Releaser(
-            self, self.requests, self.renewer, written=lambda: self.acquirer.written
-        )
-        self.acquirer = Acquirer(
-            self, self.requests, self.renewer, aim, cleanup=self.releaser.cleanup_late
-        )
+        written = [aim.rows(aim.first_key)]
+        # The releaser hears from the parts it releases through (``LeaseEvents``).
+        self.releaser = Releaser(self, written)
+        self.requests = Requests(self, self.releaser)
+        self.renewer = Renewer(self, self.requests, self.releaser)
+        self.releaser.serve(self.requests, self.renewer)
+        self.acquirer = Acquirer(self, self.requests, self.renewer, aim, self.releaser, written)
         self.caller = CallerPath(self, self.requests, self.acquirer, self.renewer, self.releaser)
 
     async def acquire(self, first: FirstWrite | None = None) -> None:

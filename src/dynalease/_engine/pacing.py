@@ -1,7 +1,8 @@
 """How long an acquisition pauses between tries (docs/locks.md, "Acquisition").
 
 Every pause is a function of the acquisition's state and what its last read saw,
-with no I/O, so the acquire decision (``attempts.decide``) stays pure.
+with no I/O; its randomness comes from the state's own ``random.Random``, so the
+acquire decision (``attempts.decide``) is deterministic given its input.
 """
 
 from __future__ import annotations
@@ -23,9 +24,28 @@ def next_pause(lease_s: float, pause: float) -> float:
     return min(pause * 1.6, p.poll_cap(lease_s))
 
 
-def jittered(seconds: float) -> float:
+def jittered(seconds: float, rng: random.Random) -> float:
     """``seconds`` +-20%, so that waiters who started together spread out."""
-    return seconds * random.uniform(0.8, 1.2)
+    return seconds * rng.uniform(0.8, 1.2)
+
+
+class Unread:
+    """The rows a batch read left unread (DynamoDB's throughput): which to ask for again and
+    the pause before, on a growing series; the pure half of ``Requests.read_rows``."""
+
+    def __init__(self, lease_s: float, rng: random.Random) -> None:
+        self.lease_s, self.rng = lease_s, rng
+        self.pause = first_pause(lease_s)
+
+    def again(
+        self, asked: tuple[str, ...], unprocessed: tuple[str, ...]
+    ) -> tuple[tuple[str, ...], float] | None:
+        """The keys of ``asked`` to ask for again and the pause first; None when all were read."""
+        wanted = tuple(key for key in unprocessed if key in asked)
+        if not wanted:
+            return None
+        pause, self.pause = jittered(self.pause, self.rng), next_pause(self.lease_s, self.pause)
+        return wanted, pause
 
 
 class Sighting(NamedTuple):
@@ -59,6 +79,8 @@ class Waiting(Protocol):
     deadline: float
     #: The current pause of the backoff series.
     poll: float
+    #: Where the jitter comes from.
+    rng: random.Random
 
 
 def contention_pause(waiting: Waiting, held: list[Sighting]) -> tuple[float, Pace]:
@@ -69,11 +91,12 @@ def contention_pause(waiting: Waiting, held: list[Sighting]) -> tuple[float, Pac
     """
     (sighting,) = held
     identity, pace, now = sighting.row.identity, waiting.pace, waiting.now
-    spread = random.uniform(0.8, 1.2) if pace.last else random.uniform(0.1, 1.0)
+    rng = waiting.rng
+    spread = rng.uniform(0.8, 1.2) if pace.last else rng.uniform(0.1, 1.0)
     unchanged = identity == pace.seen
     last = p.contention_poll(waiting.lease_s, pace.last, unchanged, now - waiting.began)
     if sighting.held_here:
-        last, spread = p.poll_cap(waiting.lease_s), random.uniform(0.8, 1.2)
+        last, spread = p.poll_cap(waiting.lease_s), rng.uniform(0.8, 1.2)
     left = waiting.deadline - now
     pause = min(last * spread, sighting.eligible - now, max(left / 2, 0.05))
     return pause, Pace(last, identity)
@@ -82,7 +105,8 @@ def contention_pause(waiting: Waiting, held: list[Sighting]) -> tuple[float, Pac
 def permit_pause(waiting: Waiting, held: list[Sighting]) -> tuple[float, Pace]:
     """A semaphore's wait while every permit is held: its backoff series, jittered."""
     soonest = min(sighting.eligible for sighting in held)
-    return min(jittered(waiting.poll), max(0.0, soonest - waiting.now)), waiting.pace
+    pause = jittered(waiting.poll, waiting.rng)
+    return min(pause, max(0.0, soonest - waiting.now)), waiting.pace
 
 
 def keys_pause(waiting: Waiting, held: list[Sighting]) -> tuple[float, Pace]:

@@ -24,7 +24,6 @@ class PermitTarget:
     """A semaphore's acquisition: one of ``permit_keys``, the first chosen at random."""
 
     advice = "Retry later, raise wait_timeout or the number of permits"
-    together: tuple[str, ...] = ()
 
     def __init__(self, name: str, permit_keys: tuple[str, ...]) -> None:
         self.name = name
@@ -41,6 +40,10 @@ class PermitTarget:
     @property
     def permits(self) -> int:
         return len(self.wake_keys)
+
+    def rows(self, key: str) -> tuple[str, ...]:
+        """A permit is one row."""
+        return (key,)
 
     async def read(self, requests: Requests, deadline: float) -> dict[str, Item | None]:
         """Every permit row (None when free)."""

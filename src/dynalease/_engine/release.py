@@ -5,14 +5,14 @@ The same delete cleans up a row this guard wrote after it had given up.
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..exceptions import DynamoDBError, LockLost, LockReleaseError
 from . import protocol as p
+from . import release_rules as rules
 from .base import DEADLINE_PASSED, LeaseCore, logged_key
+from .release_rules import Deletion
 from .renew import Renewer
 from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
 from .states import Event, State
@@ -24,24 +24,34 @@ log = logging.getLogger("dynalease")
 
 
 class Releaser:
-    """Ending a guard's hold: RELEASING, then RELEASED or LOST.
+    """Ending a guard's hold: RELEASING, then RELEASED or LOST; the lease's
+    :class:`.base.LeaseEvents`.
 
-    ``written``: every row this guard may have written while acquiring.
+    ``written``: every set of rows this guard may write while acquiring (the acquirer's
+    list). Made before the parts it is told about, which :meth:`serve` then hands it.
     """
 
-    def __init__(
-        self,
-        core: LeaseCore,
-        requests: Requests,
-        renewer: Renewer,
-        written: Callable[[], list[str]],
-    ) -> None:
+    requests: Requests
+    renewer: Renewer
+
+    def __init__(self, core: LeaseCore, written: list[tuple[str, ...]]) -> None:
         self.core = core
-        self.requests = requests
-        self.renewer = renewer
         self._written = written
         #: One clean-up at a time (made on the loop at the first: most guards never need it).
         self._cleaning: asyncio.Lock | None = None
+
+    def serve(self, requests: Requests, renewer: Renewer) -> None:
+        """Release through ``requests``, stopping ``renewer`` (each of which reports to us)."""
+        self.requests = requests
+        self.renewer = renewer
+
+    def landed(self) -> None:
+        """A write the lease gave up on may have landed after all: delete what it wrote."""
+        self.core.background(self.cleanup_late())
+
+    def deadline_reached(self) -> None:
+        """The caller's deadline passed while held: see :meth:`end_at_deadline`."""
+        self.end_at_deadline()
 
     def begin(self) -> float | None:
         """Enter RELEASING; the cleanup deadline, or None when there is nothing to release."""
@@ -51,15 +61,15 @@ class Releaser:
             return None  # never held, or already released (or being released)
         if state is State.HELD and core.time_left() <= 0:
             past = core.deadline_passed()
-            core._lose(
+            core.lose(
                 DEADLINE_PASSED if past else "its lease expired before a renewal was confirmed"
             )
-        core._move(Event.RELEASE)
+        core.move(Event.RELEASE)
         return core.clock.monotonic() + p.cleanup_budget(core.lease_s)
 
     def end(self) -> None:
         """Leave RELEASING: LOST if ownership was lost on the way, RELEASED otherwise."""
-        self.core._move(Event.ENDED if self.core.loss is None else Event.ENDED_LOST)
+        self.core.move(Event.ENDED if self.core.loss is None else Event.ENDED_LOST)
 
     async def release(self, first: FirstWrite | None = None) -> None:
         """Stop renewing and delete the row if it is still ours, within the cleanup budget.
@@ -79,149 +89,100 @@ class Releaser:
         core = self.core
         self.renewer.stop()
         try:
-            await self._delete_until_gone(core.key, deadline, first)
+            await self._delete_until_gone(core.keys, deadline, first)
         except LockReleaseError:
             core.tally.cleanup_failures += 1
             raise
         finally:
             if core.state is State.RELEASING:
                 self.end()
-        if core.journal is not None:  # the row is gone or not ours: confirmed
-            core.journal.forget(core.owner)
+        if core.spec.journal is not None:  # the row is gone or not ours: confirmed
+            core.spec.journal.forget(core.owner)
         for key in core.keys:  # wakes a waiter of this client on any of them
             core.observations.released((core.table, key))
         if core.loss is not None:
             raise core.lost_error()
 
     async def _delete_until_gone(
-        self, key: str, deadline: float, first: FirstWrite | None = None
+        self, keys: tuple[str, ...], deadline: float, first: FirstWrite | None = None
     ) -> None:
-        core = self.core
-        if core.multi and first is None:
-            await self._delete_all_until_gone(deadline)
-            return
-        uncertain = False
-        last_error: BaseException | None = None
-        while True:
-            try:
-                if first is not None:
-                    replay, first = first, None
-                    reply = self.requests.replay(replay)
-                else:
-                    reply = await self.requests.send(
-                        "write",
-                        lambda limit: core.store.delete(
-                            core.table, key, core.owner, limit, fencing=core.fencing
-                        ),
-                        deadline,
-                    )
-            except BudgetSpent:
-                break
-            except OutcomeUnknown as unknown:
-                uncertain = True
-                last_error = unknown.cause or last_error  # a bare timeout names nothing new
-                try:
-                    item = await self.requests.read_row(key, deadline)
-                except BudgetSpent:
-                    break
-                except (OutcomeUnknown, DynamoDBError) as error:
-                    cause = error.cause if isinstance(error, OutcomeUnknown) else error
-                    last_error = cause or last_error
-                    await self._pause(deadline)
-                    continue
-                if not core.owns(item):
-                    return
-                # Not applied: pause like any failed delete, never retry in a tight loop.
-                await self._pause(deadline)
-                continue
-            except DynamoDBError as error:
-                last_error = error
-                if deadline - core.clock.monotonic() <= 0:
-                    break
-                await self._pause(deadline)
-                continue
-            if reply is None and not uncertain and core.state is State.RELEASING:
-                await self._refused(key, deadline)
-            return
-        raise self._not_confirmed(f"lock {key!r}", key, last_error, "the row stays")
+        """Delete ``keys`` while still ours, as :func:`.release_rules.decide` chooses (going on
+        from ``first``'s outcome); raises when not confirmed by ``deadline``."""
+        deletion = Deletion(keys, self.core.owner)
+        action: rules.Action = rules.Delete(keys)
+        while not isinstance(action, rules.Done | rules.GiveUp):
+            deletion.releasing = self.core.state is State.RELEASING
+            deletion.end(action, await self._perform(deletion, action, deadline, first))
+            first = None  # the caller's outcome is used once
+            action = rules.decide(deletion)
+        if isinstance(action, rules.GiveUp):
+            raise self._not_confirmed(keys, deletion.last_error)
 
-    async def _delete_all_until_gone(self, deadline: float) -> None:
-        """A multi-key guard's release: delete every row still ours in one transaction.
-
-        A row gone or another owner's means the guard was lost; the rows still ours
-        are deleted all the same.
-        """
+    async def _perform(
+        self,
+        deletion: Deletion,
+        action: rules.Action,
+        deadline: float,
+        first: FirstWrite | None,
+    ) -> rules.Outcome:
         core, requests = self.core, self.requests
-        keys: tuple[str, ...] = core.keys
-        last_error: BaseException | None = None
-        while keys:
-            refused = False
-            try:
-                reply = await requests.send(
-                    "write",
-                    functools.partial(core.store.delete_many, core.table, keys, core.owner),
-                    deadline,
-                )
-                if reply is not None:
-                    return
-                refused = True  # a condition failed: nothing was deleted
-            except BudgetSpent:
-                break
-            except (OutcomeUnknown, DynamoDBError) as error:
-                cause = error.cause if isinstance(error, OutcomeUnknown) else error
-                last_error = cause or last_error
-            try:
-                items = await requests.read_rows(keys, deadline)
-            except BudgetSpent:
-                break
-            except (OutcomeUnknown, DynamoDBError):
-                await self._pause(deadline)
-                continue
-            ours = tuple(key for key, item in items.items() if core.owns(item))
-            if refused and len(ours) < len(keys) and core.state is State.RELEASING:
-                core._lose("another owner took one of its keys over, or a row was deleted")
-            if ours == keys:
-                await self._pause(deadline)  # not applied: never retry in a tight loop
-            keys = ours
+        try:
+            if isinstance(action, rules.Delete):
+                return await self._delete(action.keys, deadline, first)
+            if isinstance(action, rules.Check):
+                return rules.Rows(await requests.read_rows(action.keys, deadline))
+            if isinstance(action, rules.Lose):
+                core.lose(action.why)
+            else:
+                assert isinstance(action, rules.Pause)
+                left = max(0.0, deadline - core.clock.monotonic())
+                await core.clock.sleep(min(p.renew_retry_interval(core.lease_s), left))
+            return rules.Noted()
+        except BudgetSpent:
+            return rules.Spent()
+        except OutcomeUnknown as unknown:
+            # A bare timeout names nothing new.
+            deletion.last_error = unknown.cause or deletion.last_error
+            return rules.Unknown() if isinstance(action, rules.Delete) else rules.Unread()
+        except DynamoDBError as error:
+            deletion.last_error = error
+            if isinstance(action, rules.Check):
+                return rules.Unread()
+            return rules.Failed(time_left=deadline - core.clock.monotonic() > 0)
+
+    async def _delete(
+        self, keys: tuple[str, ...], deadline: float, first: FirstWrite | None
+    ) -> rules.Outcome:
+        core, requests = self.core, self.requests
+        if first is not None:
+            reply = requests.replay(first)
         else:
-            return
-        lock = f"the lock on {len(core.keys)} keys (first {core.key!r})"
-        raise self._not_confirmed(lock, core.key, last_error, "the rows stay")
+            reply = await requests.send(
+                "write",
+                lambda limit: core.store.delete_rows(
+                    core.table, keys, core.owner, limit, fencing=core.fencing
+                ),
+                deadline,
+            )
+        return rules.Deleted() if reply is not None else rules.Refused(requests.conflict_item)
 
     def _not_confirmed(
-        self, lock: str, key: str, last_error: BaseException | None, left: str
+        self, keys: tuple[str, ...], last_error: BaseException | None
     ) -> LockReleaseError:
         core = self.core
+        lock, left = f"lock {keys[0]!r}", "the row stays"
+        if len(keys) > 1:
+            lock, left = f"the lock on {len(keys)} keys (first {keys[0]!r})", "the rows stay"
         return LockReleaseError(
             f"release of {lock} in table {core.table!r} was not confirmed within the cleanup "
             f"budget of {p.cleanup_budget(core.lease_s):g} s"
             + (f" (last failure: {last_error})" if last_error else "")
             + f"; {left} until the lease can be taken over by observation",
             table=core.table,
-            key=key,
+            key=keys[0],
             owner=core.owner,
             request_id=core.last_request_id,
         )
-
-    async def _pause(self, deadline: float) -> None:
-        core = self.core
-        left = max(0.0, deadline - core.clock.monotonic())
-        await core.clock.sleep(min(p.renew_retry_interval(core.lease_s), left))
-
-    async def _refused(self, key: str, deadline: float) -> None:
-        """Our delete's condition failed: find out who holds the row, and record the loss."""
-        core = self.core
-        item = self.requests.conflict_item
-        if item is None:
-            try:
-                item = await self.requests.read_row(key, deadline)
-            except (BudgetSpent, OutcomeUnknown, DynamoDBError):
-                item = None
-        if item is not None and not core.owns(item):
-            core._lose("another owner took the lock over before release")
-        elif item is None and core.loss is None:
-            # The row vanished under a valid guard: someone deleted it by hand.
-            core._lose("the row was deleted by someone else before release")
 
     async def cleanup_late(self) -> None:
         """Delete every row this guard may have written after it stopped wanting it."""
@@ -231,16 +192,16 @@ class Releaser:
         if self._cleaning is None:
             self._cleaning = asyncio.Lock()
         async with self._cleaning:
-            for key in (core.key,) if core.multi else self._written():
+            for keys in self._written:
                 deadline = core.clock.monotonic() + p.cleanup_budget(core.lease_s)
                 try:
-                    await self._delete_until_gone(key, deadline)
+                    await self._delete_until_gone(keys, deadline)
                     core.forget()
                 except Exception as error:
                     log.warning(
                         "dynalease: could not clean up late lock row %s: %s",
-                        logged_key(key),
-                        core.log_text(error, key),
+                        logged_key(keys[0]),
+                        core.log_text(error, keys[0]),
                     )
 
     def end_at_deadline(self) -> None:
@@ -251,7 +212,7 @@ class Releaser:
         core = self.core
         if core.state is not State.HELD:
             return
-        core._lose(DEADLINE_PASSED)
+        core.lose(DEADLINE_PASSED)
         cleanup = self.begin()
         core.released_at_deadline = True
         if cleanup is not None:

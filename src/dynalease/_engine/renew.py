@@ -1,20 +1,19 @@
 """Renewal: keep a held lease valid (docs/protocol.md, "Renewal"), and notice when it is not.
 
-A multi-key guard renews every row in one transaction, so its rows keep one version.
+A guard renews every row it holds at once (several in one transaction), so its rows keep
+one version.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import _tracing
 from ..exceptions import DynamoDBError
 from . import protocol as p
-from .base import LeaseCore, logged_key
-from .clock import Stamp
+from .base import LeaseCore, LeaseEvents, logged_key
 from .requests import EPSILON_S, BudgetSpent, OutcomeUnknown, Requests
 from .scheduling import ValidityWatch, deferred_renewals
 from .states import State
@@ -30,14 +29,15 @@ log = logging.getLogger("dynalease")
 class Renewer:
     """The renewal task of a held lease and the validity checks around it."""
 
-    def __init__(
-        self, core: LeaseCore, requests: Requests, at_deadline: Callable[[], None]
-    ) -> None:
+    def __init__(self, core: LeaseCore, requests: Requests, events: LeaseEvents) -> None:
         self.core = core
         self.requests = requests
-        self._at_deadline = at_deadline
+        self._events = events
         self.task: asyncio.Task[None] | None = None
         self._stopped = False
+        #: The acquisition's span link (:mod:`dynalease._tracing`), set by the face that
+        #: traced it: renewals start traces of their own, linked to it.
+        self.trace_link: Any = None
 
     @property
     def state(self) -> State:
@@ -79,13 +79,13 @@ class Renewer:
         if (
             core.state is State.HELD
             and validity is not None
-            and validity.remaining_at(monotonic, wall, core.span) <= EPSILON_S
+            and validity.remaining_at(monotonic, wall, core.spec.span) <= EPSILON_S
         ):
-            core._lose("its lease expired before a renewal was confirmed")
+            core.lose("its lease expired before a renewal was confirmed")
 
     async def _run(self) -> None:
-        if self.core.trace_link is not None:  # renewals: traces of their own, linked
-            _tracing.renewing(self.core.trace_link)
+        if self.trace_link is not None:  # renewals: traces of their own, linked
+            _tracing.renewing(self.trace_link)
         watch = ValidityWatch.of(self.core.clock)
         watch.add(self)
         try:
@@ -101,13 +101,13 @@ class Renewer:
         while core.state is State.HELD:
             validity = core.validity
             assert validity is not None
-            left = validity.remaining(clock, core.span)
+            left = validity.remaining(clock, core.spec.span)
             if left <= EPSILON_S:
-                core._lose("its lease expired before a renewal was confirmed")
+                core.lose("its lease expired before a renewal was confirmed")
                 return
             now = clock.monotonic()
             if core.deadline is not None and now >= core.deadline:
-                self._at_deadline()
+                self._events.deadline_reached()
                 return
             end = math.inf if core.deadline is None else core.deadline
             wait = min(next_attempt, end) - now
@@ -124,17 +124,14 @@ class Renewer:
         """One renewal attempt; True when confirmed, False to retry soon."""
         core = self.core
         assert core.validity is not None and core.version is not None
-        deadline = core.clock.monotonic() + core.validity.remaining(core.clock, core.span)
+        deadline = core.clock.monotonic() + core.validity.remaining(core.clock, core.spec.span)
         current, store = core.version, core.store
-        version = p.new_token()
-        stamp = core.pending[version] = Stamp.now(core.clock)
+        version, stamp = core.new_version()
         try:
             reply = await self.requests.send(
                 "write",
-                lambda limit: (
-                    store.renew_many(core.table, core.keys, core.owner, current, version, limit)
-                    if core.multi
-                    else store.renew(core.table, core.key, core.owner, current, version, limit)
+                lambda limit: store.renew_rows(
+                    core.table, core.keys, core.owner, current, version, limit
                 ),
                 deadline,
             )
@@ -157,19 +154,16 @@ class Renewer:
     async def _read_and_reconcile(
         self, item: dict[str, Any] | None, deadline: float, current: str
     ) -> bool:
-        """Reconcile with ``item``, or with a strong read of the row when there is none.
+        """Reconcile with ``item``, or with a strong read of the rows when there is none.
 
-        A multi-key guard's rows show one version (all or nothing): one gone or not
-        ours loses the guard.
+        The rows show one version (all or nothing): one gone or not ours loses the guard.
         """
         core = self.core
         try:
-            if core.multi:
+            if item is None:
                 items = await self.requests.read_rows(core.keys, deadline)
                 lost = [row for row in items.values() if not core.owns(row)]
                 item = lost[0] if lost else items[core.keys[0]]
-            elif item is None:
-                item = await self.requests.read_row(core.key, deadline)
         except (BudgetSpent, OutcomeUnknown, DynamoDBError):
             return False
         if core.state is not State.HELD:
@@ -182,5 +176,5 @@ class Renewer:
         if core.owns(item) and item.get(p.VERSION_ATTR) == {"S": current}:
             return False  # not applied; retry
         holder = "the row is gone" if item is None else "another owner took it over"
-        core._lose(f"{holder} (renewal rejected)")
+        core.lose(f"{holder} (renewal rejected)")
         return False

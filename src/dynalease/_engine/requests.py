@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import functools
 import logging
+import random
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..exceptions import DynamoDBError, RequestFailedError, ThrottledError
 from . import protocol as p
-from .base import LeaseCore, logged_key
+from .base import LeaseCore, LeaseEvents, logged_key
 from .shapes import reply_of
 from .states import State
 from .store import ConditionFailed, Limit, Reply, TimedOut
@@ -76,12 +77,12 @@ def interrupted_failure(operation: str) -> RequestFailedError:
 class Requests:
     """Sending, bounding and reconciling one lease's requests.
 
-    ``landed`` is called when a write this lease gave up on may have landed after all.
+    ``events.landed`` is called when a write this lease gave up on may have landed after all.
     """
 
-    def __init__(self, core: LeaseCore, landed: Callable[[], None]) -> None:
+    def __init__(self, core: LeaseCore, events: LeaseEvents) -> None:
         self.core = core
-        self._landed = landed
+        self._events = events
         self.conflict_item: dict[str, Any] | None = None
 
     async def send(
@@ -185,36 +186,28 @@ class Requests:
 
     async def read_row(self, key: str, deadline: float) -> dict[str, Any] | None:
         """The row at ``key``, strongly consistent."""
-        core = self.core
-        reply = await self.send(
-            "read", lambda limit: core.store.read(core.table, key, limit), deadline
-        )
-        assert reply is not None  # reads have no condition
-        return reply.item
+        return (await self.read_rows((key,), deadline))[key]
 
     async def read_rows(self, keys: tuple[str, ...], deadline: float) -> dict[str, Item | None]:
-        """Every row at ``keys``, strongly consistent (None where none)."""
-        from .pacing import first_pause, jittered, next_pause  # loaded with the loop's work
+        """Every row at ``keys``, strongly consistent (None where none): one GetItem for one
+        key, else BatchGetItem until none is left unread."""
+        from .pacing import Unread  # loaded with the loop's work
 
-        core = self.core
-        wanted, found = keys, dict[str, Item]()
-        pause = first_pause(core.lease_s)
+        core, found, asked, read = self.core, dict[str, Item](), keys, self.core.store.read_rows
+        unread = Unread(core.lease_s, random.Random(random.getrandbits(64)))
         while True:
-            asked = wanted
-            reply = await self.send(
-                "read", functools.partial(core.store.read_many, core.table, asked), deadline
-            )
+            reply = await self.send("read", functools.partial(read, core.table, asked), deadline)
             assert reply is not None  # reads have no condition
             found.update(reply.items)
-            wanted = tuple(key for key in reply.unprocessed if key in asked)
-            if not wanted:
+            again = unread.again(asked, reply.unprocessed)
+            if again is None:
                 return {key: found.get(key) for key in keys}
-            # Keys left unread (throughput): ask again for them, backing off.
+            asked, pause = again
+            read = core.store.read_many  # the rest of a batch is asked as a batch
             left = deadline - core.clock.monotonic()
             if left <= 0:
                 raise BudgetSpent
-            await core.clock.sleep(min(left, jittered(pause)))
-            pause = next_pause(core.lease_s, pause)
+            await core.clock.sleep(min(left, pause))
 
     def watch_late(self, task: asyncio.Future[Reply]) -> None:
         """A write that may still commit: clean it up if it lands after we moved on."""
@@ -235,7 +228,7 @@ class Requests:
                     core.forget()  # it did not land: nothing of ours is left
                 return
             if core.state in _GAVE_UP:
-                self._landed()
+                self._events.landed()
 
         task.add_done_callback(landed)
 

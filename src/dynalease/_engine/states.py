@@ -1,6 +1,6 @@
 """The lease state machine as a table: states, events, and the allowed transitions.
 
-A pair missing from :data:`TABLE` is an engine bug: ``LeaseCore._move`` raises
+A pair missing from :data:`TABLE` is an engine bug: ``LeaseCore.move`` raises
 :class:`IllegalTransition` instead of leaving a guard half-moved.
 
 A guard's life::

@@ -167,7 +167,8 @@ class LockStore:
     async def read_many(
         self, table: str, keys: tuple[str, ...], limit: Limit | None = None
     ) -> Reply:
-        """Strongly consistent read of up to 100 rows; unread keys are in ``unprocessed``."""
+        """Strongly consistent ``BatchGetItem`` of up to 100 rows (also of the one key a
+        batch left unread); unread keys are in ``unprocessed``."""
         response = await self._send("BatchGetItem", shapes.batch_get_params(table, keys), limit)
         return shapes.batch_reply(table, response)
 
@@ -199,20 +200,35 @@ class LockStore:
         operation, params = shapes.release_request(table, key, owner, fencing)
         return write_reply(await self._send(operation, params, limit))
 
-    # --- a multi-key guard's rows, all or nothing -------------------------------
+    # --- a key set: one row, or several all or nothing ---------------------------
+    # A single lock is a key set of one: its requests are the one-row ones above; a
+    # set of several is written, renewed and deleted in one transaction.
 
-    async def create_many(
+    async def read_rows(
+        self, table: str, keys: tuple[str, ...], limit: Limit | None = None
+    ) -> Reply:
+        """Strongly consistent read of ``keys`` (GetItem for one, else one BatchGetItem of up
+        to 100): found rows in ``items``, unread keys in ``unprocessed``."""
+        if len(keys) > 1:
+            return await self.read_many(table, keys, limit)
+        reply = await self.read(table, keys[0], limit)
+        return reply._replace(items={} if reply.item is None else {keys[0]: reply.item})
+
+    async def write_rows(
         self,
         table: str,
         rows: tuple[LockRow, ...],
         observed: dict[str, LockRow],
         limit: Limit | None = None,
     ) -> Reply:
-        """Write every row in one transaction: each on no row, or over its ``observed`` row."""
+        """Write every row: each on no row (or a free fenced one), or over its ``observed`` row
+        if that owner and version are still there. All or nothing."""
+        if len(rows) == 1:
+            return await self.write(table, rows[0], observed.get(rows[0].key), limit)
         actions = [shapes.put_action(table, row, observed.get(row.key)) for row in rows]
         return await self._transact(actions, limit)
 
-    async def renew_many(
+    async def renew_rows(
         self,
         table: str,
         keys: tuple[str, ...],
@@ -221,21 +237,31 @@ class LockStore:
         new: str,
         limit: Limit | None = None,
     ) -> Reply:
-        """Renew every row in one transaction (each only if owner and version are ours)."""
+        """Renew every row (each only if owner and version are still ours). All or nothing."""
+        if len(keys) == 1:
+            return await self.renew(table, keys[0], owner, current, new, limit)
         actions = [shapes.renew_action(table, key, owner, current, new) for key in keys]
         return await self._transact(actions, limit)
 
-    async def delete_many(
-        self, table: str, keys: tuple[str, ...], owner: str, limit: Limit | None = None
+    async def delete_rows(
+        self,
+        table: str,
+        keys: tuple[str, ...],
+        owner: str,
+        limit: Limit | None = None,
+        *,
+        fencing: bool = False,
     ) -> Reply:
-        """Delete every row in one transaction, only if we still own each."""
+        """Delete every row only if we still own each (a fenced row: left free). All or nothing."""
+        if len(keys) == 1:
+            return await self.delete(table, keys[0], owner, limit, fencing=fencing)
         actions = [shapes.delete_action(table, key, owner) for key in keys]
         return await self._transact(actions, limit)
 
     async def _transact(self, actions: list[dict[str, Any]], limit: Limit | None) -> Reply:
         """Send one ``TransactWriteItems``; a failed condition is :class:`ConditionFailed`.
 
-        The failing rows are not kept: a multi-key guard reads every row afterwards.
+        The failing rows are not kept: the guard reads every row afterwards.
         Any other cancellation wrote nothing, so it is a definite failure.
         """
         try:
@@ -261,6 +287,11 @@ class LockStore:
         if not self._blocking_ready:  # a transport that could, always can
             self._blocking_ready = self.transport.blocking_ready()
         return self._blocking_ready
+
+    def blocking_for(self, keys: tuple[str, ...]) -> bool:
+        """True when the requests of ``keys`` may go from the calling thread now: one row's
+        (a transaction of several goes from the runtime loop)."""
+        return len(keys) == 1 and self.blocking_ready()
 
     def create_blocking(
         self, table: str, row: LockRow, timeout: float, on_late: Callable[[Any], object]

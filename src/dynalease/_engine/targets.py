@@ -30,8 +30,11 @@ class Target(Protocol):
     wake_keys: tuple[str, ...]
     #: The error message's advice when the wait runs out.
     advice: str
-    #: Every row a multi-key guard holds at once (empty for a lock and a semaphore).
-    together: tuple[str, ...]
+
+    def rows(self, key: str) -> tuple[str, ...]:
+        """The rows a write aimed at ``key`` writes, ``key`` first: what the guard holds once
+        that write wins."""
+        ...
 
     async def read(self, requests: Requests, deadline: float) -> dict[str, Item | None]:
         """Every row aimed at, strongly consistent (None where there is none)."""
@@ -56,7 +59,6 @@ class KeyTarget:
     """A lock's acquisition: one row, paced by ``protocol.contention_poll``."""
 
     advice = "Retry later or raise wait_timeout"
-    together: tuple[str, ...] = ()
 
     def __init__(self, key: str) -> None:
         self.first_key = key
@@ -68,8 +70,11 @@ class KeyTarget:
 
         return LOCK_RULES
 
+    def rows(self, key: str) -> tuple[str, ...]:
+        return (key,)
+
     async def read(self, requests: Requests, deadline: float) -> dict[str, Item | None]:
-        return {self.first_key: await requests.read_row(self.first_key, deadline)}
+        return await requests.read_rows(self.wake_keys, deadline)
 
     def held(self, owners: tuple[str, ...]) -> str:
         """Other holders' tokens stay out of messages."""
@@ -94,7 +99,7 @@ class KeysTarget:
 
     def __init__(self, keys: tuple[str, ...]) -> None:
         self.first_key = keys[0]
-        self.wake_keys = self.together = keys
+        self.wake_keys = self.keys = keys
 
     @property
     def rules(self) -> Rules:
@@ -102,12 +107,15 @@ class KeysTarget:
 
         return KEYS_RULES
 
+    def rows(self, key: str) -> tuple[str, ...]:
+        return self.keys
+
     async def read(self, requests: Requests, deadline: float) -> dict[str, Item | None]:
-        return await requests.read_rows(self.together, deadline)
+        return await requests.read_rows(self.keys, deadline)
 
     def held(self, owners: tuple[str, ...]) -> str:
         count = len(owners)
-        return f"{count} of its {len(self.together)} keys {'is' if count == 1 else 'are'} held"
+        return f"{count} of its {len(self.keys)} keys {'is' if count == 1 else 'are'} held"
 
     def not_acquired(
         self,
@@ -117,7 +125,7 @@ class KeysTarget:
         kind: type[LockNotAcquired] = LockNotAcquired,
     ) -> LockNotAcquired:
         subject = (
-            f"lock on {len(self.together)} keys (first {core.key!r}) in table {core.table!r} "
+            f"lock on {len(self.keys)} keys (first {core.key!r}) in table {core.table!r} "
             "was not acquired (nothing was written)"
         )
         return not_acquired(core, f"{subject}: {why}", core.key, cause, kind)

@@ -16,7 +16,7 @@ from support.manual_clock import ManualClock
 from support.memory import MemoryTransport as _MemoryTransport
 from support.memory import memory_lock_table
 
-from dynalease._engine.lease import Lease
+from dynalease._engine.lease import Lease, LeaseSpec
 from dynalease._engine.observations import Observations
 from dynalease._engine.states import State
 from dynalease._engine.store import LockStore, LoopTransport
@@ -49,10 +49,8 @@ def test_a_renewal_failing_after_release_cancelled_it_is_not_reported_as_unretri
             store=LockStore(transport),
             clock=clock,
             observations=Observations(),
-            table="locks",
             key="k",
-            lease_s=3.0,
-            wait_s=1.0,
+            spec=LeaseSpec("locks", 3.0, 1.0),
         )
         await lease.acquire()
         await clock.advance(1.01)  # the first renewal is sent and waits at the gate

@@ -7,6 +7,7 @@ it and differ only in their rules.
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -32,7 +33,7 @@ from dynalease._engine.attempts import (
     TakeOverAll,
     decide,
 )
-from dynalease._engine.pacing import Sighting
+from dynalease._engine.pacing import Sighting, Unread
 from dynalease._engine.permits import PermitTarget
 from dynalease._engine.protocol import LockRow
 from dynalease._engine.targets import KeysTarget, KeyTarget
@@ -158,9 +159,10 @@ def test_renewals_on_the_manual_clock_start_only_when_the_first_one_is_due() -> 
 KEYS = KeysTarget(("a", "b", "c")).rules
 
 
-def test_a_multi_key_guard_reads_every_row_after_a_refused_transaction() -> None:
-    assert decide(attempt(step=Create("a"), outcome=Seen({})), KEYS) == Read()
+def test_a_multi_key_guard_looks_at_every_row_read_after_a_refused_transaction() -> None:
+    # The write step reads every row (a transaction's refusal shows none), then looks.
     rows: dict[str, Any] = {"a": None, "b": ROW.to_item(), "c": None}
+    assert decide(attempt(step=Create("a"), outcome=Seen(rows)), KEYS) == Look(rows)
     assert decide(attempt(step=Read(), outcome=Seen(rows)), KEYS) == Look(rows)
 
 
@@ -169,7 +171,7 @@ def test_a_multi_key_guard_writes_only_when_every_row_is_free_or_stale() -> None
     assert decide(attempt(step=Look({}), outcome=free), KEYS) == Create("k")
     stale_b = Sighting("b", ROW, 999.0, False)
     some_stale = Looked(None, ["a", "c"], [stale_b], ("someone",))
-    assert decide(attempt(step=Look({}), outcome=some_stale), KEYS) == TakeOverAll({"b": ROW})
+    assert decide(attempt(step=Look({}), outcome=some_stale), KEYS) == TakeOverAll("k", {"b": ROW})
     live_c = Sighting("c", ROW._replace(key="c"), 1_010.0, False)
     one_live = Looked(None, ["a"], [stale_b, live_c], ("someone", "someone"))
     waiting = decide(attempt(step=Look({}), outcome=one_live), KEYS)
@@ -179,8 +181,44 @@ def test_a_multi_key_guard_writes_only_when_every_row_is_free_or_stale() -> None
     assert single == GiveUp(HELD, ("someone",))
 
 
-def test_a_refused_takeover_of_every_row_is_followed_by_a_read() -> None:
-    step = TakeOverAll({"b": ROW})
-    assert decide(attempt(step=step, outcome=Seen({})), KEYS) == Read()
+def test_a_refused_takeover_of_every_row_is_followed_by_a_look_at_the_rows_read() -> None:
+    step = TakeOverAll("k", {"b": ROW})
+    rows: dict[str, Any] = {"a": None, "b": ROW.to_item(), "c": None}
+    assert decide(attempt(step=step, outcome=Seen(rows)), KEYS) == Look(rows)
     again = decide(attempt(step=step, outcome=Failed(unknown=False)), KEYS)
     assert isinstance(again, Sleep) and again.then == Read()
+
+
+def test_the_attempt_counts_unconnected_requests_and_grows_a_series_after_a_full_pause() -> None:
+    state = attempt(step=Create("k"))
+    state.end(Failed(unknown=False, code="EndpointConnectionError"))
+    state.end(Failed(unknown=False, code="EndpointConnectionError"))
+    assert state.refused == 2
+    state.end(Failed(unknown=True))
+    assert state.refused == -1
+    poll, backoff = state.poll, state.backoff
+    state.begin(Sleep(0.1, Read(), grow="poll"))
+    state.end(Slept(None, time_left=True))
+    assert state.poll > poll and state.backoff == backoff
+    state.begin(Sleep(0.1, Read(), wake=True, grow="backoff"))
+    state.end(Slept("k", time_left=True))  # woken: the series stays
+    assert state.backoff == backoff
+
+
+def test_the_decision_is_deterministic_given_the_attempts_random_source() -> None:
+    looked = Looked(None, ["a", "b", "c", "d"], [], ())
+    choices = set()
+    for _ in range(5):
+        state = attempt(step=Look({}), outcome=looked)
+        state.rng = random.Random(7)
+        choices.add(decide(state, LOCK))
+    assert len(choices) == 1
+
+
+def test_a_batch_read_asks_again_only_for_its_unread_keys_after_a_growing_pause() -> None:
+    unread = Unread(30.0, random.Random(1))
+    assert unread.again(("a", "b"), ()) is None
+    asked = unread.again(("a", "b", "c"), ("c", "x"))
+    assert asked is not None and asked[0] == ("c",) and 0.02 <= asked[1] <= 0.03
+    again = unread.again(("c",), ("c",))
+    assert again is not None and again[1] > asked[1]

@@ -17,7 +17,7 @@ from support.memory import MemoryTransport as _MemoryTransport
 from support.memory import memory_lock_table
 
 from dynalease._engine import protocol as p
-from dynalease._engine.lease import Lease
+from dynalease._engine.lease import Lease, LeaseSpec
 from dynalease._engine.observations import Observations
 from dynalease._engine.states import State
 from dynalease._engine.store import ConditionFailed, LockStore, LoopTransport
@@ -62,10 +62,8 @@ def lease(transport: SilentConflicts, clock: ManualClock, *, wait: float) -> Lea
         store=LockStore(transport),
         clock=clock,
         observations=Observations(),
-        table=TABLE,
         key="k",
-        lease_s=2.0,
-        wait_s=wait,
+        spec=LeaseSpec(TABLE, 2.0, wait),
     )
 
 

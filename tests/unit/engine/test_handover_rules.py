@@ -17,7 +17,7 @@ from support.lease_harness import TABLE, Fault, Harness, hang, run
 
 from dynalease._engine import protocol as p
 from dynalease._engine.deadline import TIME_LEFT
-from dynalease._engine.lease import Lease
+from dynalease._engine.lease import Lease, LeaseSpec
 from dynalease._engine.permits import PermitTarget
 from dynalease._engine.states import Event, State
 from dynalease._engine.store import LockStore
@@ -101,10 +101,8 @@ def test_a_multi_key_lock_adopted_too_late_is_refused_and_every_row_deleted() ->
             store=LockStore(h.transport),
             clock=h.clock,
             observations=h.observations,
-            table=TABLE,
             target=KeysTarget(keys),
-            lease_s=LEASE_S,
-            wait_s=10.0,
+            spec=LeaseSpec(TABLE, LEASE_S, 10.0),
         )
         await _refused_and_deleted(h, lease, keys)
 
@@ -119,10 +117,8 @@ def test_a_semaphore_permit_adopted_too_late_is_refused_and_its_row_deleted() ->
             store=LockStore(h.transport),
             clock=h.clock,
             observations=h.observations,
-            table=TABLE,
             target=PermitTarget("pool", permits),
-            lease_s=LEASE_S,
-            wait_s=10.0,
+            spec=LeaseSpec(TABLE, LEASE_S, 10.0),
         )
         await _refused_and_deleted(h, lease, permits)
 

@@ -58,10 +58,9 @@ class Peeking(LoopTransport):
 
 
 def _journaled(h: Harness, directory: Path, **options: Any) -> tuple[Any, Peeking]:
-    lease = h.lease(**options)
+    lease = h.lease(**options, journal=Journal(str(directory)))
     peeking = Peeking(h.transport, directory)
     lease.store.transport = peeking
-    lease.journal = Journal(str(directory))
     return lease, peeking
 
 
@@ -417,12 +416,11 @@ def test_a_journal_that_cannot_write_warns_once_and_the_lock_still_works(
     blocker.write_text("")
 
     async def scenario(h: Harness) -> None:
-        lease = h.lease()
-        lease.journal = Journal(str(blocker / "journal"))
+        journal = Journal(str(blocker / "journal"))
+        lease = h.lease(journal=journal)
         await lease.acquire()
         await lease.release()
-        second = h.lease()
-        second.journal = lease.journal
+        second = h.lease(journal=journal)
         await second.acquire()
         await second.release()
 
@@ -443,10 +441,9 @@ def test_a_semaphore_guard_journals_the_permit_row_before_each_write_to_it(
     async def scenario(h: Harness) -> None:
         for index, key in enumerate(keys[:2]):
             h.write_lock(f"other-{index}", f"v-{index}", 30_000, key=key)
-        lease = h.permit_lease()
+        lease = h.permit_lease(journal=Journal(str(tmp_path)))
         peeking = Peeking(h.transport, tmp_path)
         lease.store.transport = peeking
-        lease.journal = Journal(str(tmp_path))
         await lease.acquire()
         assert lease.key == keys[2]
         # Each create went out with the entry already naming its row.

@@ -50,7 +50,7 @@ from support.memory import memory_lock_table
 
 from dynalease._engine import protocol as p
 from dynalease._engine import shapes
-from dynalease._engine.lease import Lease
+from dynalease._engine.lease import Lease, LeaseSpec
 from dynalease._engine.observations import Observations
 from dynalease._engine.states import State
 from dynalease._engine.store import LockStore, LoopTransport
@@ -378,11 +378,8 @@ class LeaseModel(RuleBasedStateMachine):
             store=self.stores[client],
             clock=self.clock,
             observations=self.observations[client],
-            table=TABLE,
             key=key,
-            lease_s=lease_s,
-            wait_s=wait_s,
-            fencing=self.FENCING,
+            spec=LeaseSpec(TABLE, lease_s, wait_s, fencing=self.FENCING),
         )
 
         async def start() -> asyncio.Task[None]:

@@ -9,7 +9,7 @@ import pytest
 from support.lease_harness import TABLE, Harness, lost_answer, run
 
 from dynalease._engine import protocol as p
-from dynalease._engine.lease import Lease
+from dynalease._engine.lease import Lease, LeaseSpec
 from dynalease._engine.states import State
 from dynalease._engine.store import LockStore
 from dynalease._engine.targets import KeysTarget
@@ -23,10 +23,8 @@ def multi(h: Harness, *, lease: float = 3.0, wait: float = 10.0) -> Lease:
         store=LockStore(h.transport),
         clock=h.clock,
         observations=h.observations,
-        table=TABLE,
         target=KeysTarget(KEYS),
-        lease_s=lease,
-        wait_s=wait,
+        spec=LeaseSpec(TABLE, lease, wait),
     )
 
 

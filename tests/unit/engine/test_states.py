@@ -59,7 +59,7 @@ def test_a_lease_moves_exactly_as_the_table_says() -> None:
     lease = Harness().lease()  # never run: only its state is looked at
     for (state, event), target in TRANSITIONS.items():
         lease.state = state
-        lease._move(event)
+        lease.move(event)
         assert lease.state is target
 
 
@@ -70,7 +70,7 @@ def test_a_pair_missing_from_the_table_raises_an_internal_error() -> None:
     for state, event in missing:
         lease.state = state
         with pytest.raises(IllegalTransition, match="internal error") as raised:
-            lease._move(event)
+            lease.move(event)
         assert (raised.value.state, raised.value.event) == (state, event)
 
 
@@ -78,11 +78,11 @@ def test_an_illegal_move_leaves_the_lease_where_it_was() -> None:
     async def scenario(h: Harness) -> None:
         lease = h.lease()
         with pytest.raises(IllegalTransition):
-            lease._move(Event.WON)  # not acquiring: nothing was confirmed
+            lease.move(Event.WON)  # not acquiring: nothing was confirmed
         assert lease.state is State.NEW
         await lease.acquire()
         with pytest.raises(IllegalTransition):
-            lease._move(Event.START)
+            lease.move(Event.START)
         assert lease.state is State.HELD
         await lease.release()
 
@@ -107,8 +107,8 @@ def test_a_loss_is_recorded_once_and_is_what_release_reports() -> None:
         lease = h.lease()
         await lease.acquire()
         assert lease.loss is None and not lease.counters().lost
-        lease._lose("first reason")
-        lease._lose("second reason")
+        lease.lose("first reason")
+        lease.lose("second reason")
         assert lease.state is State.LOST and lease.loss == "first reason"
         assert lease.counters().lost
         with pytest.raises(LockLost, match="first reason"):
@@ -150,11 +150,11 @@ def _assignments(attribute: str) -> list[str]:
 
 
 def test_the_lease_changes_state_only_through_the_table() -> None:
-    assert sorted(_assignments("state")) == ["base.__init__", "base._move"]
+    assert sorted(_assignments("state")) == ["base.__init__", "base.move"]
 
 
 def test_a_loss_is_written_in_one_place() -> None:
-    assert sorted(_assignments("loss")) == ["base.__init__", "base._lose"]
+    assert sorted(_assignments("loss")) == ["base.__init__", "base.lose"]
 
 
 def test_the_table_text_names_each_state_and_event_pair_once() -> None:
