@@ -21,7 +21,7 @@ from .._engine.protocol import (
     VERSION_ATTR,
 )
 from .._engine.shapes import RELEASE_UPDATE
-from .._engine.store import ConditionFailed
+from .._engine.store import ConditionFailed, Request
 
 __all__ = ["Result", "release"]
 
@@ -63,7 +63,7 @@ async def release(transport: Any, table: str, key: str, owner: str, *, fenced: b
     if fenced:
         params["UpdateExpression"] = RELEASE_UPDATE
     try:
-        await transport.send("UpdateItem" if fenced else "DeleteItem", params)
+        await transport.handle_async(Request("UpdateItem" if fenced else "DeleteItem", params))
     except ConditionFailed as failed:
         item = failed.item or {}
         if item.get(OWNER_ATTR) == {"S": owner}:

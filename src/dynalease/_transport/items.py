@@ -10,15 +10,16 @@ from __future__ import annotations
 import os
 import random
 import time
+import uuid
 from typing import Any
 
 from .. import _tracing
-from .._engine.store import LoopTransport
+from .._engine.store import LoopTransport, Request
 from ..exceptions import RequestFailedError, ThrottledError
 from .boto import BotoTransport
 from .codec import ENCODER, read_answer
-from .connections import NotSent, Unanswered
-from .errors import map_lean_failure
+from .connections import NoAnswer
+from .errors import map_no_answer
 from .lean import LeanTransport
 from .route import Route
 
@@ -74,22 +75,12 @@ class ItemTransport(LoopTransport):
     def client(self) -> Any:
         return self.boto.client
 
-    async def prepare(self) -> None:
-        pass  # botocore's client is made on first use
-
-    async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        import asyncio
-
-        call = _tracing.carried(self.call)
-        return await asyncio.get_running_loop().run_in_executor(None, call, operation, params)
-
-    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+    def handle(self, request: Request) -> dict[str, Any]:
+        operation, params = request.operation, request.params
         route = self._locks.direct_route() if operation in LEAN_OPERATIONS else None
         if route is None:
-            return self.boto.call(operation, params)
+            return self.boto.handle(request)
         if operation == "TransactWriteItems" and "ClientRequestToken" not in params:
-            import uuid  # here: it imports platform, slow on a script's start
-
             params = {**params, "ClientRequestToken": str(uuid.uuid4())}
         span = _tracing.request_span(operation, params, route.region)
         if span is None:
@@ -112,8 +103,8 @@ class ItemTransport(LoopTransport):
                         timeout=self._timeout,
                         retry_stale=resendable,
                     )
-                except (NotSent, Unanswered) as failure:
-                    raise map_lean_failure(failure, route.url, operation) from failure.cause
+                except NoAnswer as failure:
+                    raise map_no_answer(failure, route.url, operation) from failure.cause
                 return read_answer(operation, answer, route.url)
             except (ThrottledError, RequestFailedError) as error:
                 if attempt >= self._attempts or not _retryable(error, resendable):
