@@ -7,9 +7,9 @@ Other operations (a ``Scan``) go through botocore.
 
 from __future__ import annotations
 
+import math
 import os
 import random
-import time
 import uuid
 from typing import Any
 
@@ -21,6 +21,7 @@ from .codec import ENCODER, read_answer
 from .connections import NoAnswer
 from .errors import map_no_answer
 from .lean import LeanTransport
+from .resend import resend
 from .route import Route
 
 __all__ = ["LEAN_OPERATIONS", "ItemTransport", "backoff_s", "lean_items_allowed"]
@@ -92,25 +93,26 @@ class ItemTransport(LoopTransport):
         resendable = operation in _RESENDABLE or (
             operation in _RESENDABLE_UNCONDITIONAL and "ConditionExpression" not in params
         )
-        attempt = 1
-        while True:
+
+        def attempt(_: float) -> dict[str, Any]:
             try:
-                try:
-                    answer = route.post(
-                        operation,
-                        body,
-                        route.credentials.get_frozen_credentials(),
-                        timeout=self._timeout,
-                        retry_stale=resendable,
-                    )
-                except NoAnswer as failure:
-                    raise map_no_answer(failure, route.url, operation) from failure.cause
-                return read_answer(operation, answer, route.url)
-            except (ThrottledError, RequestFailedError) as error:
-                if attempt >= self._attempts or not _retryable(error, resendable):
-                    raise
-            time.sleep(backoff_s(attempt))
-            attempt += 1
+                answer = route.post(
+                    operation,
+                    body,
+                    route.credentials.get_frozen_credentials(),
+                    timeout=self._timeout,
+                    retry_stale=resendable,
+                )
+            except NoAnswer as failure:
+                raise map_no_answer(failure, route.url, operation) from failure.cause
+            return read_answer(operation, answer, route.url)
+
+        def retry_pause(failure: Exception, attempt: int, _: float) -> float | None:
+            if attempt >= self._attempts or not _retryable(failure, resendable):
+                return None
+            return backoff_s(attempt)
+
+        return resend(attempt, retry_pause, math.inf)
 
 
 def backoff_s(attempt: int) -> float:
@@ -122,5 +124,6 @@ def _retryable(error: Exception, resendable: bool) -> bool:
     """Throttled or never sent: always; an outcome unknown: only when safe to resend."""
     if isinstance(error, ThrottledError):
         return True
-    assert isinstance(error, RequestFailedError)
+    if not isinstance(error, RequestFailedError):
+        return False
     return not error.may_have_committed or resendable

@@ -13,7 +13,6 @@ import logging
 import os
 import random
 import threading
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -39,9 +38,10 @@ from .errors import (
     no_credentials,
     transport_failures,
 )
+from .resend import resend
 from .route import Route, Unsupported
 
-__all__ = ["TRANSPORTS", "LeanTransport", "lock_transport", "transport_choice"]
+__all__ = ["TRANSPORTS", "LeanTransport", "conflict_pause", "lock_transport", "transport_choice"]
 
 log = logging.getLogger("dynalease")
 
@@ -223,16 +223,13 @@ def _answer_of(
     span: Any,
     late: Late,
 ) -> dict[str, Any]:
-    """A ``ReplicatedWriteConflictException`` (multi-Region strong consistency) is resent
-    within ``timeout``: the write was not applied, and it is neither contention nor an outage."""
-    end = time.monotonic() + timeout
     body = ENCODER.encode(params).encode()
-    attempt = 1
-    while True:
+
+    def attempt(left: float) -> dict[str, Any]:
         frozen = _frozen_now(route.credentials, operation)
         try:
             answer = route.post(
-                operation, body, frozen, timeout=timeout, retry_stale=operation in _READS, late=late
+                operation, body, frozen, timeout=left, retry_stale=operation in _READS, late=late
             )
         except NoAnswer as failure:
             raise map_no_answer(failure, route.url, operation) from failure.cause
@@ -245,17 +242,22 @@ def _answer_of(
             # would live as long as the error: the engine keeps errors, one per request.
             del answer
             error.with_traceback(None)
-            pause = random.uniform(0.5, 1.0) * CONFLICT_PAUSE_S * attempt
-            left = end - time.monotonic()
-            conflict = isinstance(error, RequestFailedError) and (
-                error.code == REPLICATED_WRITE_CONFLICT
-            )
-            if not conflict or left <= pause + CONFLICT_PAUSE_S:
-                raise
-            log.debug("dynalease: %s conflicted with another Region's write; resent", operation)
-        time.sleep(pause)
-        timeout = end - time.monotonic()
-        attempt += 1
+            raise
+
+    return resend(attempt, conflict_pause, timeout)
+
+
+def conflict_pause(failure: Exception, attempt: int, left: float) -> float | None:
+    """The rule of a lock request's resends: a ``ReplicatedWriteConflictException``
+    (multi-Region strong consistency) is resent while time is left, after a growing jittered
+    pause: the write was not applied, and it is neither contention nor an outage."""
+    if not isinstance(failure, RequestFailedError) or failure.code != REPLICATED_WRITE_CONFLICT:
+        return None
+    pause = random.uniform(0.5, 1.0) * CONFLICT_PAUSE_S * attempt
+    if left <= pause + CONFLICT_PAUSE_S:
+        return None
+    log.debug("dynalease: %s conflicted with another Region's write; resent", failure.operation)
+    return pause
 
 
 def _late_answer(route: Route, operation: str, rest: Callable[[], Answer]) -> dict[str, Any]:
