@@ -23,7 +23,7 @@ from urllib.parse import unquote, urlsplit
 
 from .bounded import Bounded, HTTPConnection, HTTPSConnection, time_left
 
-__all__ = ["MAX_BODY", "Answer", "Connections", "NoAnswer", "proxy_for"]
+__all__ = ["MAX_BODY", "Answer", "Connections", "Dialing", "NoAnswer", "proxy_for"]
 
 #: The largest answer read: a lock answer is a few hundred bytes, an item helper's at most
 #: DynamoDB's 400 KB item (a transaction's cancellation reasons: 100 of them).
@@ -55,6 +55,17 @@ class Answer(NamedTuple):
     payload: bytes
     crc: int | None
     request_id: str | None
+
+
+class Dialing(NamedTuple):
+    """How connections to one endpoint are made and bounded: botocore's client settings
+    (``verify``: False, a CA file or directory, or True/None for the default bundle)."""
+
+    connect_timeout: float
+    read_timeout: float
+    max_connections: int
+    verify: bool | str | None = None
+    proxies: dict[str, str] | None = None
 
 
 def proxy_for(url: str, configured: dict[str, str] | None = None) -> str | None:
@@ -93,23 +104,14 @@ class Connections:
     """Keep-alive connections to one endpoint; thread-safe. A connection goes back to the
     idle list (at most ``max_connections``) only once its answer is read whole."""
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        verify: bool | str | None,
-        connect_timeout: float,
-        read_timeout: float,
-        max_connections: int,
-        proxies: dict[str, str] | None = None,
-    ) -> None:
+    def __init__(self, url: str, dialing: Dialing) -> None:
         parts = urlsplit(url)
-        self.connect_timeout = connect_timeout
-        self.read_timeout = read_timeout
-        self.proxy = proxy_for(url, proxies)
+        self.connect_timeout = dialing.connect_timeout
+        self.read_timeout = dialing.read_timeout
+        self.proxy = proxy_for(url, dialing.proxies)
         self._target = (parts.hostname or "", parts.port or _DEFAULT_PORTS[parts.scheme])
-        self._tls = _tls_context(verify) if parts.scheme == "https" else None
-        self._max_idle = max_connections
+        self._tls = _tls_context(dialing.verify) if parts.scheme == "https" else None
+        self._max_idle = dialing.max_connections
         self._idle: list[Bounded] = []
         self._lock = threading.Lock()
         # Through a proxy, an http:// endpoint is asked for by its absolute URL and an

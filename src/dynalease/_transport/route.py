@@ -18,7 +18,7 @@ from .botocore_internals import (
     signing_credentials,
 )
 from .config import DirectConfig
-from .connections import Answer, Connections
+from .connections import Answer, Connections, Dialing
 from .sign import SigV4Signer, host_header
 
 __all__ = ["Route", "Unsupported", "botocore_request"]
@@ -31,18 +31,7 @@ class Unsupported(Exception):
 
 
 class Route:
-    def __init__(
-        self,
-        url: str,
-        region: str,
-        credentials: Any,
-        *,
-        verify: bool | str | None = None,
-        connect_timeout: float,
-        read_timeout: float,
-        max_connections: int,
-        proxies: dict[str, str] | None = None,
-    ) -> None:
+    def __init__(self, url: str, region: str, credentials: Any, dialing: Dialing) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise Unsupported(f"endpoint {shown_url(url)!r} is not an http(s) URL")
@@ -52,14 +41,7 @@ class Route:
         self.region = region
         self.credentials = credentials
         self.signer = SigV4Signer(host_header(parts.scheme, parts.hostname, parts.port), region)
-        self.connections = Connections(
-            url,
-            verify=verify,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            max_connections=max_connections,
-            proxies=proxies,
-        )
+        self.connections = Connections(url, dialing)
         if (self.connections.proxy or "").startswith("https:"):
             # TLS to the proxy itself, then TLS through it: http.client has no such tunnel.
             raise Unsupported("the proxy is an https:// URL")
@@ -102,11 +84,13 @@ class Route:
             url,
             region,
             credentials,
-            verify=verify,
-            connect_timeout=float(config.connect_timeout),
-            read_timeout=float(config.read_timeout),
-            max_connections=int(config.max_pool_connections or LOCK_POOL_CONNECTIONS),
-            proxies=config.proxies,
+            Dialing(
+                connect_timeout=float(config.connect_timeout),
+                read_timeout=float(config.read_timeout),
+                max_connections=int(config.max_pool_connections or LOCK_POOL_CONNECTIONS),
+                verify=verify,
+                proxies=config.proxies,
+            ),
         )
 
     @classmethod
@@ -115,10 +99,12 @@ class Route:
             config.endpoint_url,
             config.region,
             config.credentials,
-            verify=config.ca_bundle,
-            connect_timeout=config.connect_timeout,
-            read_timeout=LOCK_READ_TIMEOUT_S,
-            max_connections=LOCK_POOL_CONNECTIONS,
+            Dialing(
+                connect_timeout=config.connect_timeout,
+                read_timeout=LOCK_READ_TIMEOUT_S,
+                max_connections=LOCK_POOL_CONNECTIONS,
+                verify=config.ca_bundle,
+            ),
         )
 
 
