@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple, Protocol
 
+from .. import _tracing
+
 __all__ = ["LoopTransport", "Request", "TimedOut", "Transport", "bounded", "late_answer"]
 
 
@@ -115,8 +117,6 @@ class LoopTransport:
 
     async def handle_async(self, request: Request) -> dict[str, Any]:
         import asyncio
-
-        from .. import _tracing
 
         # The request's span (botocore's own instrumentation) is a child of the caller's.
         send = _tracing.carried(self.handle)
