@@ -142,6 +142,7 @@ def client(port: int, kind: str, path: str, results: Any) -> None:
     import botocore.session
     from botocore.config import Config
 
+    from dynalease._engine.store import Request
     from dynalease._transport.boto import lock_config
     from dynalease._transport.lean import LeanTransport
 
@@ -160,11 +161,11 @@ def client(port: int, kind: str, path: str, results: Any) -> None:
 
     async def put() -> Any:
         if path == "loop":
-            return await transport.send("PutItem", params)
+            return await transport.handle_async(Request("PutItem", params))
         late: list[Any] = []
         try:
             return await asyncio.to_thread(
-                transport.send_blocking, "PutItem", params, 10.0, late.append
+                transport.handle, Request("PutItem", params, 10.0, late.append)
             )
         finally:
             for request in late:

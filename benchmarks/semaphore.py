@@ -16,6 +16,7 @@ import os
 from typing import Any
 
 from dynalease import DynamoDBClient, LockNotAcquired, SyncDistributedSemaphore
+from dynalease._engine.store import Request
 from dynalease._tooling.local_server import LocalServer
 
 
@@ -29,18 +30,15 @@ class Counting:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        self.counts[operation] += 1
-        result: dict[str, Any] = await self.inner.send(operation, params)
+    async def handle_async(self, request: Request) -> dict[str, Any]:
+        self.counts[request.operation] += 1
+        result: dict[str, Any] = await self.inner.handle_async(request)
         return result
 
-    async def send_within(self, operation: str, params: dict[str, Any], *rest: Any) -> Any:
-        self.counts[operation] += 1
-        return await self.inner.send_within(operation, params, *rest)
-
-    def send_blocking(self, operation: str, params: dict[str, Any], *rest: Any) -> Any:
-        self.counts[operation] += 1
-        return self.inner.send_blocking(operation, params, *rest)
+    def handle(self, request: Request) -> dict[str, Any]:
+        self.counts[request.operation] += 1
+        result: dict[str, Any] = self.inner.handle(request)
+        return result
 
 
 def counted_client(url: str) -> tuple[DynamoDBClient, Counting]:

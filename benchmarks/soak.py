@@ -58,6 +58,7 @@ from dynalease_dev.demo.history import (
 )
 
 from dynalease import DynamoDBClient
+from dynalease._engine.store import Request
 from dynalease._tooling.local_server import LocalServer
 from dynalease._values import from_item
 from dynalease.exceptions import (
@@ -330,7 +331,7 @@ class Supervisor:
                 },
             }
             while True:
-                page = self.client._items.call("Query", params)
+                page = self.client._items.handle(Request("Query", params))
                 for item in page.get("Items", []):
                     record = from_item(item)
                     self.history_rows[(key, record[SEQ_ATTR])] = record
@@ -435,7 +436,7 @@ def check_tokens(client: DynamoDBClient, plan: Plan) -> list[str]:
     records: dict[str, list[tuple[int, str, int]]] = {}
     params: dict[str, Any] = {"TableName": plan.history, "ConsistentRead": True}
     while True:
-        page = client._items.call("Scan", params)
+        page = client._items.handle(Request("Scan", params))
         for item in page.get("Items", []):
             note = item.get("note", {}).get("S", "")
             if note.startswith("token="):
@@ -461,9 +462,11 @@ def check_tokens(client: DynamoDBClient, plan: Plan) -> list[str]:
             if len(set(tokens.values())) != len(tokens):
                 violations.append(f"{key!r}: two owners share a token: {tokens}")
             last_owner, last_token = owner, max(last_token, token)
-        row = client._items.call(
-            "GetItem",
-            {"TableName": plan.ledger, "Key": {"key": {"S": key}}, "ConsistentRead": True},
+        row = client._items.handle(
+            Request(
+                "GetItem",
+                {"TableName": plan.ledger, "Key": {"key": {"S": key}}, "ConsistentRead": True},
+            )
         ).get("Item")
         if row is not None:
             stored = int(row["fence"]["N"])

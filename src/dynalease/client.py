@@ -25,7 +25,7 @@ from ._engine.lease import Lease, LeaseSpec
 from ._engine.observations import Observations
 from ._engine.permits import PermitTarget
 from ._engine.runtime import Runtime, get_runtime
-from ._engine.store import LockStore, Transport
+from ._engine.store import LockStore, Request, Transport
 from ._engine.targets import KeysTarget
 from ._redact import shown_url
 from ._values import from_item, to_item
@@ -260,8 +260,8 @@ class DynamoDBClient:
 
     def _drop_connections(self) -> None:
         """Close the lock path's idle pooled connections (SnapStart's hooks; no request)."""
-        self._lock_store.transport.drop_connections()
-        self._items.drop_connections()
+        self._lock_store.transport.close()
+        self._items.close()
 
     async def _in_pool(self, function: Callable[[], T]) -> T:
         import asyncio
@@ -309,14 +309,14 @@ class DynamoDBClient:
             "BillingMode": "PAY_PER_REQUEST",
         }
         self._check_process()
-        self._items.call("CreateTable", params)
+        self._items.handle(Request("CreateTable", params))
         if wait:
             self._wait_active(name)
 
     def _wait_active(self, name: str) -> None:
         deadline = time.monotonic() + _TABLE_WAIT_S
         while True:
-            description = self._items.call("DescribeTable", {"TableName": name})
+            description = self._items.handle(Request("DescribeTable", {"TableName": name}))
             if description.get("Table", {}).get("TableStatus") == "ACTIVE":
                 return
             if time.monotonic() > deadline:
@@ -328,7 +328,7 @@ class DynamoDBClient:
         check_table_name(name, parameter="name")
         self._check_process()
         try:
-            self._items.call("DescribeTable", {"TableName": name})
+            self._items.handle(Request("DescribeTable", {"TableName": name}))
         except TableNotFoundError:
             return False
         return True
@@ -343,20 +343,20 @@ class DynamoDBClient:
             "ConsistentRead": bool(consistent_read),
         }
         self._check_process()
-        item = self._items.call("GetItem", params).get("Item")
+        item = self._items.handle(Request("GetItem", params)).get("Item")
         return None if item is None else from_item(item)
 
     def sync_put_item(self, table: str, item: Mapping[str, Any]) -> None:
         """Write an item (plain Python values), replacing any item with the same key."""
         params = {"TableName": check_table_name(table), "Item": to_item(item)}
         self._check_process()
-        self._items.call("PutItem", params)
+        self._items.handle(Request("PutItem", params))
 
     def sync_delete_item(self, table: str, key: Mapping[str, Any]) -> None:
         """Delete the item with this key (no error when it is absent)."""
         params = {"TableName": check_table_name(table), "Key": to_item(key, name="key")}
         self._check_process()
-        self._items.call("DeleteItem", params)
+        self._items.handle(Request("DeleteItem", params))
 
     # --- item helpers (async): the sync forms' signatures, run on the pool ----
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ._engine.store import Request
 from ._values import to_attribute, to_item
 from .client import DynamoDBClient, check_table_name
 from .exceptions import LockOwnershipLost, TransactionCanceledError
@@ -219,7 +220,7 @@ class _TransactionBase:
         if self.client_request_token is not None:
             params["ClientRequestToken"] = self.client_request_token
         try:
-            self.client._items.call("TransactWriteItems", params)
+            self.client._items.handle(Request("TransactWriteItems", params))
         except TransactionCanceledError as error:
             raise self._explain(error) from error
         # Only on success, as pydynox: a failed commit keeps its items for a retry.

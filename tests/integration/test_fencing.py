@@ -17,6 +17,7 @@ from support.tables import fresh_lock_table
 
 from dynalease import DynamoDBClient
 from dynalease._engine import protocol as p
+from dynalease._engine.store import Request
 from dynalease.exceptions import FencingMismatch, FencingUnavailable
 from dynalease.lock import DistributedLock, SyncDistributedLock, current_guard, distributed_lock
 
@@ -31,8 +32,8 @@ def table(client: DynamoDBClient) -> str:
 
 
 def row(client: DynamoDBClient, table: str, key: str) -> dict[str, Any] | None:
-    answer = client._items.call(
-        "GetItem", {"TableName": table, "Key": {"key": {"S": key}}, "ConsistentRead": True}
+    answer = client._items.handle(
+        Request("GetItem", {"TableName": table, "Key": {"key": {"S": key}}, "ConsistentRead": True})
     )
     item = answer.get("Item")
     return item if isinstance(item, dict) else None
@@ -115,19 +116,21 @@ def test_an_abandoned_fenced_row_is_taken_over_with_the_next_token(
     client: DynamoDBClient, table: str
 ) -> None:
     # A holder that crashed: a live fenced row nobody renews, its counter at 41.
-    client._items.call(
-        "PutItem",
-        {
-            "TableName": table,
-            "Item": {
-                "key": {"S": "job"},
-                "owner": {"S": p.new_token()},
-                "version": {"S": p.new_token()},
-                "lease_ms": {"N": "300"},
-                "protocol": {"N": "2"},
-                "fence": {"N": "41"},
+    client._items.handle(
+        Request(
+            "PutItem",
+            {
+                "TableName": table,
+                "Item": {
+                    "key": {"S": "job"},
+                    "owner": {"S": p.new_token()},
+                    "version": {"S": p.new_token()},
+                    "lease_ms": {"N": "300"},
+                    "protocol": {"N": "2"},
+                    "fence": {"N": "41"},
+                },
             },
-        },
+        )
     )
     with SyncDistributedLock(client, table=table, key="job", wait_timeout=5, fencing=True) as lease:
         assert lease.fencing_token == 42

@@ -25,6 +25,7 @@ import pytest
 from botocore.config import Config
 from support.lean_paths import HOW, botocore_client, sender_for
 
+from dynalease._engine.store import Request
 from dynalease._transport.boto import lock_config
 from dynalease._transport.connections import MAX_BODY
 from dynalease._transport.lean import LeanTransport
@@ -428,9 +429,9 @@ def test_a_late_answer_that_never_ends_is_given_up_at_the_read_timeout(server: A
 
     async def scenario() -> None:
         await lean.prepare()
-        assert lean.blocking_ready()
+        assert lean.blocking
         with pytest.raises(RequestFailedError):
-            await asyncio.to_thread(lean.send_blocking, "PutItem", PUT, 0.2, late.append)
+            await asyncio.to_thread(lean.handle, Request("PutItem", PUT, 0.2, late.append))
 
     asyncio.run(scenario())
     (reading,) = late

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from dynalease import DynamoDBClient
+from dynalease._engine.store import Request
 from dynalease._transport import items as lean_items
 from dynalease._transport.boto import BotoTransport
 from dynalease._transport.items import ItemTransport
@@ -169,7 +170,7 @@ def test_an_unknown_outcome_is_resent_only_when_that_is_safe() -> None:
         conditional = {"TableName": "items", "Item": {"job_id": {"S": "a"}}}
         conditional["ConditionExpression"] = "attribute_not_exists(job_id)"  # type: ignore[assignment]
         with pytest.raises(RequestFailedError) as failed:
-            client._items.call("PutItem", conditional)
+            client._items.handle(Request("PutItem", conditional))
         assert failed.value.may_have_committed and canned.targets == ["PutItem"]
         canned.targets.clear()
         canned.answers = [_BROKEN, (200, {})]
@@ -189,7 +190,7 @@ def test_what_the_lean_path_does_not_read_goes_through_botocore(
         items = client._items
         assert isinstance(items, ItemTransport)
         assert items.boto._client is None
-        items.call("Scan", {"TableName": "ttt"})
+        items.handle(Request("Scan", {"TableName": "ttt"}))
         assert items.boto._client is not None and canned.targets == ["Scan"]
         monkeypatch.setenv("AWS_RETRY_MODE", "adaptive")
         assert isinstance(DynamoDBClient(endpoint_url=canned.url)._items, BotoTransport)

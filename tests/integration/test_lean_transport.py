@@ -28,7 +28,7 @@ from support.lean_paths import HOW, botocore_client, sender_for
 from dynalease import DynamoDBClient
 from dynalease._engine.protocol import LockRow, new_token
 from dynalease._engine.shapes import condition_item
-from dynalease._engine.store import ConditionFailed, LockStore, TimedOut
+from dynalease._engine.store import ConditionFailed, LockStore, Request, TimedOut, late_answer
 from dynalease._transport.boto import BotoTransport
 from dynalease._transport.lean import LeanTransport
 from dynalease.constants import ENV_TRANSPORT
@@ -75,11 +75,13 @@ def test_every_store_request_works_on_the_lean_path(endpoint: str, table: str) -
         renewed = new_token()
         await store.renew(table, "job", newer.owner, newer.version, renewed)
         check = condition_item(table, "job", newer.owner)
-        await transport.send("TransactWriteItems", {"TransactItems": [check]})
+        await transport.handle_async(Request("TransactWriteItems", {"TransactItems": [check]}))
         with pytest.raises(TransactionCanceledException) as cancelled:
-            await transport.send(
-                "TransactWriteItems",
-                {"TransactItems": [condition_item(table, "job", "someone-else")]},
+            await transport.handle_async(
+                Request(
+                    "TransactWriteItems",
+                    {"TransactItems": [condition_item(table, "job", "someone-else")]},
+                )
             )
         assert cancelled.value.reasons[0]["Code"] == "ConditionalCheckFailed"
         await store.delete(table, "job", newer.owner)
@@ -400,13 +402,15 @@ def test_a_sync_create_answered_after_its_wait_is_read_late_and_its_connection_k
             late: list[Any] = []
             item = {"TableName": "locks", "Item": {"key": {"S": "k"}}}
             with pytest.raises(RequestFailedError) as failed:
-                await asyncio.to_thread(transport.send_blocking, "PutItem", item, 0.2, late.append)
+                await asyncio.to_thread(
+                    transport.handle, Request("PutItem", item, 0.2, late.append)
+                )
             assert failed.value.code == "ReadTimeoutError" and failed.value.may_have_committed
             [future] = late
-            answer = await transport.finish_late(future)
+            answer = await late_answer(future)
             assert answer["late"] is True
             # The connection read to the end is kept: the next request reuses it.
-            await asyncio.to_thread(transport.send_blocking, "GetItem", _get(), 5.0, late.append)
+            await asyncio.to_thread(transport.handle, Request("GetItem", _get(), 5.0, late.append))
             assert server.connections == 1
 
     asyncio.run(scenario())
@@ -574,11 +578,11 @@ def test_a_blocking_write_answered_after_its_timeout_may_have_been_applied() -> 
             params = {"TableName": "locks", "Item": {}}
             with pytest.raises(RequestFailedError) as raised:
                 await asyncio.to_thread(
-                    transport.send_blocking, "PutItem", params, 0.2, late.append
+                    transport.handle, Request("PutItem", params, 0.2, late.append)
                 )
             assert raised.value.may_have_committed and raised.value.code == "ReadTimeoutError"
             [still_open] = late
-            answer = await transport.finish_late(still_open)
+            answer = await late_answer(still_open)
             assert answer["ConsumedCapacity"] == {"CapacityUnits": 1}
 
     asyncio.run(scenario())
@@ -600,10 +604,12 @@ def test_a_loop_request_cut_by_its_limit_hands_on_the_answer_still_to_come() -> 
             transport = _lean(server.url)
             late: list[Any] = []
             with pytest.raises(TimedOut):
-                await transport.send_within("PutItem", {"TableName": "t"}, 0.1, late.append)
+                await transport.handle_async(
+                    Request("PutItem", {"TableName": "t"}, 0.1, late.append)
+                )
             assert len(late) == 1
             assert await late[0] == {"a": 1, "ResponseMetadata": {"HTTPStatusCode": 200}}
-            await transport.send_within("GetItem", _get(), 1.0, late.append)
+            await transport.handle_async(Request("GetItem", _get(), 1.0, late.append))
 
     asyncio.run(scenario())
 
@@ -619,7 +625,7 @@ def test_a_cancelled_loop_request_hands_on_its_answer() -> None:
             transport = _lean(server.url)
             late: list[Any] = []
             sending = asyncio.ensure_future(
-                transport.send_within("PutItem", {"TableName": "t"}, 5.0, late.append)
+                transport.handle_async(Request("PutItem", {"TableName": "t"}, 5.0, late.append))
             )
             await asyncio.sleep(0.1)
             sending.cancel()
@@ -652,8 +658,8 @@ def test_refreshed_credentials_sign_the_next_request_without_blocking_the_loop()
                 refresh(), refresh, "test"
             )
             transport = LeanTransport(lambda: client)
-            await transport.send("GetItem", _get())
-            await transport.send("GetItem", _get())
+            await transport.handle_async(Request("GetItem", _get()))
+            await transport.handle_async(Request("GetItem", _get()))
         assert len(refreshes) >= 3
         signed = [head.split(b"Credential=")[1].split(b"/")[0].decode() for head in server.heads]
         assert signed[-1] == refreshes[-1]
@@ -667,7 +673,7 @@ def test_missing_credentials_are_reported_as_access_denied(endpoint: str) -> Non
         client = botocore_client(endpoint)
         client._request_signer._credentials.secret_key = None
         with pytest.raises(AccessDeniedError, match="credentials"):
-            await LeanTransport(lambda: client).send("GetItem", _get())
+            await LeanTransport(lambda: client).handle_async(Request("GetItem", _get()))
 
     asyncio.run(scenario())
 

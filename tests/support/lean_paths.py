@@ -15,6 +15,7 @@ import botocore.session
 import pytest
 from botocore.config import Config
 
+from dynalease._engine.store import Request
 from dynalease._transport.boto import lock_config
 from dynalease._transport.lean import LeanTransport
 
@@ -43,16 +44,20 @@ def botocore_client(url: str, config: Config | None = None, verify: str | None =
 def sender_for(transport: LeanTransport, how: str, *, timeout: float = 5.0) -> Send:
     """Send through ``transport`` the way ``how`` names, awaitable from the test's loop."""
     if how == "loop":
-        return transport.send
+
+        async def on_loop(operation: str, params: dict[str, Any]) -> dict[str, Any]:
+            return await transport.handle_async(Request(operation, params))
+
+        return on_loop
 
     async def send(operation: str, params: dict[str, Any]) -> dict[str, Any]:
         await transport.prepare()
-        assert transport.blocking_ready()
+        assert transport.blocking
         late: list[Any] = []
         try:
             # In a thread: the test's server answers on this loop meanwhile.
             return await asyncio.to_thread(
-                transport.send_blocking, operation, params, timeout, late.append
+                transport.handle, Request(operation, params, timeout, late.append)
             )
         finally:
             # A create not answered in time goes on in the runtime's pool (its answer

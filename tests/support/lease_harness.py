@@ -19,11 +19,11 @@ from dynalease._engine.journal import Journal
 from dynalease._engine.lease import Lease, LeaseSpec
 from dynalease._engine.observations import Observations
 from dynalease._engine.permits import PermitTarget
-from dynalease._engine.store import LockStore, LoopTransport, TimedOut
+from dynalease._engine.store import LockStore, Request, TimedOut
 from dynalease.exceptions import LockLost, RequestFailedError
 from dynalease.keys import permit_keys
 from support.manual_clock import ManualClock
-from support.memory import MemoryDynamoDB
+from support.memory import MemoryDynamoDB, ScriptedTransport
 from support.memory import MemoryTransport as _MemoryTransport
 
 TABLE = "locks"
@@ -71,11 +71,13 @@ class Sent:
 async def bounded_on(
     clock: ManualClock,
     request: Awaitable[dict[str, Any]],
-    timeout: float,
-    on_late: Callable[[Any], object],
+    timeout: float | None,
+    on_late: Callable[[Any], object] | None,
 ) -> dict[str, Any]:
     """Await ``request`` for at most ``timeout`` seconds of ``clock``, as a transport
     bounds a request: an answer still to come is handed to ``on_late``."""
+    if timeout is None or on_late is None:
+        return await request
     exchange = asyncio.ensure_future(request)
     timer = asyncio.ensure_future(clock.sleep(timeout))
     try:
@@ -91,7 +93,7 @@ async def bounded_on(
     return exchange.result()
 
 
-class FaultyTransport(LoopTransport):
+class FaultyTransport(ScriptedTransport):
     """Records requests and plays scripted faults in front of the in-memory table."""
 
     def __init__(
@@ -108,16 +110,11 @@ class FaultyTransport(LoopTransport):
         self.sent.append(Sent(operation, params, self.clock.monotonic()))
         return self.inner.call(operation, params)
 
-    async def send_within(
-        self,
-        operation: str,
-        params: dict[str, Any],
-        timeout: float,
-        on_late: Callable[[Any], object],
-    ) -> dict[str, Any]:
-        """:meth:`send`, bounded by ``timeout`` seconds of the manual clock, as the lean
-        transport bounds it: an answer still to come is handed to ``on_late``."""
-        return await bounded_on(self.clock, self.send(operation, params), timeout, on_late)
+    async def handle_async(self, request: Request) -> dict[str, Any]:
+        """:meth:`send`, bounded by the request's ``timeout`` in seconds of the manual clock,
+        as the lean transport bounds it: an answer still to come is handed to ``on_late``."""
+        answer = self.send(request.operation, request.params)
+        return await bounded_on(self.clock, answer, request.timeout, request.on_late)
 
     def operations(self) -> list[str]:
         return [request.operation for request in self.sent]
@@ -153,7 +150,7 @@ class FaultyTransport(LoopTransport):
 
 
 class LateAnswer:
-    """A blocking request whose caller stopped waiting; ``finish_late`` plays its end."""
+    """A blocking request whose caller stopped waiting; awaited, ``finish_late`` plays its end."""
 
     def __init__(
         self, transport: BlockingFaultyTransport, operation: str, params: Any, fault: Fault
@@ -163,14 +160,17 @@ class LateAnswer:
         self.params = params
         self.fault = fault
 
+    def __await__(self) -> Any:
+        return self.transport.finish_late(self).__await__()
+
 
 class BlockingFaultyTransport(FaultyTransport):
     """:class:`FaultyTransport` that also sends from a sync caller's thread.
 
-    ``send_blocking`` plays the same scripted faults without waiting: a fault
+    ``handle`` with a ``timeout`` plays the same scripted faults without waiting: a fault
     with ``before`` or ``after`` means the answer was not back within the
     caller's timeout, so the request is handed to ``on_late`` and
-    ``finish_late`` later plays it out on the manual clock (applying the write
+    awaiting it (``finish_late``) later plays it out on the manual clock (applying the write
     only then, when ``before`` is set). ``interrupt`` raises KeyboardInterrupt
     from the next blocking request after it was applied.
     """
@@ -179,16 +179,14 @@ class BlockingFaultyTransport(FaultyTransport):
         super().__init__(clock, db)
         self.interrupt = False
 
-    def blocking_ready(self) -> bool:
+    @property
+    def blocking(self) -> bool:
         return True
 
-    def send_blocking(
-        self,
-        operation: str,
-        params: dict[str, Any],
-        timeout: float,
-        on_late: Callable[[Any], object],
-    ) -> dict[str, Any]:
+    def handle(self, request: Request) -> dict[str, Any]:
+        operation, params, timeout, on_late = request
+        if timeout is None or on_late is None:
+            return self.call(operation, params)
         self.sent.append(Sent(operation, params, self.clock.monotonic()))
         fault = self._fault(operation) or Fault(operation)
         if fault.before or fault.after:

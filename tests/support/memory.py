@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dynalease._engine.store import LoopTransport
+from dynalease._engine.store import LoopTransport, Request, bounded
 from dynalease._transport.errors import map_error_code
 
 __all__ = ["MemoryDynamoDB", "MemoryTransport", "UnsupportedRequest", "memory_lock_table"]
@@ -401,7 +401,26 @@ def _fenced_update(params: dict[str, Any]) -> Callable[[Item | None], Item | Non
     return acquired
 
 
-class MemoryTransport(LoopTransport):
+class ScriptedTransport(LoopTransport):
+    """A test transport written as ``call`` (from the calling thread) and ``send`` (on the
+    loop, by default ``call`` inline); a request's ``timeout`` bounds ``send`` on the
+    system clock (subclasses on a manual clock override :meth:`handle_async`)."""
+
+    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        return self.call(operation, params)
+
+    def handle(self, request: Request) -> dict[str, Any]:
+        return self.call(request.operation, request.params)
+
+    async def handle_async(self, request: Request) -> dict[str, Any]:
+        answer = self.send(request.operation, request.params)
+        return await bounded(answer, request.timeout, request.on_late)
+
+
+class MemoryTransport(ScriptedTransport):
     """Runs requests inline on a :class:`MemoryDynamoDB`, failures mapped as on the wire.
 
     With ``lock_requests`` a lock request on a table whose key is not ``key`` (S)
@@ -421,12 +440,6 @@ class MemoryTransport(LoopTransport):
             raise map_error_code(
                 answer.code, answer.message, operation, 400, answer.response
             ) from None
-
-    async def prepare(self) -> None:
-        """Nothing to set up: the table is in memory."""
-
-    async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        return self.call(operation, params)
 
     def _check_lock_table(self, name: Any) -> None:
         table = self.db._tables.get(name)

@@ -127,6 +127,7 @@ MIDDLEWARE_COLD_MODULES = [
     "dynalease._engine.states",
     "dynalease._engine.store",
     "dynalease._engine.targets",
+    "dynalease._engine.wire",
     "dynalease._keyset",
     "dynalease._lambda",
     "dynalease._lambda.budget",

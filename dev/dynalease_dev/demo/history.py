@@ -62,6 +62,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, Unpack, overload
 
+from dynalease._engine.store import Request
 from dynalease._values import from_item
 from dynalease.client import DynamoDBClient, check_table_name
 from dynalease.exceptions import TableNotFoundError
@@ -262,7 +263,7 @@ def check_history(client: DynamoDBClient, table: str) -> HistoryReport:
     params: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
     while True:
         try:
-            page = client._items.call("Scan", params)
+            page = client._items.handle(Request("Scan", params))
         except TableNotFoundError as error:
             raise TableNotFoundError(
                 f"history table {table!r} does not exist; create it with create_history_table()",

@@ -21,6 +21,7 @@ import time
 import uuid
 from typing import Any
 
+from dynalease._engine.store import Request
 from dynalease._tooling.console import use_rich
 from dynalease._tooling.local_server import LOCAL_CREDENTIALS, LOCAL_REGION, LocalServer
 
@@ -119,7 +120,7 @@ class Demo:
             return
         for table in self.created:
             try:
-                client._items.call("DeleteTable", {"TableName": table})
+                client._items.handle(Request("DeleteTable", {"TableName": table}))
             except Exception as error:  # report and go on: the run's verdict stands
                 print(f"could not delete demo table {table!r}: {error}", file=sys.stderr)
 

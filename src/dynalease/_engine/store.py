@@ -1,18 +1,20 @@
 """The lock store: the protocol's requests (built by :mod:`.shapes`) over a transport.
 
 Every transport (botocore, the lean path, the in-memory backend) implements the one
-:class:`Transport` interface and maps failures to dynalease errors.
+:class:`Transport` interface (:mod:`.wire`, re-exported here) and maps failures to
+dynalease errors.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 from ..exceptions import RequestFailedError, TransactionCanceledException
 from . import shapes
 from .protocol import LockRow
 from .shapes import Item, Reply, reply_of, write_reply
+from .wire import LoopTransport, Request, TimedOut, Transport, bounded, late_answer
 
 __all__ = [
     "TLS_REFUSED",
@@ -21,6 +23,7 @@ __all__ = [
     "LockStore",
     "LoopTransport",
     "Reply",
+    "Request",
     "TimedOut",
     "Transport",
     "bounded",
@@ -41,103 +44,11 @@ class ConditionFailed(Exception):
         self.request_id = request_id
 
 
-class Transport(Protocol):
-    """Sends low-level DynamoDB requests.
-
-    Failures are :class:`ConditionFailed` or ``DynamoDBError`` subclasses; a
-    ``RequestFailedError`` with ``may_have_committed`` means the outcome is unknown.
-    The bodies here are the defaults of a transport that sends only from the loop.
-    """
-
-    async def prepare(self) -> None:
-        """One-time setup (its blocking work off the runtime loop), awaited before a request's
-        timeout starts. Failures are left for the first request; once done, returns at once.
-        """
-
-    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Send from the calling thread and block until the answer."""
-        ...
-
-    async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Send from the runtime's event loop."""
-        ...
-
-    async def send_within(
-        self,
-        operation: str,
-        params: dict[str, Any],
-        timeout: float,
-        on_late: Callable[[Awaitable[dict[str, Any]]], object],
-    ) -> dict[str, Any]:
-        """Send from the runtime loop; after ``timeout``, hand ``on_late`` the answer to come
-        and raise :class:`TimedOut`."""
-        return await bounded(self.send(operation, params), timeout, on_late)
-
-    def blocking_ready(self) -> bool:
-        """True when :meth:`send_blocking` may be used now (and, once True, always)."""
-        return False
-
-    def send_blocking(
-        self,
-        operation: str,
-        params: dict[str, Any],
-        timeout: float,
-        on_late: Callable[[Any], object],
-    ) -> dict[str, Any]:
-        """Send from the calling thread within ``timeout`` seconds; raises like :meth:`send`.
-
-        A request unanswered in time (or interrupted) may first go to ``on_late``.
-        """
-        raise RuntimeError(f"{type(self).__name__} sends from the runtime loop only")
-
-    async def finish_late(self, late: Any) -> dict[str, Any]:
-        """The answer to a request handed to ``on_late`` (on the runtime loop)."""
-        answer: dict[str, Any] = await late
-        return answer
-
-    def drop_connections(self) -> None:
-        """Close idle pooled connections (SnapStart: a snapshot's would be shared by every copy).
-
-        Called with no request in flight.
-        """
-        return  # by default nothing is pooled of ours (botocore keeps its own pool)
-
-
-class TimedOut(Exception):
-    """No answer within the caller's :class:`Limit`; the rest went to its ``on_late``."""
-
-
 class Limit(NamedTuple):
     """How long a request may take; then (or when cancelled) ``on_late`` gets the answer to come."""
 
     timeout: float
     on_late: Callable[[Awaitable[dict[str, Any]]], object]
-
-
-async def bounded(
-    request: Awaitable[dict[str, Any]],
-    timeout: float | None,
-    on_late: Callable[[Awaitable[dict[str, Any]]], object] | None,
-) -> dict[str, Any]:
-    """Await ``request`` as ``send_within`` does: at most ``timeout`` seconds, then ``on_late``."""
-    import asyncio
-
-    if timeout is None or on_late is None:
-        return await request
-    task = asyncio.ensure_future(request)
-    try:
-        done, _ = await asyncio.wait((task,), timeout=max(0.0, timeout))
-    except asyncio.CancelledError:
-        on_late(task)
-        raise
-    if not done:
-        on_late(task)
-        raise TimedOut
-    return task.result()
-
-
-class LoopTransport(Transport):
-    """A transport that sends only from the runtime loop: defines ``call`` and ``send``."""
 
 
 class LockStore:
@@ -151,9 +62,8 @@ class LockStore:
     async def _send(
         self, operation: str, params: dict[str, Any], limit: Limit | None
     ) -> dict[str, Any]:
-        if limit is None:
-            return await self.transport.send(operation, params)
-        return await self.transport.send_within(operation, params, limit.timeout, limit.on_late)
+        request = Request(operation, params, *(limit or ()))
+        return await self.transport.handle_async(request)
 
     async def prepare(self) -> None:
         await self.transport.prepare()
@@ -285,7 +195,7 @@ class LockStore:
     def blocking_ready(self) -> bool:
         """True when the transport can send from the calling thread (see ``create_blocking``)."""
         if not self._blocking_ready:  # a transport that could, always can
-            self._blocking_ready = self.transport.blocking_ready()
+            self._blocking_ready = self.transport.blocking
         return self._blocking_ready
 
     def blocking_for(self, keys: tuple[str, ...]) -> bool:
@@ -296,9 +206,9 @@ class LockStore:
     def create_blocking(
         self, table: str, row: LockRow, timeout: float, on_late: Callable[[Any], object]
     ) -> Reply:
-        """A create sent from the calling thread (see ``Transport.send_blocking``)."""
+        """A create sent from the calling thread (see ``Transport.blocking``)."""
         operation, params = shapes.write_request(table, row)
-        return write_reply(self.transport.send_blocking(operation, params, timeout, on_late))
+        return write_reply(self.transport.handle(Request(operation, params, timeout, on_late)))
 
     def delete_blocking(
         self,
@@ -312,8 +222,8 @@ class LockStore:
     ) -> Reply:
         """:meth:`delete`, sent from the calling thread (as :meth:`create_blocking`)."""
         operation, params = shapes.release_request(table, key, owner, fencing)
-        return write_reply(self.transport.send_blocking(operation, params, timeout, on_late))
+        return write_reply(self.transport.handle(Request(operation, params, timeout, on_late)))
 
     async def finish_late(self, late: Any) -> Reply:
         """The outcome of a late blocking write (on the runtime loop)."""
-        return write_reply(await self.transport.finish_late(late))
+        return write_reply(await late_answer(late))

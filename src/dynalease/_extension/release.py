@@ -20,7 +20,7 @@ from .._engine.protocol import (
     VERSION_ATTR,
 )
 from .._engine.shapes import release_request
-from .._engine.store import ConditionFailed
+from .._engine.store import ConditionFailed, Request
 
 __all__ = ["Result", "release"]
 
@@ -48,7 +48,7 @@ async def release(transport: Any, table: str, key: str, owner: str, *, fenced: b
     params["ExpressionAttributeNames"] |= _NAMES
     params["ExpressionAttributeValues"][":p"] = {"N": str(FENCED_PROTOCOL if fenced else PROTOCOL)}
     try:
-        await transport.send(operation, params)
+        await transport.handle_async(Request(operation, params))
     except ConditionFailed as failed:
         item = failed.item or {}
         if item.get(OWNER_ATTR) == {"S": owner}:

@@ -13,6 +13,7 @@ from typing import Any
 
 from .._advice import where as where_requests_go
 from .._engine.protocol import KEY_ATTR
+from .._engine.store import Request
 from .._redact import shown_url
 from ..client import DynamoDBClient
 from ..exceptions import (
@@ -44,7 +45,7 @@ def diagnose(client: DynamoDBClient, table: str) -> list[Finding]:
     endpoint = client._endpoint_in_use
     where = where_requests_go(client.region, endpoint)
     try:
-        description = client._items.call("DescribeTable", {"TableName": table})["Table"]
+        description = client._items.handle(Request("DescribeTable", {"TableName": table}))["Table"]
     except TableNotFoundError:
         return [
             Finding(
@@ -175,7 +176,7 @@ def _throttled(action: str, error: ThrottledError) -> Finding:
 
 def _ttl(client: DynamoDBClient, table: str) -> Finding:
     try:
-        answer = client._items.call("DescribeTimeToLive", {"TableName": table})
+        answer = client._items.handle(Request("DescribeTimeToLive", {"TableName": table}))
     except AccessDeniedError as error:
         return _denied("read the TTL setting", error, "dynamodb:DescribeTimeToLive")
     ttl = answer.get("TimeToLiveDescription", {})
@@ -201,7 +202,7 @@ def _probe(client: DynamoDBClient, table: str) -> Finding:
         "ConsistentRead": True,
     }
     try:
-        client._items.call("GetItem", params)
+        client._items.handle(Request("GetItem", params))
     except AccessDeniedError as error:
         return _denied("read a lock row", error, "dynamodb:GetItem (and the lock writes)")
     except ThrottledError as error:

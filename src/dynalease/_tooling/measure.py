@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
-from .._engine.store import LockStore, Transport
+from .._engine.store import LockStore, Request, Transport
 from ..client import DynamoDBClient
 
 LABELS = {
@@ -47,23 +47,15 @@ class _Timed:
         self._timings = timings
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)  # what is not timed: prepare, drop_connections...
+        return getattr(self._inner, name)  # what is not timed: blocking, prepare, close
 
-    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        with self._timed(operation):
-            return self._inner.call(operation, params)
+    def handle(self, request: Request) -> dict[str, Any]:
+        with self._timed(request.operation):
+            return self._inner.handle(request)
 
-    async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        with self._timed(operation):
-            return await self._inner.send(operation, params)
-
-    async def send_within(self, operation: str, params: dict[str, Any], *rest: Any) -> Any:
-        with self._timed(operation):
-            return await self._inner.send_within(operation, params, *rest)
-
-    def send_blocking(self, operation: str, params: dict[str, Any], *rest: Any) -> Any:
-        with self._timed(operation):
-            return self._inner.send_blocking(operation, params, *rest)
+    async def handle_async(self, request: Request) -> dict[str, Any]:
+        with self._timed(request.operation):
+            return await self._inner.handle_async(request)
 
     @contextlib.contextmanager
     def _timed(self, operation: str) -> Iterator[None]:

@@ -6,9 +6,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import _tracing
-from .._engine.store import LoopTransport
-from .errors import map_client_error, map_transport_error
+from .._engine.store import LoopTransport, Request
+from .errors import map_client_error, map_transport_error, unreadable_answer
 
 if TYPE_CHECKING:
     from botocore.client import BaseClient
@@ -73,14 +72,16 @@ class BotoTransport(LoopTransport):
             except Exception:  # the first request tries again and reports it, mapped
                 return
 
-    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+    def handle(self, request: Request) -> dict[str, Any]:
+        """Through the client's public method, so hooks and tracers (X-Ray, OpenTelemetry)
+        see the call; botocore's own timeouts bound it (``blocking`` is False)."""
         import botocore  # loaded by the time a client exists
         import botocore.exceptions
 
+        operation = request.operation
         try:
-            # The public method, so hooks and tracers (X-Ray, OpenTelemetry) see the call.
             method = getattr(self.client, botocore.xform_name(operation))
-            response: dict[str, Any] = method(**params)
+            response: dict[str, Any] = method(**request.params)
         except botocore.exceptions.ClientError as error:
             raise map_client_error(error, operation) from error
         except (botocore.exceptions.BotoCoreError, OSError) as error:
@@ -88,15 +89,5 @@ class BotoTransport(LoopTransport):
         except RecursionError as error:
             # botocore's parser recurses: an answer nested past the limit is one it could
             # not read, as the lean path's codec treats it.
-            unread = botocore.exceptions.ConnectionClosedError(
-                endpoint_url=self.client.meta.endpoint_url
-            )
-            raise map_transport_error(unread, operation) from error
+            raise unreadable_answer(self.client.meta.endpoint_url, operation) from error
         return response
-
-    async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        import asyncio
-
-        # botocore's own instrumentation makes the request's span, in the caller's context
-        call = _tracing.carried(self.call)
-        return await asyncio.get_running_loop().run_in_executor(None, call, operation, params)

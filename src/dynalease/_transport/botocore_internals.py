@@ -11,7 +11,14 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["BotocoreChanged", "endpoint_verify", "share_credentials", "signing_credentials"]
+__all__ = [
+    "BotocoreChanged",
+    "endpoint_verify",
+    "request_signer",
+    "ruleset_resolver",
+    "share_credentials",
+    "signing_credentials",
+]
 
 _MISSING = object()
 
@@ -34,9 +41,19 @@ def _attr(owner: Any, name: str) -> Any:
     return value
 
 
+def request_signer(client: Any) -> Any:
+    """The client's ``RequestSigner`` (its public ``region_name`` and ``signature_version``)."""
+    return _attr(client, "_request_signer")
+
+
 def signing_credentials(client: Any) -> Any:
     """None if ``client`` signs no requests."""
-    return _attr(_attr(client, "_request_signer"), "_credentials")
+    return _attr(request_signer(client), "_credentials")
+
+
+def ruleset_resolver(client: Any) -> Any:
+    """The client's ``EndpointRulesetResolver`` (None: the service has no ruleset)."""
+    return _attr(client, "_ruleset_resolver")
 
 
 def endpoint_verify(client: Any) -> bool | str:

@@ -11,9 +11,8 @@ import zlib
 from typing import Any
 
 from .._redact import escaped
-from ..exceptions import DynaleaseError
 from .connections import Answer
-from .errors import map_error_code, map_transport_error
+from .errors import map_error_code, unreadable_answer
 
 __all__ = ["ENCODER", "read_answer"]
 
@@ -44,12 +43,8 @@ def read_answer(operation: str, answer: Answer, url: str) -> dict[str, Any]:
     if response is None and intact and 300 <= status <= 599:
         response = {}  # an error page that is not JSON (a proxy's HTML): the status speaks
     if response is None or not (status == 200 or 300 <= status <= 599):
-        import botocore.exceptions  # a failure path: the message is botocore's
-
-        error = botocore.exceptions.ConnectionClosedError(endpoint_url=url)
-        failure = map_transport_error(error, operation)
-        if isinstance(failure, DynaleaseError):
-            failure.request_id = request_id
+        failure = unreadable_answer(url, operation)
+        failure.request_id = request_id
         raise failure
     _decode_blobs(response)
     response["ResponseMetadata"] = metadata

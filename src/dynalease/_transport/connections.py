@@ -3,8 +3,8 @@ import and pool cost more than the one list of idle connections it would add
 (docs/benchmarks.md).
 
 What botocore decides around the exchange is decided here its way: the proxy
-(:func:`proxy_for`), the trusted certificates, and what a failure means: :class:`NotSent`
-(nothing reached the server) or :class:`Unanswered` (the request may have been applied).
+(:func:`proxy_for`), the trusted certificates, and what a failure means (:class:`NoAnswer`:
+whether anything reached the server).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from urllib.parse import unquote, urlsplit
 
 from .bounded import Bounded, HTTPConnection, HTTPSConnection, time_left
 
-__all__ = ["MAX_BODY", "Answer", "Connections", "NotSent", "Unanswered", "proxy_for"]
+__all__ = ["MAX_BODY", "Answer", "Connections", "Dialing", "NoAnswer", "proxy_for"]
 
 #: The largest answer read: a lock answer is a few hundred bytes, an item helper's at most
 #: DynamoDB's 400 KB item (a transaction's cancellation reasons: 100 of them).
@@ -34,21 +34,17 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
 
 
-class NotSent(Exception):
-    """The request never reached the server (refused, unresolvable, connect timeout)."""
+class NoAnswer(Exception):
+    """No whole answer came back.
 
-    def __init__(self, cause: BaseException | None, *, timeout: bool) -> None:
-        super().__init__(str(cause) if cause else "connect timed out")
+    ``sent``: the request may have reached the server (False: it never did: refused,
+    unresolvable, a connect timeout). ``timeout``: time ran out; ``cause``: what failed.
+    """
+
+    def __init__(self, cause: BaseException | None, *, sent: bool, timeout: bool) -> None:
+        super().__init__(str(cause) if cause else f"{'read' if sent else 'connect'} timed out")
         self.cause = cause
-        self.timeout = timeout
-
-
-class Unanswered(Exception):
-    """The request may have reached the server but no whole answer came back."""
-
-    def __init__(self, cause: BaseException | None, *, timeout: bool) -> None:
-        super().__init__(str(cause) if cause else "read timed out")
-        self.cause = cause
+        self.sent = sent
         self.timeout = timeout
 
 
@@ -59,6 +55,17 @@ class Answer(NamedTuple):
     payload: bytes
     crc: int | None
     request_id: str | None
+
+
+class Dialing(NamedTuple):
+    """How connections to one endpoint are made and bounded: botocore's client settings
+    (``verify``: False, a CA file or directory, or True/None for the default bundle)."""
+
+    connect_timeout: float
+    read_timeout: float
+    max_connections: int
+    verify: bool | str | None = None
+    proxies: dict[str, str] | None = None
 
 
 def proxy_for(url: str, configured: dict[str, str] | None = None) -> str | None:
@@ -97,23 +104,14 @@ class Connections:
     """Keep-alive connections to one endpoint; thread-safe. A connection goes back to the
     idle list (at most ``max_connections``) only once its answer is read whole."""
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        verify: bool | str | None,
-        connect_timeout: float,
-        read_timeout: float,
-        max_connections: int,
-        proxies: dict[str, str] | None = None,
-    ) -> None:
+    def __init__(self, url: str, dialing: Dialing) -> None:
         parts = urlsplit(url)
-        self.connect_timeout = connect_timeout
-        self.read_timeout = read_timeout
-        self.proxy = proxy_for(url, proxies)
+        self.connect_timeout = dialing.connect_timeout
+        self.read_timeout = dialing.read_timeout
+        self.proxy = proxy_for(url, dialing.proxies)
         self._target = (parts.hostname or "", parts.port or _DEFAULT_PORTS[parts.scheme])
-        self._tls = _tls_context(verify) if parts.scheme == "https" else None
-        self._max_idle = max_connections
+        self._tls = _tls_context(dialing.verify) if parts.scheme == "https" else None
+        self._max_idle = dialing.max_connections
         self._idle: list[Bounded] = []
         self._lock = threading.Lock()
         # Through a proxy, an http:// endpoint is asked for by its absolute URL and an
@@ -145,7 +143,7 @@ class Connections:
         ``retry_stale`` (only for requests that change nothing): resend once on a new
         connection if the server had closed the kept-alive one. ``late``: an answer not
         come by ``timeout`` (or an interrupted wait) gets a function that reads the rest on
-        another thread; the caller still gets :class:`Unanswered` (or its interrupt).
+        another thread; the caller still gets :class:`NoAnswer` (or its interrupt).
         """
         deadline = time.monotonic() + max(timeout, 1e-3)
         headers = {**headers, **_UNSIGNED}
@@ -163,7 +161,7 @@ class Connections:
                 connection.request("POST", self._path, body, headers)
                 response = self._head(connection, late)
                 if response is None:  # handed to ``late``
-                    raise Unanswered(None, timeout=True)
+                    raise NoAnswer(None, sent=True, timeout=True)
                 answer = _read(response)
             except (http.client.HTTPException, OSError, ValueError) as error:
                 # ValueError: http.client's reading of a malformed chunk size.
@@ -231,8 +229,8 @@ class Connections:
             # OSError covers refusal, name resolution, TLS failures and a refused CONNECT.
             connection.close()
             if isinstance(error, TimeoutError):
-                raise NotSent(None, timeout=True) from None
-            raise NotSent(error, timeout=False) from None
+                raise NoAnswer(None, sent=False, timeout=True) from None
+            raise NoAnswer(error, sent=False, timeout=False) from None
         assert connection.sock is not None
         # http.client turns off Nagle's delay; TCP keep-alive as botocore sets it for locks.
         connection.sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
@@ -279,10 +277,10 @@ def _read(response: http.client.HTTPResponse) -> Answer:
     )
 
 
-def _unanswered(error: BaseException) -> Unanswered:
+def _unanswered(error: BaseException) -> NoAnswer:
     if isinstance(error, TimeoutError):
-        return Unanswered(None, timeout=True)
-    return Unanswered(_without_answer(error), timeout=False)
+        return NoAnswer(None, sent=True, timeout=True)
+    return NoAnswer(_without_answer(error), sent=True, timeout=False)
 
 
 def _without_answer(error: BaseException) -> BaseException:

@@ -5,7 +5,7 @@ the same error for the same failure whichever path carried the request.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._engine.store import TLS_REFUSED, ConditionFailed
 from .._redact import escaped, shown_url
@@ -18,7 +18,7 @@ from ..exceptions import (
     TransactionCanceledException,
     ValidationError,
 )
-from .connections import NotSent, Unanswered
+from .connections import NoAnswer
 
 if TYPE_CHECKING:
     import botocore.exceptions
@@ -26,10 +26,12 @@ if TYPE_CHECKING:
 __all__ = [
     "map_client_error",
     "map_error_code",
-    "map_lean_failure",
+    "map_no_answer",
     "map_transport_error",
+    "no_credentials",
     "throttling_reasons",
     "transport_failures",
+    "unreadable_answer",
 ]
 
 
@@ -88,6 +90,62 @@ def map_client_error(error: botocore.exceptions.ClientError, operation: str) -> 
     return map_error_code(code, message, operation, status, response, request_id=request_id)
 
 
+class _Meaning(NamedTuple):
+    """What an error code means: the error raised, its words (a template over
+    ``operation``, ``code``, ``message``, ``status`` and the throttling ``reasons``,
+    ``advice`` and ``permits`` below), and for a ``RequestFailedError`` whether it may
+    have been applied."""
+
+    error: type[DynamoDBError]
+    words: str
+    may_have_committed: bool | None = None
+
+
+_TABLE_MISSING = _Meaning(
+    TableNotFoundError,
+    "{operation} failed: the table does not exist in this account, Region and endpoint "
+    "({message}). If it exists elsewhere, the Region or endpoint is wrong "
+    "(`dynalease doctor --table NAME` checks where requests go); if not, create it first, "
+    "e.g. client.sync_create_table(name, partition_key=('key', 'S'), wait=True)",
+)
+_REFUSED = _Meaning(
+    AccessDeniedError,
+    "{operation} was refused ({code}: {message}); check the credentials and that the IAM "
+    "policy allows this action on the table{permits}",
+)
+_THROTTLED = _Meaning(
+    ThrottledError, "{operation} was throttled ({code}{reasons}); it was not applied. {advice}"
+)
+_CONFLICTED = _Meaning(
+    RequestFailedError,
+    "{operation} conflicted with a concurrent write to the same item from another Region of "
+    "this multi-Region strongly consistent global table ({message}); it was not applied and "
+    "is safe to retry",
+    may_have_committed=False,
+)
+_INVALID = _Meaning(ValidationError, "{operation} was rejected as invalid: {message}")
+#: Codes not in :data:`_MEANINGS`: by the answer's status.
+_SERVER_FAILED = _Meaning(
+    RequestFailedError,
+    "{operation} failed on the server ({status} {code}: {message}); it may have been applied",
+    may_have_committed=True,
+)
+_FAILED = _Meaning(DynamoDBError, "{operation} failed ({code}: {message})")
+
+_MEANINGS: dict[str, _Meaning] = {
+    "ResourceNotFoundException": _TABLE_MISSING,
+    **dict.fromkeys(_ACCESS, _REFUSED),
+    **dict.fromkeys(_THROTTLING, _THROTTLED),
+    REPLICATED_WRITE_CONFLICT: _CONFLICTED,
+    **dict.fromkeys(_VALIDATION, _INVALID),
+}
+#: Said after an access error on a semaphore's poll.
+_PERMITS = (
+    " (a semaphore polls its permits with it: LockTable.grant_semaphore grants it besides "
+    "the lock's actions)"
+)
+
+
 def map_error_code(
     code: str,
     message: str,
@@ -97,6 +155,8 @@ def map_error_code(
     *,
     request_id: str | None = None,
 ) -> Exception:
+    """DynamoDB's error answer as the error a lock raises: a failed condition and a cancelled
+    transaction are the protocol's outcomes; every other code is looked up in a table."""
     if code == "ConditionalCheckFailedException":
         return ConditionFailed(response.get("Item"), request_id)
     if code == "TransactionCanceledException":
@@ -105,73 +165,23 @@ def map_error_code(
             reasons=response.get("CancellationReasons") or [],
             request_id=request_id,
         )
-    if code == "ResourceNotFoundException":
-        return TableNotFoundError(
-            f"{operation} failed: the table does not exist in this account, Region and "
-            f"endpoint ({message}). If it exists elsewhere, the Region or endpoint is wrong "
-            "(`dynalease doctor --table NAME` checks where requests go); if not, create it "
-            "first, e.g. client.sync_create_table(name, partition_key=('key', 'S'), wait=True)",
-            code=code,
-            operation=operation,
-            request_id=request_id,
-        )
-    if code in _ACCESS:
-        return AccessDeniedError(
-            f"{operation} was refused ({code}: {message}); check the credentials and that "
-            "the IAM policy allows this action on the table"
-            + (
-                " (a semaphore polls its permits with it: LockTable.grant_semaphore grants "
-                "it besides the lock's actions)"
-                if operation == "BatchGetItem"
-                else ""
-            ),
-            code=code,
-            operation=operation,
-            request_id=request_id,
-        )
-    if code in _THROTTLING:
-        reasons = throttling_reasons(response)
-        return ThrottledError(
-            f"{operation} was throttled ({code}"
-            + "".join(f", {r['reason']}" for r in reasons)
-            + f"); it was not applied. {ThrottledError.advice_for(reasons)}",
-            code=code,
-            operation=operation,
-            request_id=request_id,
-            reasons=reasons,
-        )
-    if code == REPLICATED_WRITE_CONFLICT:
-        return RequestFailedError(
-            f"{operation} conflicted with a concurrent write to the same item from another "
-            f"Region of this multi-Region strongly consistent global table ({message}); it "
-            "was not applied and is safe to retry",
-            code=code,
-            operation=operation,
-            request_id=request_id,
-            may_have_committed=False,
-        )
-    if code in _VALIDATION:
-        return ValidationError(
-            f"{operation} was rejected as invalid: {message}",
-            code=code,
-            operation=operation,
-            request_id=request_id,
-        )
-    if status >= 500:
-        return RequestFailedError(
-            f"{operation} failed on the server ({status} {code}: {message}); it may have "
-            "been applied",
-            code=code,
-            operation=operation,
-            request_id=request_id,
-            may_have_committed=True,
-        )
-    return DynamoDBError(
-        f"{operation} failed ({code}: {message})",
-        code=code,
+    meaning = _MEANINGS.get(code) or (_SERVER_FAILED if status >= 500 else _FAILED)
+    reasons = throttling_reasons(response) if meaning is _THROTTLED else []
+    text = meaning.words.format(
         operation=operation,
-        request_id=request_id,
+        code=code,
+        message=message,
+        status=status,
+        reasons="".join(f", {r['reason']}" for r in reasons),
+        advice=ThrottledError.advice_for(reasons),
+        permits=_PERMITS if operation == "BatchGetItem" else "",
     )
+    fields: dict[str, Any] = {"code": code, "operation": operation, "request_id": request_id}
+    if meaning.may_have_committed is not None:
+        fields["may_have_committed"] = meaning.may_have_committed
+    if reasons:
+        fields["reasons"] = reasons
+    return meaning.error(text, **fields)
 
 
 def map_transport_error(error: Exception, operation: str) -> Exception:
@@ -180,15 +190,12 @@ def map_transport_error(error: Exception, operation: str) -> Exception:
     if exceptions is not None and isinstance(
         error, exceptions.NoCredentialsError | exceptions.PartialCredentialsError
     ):
-        return AccessDeniedError(
-            f"{operation}: no usable AWS credentials ({error}); configure credentials "
-            "(environment, profile or role) or pass access_key/secret_key",
-            code="NoCredentials",
-            operation=operation,
-        )
+        return no_credentials(operation, error)
     check = _untrusted_certificate(error)
     if check is not None:
-        return _tls_refused(error, check, operation)
+        fields = getattr(error, "kwargs", None)
+        url = fields.get("endpoint_url") if isinstance(fields, dict) else None
+        return _tls_refused(check, operation, url if isinstance(url, str) else None)
     never_sent = False
     if exceptions is not None and isinstance(error, exceptions.BotoCoreError):
         # A failed connect, or anything botocore raised before sending (a setting it
@@ -200,13 +207,7 @@ def map_transport_error(error: Exception, operation: str) -> Exception:
             | exceptions.ProxyConnectionError
         )
         never_sent = isinstance(error, connect) or not isinstance(error, network)
-    return RequestFailedError(
-        f"{operation} did not complete: {error}"
-        + ("; it was not sent" if never_sent else "; it may have been applied"),
-        code=type(error).__name__,
-        operation=operation,
-        may_have_committed=not never_sent,
-    )
+    return _not_completed(operation, str(error), type(error).__name__, sent=not never_sent)
 
 
 #: OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH and X509_V_ERR_IP_ADDRESS_MISMATCH.
@@ -245,7 +246,7 @@ def _untrusted_certificate(error: object) -> Exception | None:
     return None
 
 
-def _tls_refused(error: Exception, check: Exception, operation: str) -> RequestFailedError:
+def _tls_refused(check: Exception, operation: str, url: str | None) -> RequestFailedError:
     """A certificate that failed verification: not an outage, and never sent.
 
     The check runs as the connection is made, before any byte of the request is written,
@@ -257,9 +258,7 @@ def _tls_refused(error: Exception, check: Exception, operation: str) -> RequestF
     if name:  # OpenSSL's name for it, as people search for it
         reason += f" ({name})"
     code = getattr(check, "verify_code", None)
-    fields = getattr(error, "kwargs", None)
-    url = fields.get("endpoint_url") if isinstance(fields, dict) else None
-    where = f" for {url}" if isinstance(url, str) else ""
+    where = f" for {url}" if url is not None else ""
     if code in _NAME_MISMATCH or "match" in reason:
         advice = (
             "The certificate does not name the host in the endpoint URL: set endpoint_url "
@@ -304,25 +303,49 @@ def _hide_url_secrets(error: Exception) -> None:
     )
 
 
-def map_lean_failure(failure: NotSent | Unanswered, url: str, operation: str) -> Exception:
-    """Mapped as the botocore error botocore would have raised."""
-    import botocore.exceptions  # a failure path: the messages are botocore's
+#: A failed lean exchange, named and worded as botocore's error for the same failure:
+#: (sent, timed out) -> (code, what happened).
+_NO_ANSWER = {
+    (False, True): ("ConnectTimeoutError", 'Connect timeout on endpoint URL: "{url}"'),
+    (False, False): ("EndpointConnectionError", 'Could not connect to the endpoint URL: "{url}"'),
+    (True, True): ("ReadTimeoutError", 'Read timeout on endpoint URL: "{url}"'),
+    (True, False): (
+        "ConnectionClosedError",
+        'Connection was closed before we received a valid response from endpoint URL: "{url}".',
+    ),
+}
 
+
+def map_no_answer(failure: NoAnswer, url: str, operation: str) -> RequestFailedError:
+    """A request that got no whole answer, as botocore names and words the same failure."""
     url = shown_url(url)
-    error: Exception
-    check = _untrusted_certificate(failure.cause) if isinstance(failure, NotSent) else None
+    check = None if failure.sent else _untrusted_certificate(failure.cause)
     if check is not None:
-        error = botocore.exceptions.SSLError(endpoint_url=url, error=check)
-    elif isinstance(failure, NotSent):
-        error = (
-            botocore.exceptions.ConnectTimeoutError(endpoint_url=url)
-            if failure.timeout
-            else botocore.exceptions.EndpointConnectionError(endpoint_url=url)
-        )
-    else:
-        error = (
-            botocore.exceptions.ReadTimeoutError(endpoint_url=url)
-            if failure.timeout
-            else botocore.exceptions.ConnectionClosedError(endpoint_url=url)
-        )
-    return map_transport_error(error, operation)
+        return _tls_refused(check, operation, url)
+    code, what = _NO_ANSWER[failure.sent, failure.timeout]
+    return _not_completed(operation, what.format(url=url), code, sent=failure.sent)
+
+
+def unreadable_answer(url: str, operation: str) -> RequestFailedError:
+    """An answer that came back whole but cannot be read: it may have been applied."""
+    return map_no_answer(NoAnswer(None, sent=True, timeout=False), url, operation)
+
+
+def no_credentials(operation: str, why: object) -> AccessDeniedError:
+    """No credentials to sign ``operation`` with (``why``: what was missing)."""
+    return AccessDeniedError(
+        f"{operation}: no usable AWS credentials ({why}); configure credentials "
+        "(environment, profile or role) or pass access_key/secret_key",
+        code="NoCredentials",
+        operation=operation,
+    )
+
+
+def _not_completed(operation: str, what: str, code: str, *, sent: bool) -> RequestFailedError:
+    return RequestFailedError(
+        f"{operation} did not complete: {what}"
+        + ("; it may have been applied" if sent else "; it was not sent"),
+        code=code,
+        operation=operation,
+        may_have_committed=sent,
+    )

@@ -7,19 +7,21 @@ Other operations (a ``Scan``) go through botocore.
 
 from __future__ import annotations
 
+import math
 import os
 import random
-import time
+import uuid
 from typing import Any
 
 from .. import _tracing
-from .._engine.store import LoopTransport
+from .._engine.store import LoopTransport, Request
 from ..exceptions import RequestFailedError, ThrottledError
 from .boto import BotoTransport
 from .codec import ENCODER, read_answer
-from .connections import NotSent, Unanswered
-from .errors import map_lean_failure
+from .connections import NoAnswer
+from .errors import map_no_answer
 from .lean import LeanTransport
+from .resend import resend
 from .route import Route
 
 __all__ = ["LEAN_OPERATIONS", "ItemTransport", "backoff_s", "lean_items_allowed"]
@@ -74,22 +76,12 @@ class ItemTransport(LoopTransport):
     def client(self) -> Any:
         return self.boto.client
 
-    async def prepare(self) -> None:
-        pass  # botocore's client is made on first use
-
-    async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        import asyncio
-
-        call = _tracing.carried(self.call)
-        return await asyncio.get_running_loop().run_in_executor(None, call, operation, params)
-
-    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+    def handle(self, request: Request) -> dict[str, Any]:
+        operation, params = request.operation, request.params
         route = self._locks.direct_route() if operation in LEAN_OPERATIONS else None
         if route is None:
-            return self.boto.call(operation, params)
+            return self.boto.handle(request)
         if operation == "TransactWriteItems" and "ClientRequestToken" not in params:
-            import uuid  # here: it imports platform, slow on a script's start
-
             params = {**params, "ClientRequestToken": str(uuid.uuid4())}
         span = _tracing.request_span(operation, params, route.region)
         if span is None:
@@ -101,25 +93,26 @@ class ItemTransport(LoopTransport):
         resendable = operation in _RESENDABLE or (
             operation in _RESENDABLE_UNCONDITIONAL and "ConditionExpression" not in params
         )
-        attempt = 1
-        while True:
+
+        def attempt(_: float) -> dict[str, Any]:
             try:
-                try:
-                    answer = route.post(
-                        operation,
-                        body,
-                        route.credentials.get_frozen_credentials(),
-                        timeout=self._timeout,
-                        retry_stale=resendable,
-                    )
-                except (NotSent, Unanswered) as failure:
-                    raise map_lean_failure(failure, route.url, operation) from failure.cause
-                return read_answer(operation, answer, route.url)
-            except (ThrottledError, RequestFailedError) as error:
-                if attempt >= self._attempts or not _retryable(error, resendable):
-                    raise
-            time.sleep(backoff_s(attempt))
-            attempt += 1
+                answer = route.post(
+                    operation,
+                    body,
+                    route.credentials.get_frozen_credentials(),
+                    timeout=self._timeout,
+                    retry_stale=resendable,
+                )
+            except NoAnswer as failure:
+                raise map_no_answer(failure, route.url, operation) from failure.cause
+            return read_answer(operation, answer, route.url)
+
+        def retry_pause(failure: Exception, attempt: int, _: float) -> float | None:
+            if attempt >= self._attempts or not _retryable(failure, resendable):
+                return None
+            return backoff_s(attempt)
+
+        return resend(attempt, retry_pause, math.inf)
 
 
 def backoff_s(attempt: int) -> float:
@@ -131,5 +124,6 @@ def _retryable(error: Exception, resendable: bool) -> bool:
     """Throttled or never sent: always; an outcome unknown: only when safe to resend."""
     if isinstance(error, ThrottledError):
         return True
-    assert isinstance(error, RequestFailedError)
+    if not isinstance(error, RequestFailedError):
+        return False
     return not error.may_have_committed or resendable

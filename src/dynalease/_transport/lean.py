@@ -13,8 +13,7 @@ import logging
 import os
 import random
 import threading
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -24,23 +23,25 @@ if TYPE_CHECKING:
 
 from .. import _tracing
 from .._engine.runtime import get_runtime
-from .._engine.store import Transport, bounded
+from .._engine.store import Request, Transport, bounded
 from ..constants import ENV_TRANSPORT
 from ..exceptions import RequestFailedError
 from .boto import BotoTransport
 from .botocore_internals import BotocoreChanged
 from .codec import ENCODER, read_answer
 from .config import DirectConfig
-from .connections import Answer, NotSent, Unanswered
+from .connections import Answer, NoAnswer
 from .errors import (
     REPLICATED_WRITE_CONFLICT,
-    map_lean_failure,
+    map_no_answer,
     map_transport_error,
+    no_credentials,
     transport_failures,
 )
+from .resend import resend
 from .route import Route, Unsupported
 
-__all__ = ["TRANSPORTS", "LeanTransport", "lock_transport", "transport_choice"]
+__all__ = ["TRANSPORTS", "LeanTransport", "conflict_pause", "lock_transport", "transport_choice"]
 
 log = logging.getLogger("dynalease")
 
@@ -49,7 +50,7 @@ DEFAULT_TRANSPORT = "lean"
 #: Safe to resend when a reused connection was dropped.
 _READS = frozenset({"GetItem", "BatchGetItem", "DescribeTable"})
 #: Writes that leave a row behind if they land after their wait (a create; a fenced create
-#: is an UpdateItem): their answers are kept (``send_blocking``).
+#: is an UpdateItem): their answers are kept (``handle``).
 _MAY_LEAVE_A_ROW = frozenset({"PutItem", "UpdateItem"})
 Late = Callable[[Callable[[], Answer]], object] | None
 CONFLICT_PAUSE_S = 0.02
@@ -93,9 +94,6 @@ class LeanTransport:
         self._making: asyncio.Future[Route | None] | None = None
         self._building = threading.Lock()
         self.fallback_reason: str | None = None
-
-    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        return self.boto.call(operation, params)
 
     @property
     def route(self) -> Route | None:
@@ -153,19 +151,11 @@ class LeanTransport:
                 self._prepared = True
         return self._route
 
-    async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        return await self.send_within(operation, params, None, None)
-
-    async def send_within(
-        self,
-        operation: str,
-        params: dict[str, Any],
-        timeout: float | None,
-        on_late: Callable[[Awaitable[dict[str, Any]]], object] | None,
-    ) -> dict[str, Any]:
+    async def handle_async(self, request: Request) -> dict[str, Any]:
         """On the runtime's pool; one not answered in time goes to ``on_late``, then raises."""
         import asyncio
 
+        operation, params, timeout, on_late = request
         if not self._prepared:
             try:
                 await self._prepare()
@@ -173,7 +163,7 @@ class LeanTransport:
                 raise map_transport_error(error, operation) from error
         route = self._route
         if route is None:
-            return await bounded(self.boto.send(operation, params), timeout, on_late)
+            return await self.boto.handle_async(request)
         loop = asyncio.get_running_loop()
         read_timeout = route.connections.read_timeout
         send = _tracing.carried(_exchange)  # its span is a child of the acquisition's
@@ -181,28 +171,27 @@ class LeanTransport:
         exchange = loop.run_in_executor(lane, send, route, operation, params, read_timeout)
         return await bounded(exchange, timeout, on_late)
 
-    def blocking_ready(self) -> bool:
+    @property
+    def blocking(self) -> bool:
         """The lean path was chosen, or the settings alone give its route (no loop needed)."""
         if not self._prepared:
             self.direct_route()
         return self._prepared and self._route is not None
 
-    def send_blocking(
-        self,
-        operation: str,
-        params: dict[str, Any],
-        timeout: float,
-        on_late: Callable[[Any], object],
-    ) -> dict[str, Any]:
-        """Only after :meth:`blocking_ready`.
+    def handle(self, request: Request) -> dict[str, Any]:
+        """From the calling thread: bounded by the request's ``timeout`` only once
+        :attr:`blocking` is True; without a timeout, through botocore.
 
         A create not answered in time (or whose wait was interrupted) is not given up: the
-        rest of its answer is read on the pool and handed to ``on_late``, so the lease can
-        delete the row if it landed.
+        rest of its answer is read on the pool and handed to ``on_late`` (a
+        ``concurrent.futures.Future``), so the lease can delete the row if it landed.
         """
+        operation, params, timeout, on_late = request
+        if timeout is None:
+            return self.boto.handle(request)
         route = self._route
-        assert route is not None, "send_blocking before the lean path was chosen"
-        if operation not in _MAY_LEAVE_A_ROW:
+        assert route is not None, "a bounded handle() before the lean path was chosen"
+        if on_late is None or operation not in _MAY_LEAVE_A_ROW:
             return _exchange(route, operation, params, timeout)
 
         def read_late(rest: Callable[[], Answer]) -> None:
@@ -211,16 +200,9 @@ class LeanTransport:
 
         return _exchange(route, operation, params, timeout, read_late)
 
-    def drop_connections(self) -> None:
+    def close(self) -> None:
         if self._route is not None:
             self._route.connections.drop()
-
-    async def finish_late(self, late: Any) -> dict[str, Any]:
-        """``late`` is a pool future or :meth:`send_within`'s task (``wrap_future`` keeps it)."""
-        import asyncio
-
-        answer: dict[str, Any] = await asyncio.wrap_future(late)
-        return answer
 
 
 def _exchange(
@@ -241,19 +223,16 @@ def _answer_of(
     span: Any,
     late: Late,
 ) -> dict[str, Any]:
-    """A ``ReplicatedWriteConflictException`` (multi-Region strong consistency) is resent
-    within ``timeout``: the write was not applied, and it is neither contention nor an outage."""
-    end = time.monotonic() + timeout
     body = ENCODER.encode(params).encode()
-    attempt = 1
-    while True:
+
+    def attempt(left: float) -> dict[str, Any]:
         frozen = _frozen_now(route.credentials, operation)
         try:
             answer = route.post(
-                operation, body, frozen, timeout=timeout, retry_stale=operation in _READS, late=late
+                operation, body, frozen, timeout=left, retry_stale=operation in _READS, late=late
             )
-        except (NotSent, Unanswered) as failure:
-            raise map_lean_failure(failure, route.url, operation) from failure.cause
+        except NoAnswer as failure:
+            raise map_no_answer(failure, route.url, operation) from failure.cause
         if span is not None:
             _tracing.answered(span, answer.status, answer.request_id)
         try:
@@ -263,24 +242,29 @@ def _answer_of(
             # would live as long as the error: the engine keeps errors, one per request.
             del answer
             error.with_traceback(None)
-            pause = random.uniform(0.5, 1.0) * CONFLICT_PAUSE_S * attempt
-            left = end - time.monotonic()
-            conflict = isinstance(error, RequestFailedError) and (
-                error.code == REPLICATED_WRITE_CONFLICT
-            )
-            if not conflict or left <= pause + CONFLICT_PAUSE_S:
-                raise
-            log.debug("dynalease: %s conflicted with another Region's write; resent", operation)
-        time.sleep(pause)
-        timeout = end - time.monotonic()
-        attempt += 1
+            raise
+
+    return resend(attempt, conflict_pause, timeout)
+
+
+def conflict_pause(failure: Exception, attempt: int, left: float) -> float | None:
+    """The rule of a lock request's resends: a ``ReplicatedWriteConflictException``
+    (multi-Region strong consistency) is resent while time is left, after a growing jittered
+    pause: the write was not applied, and it is neither contention nor an outage."""
+    if not isinstance(failure, RequestFailedError) or failure.code != REPLICATED_WRITE_CONFLICT:
+        return None
+    pause = random.uniform(0.5, 1.0) * CONFLICT_PAUSE_S * attempt
+    if left <= pause + CONFLICT_PAUSE_S:
+        return None
+    log.debug("dynalease: %s conflicted with another Region's write; resent", failure.operation)
+    return pause
 
 
 def _late_answer(route: Route, operation: str, rest: Callable[[], Answer]) -> dict[str, Any]:
     try:
         answer = rest()
-    except Unanswered as failure:
-        raise map_lean_failure(failure, route.url, operation) from failure.cause
+    except NoAnswer as failure:
+        raise map_no_answer(failure, route.url, operation) from failure.cause
     try:
         return read_answer(operation, answer, route.url)
     except Exception as error:
@@ -292,10 +276,8 @@ def _late_answer(route: Route, operation: str, rest: Callable[[], Answer]) -> di
 def _frozen_now(credentials: Any, operation: str) -> Any:
     try:
         frozen = credentials.get_frozen_credentials()
-        if frozen.access_key is None or frozen.secret_key is None:
-            from botocore.exceptions import NoCredentialsError  # botocore made them: loaded
-
-            raise NoCredentialsError()
     except transport_failures() as error:
         raise map_transport_error(error, operation) from error
+    if frozen.access_key is None or frozen.secret_key is None:
+        raise no_credentials(operation, "Unable to locate credentials")  # botocore's words
     return frozen

@@ -11,9 +11,14 @@ from urllib.parse import urlsplit
 
 from .._redact import shown_url
 from .boto import LOCK_POOL_CONNECTIONS, LOCK_READ_TIMEOUT_S
-from .botocore_internals import endpoint_verify, signing_credentials
+from .botocore_internals import (
+    endpoint_verify,
+    request_signer,
+    ruleset_resolver,
+    signing_credentials,
+)
 from .config import DirectConfig
-from .connections import Answer, Connections
+from .connections import Answer, Connections, Dialing
 from .sign import SigV4Signer, host_header
 
 __all__ = ["Route", "Unsupported", "botocore_request"]
@@ -26,18 +31,7 @@ class Unsupported(Exception):
 
 
 class Route:
-    def __init__(
-        self,
-        url: str,
-        region: str,
-        credentials: Any,
-        *,
-        verify: bool | str | None = None,
-        connect_timeout: float,
-        read_timeout: float,
-        max_connections: int,
-        proxies: dict[str, str] | None = None,
-    ) -> None:
+    def __init__(self, url: str, region: str, credentials: Any, dialing: Dialing) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise Unsupported(f"endpoint {shown_url(url)!r} is not an http(s) URL")
@@ -47,14 +41,7 @@ class Route:
         self.region = region
         self.credentials = credentials
         self.signer = SigV4Signer(host_header(parts.scheme, parts.hostname, parts.port), region)
-        self.connections = Connections(
-            url,
-            verify=verify,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            max_connections=max_connections,
-            proxies=proxies,
-        )
+        self.connections = Connections(url, dialing)
         if (self.connections.proxy or "").startswith("https:"):
             # TLS to the proxy itself, then TLS through it: http.client has no such tunnel.
             raise Unsupported("the proxy is an https:// URL")
@@ -88,17 +75,22 @@ class Route:
         credentials = signing_credentials(client)  # BotocoreChanged if botocore moved it
         if credentials is None:
             raise Unsupported("the client signs no requests (no credentials object)")
+        # Loaded now, while preparing (off the loop, before a caller reads its budget),
+        # not by the first request: a metadata service call can take much of a short one.
+        credentials.get_frozen_credentials()
         verify = endpoint_verify(client)
         url, region = botocore_request(client)
         return cls(
             url,
             region,
             credentials,
-            verify=verify,
-            connect_timeout=float(config.connect_timeout),
-            read_timeout=float(config.read_timeout),
-            max_connections=int(config.max_pool_connections or LOCK_POOL_CONNECTIONS),
-            proxies=config.proxies,
+            Dialing(
+                connect_timeout=float(config.connect_timeout),
+                read_timeout=float(config.read_timeout),
+                max_connections=int(config.max_pool_connections or LOCK_POOL_CONNECTIONS),
+                verify=verify,
+                proxies=config.proxies,
+            ),
         )
 
     @classmethod
@@ -107,45 +99,51 @@ class Route:
             config.endpoint_url,
             config.region,
             config.credentials,
-            verify=config.ca_bundle,
-            connect_timeout=config.connect_timeout,
-            read_timeout=LOCK_READ_TIMEOUT_S,
-            max_connections=LOCK_POOL_CONNECTIONS,
+            Dialing(
+                connect_timeout=config.connect_timeout,
+                read_timeout=LOCK_READ_TIMEOUT_S,
+                max_connections=LOCK_POOL_CONNECTIONS,
+                verify=config.ca_bundle,
+            ),
         )
 
 
 def botocore_request(client: Any) -> tuple[str, str]:
-    """The URL and signing Region of a request ``client`` would send.
+    """The URL and signing Region of a lock request ``client`` would send, sending nothing.
 
-    botocore resolves the endpoint per request (account-ID, FIPS, dual-stack, overrides):
-    one ``GetItem`` is prepared and signed, and stopped at its ``before-send`` event.
+    botocore resolves the endpoint per request (account-ID, FIPS, dual-stack, overrides)
+    from its endpoint ruleset; it is asked here for a ``GetItem`` as ``_make_api_call``
+    asks it. No request is made, so the client's ``before-call``/``after-call`` hooks and
+    the tracers that wrap ``_make_api_call`` (X-Ray, OpenTelemetry) see none; only
+    botocore's ``before-endpoint-resolution`` handlers run, as for any request.
     """
-    from botocore.awsrequest import AWSResponse, HTTPHeaders
+    signer = request_signer(client)
+    if signer.signature_version not in ("v4", "dynamodb"):
+        raise Unsupported(f"botocore signs the client's requests with {signer.signature_version}")
+    region = str(signer.region_name)
+    resolver = ruleset_resolver(client)
+    if resolver is None:  # a botocore without the service's ruleset: the client's URL
+        return _without_slash(str(client.meta.endpoint_url)), region
+    operation = client.meta.service_model.operation_model("GetItem")
+    context = {
+        "client_region": client.meta.region_name,
+        "client_config": client.meta.config,
+        "has_streaming_input": False,
+        "auth_type": operation.resolved_auth_type,
+    }
+    endpoint = resolver.construct_endpoint(
+        operation_model=operation,
+        call_args={"TableName": "dynalease-route", "Key": {"key": {"S": "route"}}},
+        request_context=context,
+    )
+    schemes = endpoint.properties.get("authSchemes")
+    if schemes:
+        auth_type, signing = resolver.auth_schemes_to_signing_ctx(schemes)
+        if auth_type not in ("v4", None):
+            raise Unsupported(f"the endpoint asks for {auth_type} signatures")
+        region = str(signing.get("region") or region)
+    return _without_slash(str(endpoint.url)), region
 
-    seen: list[Any] = []
 
-    def stop(request: Any, **_: Any) -> Any:
-        seen.append(request)
-        return AWSResponse(request.url, 200, HTTPHeaders(), _Empty())
-
-    event = "before-send.dynamodb.GetItem"
-    client.meta.events.register_first(event, stop, unique_id="dynalease-route")
-    try:
-        client.get_item(TableName="dynalease-route", Key={"key": {"S": "route"}})
-    finally:
-        client.meta.events.unregister(event, unique_id="dynalease-route")
-    if not seen:
-        raise Unsupported("botocore sent no request to look at")
-    request = seen[0]
-    authorization = request.headers.get("Authorization", b"")
-    text = authorization.decode() if isinstance(authorization, bytes) else str(authorization)
-    if not text.startswith("AWS4-HMAC-SHA256 Credential="):
-        raise Unsupported("botocore does not sign the client's requests with SigV4")
-    scope = text.split("Credential=", 1)[1].split(",", 1)[0].split("/")
-    url = request.url.rstrip("/") if urlsplit(request.url).path in ("", "/") else request.url
-    return url, scope[2]
-
-
-class _Empty:
-    def stream(self, **_: Any) -> Any:
-        yield b"{}"
+def _without_slash(url: str) -> str:
+    return url.rstrip("/") if urlsplit(url).path in ("", "/") else url

@@ -19,6 +19,7 @@ from typing import Any
 
 from .._engine import protocol as p
 from .._engine.observations import Observations
+from .._engine.store import Request
 from .._redact import escaped
 from ..client import DynamoDBClient
 from ..exceptions import MalformedLockRow
@@ -43,9 +44,11 @@ def read_rows(
 ) -> list[Row]:
     """The lock rows of ``table`` (one key, a key prefix, or all), sorted by key."""
     if key is not None:
-        answer = client._items.call(
-            "GetItem",
-            {"TableName": table, "Key": {p.KEY_ATTR: {"S": key}}, "ConsistentRead": True},
+        answer = client._items.handle(
+            Request(
+                "GetItem",
+                {"TableName": table, "Key": {p.KEY_ATTR: {"S": key}}, "ConsistentRead": True},
+            )
         )
         items = [answer["Item"]] if "Item" in answer else []
     else:
@@ -60,7 +63,7 @@ def _scan(client: DynamoDBClient, table: str, prefix: str | None) -> Iterator[di
         params["ExpressionAttributeNames"] = {"#k": p.KEY_ATTR}
         params["ExpressionAttributeValues"] = {":prefix": {"S": prefix}}
     while True:
-        page = client._items.call("Scan", params)
+        page = client._items.handle(Request("Scan", params))
         yield from page.get("Items", [])
         if "LastEvaluatedKey" not in page:
             return

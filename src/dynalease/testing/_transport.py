@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._engine.store import LoopTransport
+from .._engine.store import LoopTransport, Request
 from .._transport.errors import map_error_code
 from ._moto import DynamoDBAnswer, InProcessDynamoDB
 
@@ -22,7 +22,8 @@ class MemoryTransport(LoopTransport):
         self.db = db
         self._lock_requests = lock_requests
 
-    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+    def handle(self, request: Request) -> dict[str, Any]:
+        operation, params = request.operation, request.params
         if self._lock_requests and operation in _LOCK_OPERATIONS:
             self._check_lock_table(str(params.get("TableName", "")))
         elif self._lock_requests and operation == "BatchGetItem":  # a semaphore's permits
@@ -37,12 +38,9 @@ class MemoryTransport(LoopTransport):
         response.pop("ConsumedCapacity", None)
         return response
 
-    async def prepare(self) -> None:
-        pass  # the table is in this process
-
-    async def send(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def handle_async(self, request: Request) -> dict[str, Any]:
         # Inline: moto answers in this process, one request at a time.
-        return self.call(operation, params)
+        return self.handle(request)
 
     def _check_lock_table(self, table: str) -> None:
         if table in self.db.lock_tables:  # checked once per table definition

@@ -14,15 +14,15 @@ from typing import Any
 
 from support.manual_clock import ManualClock
 from support.memory import MemoryTransport as _MemoryTransport
-from support.memory import memory_lock_table
+from support.memory import ScriptedTransport, memory_lock_table
 
 from dynalease._engine.lease import Lease, LeaseSpec
 from dynalease._engine.observations import Observations
 from dynalease._engine.states import State
-from dynalease._engine.store import LockStore, LoopTransport
+from dynalease._engine.store import LockStore
 
 
-class GatedRenewals(LoopTransport):
+class GatedRenewals(ScriptedTransport):
     """The in-memory table; renewals wait at a gate the test opens."""
 
     def __init__(self) -> None:

@@ -125,13 +125,13 @@ def test_a_spent_budget_gives_up_and_a_definite_failure_ends_a_single_attempt() 
 def test_requests_on_the_manual_clock_are_bounded_by_the_transport() -> None:
     async def scenario(h: Harness) -> None:
         bounded: list[float] = []
-        send_within = h.transport.send_within
+        handle_async = h.transport.handle_async
 
-        async def recording(operation: str, params: Any, timeout: float, on_late: Any) -> Any:
-            bounded.append(timeout)
-            return await send_within(operation, params, timeout, on_late)
+        async def recording(request: Any) -> Any:
+            bounded.append(request.timeout)
+            return await handle_async(request)
 
-        h.transport.send_within = recording  # type: ignore[method-assign]
+        h.transport.handle_async = recording  # type: ignore[method-assign]
         lease = h.lease(lease=30.0)
         await lease.acquire()
         await lease.release()

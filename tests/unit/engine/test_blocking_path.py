@@ -311,13 +311,13 @@ def test_blocking_requests_use_the_engine_request_timeout() -> None:
     seen: list[float] = []
 
     async def scenario(h: Harness) -> None:
-        send = h.transport.send_blocking  # type: ignore[attr-defined]
+        handle = h.transport.handle
 
-        def recording(operation: str, params: Any, timeout: float, on_late: Any) -> Any:
-            seen.append(timeout)
-            return send(operation, params, timeout, on_late)
+        def recording(request: Any) -> Any:
+            seen.append(request.timeout)
+            return handle(request)
 
-        h.transport.send_blocking = recording  # type: ignore[attr-defined]
+        h.transport.handle = recording  # type: ignore[method-assign]
         lease = h.lease(lease=30.0, wait=0.5)
         assert lease.caller.acquire_blocking() is None
         assert lease.caller.release_blocking() is None

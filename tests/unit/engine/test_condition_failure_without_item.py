@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 from support.manual_clock import ManualClock
 from support.memory import MemoryTransport as _MemoryTransport
-from support.memory import memory_lock_table
+from support.memory import ScriptedTransport, memory_lock_table
 
 from dynalease._engine import protocol as p
 from dynalease._engine.lease import Lease, LeaseSpec
 from dynalease._engine.observations import Observations
 from dynalease._engine.states import State
-from dynalease._engine.store import ConditionFailed, LockStore, LoopTransport
+from dynalease._engine.store import ConditionFailed, LockStore
 from dynalease.exceptions import LockLost, LockNotAcquired
 
 TABLE = "locks"
@@ -28,7 +28,7 @@ TABLE = "locks"
 WRITE_LIMIT = 40
 
 
-class SilentConflicts(LoopTransport):
+class SilentConflicts(ScriptedTransport):
     """The in-memory table, answering failed conditions without the current row."""
 
     def __init__(self) -> None:

@@ -23,17 +23,18 @@ from support.lease_harness import (
     recording_client,
     run,
 )
+from support.memory import ScriptedTransport
 
 from dynalease import DynamoDBClient
 from dynalease._engine import journal
 from dynalease._engine.journal import Journal, entries, writer_alive
-from dynalease._engine.store import LoopTransport
+from dynalease._engine.store import Request
 from dynalease.constants import ENV_EXTENSIONS_DIR, ENV_JOURNAL_DIR, ENV_RUNTIME_API
 from dynalease.exceptions import LockLost, LockNotAcquired, LockReleaseError
 from dynalease.lock import SyncDistributedLock
 
 
-class Peeking(LoopTransport):
+class Peeking(ScriptedTransport):
     """A transport that lists the journal directory as each request is sent."""
 
     def __init__(self, inner: Any, directory: Path) -> None:
@@ -51,10 +52,9 @@ class Peeking(LoopTransport):
         self.keys.append((operation, [e.key for e in entries(str(self.directory))]))
         return dict(await self.inner.send(operation, params))
 
-    async def send_within(
-        self, operation: str, params: dict[str, Any], timeout: float, on_late: Any
-    ) -> dict[str, Any]:
-        return await bounded_on(self.inner.clock, self.send(operation, params), timeout, on_late)
+    async def handle_async(self, request: Request) -> dict[str, Any]:
+        answer = self.send(request.operation, request.params)
+        return await bounded_on(self.inner.clock, answer, request.timeout, request.on_late)
 
 
 def _journaled(h: Harness, directory: Path, **options: Any) -> tuple[Any, Peeking]:
@@ -156,13 +156,13 @@ def test_a_sync_guard_on_the_callers_own_thread_journals_too(sandbox: Path) -> N
     client = DynamoDBClient.__new__(DynamoDBClient)
     client._setup(transport, transport, region="memory", endpoint_url=None)
     seen: list[list[str]] = []
-    original = transport.send_blocking
+    original = transport.handle
 
     def peek(*args: Any, **kwargs: Any) -> Any:
         seen.append(sorted(os.listdir(sandbox)))
         return original(*args, **kwargs)
 
-    transport.send_blocking = peek  # type: ignore[method-assign]
+    transport.handle = peek  # type: ignore[method-assign]
     with SyncDistributedLock(client, table="locks", key="k") as guard:
         owner = guard.owner
     assert seen[0] == [f"{owner}.json"]

@@ -46,14 +46,14 @@ from hypothesis.stateful import (
 from support.lease_harness import bounded_on
 from support.manual_clock import ManualClock
 from support.memory import MemoryTransport as _MemoryTransport
-from support.memory import memory_lock_table
+from support.memory import ScriptedTransport, memory_lock_table
 
 from dynalease._engine import protocol as p
 from dynalease._engine import shapes
 from dynalease._engine.lease import Lease, LeaseSpec
 from dynalease._engine.observations import Observations
 from dynalease._engine.states import State
-from dynalease._engine.store import LockStore, LoopTransport
+from dynalease._engine.store import LockStore, Request
 from dynalease.exceptions import (
     LockLost,
     LockNotAcquired,
@@ -159,7 +159,7 @@ class ClientNet:
     slow_next: float = 0.0
 
 
-class ModelTransport(LoopTransport):
+class ModelTransport(ScriptedTransport):
     """The in-memory table behind one client's faults; checks each commit as it lands."""
 
     def __init__(self, model: LeaseModel, client: int) -> None:
@@ -198,11 +198,10 @@ class ModelTransport(LoopTransport):
             raise RequestFailedError("connection reset after commit", operation=operation)
         return answer
 
-    async def send_within(
-        self, operation: str, params: dict[str, Any], timeout: float, on_late: Any
-    ) -> dict[str, Any]:
+    async def handle_async(self, request: Request) -> dict[str, Any]:
         """:meth:`send`, bounded on the model's clock as a real transport bounds it."""
-        return await bounded_on(self.model.clock, self.send(operation, params), timeout, on_late)
+        answer = self.send(request.operation, request.params)
+        return await bounded_on(self.model.clock, answer, request.timeout, request.on_late)
 
 
 def kind_of(operation: str, params: dict[str, Any]) -> str:

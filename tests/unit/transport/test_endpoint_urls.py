@@ -21,6 +21,7 @@ import boto3
 import pytest
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 
+from dynalease._engine.store import Request
 from dynalease._transport.factory import Settings, from_settings
 from dynalease._transport.lean import LeanTransport
 from dynalease.exceptions import DynaleaseError
@@ -234,7 +235,7 @@ def test_a_lock_request_goes_where_botocores_request_goes(
         # The lean path refuses it too, with botocore's words, before sending anything.
         with pytest.raises(DynaleaseError) as raised:
             locks = from_settings(Settings(region=case.region, transport="lean")).locks
-            asyncio.run(locks.send("PutItem", {"TableName": "locks", "Item": {}}))
+            asyncio.run(locks.handle_async(Request("PutItem", {"TableName": "locks", "Item": {}})))
         assert str(refused) in str(raised.value)
         assert not getattr(raised.value, "may_have_committed", False)
         return

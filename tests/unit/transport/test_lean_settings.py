@@ -24,6 +24,7 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 
 from dynalease._transport.config import DirectConfig, StaticCredentials, direct_config
+from dynalease._transport.connections import Dialing
 from dynalease._transport.factory import Settings, from_client
 from dynalease._transport.lean import LeanTransport
 from dynalease._transport.route import Route, Unsupported
@@ -292,7 +293,7 @@ def test_an_unsupported_endpoint_is_named_without_its_user_info_or_query(
     url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     with pytest.raises(Unsupported) as raised:
-        Route(url, "us-east-1", None, connect_timeout=1, read_timeout=1, max_connections=1)
+        Route(url, "us-east-1", None, Dialing(connect_timeout=1, read_timeout=1, max_connections=1))
     assert PASSWORD not in str(raised.value) and TOKEN not in str(raised.value)
     assert "127.0.0.1" in str(raised.value) or "host" in str(raised.value)
 
