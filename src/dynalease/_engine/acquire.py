@@ -10,7 +10,7 @@ from .deadline import deadline_on
 from .renew import Renewer
 from .requests import FirstWrite, Requests
 from .states import Event, State
-from .targets import Target
+from .targets import Target, gave_up
 
 __all__ = ["Acquirer"]
 
@@ -116,8 +116,9 @@ class Acquirer:
         """Why a won acquisition must not hand its guard over, as the error to raise."""
         core, target = self.core, self.target
         if core.deadline_passed():
-            return target.not_acquired(
+            return gave_up(
                 core,
+                target,
                 "its write was confirmed only after the invocation's deadline, and no lock "
                 "outlives its invocation; the row is deleted",
             )
@@ -126,8 +127,9 @@ class Acquirer:
             return None
         assert core.validity is not None
         took = core.clock.monotonic() - core.validity.monotonic
-        return target.not_acquired(
+        return gave_up(
             core,
+            target,
             f"its write was confirmed {took:.2f} s after it was sent, with {left:.2f} s of its "
             f"{core.spec.span:g} s validity left, under the hand-over margin of {margin:g} s; the "
             f"row is deleted. A path to DynamoDB this slow (a proxy or relay holding answers "

@@ -52,7 +52,7 @@ from .clock import Stamp, sleep_or_wake
 from .pacing import Sighting, first_pause
 from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
 from .store import TLS_REFUSED
-from .targets import Target, not_acquired
+from .targets import Target, gave_up, not_acquired
 
 if TYPE_CHECKING:
     import asyncio
@@ -113,7 +113,9 @@ class Driver:
                 outcome = Seen(rows)
             elif isinstance(action, Read):
                 outcome = Seen(
-                    self._free_as_none(await self.target.read(self.requests, attempt.deadline))
+                    self._free_as_none(
+                        await self.requests.read_rows(self.target.wake_keys, attempt.deadline)
+                    )
                 )
                 attempt.answered = True
             elif isinstance(action, Look):
@@ -293,17 +295,19 @@ def give_up_error(
         return _unreachable(core, attempt)
     holders = target.held(give_up.holders)
     if give_up.why == HELD:
-        return target.not_acquired(core, f"{holders} and wait_timeout=0 allows one attempt")
+        return gave_up(core, target, f"{holders} and wait_timeout=0 allows one attempt")
     cause = attempt.last_error
     if _at_deadline(core, attempt):
-        return target.not_acquired(
+        return gave_up(
             core,
+            target,
             f"{holders} and the invocation's deadline came before the wait_timeout of "
             f"{core.wait_s:g} s ran out (no lock outlives its invocation)",
             cause,
         )
-    return target.not_acquired(
+    return gave_up(
         core,
+        target,
         f"{holders} and the wait_timeout of {core.wait_s:g} s ran out{_last_failure(cause)}. "
         f"{target.advice}",
         cause,
@@ -328,9 +332,9 @@ def _budget_spent(core: LeaseCore, target: Target, attempt: Attempt) -> LockNotA
             why = "the invocation's deadline had passed, so no request was made"
         else:
             why = f"the invocation's deadline came first{_last_failure(cause)}"
-        return target.not_acquired(core, f"{why} (no lock outlives its invocation)", cause)
+        return gave_up(core, target, f"{why} (no lock outlives its invocation)", cause)
     if attempt.answered or not sent:
-        return target.not_acquired(core, f"the {budget} ran out{_last_failure(cause)}", cause)
+        return gave_up(core, target, f"the {budget} ran out{_last_failure(cause)}", cause)
     failure = cause if cause is not None else "no answer within the request timeout"
     if _tls_refused(cause):
         why = (

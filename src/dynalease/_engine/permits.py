@@ -9,13 +9,8 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from ..exceptions import LockNotAcquired
-from .base import LeaseCore
-from .requests import Requests
-from .targets import not_acquired
-
 if TYPE_CHECKING:
-    from .attempts import Item, Rules
+    from .attempts import Rules
 
 __all__ = ["PermitTarget"]
 
@@ -45,25 +40,14 @@ class PermitTarget:
         """A permit is one row."""
         return (key,)
 
-    async def read(self, requests: Requests, deadline: float) -> dict[str, Item | None]:
-        """Every permit row (None when free)."""
-        return await requests.read_rows(self.wake_keys, deadline)
-
     def held(self, owners: tuple[str, ...]) -> str:
         """Other holders' tokens stay out of messages: only their count."""
         if not owners:
             return "all are held (by rows that are not lock rows)"
         return f"all are held (by {len(owners)} other owner{'s' if len(owners) > 1 else ''})"
 
-    def not_acquired(
-        self,
-        core: LeaseCore,
-        why: str,
-        cause: BaseException | None = None,
-        kind: type[LockNotAcquired] = LockNotAcquired,
-    ) -> LockNotAcquired:
-        subject = (
-            f"semaphore {self.name!r} in table {core.table!r} was not acquired "
+    def subject(self, table: str) -> str:
+        return (
+            f"semaphore {self.name!r} in table {table!r} was not acquired "
             f"(none of its {self.permits} permits)"
         )
-        return not_acquired(core, f"{subject}: {why}", self.name, cause, kind)

@@ -10,12 +10,11 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..exceptions import LockNotAcquired
 from .base import LeaseCore
-from .requests import Requests
 
 if TYPE_CHECKING:
-    from .attempts import Item, Rules
+    from .attempts import Rules
 
-__all__ = ["KeyTarget", "KeysTarget", "Target", "not_acquired"]
+__all__ = ["KeyTarget", "KeysTarget", "Target", "gave_up", "not_acquired"]
 
 
 class Target(Protocol):
@@ -24,9 +23,12 @@ class Target(Protocol):
     @property
     def rules(self) -> Rules: ...
 
+    #: What the errors name as the key: the lock's (first) key, the semaphore's name.
+    name: str
     #: The row the first create goes to.
     first_key: str
-    #: The rows whose release by a guard of this client wakes a waiting acquisition.
+    #: Every row aimed at: read while waiting; a release of one by a guard of this
+    #: client wakes the waiting acquisition.
     wake_keys: tuple[str, ...]
     #: The error message's advice when the wait runs out.
     advice: str
@@ -36,22 +38,12 @@ class Target(Protocol):
         that write wins."""
         ...
 
-    async def read(self, requests: Requests, deadline: float) -> dict[str, Item | None]:
-        """Every row aimed at, strongly consistent (None where there is none)."""
-        ...
-
     def held(self, owners: tuple[str, ...]) -> str:
         """Who holds the rows, as the error message says it."""
         ...
 
-    def not_acquired(
-        self,
-        core: LeaseCore,
-        why: str,
-        cause: BaseException | None = None,
-        kind: type[LockNotAcquired] = LockNotAcquired,
-    ) -> LockNotAcquired:
-        """The error (a ``kind``) of an acquisition that gave up, for ``why``."""
+    def subject(self, table: str) -> str:
+        """What was not acquired, as the error message begins."""
         ...
 
 
@@ -61,7 +53,7 @@ class KeyTarget:
     advice = "Retry later or raise wait_timeout"
 
     def __init__(self, key: str) -> None:
-        self.first_key = key
+        self.name = self.first_key = key
         self.wake_keys: tuple[str, ...] = (key,)
 
     @property
@@ -73,22 +65,12 @@ class KeyTarget:
     def rows(self, key: str) -> tuple[str, ...]:
         return (key,)
 
-    async def read(self, requests: Requests, deadline: float) -> dict[str, Item | None]:
-        return await requests.read_rows(self.wake_keys, deadline)
-
     def held(self, owners: tuple[str, ...]) -> str:
         """Other holders' tokens stay out of messages."""
         return "it is held by another owner"
 
-    def not_acquired(
-        self,
-        core: LeaseCore,
-        why: str,
-        cause: BaseException | None = None,
-        kind: type[LockNotAcquired] = LockNotAcquired,
-    ) -> LockNotAcquired:
-        subject = f"lock {core.key!r} in table {core.table!r} was not acquired"
-        return not_acquired(core, f"{subject}: {why}", core.key, cause, kind)
+    def subject(self, table: str) -> str:
+        return f"lock {self.name!r} in table {table!r} was not acquired"
 
 
 class KeysTarget:
@@ -98,7 +80,7 @@ class KeysTarget:
     advice = "Retry later or raise wait_timeout"
 
     def __init__(self, keys: tuple[str, ...]) -> None:
-        self.first_key = keys[0]
+        self.name = self.first_key = keys[0]
         self.wake_keys = self.keys = keys
 
     @property
@@ -110,25 +92,26 @@ class KeysTarget:
     def rows(self, key: str) -> tuple[str, ...]:
         return self.keys
 
-    async def read(self, requests: Requests, deadline: float) -> dict[str, Item | None]:
-        return await requests.read_rows(self.keys, deadline)
-
     def held(self, owners: tuple[str, ...]) -> str:
         count = len(owners)
         return f"{count} of its {len(self.keys)} keys {'is' if count == 1 else 'are'} held"
 
-    def not_acquired(
-        self,
-        core: LeaseCore,
-        why: str,
-        cause: BaseException | None = None,
-        kind: type[LockNotAcquired] = LockNotAcquired,
-    ) -> LockNotAcquired:
-        subject = (
-            f"lock on {len(self.keys)} keys (first {core.key!r}) in table {core.table!r} "
+    def subject(self, table: str) -> str:
+        return (
+            f"lock on {len(self.keys)} keys (first {self.name!r}) in table {table!r} "
             "was not acquired (nothing was written)"
         )
-        return not_acquired(core, f"{subject}: {why}", core.key, cause, kind)
+
+
+def gave_up(
+    core: LeaseCore,
+    target: Target,
+    why: str,
+    cause: BaseException | None = None,
+    kind: type[LockNotAcquired] = LockNotAcquired,
+) -> LockNotAcquired:
+    """The error (a ``kind``) of ``target``'s acquisition that gave up, for ``why``."""
+    return not_acquired(core, f"{target.subject(core.table)}: {why}", target.name, cause, kind)
 
 
 def not_acquired(

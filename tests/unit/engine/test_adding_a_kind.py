@@ -8,13 +8,10 @@ import asyncio
 import pytest
 from support.lease_harness import TABLE, Harness, run
 
-from dynalease._engine.attempts import LOCK_RETRIES, Item, Rules
-from dynalease._engine.base import LeaseCore
+from dynalease._engine.attempts import LOCK_RETRIES, Rules
 from dynalease._engine.lease import Lease, LeaseSpec
 from dynalease._engine.pacing import contention_pause
-from dynalease._engine.requests import Requests
 from dynalease._engine.store import LockStore
-from dynalease._engine.targets import not_acquired
 from dynalease.exceptions import LockNotAcquired
 
 BUCKET_RULES = Rules(LOCK_RETRIES, contention_pause, look_after_takeover=True)
@@ -27,27 +24,17 @@ class BucketTarget:
     rules = BUCKET_RULES
 
     def __init__(self, job: int) -> None:
-        self.first_key = f"bucket-{job % 2}"
+        self.name = self.first_key = f"bucket-{job % 2}"
         self.wake_keys: tuple[str, ...] = (self.first_key,)
 
     def rows(self, key: str) -> tuple[str, ...]:
         return (key,)
 
-    async def read(self, requests: Requests, deadline: float) -> dict[str, Item | None]:
-        return await requests.read_rows(self.wake_keys, deadline)
-
     def held(self, owners: tuple[str, ...]) -> str:
         return "another job of its bucket runs"
 
-    def not_acquired(
-        self,
-        core: LeaseCore,
-        why: str,
-        cause: BaseException | None = None,
-        kind: type[LockNotAcquired] = LockNotAcquired,
-    ) -> LockNotAcquired:
-        message = f"bucket {core.key!r} was not acquired: {why}"
-        return not_acquired(core, message, core.key, cause, kind)
+    def subject(self, table: str) -> str:
+        return f"bucket {self.name!r} was not acquired"
 
 
 def bucket_lease(h: Harness, job: int, *, wait: float = 0.0) -> Lease:
