@@ -1,4 +1,6 @@
-"""A handler that can outlive its timeout while holding a lock (``dynalease-dev invoke --lifecycle``).
+"""A handler that can outlive its timeout while holding a lock.
+
+Run it with ``dynalease-dev invoke --lifecycle``.
 
 The event says which customer and how long the work takes:
 ``{"customer_id": "c-1001", "work_s": 30}``. With a 12 s function timeout the
