@@ -236,14 +236,11 @@ LOCK_RETRIES: dict[tuple[Kind, bool], Retry] = {
     ("read", True): Retry(False, "backoff", "read"),
 }
 
-#: A semaphore: every failed write is followed by a read of all permits (which
-#: shows whether it landed); a definite failure ends a single attempt.
-PERMIT_RETRIES: dict[tuple[Kind, bool], Retry] = {
+#: A semaphore: a lock's, except that every failed write is followed by a read of all
+#: permits (which shows whether it landed) and a definite failure ends a single attempt.
+PERMIT_RETRIES: dict[tuple[Kind, bool], Retry] = LOCK_RETRIES | {
     ("create", False): Retry(True, "backoff", "read"),
-    ("create", True): Retry(False, "backoff", "read"),
     ("take over", False): Retry(True, "backoff", "read"),
-    ("take over", True): Retry(False, "backoff", "read"),
-    ("read", False): Retry(True, "poll", "read"),
     ("read", True): Retry(True, "poll", "read"),
 }
 
