@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from typing import Any, NamedTuple
 
 from ..exceptions import FencingMismatch, MalformedLockRow
@@ -198,6 +199,23 @@ def _string(value: Any) -> str | None:
 
 def _describe(value: Any) -> str:
     return "missing" if value is None else repr(value)
+
+
+# --- names -----------------------------------------------------------------
+
+_TABLE_NAME = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
+
+
+def check_table_name(table: object, *, parameter: str = "table") -> str:
+    """Validate a DynamoDB table name before any request."""
+    if not isinstance(table, str):
+        raise TypeError(f"{parameter} must be a table name (str), got {type(table).__name__}")
+    if not _TABLE_NAME.fullmatch(table):
+        raise ValueError(
+            f"{parameter} {table!r} is not a valid DynamoDB table name: use 3-255 characters "
+            "from letters, digits, '_', '-' and '.'"
+        )
+    return table
 
 
 # --- durations -------------------------------------------------------------
