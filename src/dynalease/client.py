@@ -12,7 +12,6 @@ all), and through a botocore client where only botocore can (``_transport/``).
 from __future__ import annotations
 
 import inspect
-import re
 import time
 import weakref
 from collections.abc import Callable, Coroutine, Mapping
@@ -24,6 +23,7 @@ from ._engine.journal import process_journal
 from ._engine.lease import Lease, LeaseSpec
 from ._engine.observations import Observations
 from ._engine.permits import PermitTarget
+from ._engine.protocol import check_table_name
 from ._engine.runtime import Runtime, get_runtime
 from ._engine.store import LockStore, Request, Transport
 from ._engine.targets import KeysTarget
@@ -39,21 +39,8 @@ __all__ = ["DynamoDBClient"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
-_TABLE_NAME = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
 _KEY_TYPES = {"S", "N", "B"}
 _TABLE_WAIT_S = 300.0
-
-
-def check_table_name(table: object, *, parameter: str = "table") -> str:
-    """Validate a DynamoDB table name before any request."""
-    if not isinstance(table, str):
-        raise TypeError(f"{parameter} must be a table name (str), got {type(table).__name__}")
-    if not _TABLE_NAME.fullmatch(table):
-        raise ValueError(
-            f"{parameter} {table!r} is not a valid DynamoDB table name: use 3-255 characters "
-            "from letters, digits, '_', '-' and '.'"
-        )
-    return table
 
 
 def load_request_path() -> None:

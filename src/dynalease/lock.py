@@ -16,11 +16,11 @@ from ._advice import explain
 from ._calls import CALL, guarded_calls
 from ._engine.deadline import suspension_warning
 from ._engine.lease import Lease
-from ._engine.protocol import check_durations
+from ._engine.protocol import check_durations, check_table_name
 from ._engine.states import State
 from ._keyset import KeysTemplate, key_set
 from ._redact import logged_key
-from .client import DynamoDBClient, check_table_name
+from .client import DynamoDBClient
 from .exceptions import DynamoDBError, FencingUnavailable, GuardReused, LockLost
 from .keys import KeyTemplate
 from .metrics import LockMetrics

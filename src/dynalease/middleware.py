@@ -41,7 +41,7 @@ import functools
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 try:
     from aws_lambda_powertools.middleware_factory import lambda_handler_decorator
@@ -51,13 +51,17 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
         "pip install 'dynalease[lambda]' (or add Powertools' layer to the function)"
     ) from error
 
+from ._compute_modes import init_runs_ahead
 from ._lambda import snapstart
 from ._lambda.invocation import bounded
-from ._lambda.plan import CURRENT_LOCK, LockPlan, import_ahead
+from ._lambda.plan import CURRENT_LOCK, LockPlan
 from ._lambda.report import key_hash
-from .client import DynamoDBClient
 from .exceptions import LockNotAcquired
-from .lock import SyncDistributedLock
+
+if TYPE_CHECKING:
+    from ._lambda.holding import Holding
+    from .client import DynamoDBClient
+    from .lock import SyncDistributedLock
 
 __all__ = ["bound_locks", "current_lock", "key_hash", "lock_handler", "lock_record"]
 
@@ -66,10 +70,29 @@ OnContention = Callable[[Any, Any, LockNotAcquired], Any]
 
 _log = logging.getLogger(__name__)
 
+
+def _hold(plan: LockPlan, data: Any, context: Any) -> Holding:
+    """A context manager holding ``plan``'s lock for ``data`` within ``context``'s time."""
+    # The hold's part (the client, the lock, the engine) is imported by the first hold: on
+    # demand init and the first invoke are one wait, and init without it is a third as long.
+    from ._lambda.holding import Holding
+
+    return Holding(plan, data, context)
+
+
+def _import_ahead() -> None:
+    """Import the hold's part and the lock request path (``http.client``, the lean transport)
+    where init runs before any request is routed. Only imports: nothing made here can be
+    copied into a SnapStart snapshot."""
+    if init_runs_ahead():
+        from ._lambda import holding
+
+        holding.load_request_path()
+
+
 # SnapStart's runtime hooks, where the runtime ships snapshot_restore_py (a no-op elsewhere).
 snapstart.register()
-# The lock request path, imported now where init runs before any request (not on demand).
-import_ahead()
+_import_ahead()
 
 
 @lambda_handler_decorator
@@ -85,7 +108,7 @@ def dynalease_lock_handler(
     """The middleware behind :func:`lock_handler` (its name shows in Powertools' logs)."""
     with bounded(context), contextlib.ExitStack() as stack:
         try:
-            stack.enter_context(dynalease_plan.hold(event, context))
+            stack.enter_context(_hold(dynalease_plan, event, context))
         except LockNotAcquired as error:
             if dynalease_on_contention is None:
                 raise
@@ -295,7 +318,7 @@ def lock_record(
                     "invocation's remaining time; pass context=context to "
                     "process_partial_response (or to the processor)"
                 )
-            with bounded(lambda_context), plan.hold(record, lambda_context):
+            with bounded(lambda_context), _hold(plan, record, lambda_context):
                 if takes_context:
                     return record_handler(record, lambda_context=lambda_context)
                 return record_handler(record)

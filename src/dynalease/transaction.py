@@ -17,9 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ._engine.protocol import check_table_name
 from ._engine.store import Request
 from ._values import to_attribute, to_item
-from .client import DynamoDBClient, check_table_name
+from .client import DynamoDBClient
 from .exceptions import LockOwnershipLost, TransactionCanceledError
 
 if TYPE_CHECKING:

@@ -371,6 +371,7 @@ RUNTIME_MODULES = frozenset(
         "_lambda.__init__",
         "_lambda.budget",
         "_lambda.fields",
+        "_lambda.holding",
         "_lambda.invocation",
         "_lambda.plan",
         "_lambda.report",

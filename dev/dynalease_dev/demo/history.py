@@ -62,9 +62,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, Unpack, overload
 
+from dynalease._engine.protocol import check_table_name
 from dynalease._engine.store import Request
 from dynalease._values import from_item
-from dynalease.client import DynamoDBClient, check_table_name
+from dynalease.client import DynamoDBClient
 from dynalease.exceptions import TableNotFoundError
 from dynalease.lock import DistributedLock, SyncDistributedLock
 from dynalease.transaction import SyncTransaction, Transaction

@@ -11,9 +11,13 @@ from __future__ import annotations
 import contextvars
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from .base import LeaseCore, logged_key
-from .clock import Clock
+from .._redact import logged_key
+
+if TYPE_CHECKING:  # the Lambda middleware sets TIME_LEFT without loading the lease
+    from .base import LeaseCore
+    from .clock import Clock
 
 __all__ = ["TIME_LEFT", "deadline_on", "suspension_warning"]
 

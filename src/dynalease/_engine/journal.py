@@ -57,7 +57,7 @@ MAX_KEYS = 100
 MAX_ENTRY_BYTES = 2 * 1024 * 1024
 #: Owner tokens are UUID4 text (``protocol.new_token``); a file is named after its owner.
 _OWNER = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
-#: DynamoDB's table-name rule (the same as ``client.check_table_name``'s).
+#: DynamoDB's table-name rule (the same as ``protocol.check_table_name``'s).
 TABLE_NAME = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
 _MAX_KEY_BYTES = 2048
 #: A process start time (``/proc/<pid>/stat`` field 22): clock ticks since boot.

@@ -7,11 +7,14 @@ hooks get 10 s).
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
-from .._engine.base import LeaseCore
 from .._engine.states import State
-from ..client import live_clients
 from ..exceptions import LockHeldAtSnapshot
+
+if TYPE_CHECKING:
+    from .._engine.base import LeaseCore
+    from ..client import DynamoDBClient
 
 __all__ = ["LockHeldAtSnapshot", "after_restore", "before_snapshot", "register"]
 
@@ -23,9 +26,18 @@ def _holding(lease: LeaseCore) -> bool:
     return lease.state is State.ACQUIRING or (lease.state is State.HELD and lease.time_left() > 0)
 
 
+def _clients() -> list[DynamoDBClient]:
+    """Every client of this process still referred to."""
+    # Imported by the hooks, not with this module: the middleware registers them on import
+    # and loads the client only with the first hold (whoever made a client has loaded it).
+    from ..client import live_clients
+
+    return live_clients()
+
+
 def before_snapshot() -> None:
     """Refuse a snapshot while a lock is held; close every client's pooled connections."""
-    clients = live_clients()
+    clients = _clients()
     leases = [lease for client in clients for lease in list(client._leases)]
     held = sorted({(lease.table, lease.key) for lease in leases if _holding(lease)})
     if held:
@@ -43,7 +55,7 @@ def before_snapshot() -> None:
 def after_restore() -> None:
     """Reseed ``random``, drop pooled connections and observations: fresh for this copy."""
     random.seed()  # from os.urandom: retries and polls spread differently in each copy
-    for client in live_clients():
+    for client in _clients():
         client._drop_connections()
         client._observations.forget_all()
         if client._journal is not None:  # the recovery extension checks writers by start time

@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 import os
 import random
-import uuid
 from typing import Any
 
 from .. import _tracing
+from .._engine.protocol import new_token
 from .._engine.store import LoopTransport, Request
 from ..exceptions import RequestFailedError, ThrottledError
 from .boto import BotoTransport
@@ -82,7 +82,7 @@ class ItemTransport(LoopTransport):
         if route is None:
             return self.boto.handle(request)
         if operation == "TransactWriteItems" and "ClientRequestToken" not in params:
-            params = {**params, "ClientRequestToken": str(uuid.uuid4())}
+            params = {**params, "ClientRequestToken": new_token()}
         span = _tracing.request_span(operation, params, route.region)
         if span is None:
             return self._call_lean(route, operation, params)

@@ -17,7 +17,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from ..client import DynamoDBClient, check_table_name
+from .._engine.protocol import check_table_name
+from ..client import DynamoDBClient
 from ..exceptions import DynaleaseError
 
 EXIT_OK = 0
