@@ -68,9 +68,7 @@ class Acquirer:
     async def acquire(self, first: FirstWrite | None = None) -> None:
         """Acquire within the wait budget or raise LockNotAcquired; go on from ``first``
         when a sync caller's first create did not end the acquisition."""
-        import asyncio
-
-        from .driver import Driver
+        from .driver import CancelledError, Driver  # the loop side of an acquisition
 
         core = self.core
         if first is None:
@@ -84,7 +82,7 @@ class Acquirer:
             driver = Driver(core, self.requests, self.target, self.written)
             core.hold(await driver.run(deadline, single, first))
             self.complete()
-        except asyncio.CancelledError:
+        except CancelledError:
             self.finish_unacquired(Event.CANCEL)
             raise
         except BaseException:
@@ -92,7 +90,7 @@ class Acquirer:
             raise
         finally:
             core.tally.wait_ms = (core.clock.monotonic() - start) * 1000
-        self.renewer.defer(asyncio.get_running_loop())
+        self.renewer.defer(driver.loop)
 
     def complete(self) -> None:
         """The acquisition won: HELD, and this client knows who holds the row.

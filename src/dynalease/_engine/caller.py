@@ -121,15 +121,12 @@ class CallerPath:
     def abandon_first(self, ended: Event = Event.CANCEL) -> None:
         """On the runtime loop, after an interrupt or an error cut :meth:`acquire_blocking`
         short; ``ended``: how the acquisition ended."""
-        import asyncio
-
         core = self.core
         late = self._take_late()
         core.move(ended)
         core.drop_pending()
         if late is not None:
-            finished = core.store.finish_late(late)
-            self.requests.watch_late(asyncio.ensure_future(finished))
+            self.requests.watch_late_answer(late)
         # The create may have landed with its answer unread: delete our row if so.
         core.background(self.releaser.cleanup_late())
 

@@ -15,7 +15,7 @@ from ..exceptions import DynamoDBError
 from . import protocol as p
 from .base import LeaseCore, LeaseEvents, logged_key
 from .requests import EPSILON_S, BudgetSpent, OutcomeUnknown, Requests
-from .scheduling import ValidityWatch, deferred_renewals
+from .scheduling import deferred_renewals
 from .states import State
 
 if TYPE_CHECKING:
@@ -49,10 +49,10 @@ class Renewer:
 
     def start_renewing(self) -> None:
         """Start the renewal task (on the runtime loop) unless released meanwhile."""
-        import asyncio
+        from .watch import watched  # the loop side of renewing, loaded by the first renewal
 
         if self.core.state is State.HELD and self.task is None and not self._stopped:
-            self.task = asyncio.ensure_future(self._run())
+            self.task = watched(self, self.core.clock, self._run())
 
     def stop(self) -> None:
         """Stop renewing for good: cancel the task, and never start one."""
@@ -86,12 +86,7 @@ class Renewer:
     async def _run(self) -> None:
         if self.trace_link is not None:  # renewals: traces of their own, linked
             _tracing.renewing(self.trace_link)
-        watch = ValidityWatch.of(self.core.clock)
-        watch.add(self)
-        try:
-            await self._renew_until_done()
-        finally:
-            watch.discard(self)
+        await self._renew_until_done()
 
     async def _renew_until_done(self) -> None:
         core, clock = self.core, self.core.clock

@@ -125,8 +125,7 @@ class Requests:
         import asyncio
 
         if first.late is not None:
-            finished = self.core.store.finish_late(first.late)
-            self.watch_late(asyncio.ensure_future(finished))
+            self.watch_late_answer(first.late)
         assert first.error is not None
         outcome: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         outcome.set_exception(first.error)
@@ -208,6 +207,12 @@ class Requests:
             if left <= 0:
                 raise BudgetSpent
             await core.clock.sleep(min(left, pause))
+
+    def watch_late_answer(self, late: Any) -> None:
+        """:meth:`watch_late` for a write a caller's thread sent (``FirstWrite.late``)."""
+        import asyncio
+
+        self.watch_late(asyncio.ensure_future(self.core.store.finish_late(late)))
 
     def watch_late(self, task: asyncio.Future[Reply]) -> None:
         """A write that may still commit: clean it up if it lands after we moved on."""
