@@ -8,8 +8,8 @@ from . import protocol as p
 from .base import LeaseCore, LeaseEvents, logged_key
 from .deadline import deadline_on
 from .renew import Renewer
-from .requests import FirstWrite, Requests
 from .states import Event, State
+from .store import FirstWrite
 from .targets import Target
 
 __all__ = ["Acquirer"]
@@ -21,14 +21,12 @@ class Acquirer:
     def __init__(
         self,
         core: LeaseCore,
-        requests: Requests,
         renewer: Renewer,
         target: Target,
         events: LeaseEvents,
         written: list[tuple[str, ...]],
     ) -> None:
         self.core = core
-        self.requests = requests
         self.renewer = renewer
         self.target = target
         self._events = events
@@ -79,7 +77,7 @@ class Acquirer:
             # Setup counts toward the wait, not the first request's timeout: a cold client
             # with a short budget would otherwise time out before it sent.
             await core.store.prepare()
-            driver = Driver(core, self.requests, self.target, self.written)
+            driver = Driver(core, self._events, self.target, self.written)
             core.hold(await driver.run(deadline, single, first))
             self.complete()
         except CancelledError:

@@ -15,11 +15,10 @@ from .acquire import Acquirer
 from .base import Held, LeaseCore
 from .release import Releaser
 from .renew import Renewer
-from .requests import FirstWrite, Requests, interrupted_failure
 from .runtime import Runtime
 from .shapes import create_operation, release_operation
 from .states import Event, State
-from .store import ConditionFailed
+from .store import ConditionFailed, FirstWrite, interrupted_failure
 
 
 class CallerPath:
@@ -28,13 +27,11 @@ class CallerPath:
     def __init__(
         self,
         core: LeaseCore,
-        requests: Requests,
         acquirer: Acquirer,
         renewer: Renewer,
         releaser: Releaser,
     ) -> None:
         self.core = core
-        self.requests = requests
         self.acquirer = acquirer
         self.renewer = renewer
         self.releaser = releaser
@@ -126,7 +123,7 @@ class CallerPath:
         core.move(ended)
         core.drop_pending()
         if late is not None:
-            self.requests.watch_late_answer(late)
+            self.releaser.watch_late_answer(late)
         # The create may have landed with its answer unread: delete our row if so.
         core.background(self.releaser.cleanup_late())
 

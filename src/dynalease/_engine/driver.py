@@ -48,12 +48,12 @@ from .attempts import (
     TakeOverAll,
     decide,
 )
-from .base import Held, LeaseCore
+from .base import Held, LeaseCore, LeaseEvents
 from .clock import Stamp
 from .loop import sleep_or_wake
 from .pacing import Sighting, first_pause
-from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
-from .store import TLS_REFUSED
+from .requests import Requests
+from .store import TLS_REFUSED, BudgetSpent, FirstWrite, OutcomeUnknown
 from .targets import Target, not_acquired
 
 __all__ = ["CancelledError", "Driver", "give_up_error"]
@@ -65,12 +65,12 @@ class Driver:
     def __init__(
         self,
         core: LeaseCore,
-        requests: Requests,
+        events: LeaseEvents,
         target: Target,
         written: list[tuple[str, ...]],
     ) -> None:
         self.core = core
-        self.requests = requests
+        self.requests = Requests(core, events)  # the acquisition's own
         self.target = target
         #: Every set of rows this guard aimed a write at: the acquirer's list, which its
         #: cleanup reads.

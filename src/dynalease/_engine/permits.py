@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 
 from ..exceptions import LockNotAcquired
 from .base import LeaseCore
-from .requests import Requests
 from .targets import not_acquired
 
 if TYPE_CHECKING:
     from .attempts import Item, Rules
+    from .requests import Requests
 
 __all__ = ["PermitTarget"]
 

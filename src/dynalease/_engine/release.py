@@ -6,7 +6,7 @@ The same delete cleans up a row this guard wrote after it had given up.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import DynamoDBError, LockLost, LockReleaseError
 from . import protocol as p
@@ -14,11 +14,13 @@ from . import release_rules as rules
 from .base import DEADLINE_PASSED, LeaseCore, logged_key
 from .release_rules import Deletion
 from .renew import Renewer
-from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
 from .states import Event, State
+from .store import BudgetSpent, FirstWrite, OutcomeUnknown
 
 if TYPE_CHECKING:
     import asyncio
+
+    from .requests import Requests
 
 log = logging.getLogger("dynalease")
 
@@ -31,7 +33,6 @@ class Releaser:
     list). Made before the parts it is told about, which :meth:`serve` then hands it.
     """
 
-    requests: Requests
     renewer: Renewer
 
     def __init__(self, core: LeaseCore, written: list[tuple[str, ...]]) -> None:
@@ -39,11 +40,25 @@ class Releaser:
         self._written = written
         #: One clean-up at a time (made on the loop at the first: most guards never need it).
         self._cleaning: asyncio.Lock | None = None
+        self._requests: Requests | None = None
 
-    def serve(self, requests: Requests, renewer: Renewer) -> None:
-        """Release through ``requests``, stopping ``renewer`` (each of which reports to us)."""
-        self.requests = requests
+    def serve(self, renewer: Renewer) -> None:
+        """Release stopping ``renewer`` (which reports to us)."""
         self.renewer = renewer
+
+    @property
+    def requests(self) -> Requests:
+        """The release's requests, made on the loop by the first that sends (a sync
+        caller's release that its own thread ends never does)."""
+        if self._requests is None:
+            from .requests import Requests  # the loop side: asyncio comes with it
+
+            self._requests = Requests(self.core, self)
+        return self._requests
+
+    def watch_late_answer(self, late: Any) -> None:
+        """A write a caller's thread sent may still land: delete it if it does (on the loop)."""
+        self.requests.watch_late_answer(late)
 
     def landed(self) -> None:
         """A write the lease gave up on may have landed after all: delete what it wrote."""

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..exceptions import LockNotAcquired
 from .base import LeaseCore
-from .requests import Requests
 
 if TYPE_CHECKING:
     from .attempts import Item, Rules
+    from .requests import Requests
 
 __all__ = ["KeyTarget", "KeysTarget", "Target", "not_acquired"]
 

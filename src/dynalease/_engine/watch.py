@@ -1,6 +1,6 @@
-"""The validity watch: every renewing lease of one event loop and clock checked each
-:data:`.scheduling.WATCH_INTERVAL_S`, so a wall clock jump ends a lease promptly rather
-than at its next renewal.
+"""A renewal task's start: the requests it sends through, and the validity watch (every
+renewing lease of one event loop and clock checked each :data:`.scheduling.WATCH_INTERVAL_S`,
+so a wall clock jump ends a lease promptly rather than at its next renewal).
 
 On the loop side: it imports ``asyncio`` at its top and is loaded with a lease's first
 renewal task (docs/architecture.md, "The runtime's loop starts on first need").
@@ -10,26 +10,31 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
+from .base import LeaseCore, LeaseEvents
 from .clock import Clock
+from .requests import Requests
 from .scheduling import WATCH_INTERVAL_S, Scheduled
 
 __all__ = ["ValidityWatch", "watched"]
 
 
 def watched(
-    lease: Scheduled, clock: Clock, renewals: Coroutine[Any, Any, None]
+    lease: Scheduled,
+    core: LeaseCore,
+    events: LeaseEvents,
+    renewals: Callable[[Requests], Coroutine[Any, Any, None]],
 ) -> asyncio.Task[None]:
-    """Run ``renewals`` (a lease's renewal task) on the running loop, the lease watched
-    meanwhile."""
+    """Run ``renewals`` (a lease's renewal task, sending through requests of its own) on
+    the running loop, the lease watched meanwhile."""
 
     async def run() -> None:
-        watch = ValidityWatch.of(clock)
+        watch = ValidityWatch.of(core.clock)
         watch.add(lease)
         try:
-            await renewals
+            await renewals(Requests(core, events))
         finally:
             watch.discard(lease)
 
