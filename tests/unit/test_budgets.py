@@ -317,9 +317,11 @@ def test_a_sync_hold_ended_before_its_first_renewal_imports_no_asyncio(
         "dynalease._engine.driver",
         "dynalease._engine.attempts",
         "dynalease._engine.pacing",
-        # The loop side: the event loop itself, requests sent from it, the renewals' watch.
+        # The loop side: the event loop itself, requests sent from it, the release's tasks,
+        # the renewals' watch.
         "dynalease._engine.loop",
         "dynalease._engine.requests",
+        "dynalease._engine.release_loop",
         "dynalease._engine.watch",
     ]
     assert [m for m in unwanted if m in loaded["modules"]] == []  # type: ignore[operator]

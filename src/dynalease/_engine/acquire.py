@@ -139,6 +139,6 @@ class Acquirer:
         core.drop_pending()
         if core.validity is not None or core.late:
             # Acquired just as we were cancelled, or a write may still land.
-            core.background(self._events.cleanup_late())
+            self._events.landed()
         else:
             core.forget()

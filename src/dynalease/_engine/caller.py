@@ -125,7 +125,7 @@ class CallerPath:
         if late is not None:
             self.releaser.watch_late_answer(late)
         # The create may have landed with its answer unread: delete our row if so.
-        core.background(self.releaser.cleanup_late())
+        self.releaser.landed()
 
     def release_blocking(self) -> FirstWrite | None:
         """Try the release's delete from the calling thread; None when it is done."""
