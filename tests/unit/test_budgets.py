@@ -281,8 +281,8 @@ def test_a_sync_hold_ended_before_its_first_renewal_imports_no_asyncio(
     both requests go from the caller's thread, the runtime's thread checks the
     lease's validity each second and otherwise waits, also past the wake-up the
     hold asked for (it has ended by then). Its pool is not made either (nor a
-    future for its lost signal), nor the acquire driver and its decision loaded:
-    the first create simply succeeded."""
+    future for its lost signal), nor the acquire driver and its decision loaded
+    (the first create simply succeeded), nor any loop-side module."""
     table = fresh_lock_table(client, "budget")
     loaded = _loaded_after(_SHORT_HOLD.format(endpoint=endpoint, table=table))
     unwanted = [
@@ -291,6 +291,12 @@ def test_a_sync_hold_ended_before_its_first_renewal_imports_no_asyncio(
         "dynalease._engine.driver",
         "dynalease._engine.attempts",
         "dynalease._engine.pacing",
+        # The loop side: the event loop itself, requests sent from it, the release's tasks,
+        # the renewals' watch.
+        "dynalease._engine.loop",
+        "dynalease._engine.requests",
+        "dynalease._engine.release_loop",
+        "dynalease._engine.watch",
     ]
     assert [m for m in unwanted if m in loaded["modules"]] == []  # type: ignore[operator]
     assert loaded["threads"] == 2  # the main thread and the runtime's, waiting

@@ -8,8 +8,8 @@ from . import protocol as p
 from .base import LeaseCore, LeaseEvents, logged_key
 from .deadline import deadline_on
 from .renew import Renewer
-from .requests import FirstWrite, Requests
 from .states import Event, State
+from .store import FirstWrite
 from .targets import Target, gave_up
 
 __all__ = ["Acquirer"]
@@ -21,14 +21,12 @@ class Acquirer:
     def __init__(
         self,
         core: LeaseCore,
-        requests: Requests,
         renewer: Renewer,
         target: Target,
         events: LeaseEvents,
         written: list[tuple[str, ...]],
     ) -> None:
         self.core = core
-        self.requests = requests
         self.renewer = renewer
         self.target = target
         self._events = events
@@ -68,9 +66,7 @@ class Acquirer:
     async def acquire(self, first: FirstWrite | None = None) -> None:
         """Acquire within the wait budget or raise LockNotAcquired; go on from ``first``
         when a sync caller's first create did not end the acquisition."""
-        import asyncio
-
-        from .driver import Driver
+        from .driver import CancelledError, Driver  # the loop side of an acquisition
 
         core = self.core
         if first is None:
@@ -81,10 +77,10 @@ class Acquirer:
             # Setup counts toward the wait, not the first request's timeout: a cold client
             # with a short budget would otherwise time out before it sent.
             await core.store.prepare()
-            driver = Driver(core, self.requests, self.target, self.written)
+            driver = Driver(core, self._events, self.target, self.written)
             core.hold(await driver.run(deadline, single, first))
             self.complete()
-        except asyncio.CancelledError:
+        except CancelledError:
             self.finish_unacquired(Event.CANCEL)
             raise
         except BaseException:
@@ -92,7 +88,7 @@ class Acquirer:
             raise
         finally:
             core.tally.wait_ms = (core.clock.monotonic() - start) * 1000
-        self.renewer.defer(asyncio.get_running_loop())
+        self.renewer.defer(driver.loop)
 
     def complete(self) -> None:
         """The acquisition won: HELD, and this client knows who holds the row.
@@ -145,6 +141,6 @@ class Acquirer:
         core.drop_pending()
         if core.validity is not None or core.late:
             # Acquired just as we were cancelled, or a write may still land.
-            core.background(self._events.cleanup_late())
+            self._events.landed()
         else:
             core.forget()

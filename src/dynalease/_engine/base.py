@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeGuard
 
@@ -133,7 +133,6 @@ class LeaseCore:
         self.pending: dict[str, Stamp] = {}
         #: Writes that may still land after we stopped waiting (see ``requests``).
         self.late: set[asyncio.Future[Any]] = set()
-        self._tasks: set[asyncio.Future[None]] = set()
         self._lost_signal: concurrent.futures.Future[None] | None = None
 
     # --- the settings, as the parts read them -----------------------------------
@@ -337,16 +336,6 @@ class LeaseCore:
         journal = self.spec.journal
         if journal is not None and not self.late:
             journal.forget(self.owner)
-
-    # --- background work -------------------------------------------------------
-
-    def background(self, coroutine: Coroutine[Any, Any, None]) -> None:
-        """Run ``coroutine`` on this loop as a task the lease keeps until it ends."""
-        import asyncio
-
-        task = asyncio.ensure_future(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
 
 def _run_callback(callback: Callable[[LockLost], object], error: LockLost) -> None:

@@ -15,11 +15,10 @@ from .acquire import Acquirer
 from .base import Held, LeaseCore
 from .release import Releaser
 from .renew import Renewer
-from .requests import FirstWrite, Requests, interrupted_failure
 from .runtime import Runtime
 from .shapes import create_operation, release_operation
 from .states import Event, State
-from .store import ConditionFailed
+from .store import ConditionFailed, FirstWrite, interrupted_failure
 
 
 class CallerPath:
@@ -28,13 +27,11 @@ class CallerPath:
     def __init__(
         self,
         core: LeaseCore,
-        requests: Requests,
         acquirer: Acquirer,
         renewer: Renewer,
         releaser: Releaser,
     ) -> None:
         self.core = core
-        self.requests = requests
         self.acquirer = acquirer
         self.renewer = renewer
         self.releaser = releaser
@@ -121,17 +118,14 @@ class CallerPath:
     def abandon_first(self, ended: Event = Event.CANCEL) -> None:
         """On the runtime loop, after an interrupt or an error cut :meth:`acquire_blocking`
         short; ``ended``: how the acquisition ended."""
-        import asyncio
-
         core = self.core
         late = self._take_late()
         core.move(ended)
         core.drop_pending()
         if late is not None:
-            finished = core.store.finish_late(late)
-            self.requests.watch_late(asyncio.ensure_future(finished))
+            self.releaser.watch_late_answer(late)
         # The create may have landed with its answer unread: delete our row if so.
-        core.background(self.releaser.cleanup_late())
+        self.releaser.landed()
 
     def release_blocking(self) -> FirstWrite | None:
         """Try the release's delete from the calling thread; None when it is done."""

@@ -7,10 +7,7 @@ time by hand.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, NamedTuple, Protocol
-
-if TYPE_CHECKING:
-    import asyncio
+from typing import NamedTuple, Protocol
 
 
 class Clock(Protocol):
@@ -43,20 +40,6 @@ class SystemClock:
 
 
 SYSTEM_CLOCK = SystemClock()
-
-
-async def sleep_or_wake(clock: Clock, delay: float, wakes: list[asyncio.Future[None]]) -> None:
-    """Sleep ``delay`` clock seconds, returning early when any of ``wakes`` resolves."""
-    import asyncio
-
-    if not wakes:
-        await clock.sleep(delay)
-        return
-    sleeper = asyncio.ensure_future(clock.sleep(delay))
-    try:
-        await asyncio.wait((sleeper, *wakes), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        sleeper.cancel()
 
 
 class Stamp(NamedTuple):

@@ -12,7 +12,8 @@ is most likely wrong, and waiting out the budget would only hide that.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import asyncio
+from asyncio import CancelledError
 
 from ..exceptions import (
     DynamoDBError,
@@ -47,17 +48,15 @@ from .attempts import (
     TakeOverAll,
     decide,
 )
-from .base import Held, LeaseCore
-from .clock import Stamp, sleep_or_wake
+from .base import Held, LeaseCore, LeaseEvents
+from .clock import Stamp
+from .loop import sleep_or_wake
 from .pacing import Sighting, first_pause
-from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
-from .store import TLS_REFUSED
+from .requests import Requests
+from .store import TLS_REFUSED, BudgetSpent, FirstWrite, OutcomeUnknown
 from .targets import Target, gave_up, not_acquired
 
-if TYPE_CHECKING:
-    import asyncio
-
-__all__ = ["Driver", "give_up_error"]
+__all__ = ["CancelledError", "Driver", "give_up_error"]
 
 
 class Driver:
@@ -66,17 +65,19 @@ class Driver:
     def __init__(
         self,
         core: LeaseCore,
-        requests: Requests,
+        events: LeaseEvents,
         target: Target,
         written: list[tuple[str, ...]],
     ) -> None:
         self.core = core
-        self.requests = requests
+        self.requests = Requests(core, events)  # the acquisition's own
         self.target = target
         #: Every set of rows this guard aimed a write at: the acquirer's list, which its
         #: cleanup reads.
         self.written = written
         self._waiters: list[tuple[str, asyncio.Future[None]]] = []
+        #: The loop the acquisition runs on (its renewals are deferred on it).
+        self.loop = asyncio.get_running_loop()
         self._held: Held | None = None
 
     async def run(self, deadline: float, single: bool, first: FirstWrite | None) -> Held:
@@ -224,7 +225,8 @@ class Driver:
         # sees this waiter or we see that the key is no longer held here.
         self._release_waiters(None)
         self._waiters = [
-            (key, observations.waiter((core.table, key))) for key in self.target.wake_keys
+            (key, observations.wait((core.table, key), self.loop.create_future()))
+            for key in self.target.wake_keys
         ]
         now = attempt.now = core.clock.monotonic()
         for key, item in rows.items():

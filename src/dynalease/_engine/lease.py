@@ -13,8 +13,7 @@ from .clock import Clock
 from .observations import Observations
 from .release import Releaser
 from .renew import Renewer
-from .requests import FirstWrite, Requests
-from .store import LockStore
+from .store import FirstWrite, LockStore
 from .targets import KeyTarget, Target
 
 __all__ = ["Lease", "LeaseSpec"]
@@ -47,11 +46,10 @@ class Lease(LeaseCore):
         written = [aim.rows(aim.first_key)]
         # The releaser hears from the parts it releases through (``LeaseEvents``).
         self.releaser = Releaser(self, written)
-        self.requests = Requests(self, self.releaser)
-        self.renewer = Renewer(self, self.requests, self.releaser)
-        self.releaser.serve(self.requests, self.renewer)
-        self.acquirer = Acquirer(self, self.requests, self.renewer, aim, self.releaser, written)
-        self.caller = CallerPath(self, self.requests, self.acquirer, self.renewer, self.releaser)
+        self.renewer = Renewer(self, self.releaser)
+        self.releaser.serve(self.renewer)
+        self.acquirer = Acquirer(self, self.renewer, aim, self.releaser, written)
+        self.caller = CallerPath(self, self.acquirer, self.renewer, self.releaser)
 
     async def acquire(self, first: FirstWrite | None = None) -> None:
         """Acquire within the wait budget or raise LockNotAcquired (``Acquirer.acquire``)."""

@@ -57,11 +57,8 @@ class Observations:
         with self._lock:
             self._seen.pop(resource, None)
 
-    def waiter(self, resource: Resource) -> asyncio.Future[None]:
-        """A future resolved when a guard of this client releases ``resource`` (on the loop)."""
-        import asyncio
-
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    def wait(self, resource: Resource, future: asyncio.Future[None]) -> asyncio.Future[None]:
+        """``future``, resolved when a guard of this client releases ``resource`` (on the loop)."""
         self._waiters.setdefault(resource, []).append(future)
         return future
 

@@ -6,7 +6,7 @@ The same delete cleans up a row this guard wrote after it had given up.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import DynamoDBError, LockLost, LockReleaseError
 from . import protocol as p
@@ -14,11 +14,11 @@ from . import release_rules as rules
 from .base import DEADLINE_PASSED, LeaseCore, logged_key
 from .release_rules import Deletion
 from .renew import Renewer
-from .requests import BudgetSpent, FirstWrite, OutcomeUnknown, Requests
 from .states import Event, State
+from .store import BudgetSpent, FirstWrite, OutcomeUnknown
 
 if TYPE_CHECKING:
-    import asyncio
+    from .release_loop import ReleaseLoop
 
 log = logging.getLogger("dynalease")
 
@@ -31,23 +31,34 @@ class Releaser:
     list). Made before the parts it is told about, which :meth:`serve` then hands it.
     """
 
-    requests: Requests
     renewer: Renewer
 
     def __init__(self, core: LeaseCore, written: list[tuple[str, ...]]) -> None:
         self.core = core
         self._written = written
-        #: One clean-up at a time (made on the loop at the first: most guards never need it).
-        self._cleaning: asyncio.Lock | None = None
+        self._on_loop: ReleaseLoop | None = None
 
-    def serve(self, requests: Requests, renewer: Renewer) -> None:
-        """Release through ``requests``, stopping ``renewer`` (each of which reports to us)."""
-        self.requests = requests
+    def serve(self, renewer: Renewer) -> None:
+        """Release stopping ``renewer`` (which reports to us)."""
         self.renewer = renewer
+
+    @property
+    def on_loop(self) -> ReleaseLoop:
+        """The release's loop side, made on the loop by the first step that needs it (a
+        sync caller's release that its own thread ends never does)."""
+        if self._on_loop is None:
+            from .release_loop import ReleaseLoop  # asyncio comes with it
+
+            self._on_loop = ReleaseLoop(self.core, self)
+        return self._on_loop
+
+    def watch_late_answer(self, late: Any) -> None:
+        """A write a caller's thread sent may still land: delete it if it does (on the loop)."""
+        self.on_loop.requests.watch_late_answer(late)
 
     def landed(self) -> None:
         """A write the lease gave up on may have landed after all: delete what it wrote."""
-        self.core.background(self.cleanup_late())
+        self.on_loop.background(self.cleanup_late())
 
     def deadline_reached(self) -> None:
         """The caller's deadline passed while held: see :meth:`end_at_deadline`."""
@@ -125,7 +136,7 @@ class Releaser:
         deadline: float,
         first: FirstWrite | None,
     ) -> rules.Outcome:
-        core, requests = self.core, self.requests
+        core, requests = self.core, self.on_loop.requests
         try:
             if isinstance(action, rules.Delete):
                 return await self._delete(action.keys, deadline, first)
@@ -153,7 +164,7 @@ class Releaser:
     async def _delete(
         self, keys: tuple[str, ...], deadline: float, first: FirstWrite | None
     ) -> rules.Outcome:
-        core, requests = self.core, self.requests
+        core, requests = self.core, self.on_loop.requests
         if first is not None:
             reply = requests.replay(first)
         else:
@@ -186,12 +197,8 @@ class Releaser:
 
     async def cleanup_late(self) -> None:
         """Delete every row this guard may have written after it stopped wanting it."""
-        import asyncio
-
         core = self.core
-        if self._cleaning is None:
-            self._cleaning = asyncio.Lock()
-        async with self._cleaning:
+        async with self.on_loop.cleaning:
             for keys in self._written:
                 deadline = core.clock.monotonic() + p.cleanup_budget(core.lease_s)
                 try:
@@ -216,7 +223,7 @@ class Releaser:
         cleanup = self.begin()
         core.released_at_deadline = True
         if cleanup is not None:
-            core.background(self._release_at_deadline(cleanup))
+            self.on_loop.background(self._release_at_deadline(cleanup))
 
     async def _release_at_deadline(self, cleanup: float) -> None:
         try:
@@ -233,7 +240,7 @@ class Releaser:
     def abandon(self) -> None:
         """The caller gave up on a guard it acquired: release in the background."""
         if self.core.state is State.HELD or self.core.state is State.LOST:
-            self.core.background(self._release_quietly())
+            self.on_loop.background(self._release_quietly())
 
     async def _release_quietly(self) -> None:
         try:

@@ -14,24 +14,27 @@ from .. import _tracing
 from ..exceptions import DynamoDBError
 from . import protocol as p
 from .base import LeaseCore, LeaseEvents, logged_key
-from .requests import EPSILON_S, BudgetSpent, OutcomeUnknown, Requests
-from .scheduling import ValidityWatch, deferred_renewals
+from .scheduling import deferred_renewals
 from .states import State
+from .store import BudgetSpent, OutcomeUnknown
 
 if TYPE_CHECKING:
     import asyncio
 
+    from .requests import Requests
     from .runtime import Runtime
 
 log = logging.getLogger("dynalease")
+
+#: Validity below this cannot be renewed in time.
+EPSILON_S = 1e-6
 
 
 class Renewer:
     """The renewal task of a held lease and the validity checks around it."""
 
-    def __init__(self, core: LeaseCore, requests: Requests, events: LeaseEvents) -> None:
+    def __init__(self, core: LeaseCore, events: LeaseEvents) -> None:
         self.core = core
-        self.requests = requests
         self._events = events
         self.task: asyncio.Task[None] | None = None
         self._stopped = False
@@ -49,10 +52,10 @@ class Renewer:
 
     def start_renewing(self) -> None:
         """Start the renewal task (on the runtime loop) unless released meanwhile."""
-        import asyncio
+        from .watch import watched  # the loop side of renewing, loaded by the first renewal
 
         if self.core.state is State.HELD and self.task is None and not self._stopped:
-            self.task = asyncio.ensure_future(self._run())
+            self.task = watched(self, self.core, self._events, self._run)
 
     def stop(self) -> None:
         """Stop renewing for good: cancel the task, and never start one."""
@@ -83,17 +86,12 @@ class Renewer:
         ):
             core.lose("its lease expired before a renewal was confirmed")
 
-    async def _run(self) -> None:
+    async def _run(self, requests: Requests) -> None:
         if self.trace_link is not None:  # renewals: traces of their own, linked
             _tracing.renewing(self.trace_link)
-        watch = ValidityWatch.of(self.core.clock)
-        watch.add(self)
-        try:
-            await self._renew_until_done()
-        finally:
-            watch.discard(self)
+        await self._renew_until_done(requests)
 
-    async def _renew_until_done(self) -> None:
+    async def _renew_until_done(self, requests: Requests) -> None:
         core, clock = self.core, self.core.clock
         interval = p.renew_interval(core.lease_s)
         retry = p.renew_retry_interval(core.lease_s)
@@ -114,13 +112,13 @@ class Renewer:
             if wait > 0:
                 await clock.sleep(min(wait, left))  # the watch covers clock jumps
                 continue
-            if await self._renew_once():
+            if await self._renew_once(requests):
                 assert core.validity is not None
                 next_attempt = core.validity.monotonic + interval
             else:
                 next_attempt = clock.monotonic() + retry
 
-    async def _renew_once(self) -> bool:
+    async def _renew_once(self, requests: Requests) -> bool:
         """One renewal attempt; True when confirmed, False to retry soon."""
         core = self.core
         assert core.validity is not None and core.version is not None
@@ -128,7 +126,7 @@ class Renewer:
         current, store = core.version, core.store
         version, stamp = core.new_version()
         try:
-            reply = await self.requests.send(
+            reply = await requests.send(
                 "write",
                 lambda limit: store.renew_rows(
                     core.table, core.keys, core.owner, current, version, limit
@@ -138,21 +136,23 @@ class Renewer:
         except BudgetSpent:
             return False
         except OutcomeUnknown:
-            return await self._read_and_reconcile(None, deadline, current)
+            return await self._read_and_reconcile(requests, None, deadline, current)
         except DynamoDBError as error:
             log.debug(
                 "dynalease: renewal of %s failed: %s", logged_key(core.key), core.log_text(error)
             )
             return False
         if reply is None:  # the condition failed: whose row is it now?
-            return await self._read_and_reconcile(self.requests.conflict_item, deadline, current)
+            return await self._read_and_reconcile(
+                requests, requests.conflict_item, deadline, current
+            )
         if core.state is State.HELD:
             core.confirm(version, stamp)
             core.tally.renewals += 1
         return True
 
     async def _read_and_reconcile(
-        self, item: dict[str, Any] | None, deadline: float, current: str
+        self, requests: Requests, item: dict[str, Any] | None, deadline: float, current: str
     ) -> bool:
         """Reconcile with ``item``, or with a strong read of the rows when there is none.
 
@@ -161,7 +161,7 @@ class Renewer:
         core = self.core
         try:
             if item is None:
-                items = await self.requests.read_rows(core.keys, deadline)
+                items = await requests.read_rows(core.keys, deadline)
                 lost = [row for row in items.values() if not core.owns(row)]
                 item = lost[0] if lost else items[core.keys[0]]
         except (BudgetSpent, OutcomeUnknown, DynamoDBError):

@@ -2,76 +2,35 @@
 
 A write that may still commit after we stopped waiting is watched, so that a late
 success never revives a guard that gave up: its row is deleted instead.
+
+On the loop side: this module imports ``asyncio`` at its top and is loaded by the first
+part of a lease that sends from the loop (the acquire driver, the renewal task, a
+release that goes on there); how a request ended (:class:`.store.OutcomeUnknown`,
+:class:`.store.FirstWrite`) is told in :mod:`.store`, which both sides import.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any
 
 from ..exceptions import DynamoDBError, RequestFailedError, ThrottledError
 from . import protocol as p
 from .base import LeaseCore, LeaseEvents, logged_key
+from .pacing import Unread
 from .shapes import reply_of
 from .states import State
-from .store import ConditionFailed, Limit, Reply, TimedOut
-
-if TYPE_CHECKING:
-    import asyncio
+from .store import BudgetSpent, ConditionFailed, FirstWrite, Limit, OutcomeUnknown, Reply, TimedOut
 
 Item = dict[str, Any]
 
 log = logging.getLogger("dynalease")
 
-#: Validity below this cannot be renewed in time.
-EPSILON_S = 1e-6
-
 _GAVE_UP = (State.NOT_ACQUIRED, State.CANCELLED)
-
-
-class FirstWrite(NamedTuple):
-    """How a write sent from a sync caller's own thread ended, for the engine to go on from.
-
-    ``error`` is None when nothing was sent; ``late`` is the still-open request.
-    """
-
-    operation: str
-    deadline: float
-    error: BaseException | None
-    late: Any = None
-    version: str = ""
-    start: float = 0.0
-    single: bool = False
-
-    @property
-    def sent(self) -> bool:
-        return self.error is not None
-
-
-class OutcomeUnknown(Exception):
-    """A request whose outcome is unknown: timed out, reset, or a 5xx answer."""
-
-    def __init__(self, task: asyncio.Future[Reply], cause: BaseException | None) -> None:
-        super().__init__(str(cause) if cause else "no answer within the request timeout")
-        self.task = task
-        self.cause = cause
-
-
-class BudgetSpent(Exception):
-    """No time is left for another request within the current deadline."""
-
-
-def interrupted_failure(operation: str) -> RequestFailedError:
-    """What an interrupted blocking write counts as: sent, outcome unknown."""
-    return RequestFailedError(
-        f"{operation} was interrupted before its answer arrived; it may have been applied",
-        code="Interrupted",
-        operation=operation,
-        may_have_committed=True,
-    )
 
 
 class Requests:
@@ -92,8 +51,6 @@ class Requests:
 
         Raises :class:`OutcomeUnknown`, or ``DynamoDBError`` when it was surely not applied.
         """
-        import asyncio
-
         core = self.core
         timeout = p.request_timeout(core.lease_s, deadline - core.clock.monotonic())
         if timeout <= 0:
@@ -122,11 +79,8 @@ class Requests:
 
     def replay(self, first: FirstWrite) -> Reply | None:
         """How a write sent from a caller's thread ended, as :meth:`send` would say it."""
-        import asyncio
-
         if first.late is not None:
-            finished = self.core.store.finish_late(first.late)
-            self.watch_late(asyncio.ensure_future(finished))
+            self.watch_late_answer(first.late)
         assert first.error is not None
         outcome: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         outcome.set_exception(first.error)
@@ -175,8 +129,6 @@ class Requests:
     def _late_reply(
         self, kind: str, late: list[Awaitable[dict[str, Any]]]
     ) -> asyncio.Future[Reply]:
-        import asyncio
-
         async def reply() -> Reply:
             return reply_of("GetItem" if kind == "read" else "write", await late[0])
 
@@ -191,8 +143,6 @@ class Requests:
     async def read_rows(self, keys: tuple[str, ...], deadline: float) -> dict[str, Item | None]:
         """Every row at ``keys``, strongly consistent (None where none): one GetItem for one
         key, else BatchGetItem until none is left unread."""
-        from .pacing import Unread  # loaded with the loop's work
-
         core, found, asked, read = self.core, dict[str, Item](), keys, self.core.store.read_rows
         unread = Unread(core.lease_s, random.Random(random.getrandbits(64)))
         while True:
@@ -208,6 +158,10 @@ class Requests:
             if left <= 0:
                 raise BudgetSpent
             await core.clock.sleep(min(left, pause))
+
+    def watch_late_answer(self, late: Any) -> None:
+        """:meth:`watch_late` for a write a caller's thread sent (``FirstWrite.late``)."""
+        self.watch_late(asyncio.ensure_future(self.core.store.finish_late(late)))
 
     def watch_late(self, task: asyncio.Future[Reply]) -> None:
         """A write that may still commit: clean it up if it lands after we moved on."""

@@ -2,7 +2,8 @@
 
 Renewal goes on while user code, or the user's event loop, is stuck. The loop
 starts on first need (docs/architecture.md, "The runtime's loop starts on first
-need"), so ``asyncio`` is imported only where it is used. After ``fork()``,
+need"): ``asyncio`` comes with the loop's own module, :mod:`.loop`, which the
+runtime's thread imports when the loop starts. After ``fork()``,
 anything made before it refuses to work rather than hang: it compares
 :data:`generation` (no system call, unlike ``os.getpid()``).
 """
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     import asyncio
     import concurrent.futures
 
+    from .loop import RunningLoop
+
 T = TypeVar("T")
 
 #: Threads for transports that block (botocore): bounds concurrency; no thread is held per lease.
@@ -40,8 +43,8 @@ class Runtime:
         self.generation = generation
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._lanes: dict[str, concurrent.futures.ThreadPoolExecutor] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
-        #: Guards the four above and below; the thread waits on it until the loop must start.
+        self._running: RunningLoop | None = None  # the event loop, once started
+        #: Guards the three above and below; the thread waits on it until the loop must start.
         self._starting = threading.Condition()
         self._start_by = math.inf  # monotonic: when the loop must run at the latest
         #: Callbacks waiting for the loop, in order, once each, with their ``needed_at``.
@@ -52,13 +55,9 @@ class Runtime:
     @property
     def executor(self) -> concurrent.futures.ThreadPoolExecutor:
         """The bounded pool for blocking work (and the loop's default executor)."""
-        import concurrent.futures
-
         with self._starting:
             if self._executor is None:
-                self._executor = concurrent.futures.ThreadPoolExecutor(
-                    max_workers=BLOCKING_WORKERS, thread_name_prefix="dynalease-io"
-                )
+                self._executor = _pool(BLOCKING_WORKERS, "dynalease-io")
             return self._executor
 
     def lane(self, endpoint: str) -> concurrent.futures.ThreadPoolExecutor:
@@ -67,33 +66,32 @@ class Runtime:
         An endpoint that does not answer holds its own lane's threads only: the requests
         of a lock on another endpoint (its renewals) never wait behind them.
         """
-        import concurrent.futures
-
         with self._starting:
             lane = self._lanes.get(endpoint)
             if lane is None:
-                lane = self._lanes[endpoint] = concurrent.futures.ThreadPoolExecutor(
-                    max_workers=LANE_WORKERS, thread_name_prefix=f"dynalease-io {endpoint}"
-                )
+                lane = self._lanes[endpoint] = _pool(LANE_WORKERS, f"dynalease-io {endpoint}")
             return lane
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
         """The runtime's event loop, started now if it is not running yet."""
-        loop = self._loop
-        if loop is None:
+        return self._started().loop
+
+    def _started(self) -> RunningLoop:
+        running = self._running
+        if running is None:
             with self._starting:
                 self._start_by = -math.inf
                 self._starting.notify_all()  # the runtime's thread, whoever else waits
-                while self._loop is None:
+                while self._running is None:
                     self._starting.wait()
-                loop = self._loop
-        return loop
+                running = self._running
+        return running
 
     @property
     def started(self) -> bool:
         """Whether the event loop has been started."""
-        return self._loop is not None
+        return self._running is not None
 
     def call_by(
         self, when: float, callback: Callable[[], object], needed_at: Callable[[], float]
@@ -106,27 +104,26 @@ class Runtime:
         """
         self.check()
         with self._starting:
-            loop = self._loop
-            if loop is None:
+            running = self._running
+            if running is None:
                 self._at_start[callback] = needed_at
                 if when < self._start_by:
                     self._start_by = when
                     self._starting.notify_all()
                 return
-        loop.call_soon_threadsafe(callback)
+        running.loop.call_soon_threadsafe(callback)
 
     def _run(self) -> None:
         with self._starting:
             while not self._must_start():
                 wait = self._start_by - time.monotonic()
                 self._starting.wait(None if wait == math.inf else wait)
-        import asyncio
+        from .loop import RunningLoop  # the loop starts: asyncio is loaded with it
 
-        loop = asyncio.new_event_loop()
-        loop.set_default_executor(self.executor)
-        asyncio.set_event_loop(loop)
+        running = RunningLoop(self.executor)
+        loop = running.loop
         with self._starting:
-            self._loop = loop
+            self._running = running
             waiting, self._at_start = list(self._at_start), {}
             self._starting.notify_all()
         for callback in waiting:
@@ -165,10 +162,8 @@ class Runtime:
             )
 
     def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        import asyncio
-
         self.check()
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        return self._started().submit(coroutine)
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine on the runtime and block this thread until it finishes."""
@@ -189,27 +184,8 @@ class Runtime:
     async def run_async(self, coroutine: Coroutine[Any, Any, T], *, shield: bool = False) -> T:
         """Await a runtime coroutine from any event loop; cancelling the caller cancels it
         unless ``shield`` (a release must still free its lock)."""
-        import asyncio
-
         self.check()
-        abandoned = False
-
-        async def unless_abandoned() -> T:
-            # A caller cancelled before the runtime got to it: never start the coroutine
-            # (the task's cancel, chained from the caller, would come after its first step).
-            if abandoned:
-                coroutine.close()
-                raise asyncio.CancelledError
-            return await coroutine
-
-        answer = asyncio.wrap_future(
-            asyncio.run_coroutine_threadsafe(unless_abandoned(), self.loop)
-        )
-        try:
-            return await (asyncio.shield(answer) if shield else answer)
-        except asyncio.CancelledError:
-            abandoned = not shield
-            raise
+        return await self._started().run_async(coroutine, shield)
 
     def call_soon(self, callback: Callable[[], object]) -> None:
         self.check()
@@ -230,6 +206,13 @@ def get_runtime() -> Runtime:
         if _runtime is None or _runtime.generation != generation:
             _runtime = Runtime()
         return _runtime
+
+
+def _pool(workers: int, name: str) -> concurrent.futures.ThreadPoolExecutor:
+    """A thread pool, made on first need: a late answer to read, or the loop's start."""
+    import concurrent.futures  # not with the runtime: a short sync hold needs no pool
+
+    return concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
 
 
 def _after_fork_in_child() -> None:

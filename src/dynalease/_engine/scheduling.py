@@ -1,7 +1,8 @@
-"""When held leases are looked at: the shared validity watch and deferred renewals.
+"""When held leases are looked at: deferred renewals, and what the validity watch sees.
 
-Both keep many leases on one timer per event loop and clock, and know a lease only as
-a :class:`Scheduled`, so this module imports no lease code.
+Deferred renewals keep many leases on one timer per event loop and clock, and know a
+lease only as a :class:`Scheduled`, so this module imports no lease code. The validity
+watch of leases that renew runs on the loop only: it is in :mod:`.watch`.
 """
 
 from __future__ import annotations
@@ -47,50 +48,6 @@ class Scheduled(Protocol):
 
 #: How deferred renewals reach their loop (:meth:`.runtime.Runtime.call_by`).
 CallBy = Callable[[float, Callable[[], object], Callable[[], float]], None]
-
-
-class ValidityWatch:
-    """Checks every held lease of one event loop and clock each WATCH_INTERVAL_S."""
-
-    def __init__(self, clock: Clock) -> None:
-        self.clock = clock
-        self.leases: set[Scheduled] = set()
-        self.task: asyncio.Future[None] | None = None
-
-    @classmethod
-    def of(cls, clock: Clock) -> ValidityWatch:
-        """The watch for ``clock`` on the running loop."""
-        import asyncio
-
-        by_clock = _WATCHES.setdefault(asyncio.get_running_loop(), {})
-        watch = by_clock.get(id(clock))
-        if watch is None or watch.clock is not clock:
-            watch = by_clock[id(clock)] = cls(clock)
-        return watch
-
-    def add(self, lease: Scheduled) -> None:
-        """Watch ``lease`` (on the loop) until :meth:`discard`."""
-        import asyncio
-
-        self.leases.add(lease)
-        if self.task is None or self.task.done():
-            self.task = asyncio.ensure_future(self._run())
-
-    def discard(self, lease: Scheduled) -> None:
-        """Stop watching ``lease``; the watch ends when it has none left."""
-        self.leases.discard(lease)
-
-    async def _run(self) -> None:
-        while self.leases:
-            await self.clock.sleep(WATCH_INTERVAL_S)
-            monotonic, wall = self.clock.monotonic(), self.clock.wall()
-            for lease in list(self.leases):
-                lease.check_validity(monotonic, wall)
-
-
-_WATCHES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, ValidityWatch]] = (
-    weakref.WeakKeyDictionary()
-)
 
 
 class DeferredRenewals:

@@ -8,7 +8,7 @@ dynalease errors.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..exceptions import RequestFailedError, TransactionCanceledException
 from . import shapes
@@ -16,23 +16,75 @@ from .protocol import LockRow
 from .shapes import Item, Reply, reply_of, write_reply
 from .wire import LoopTransport, Request, TimedOut, Transport, bounded, late_answer
 
+if TYPE_CHECKING:
+    import asyncio
+
 __all__ = [
     "TLS_REFUSED",
+    "BudgetSpent",
     "ConditionFailed",
+    "FirstWrite",
     "Limit",
     "LockStore",
     "LoopTransport",
+    "OutcomeUnknown",
     "Reply",
     "Request",
     "TimedOut",
     "Transport",
     "bounded",
+    "interrupted_failure",
 ]
 
 
 #: The ``code`` of a request whose TLS handshake refused the endpoint's certificate (the
 #: ``ssl`` error's class name, on every transport): never sent, and a setting to fix.
 TLS_REFUSED = "SSLCertVerificationError"
+
+
+# --- how a request ended, as both sides of the loop see it --------------------
+
+
+class FirstWrite(NamedTuple):
+    """How a write sent from a sync caller's own thread ended, for the engine to go on from.
+
+    ``error`` is None when nothing was sent; ``late`` is the still-open request.
+    """
+
+    operation: str
+    deadline: float
+    error: BaseException | None
+    late: Any = None
+    version: str = ""
+    start: float = 0.0
+    single: bool = False
+
+    @property
+    def sent(self) -> bool:
+        return self.error is not None
+
+
+class OutcomeUnknown(Exception):
+    """A request whose outcome is unknown: timed out, reset, or a 5xx answer."""
+
+    def __init__(self, task: asyncio.Future[Reply], cause: BaseException | None) -> None:
+        super().__init__(str(cause) if cause else "no answer within the request timeout")
+        self.task = task
+        self.cause = cause
+
+
+class BudgetSpent(Exception):
+    """No time is left for another request within the current deadline."""
+
+
+def interrupted_failure(operation: str) -> RequestFailedError:
+    """What an interrupted blocking write counts as: sent, outcome unknown."""
+    return RequestFailedError(
+        f"{operation} was interrupted before its answer arrived; it may have been applied",
+        code="Interrupted",
+        operation=operation,
+        may_have_committed=True,
+    )
 
 
 class ConditionFailed(Exception):

@@ -152,7 +152,7 @@ def test_a_clean_blocking_release_needs_no_runtime_unless_someone_waits() -> Non
 
         second = h.lease()
         assert second.caller.acquire_blocking() is None
-        waiter = h.observations.waiter(("locks", "k"))
+        waiter = h.observations.wait(("locks", "k"), asyncio.get_running_loop().create_future())
         assert second.caller.release_blocking() is None
         assert second.caller.after_blocking_release() is True
         second.caller.released_elsewhere()

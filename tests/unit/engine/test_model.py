@@ -427,7 +427,8 @@ class LeaseModel(RuleBasedStateMachine):
             if task is not None:
                 task.cancel()
         self.settle()
-        for background in list(lease._tasks):
+        on_loop = lease.releaser._on_loop  # made if the release left work in the background
+        for background in on_loop.tasks() if on_loop is not None else []:
             background.cancel()
         self.settle()
         self.seen["crash"] += 1
