@@ -22,8 +22,9 @@ import uuid
 from typing import Any
 
 from dynalease._engine.store import Request
+from dynalease._tooling import LOCAL_CREDENTIALS, LOCAL_REGION
 from dynalease._tooling.console import use_rich
-from dynalease._tooling.local_server import LOCAL_CREDENTIALS, LOCAL_REGION, LocalServer
+from dynalease._tooling.local_server import LocalServer
 
 from .checks import check_run, plural
 from .plan import DemoError, DemoOptions, Plan

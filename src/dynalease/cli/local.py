@@ -19,6 +19,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from .._tooling import LOCAL_CREDENTIALS, LOCAL_REGION
 from ..client import DynamoDBClient
 from .common import EXIT_OK, EXIT_USAGE, NEEDS_MOTO, CommandError, table_name, whole_number
 
@@ -64,8 +65,6 @@ def add_parser(commands: Any) -> None:
 
 def instructions(url: str, tables: Sequence[str] = ()) -> str:
     """What ``dynalease local`` prints once it listens on ``url``: shell lines to paste."""
-    from .._tooling.local_server import LOCAL_CREDENTIALS, LOCAL_REGION  # http.server: `local` only
-
     exports = {
         "AWS_ENDPOINT_URL_DYNAMODB": url,
         **LOCAL_CREDENTIALS,
@@ -138,8 +137,6 @@ def _create_tables(url: str, tables: Sequence[str]) -> None:
     """Create each lock table on the server at ``url`` (a fresh one: none exists yet)."""
     if not tables:
         return
-    from .._tooling.local_server import LOCAL_CREDENTIALS, LOCAL_REGION  # http.server: `local` only
-
     client = DynamoDBClient(
         region=LOCAL_REGION,
         endpoint_url=url,
