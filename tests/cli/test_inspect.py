@@ -115,7 +115,7 @@ def test_watch_shows_renewals_and_rows_a_contender_may_take_over_without_writing
             lock_table,
             "--watch",
             "--for",
-            "4",
+            "6",  # about four renewals, two asserted: one may come late on a loaded machine
             "--interval",
             "0.3",
             "--plain",
