@@ -219,6 +219,7 @@ class DynamoDBClient:
         permit_keys: tuple[str, ...] = (),
         fencing: bool = False,
         keys: tuple[str, ...] = (),
+        metadata: dict[str, Any] | None = None,
     ) -> Lease:
         """A lease on ``key``, a semaphore's (``permit_keys``) or a multi-key lock's (``keys``)."""
         self._check_process()
@@ -230,7 +231,13 @@ class DynamoDBClient:
             key=key,
             target=PermitTarget(key, permit_keys) if permit_keys else target,
             spec=LeaseSpec(
-                table, lease_s, wait_s, fencing=fencing, journal=self._journal, on_lost=on_lost
+                table,
+                lease_s,
+                wait_s,
+                fencing=fencing,
+                journal=self._journal,
+                on_lost=on_lost,
+                metadata=metadata,
             ),
         )
         self._leases.add(lease)

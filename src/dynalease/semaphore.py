@@ -7,10 +7,11 @@ permit is held, the guard behaves exactly like a lock guard on that row.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ParamSpec, TypeVar, cast
 
 from ._calls import guarded_calls
+from ._engine.holder import check_metadata
 from ._engine.permits import PermitTarget
 from ._engine.states import State
 from .client import DynamoDBClient
@@ -44,11 +45,14 @@ class _SemaphoreGuard(_Guard):
         lease_duration: float = 30.0,
         wait_timeout: float = 35.0,
         on_lost: OnLost | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> None:
         lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
         keys = permit_keys(key, permits)
         self._client = client
-        self._lease = client._new_lease(table, key, lease_s, wait_s, on_lost, keys)
+        self._lease = client._new_lease(
+            table, key, lease_s, wait_s, on_lost, keys, metadata=check_metadata(metadata)
+        )
 
     @property
     def _permit(self) -> PermitTarget:
@@ -116,6 +120,7 @@ def distributed_semaphore(
     lease_duration: float = 30.0,
     wait_timeout: float = 35.0,
     on_lost: OnLost | None = None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Run each call of a ``def`` or ``async def`` function holding one of ``permits`` permits.
 
@@ -130,6 +135,7 @@ def distributed_semaphore(
             ...
     """
     lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
+    check_metadata(metadata)
     template = KeyTemplate(key)
     # A fixed key is checked whole now; else the count now, each resolved key at call time.
     permit_keys(template.resolve({}) if not template.placeholders else "k", permits)
@@ -139,6 +145,7 @@ def distributed_semaphore(
         "lease_duration": lease_s,
         "wait_timeout": wait_s,
         "on_lost": on_lost,
+        "metadata": metadata,
     }
     return guarded_calls(
         "distributed_semaphore",

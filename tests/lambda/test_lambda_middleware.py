@@ -678,3 +678,27 @@ def test_event_data_never_reaches_an_error_message_only_types_sizes_and_indices(
     message = str(raised.value)
     assert shown in message
     assert CARD[:6] not in message and "'123'" not in message, message
+
+
+# --- who holds the row -------------------------------------------------------------
+
+
+def test_an_invocations_row_names_its_function_version_and_request_id(
+    lock_table: str, other_client: DynamoDBClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "orders-sync")
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_VERSION", "12")
+    seen: dict[str, Any] = {}
+
+    @lock_handler(key="order:{id}")
+    def handler(event: Any, context: Any) -> None:
+        key = current_lock().key
+        item = other_client.sync_get_item(lock_table, {"key": key}, consistent_read=True)
+        seen.update(item["holder"] if item else {})
+
+    handler({"id": _id()}, CountdownContext(60, aws_request_id="8f5c3e2a-invocation"))
+    assert seen["lambda"] == {
+        "function": "orders-sync",
+        "version": "12",
+        "request_id": "8f5c3e2a-invocation",
+    }

@@ -253,13 +253,17 @@ class Harness:
         on_lost: Callable[[LockLost], object] | None = None,
         fencing: bool = False,
         journal: Journal | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> Lease:
+        spec = LeaseSpec(
+            TABLE, lease, wait, fencing=fencing, journal=journal, on_lost=on_lost, metadata=metadata
+        )
         return Lease(
             store=LockStore(self.transport),
             clock=self.clock,
             observations=self.observations if observations is None else observations,
             key=key,
-            spec=LeaseSpec(TABLE, lease, wait, fencing=fencing, journal=journal, on_lost=on_lost),
+            spec=spec,
         )
 
     def permit_lease(

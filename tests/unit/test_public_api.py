@@ -115,6 +115,7 @@ LOCK_PARAMETERS = [
     ("on_lost", KW, None),
     ("fencing", KW, False),  # beyond the reference: fenced (protocol-2) rows, opt-in
     ("keys", KW, None),  # beyond the reference: several keys at once, exclusive with key
+    ("metadata", KW, None),  # beyond the reference: the user's part of the rows' holder map
 ]
 
 
@@ -141,6 +142,7 @@ def test_the_async_lock_is_an_async_context_and_the_sync_lock_a_sync_one() -> No
 def test_guards_offer_the_named_checks_signals_and_metrics(face: Any) -> None:
     assert parameters(face.raise_if_lost) == []
     assert [p[0] for p in parameters(face.check_in)] == ["transaction"]
+    assert parameters(face.set_metadata) == [("metadata", POS, EMPTY)]
     assert parameters(face.wait_lost) == [("timeout", POS, None)]
     assert inspect.iscoroutinefunction(face.until_lost)
     for name in ("metrics", "lost", "time_left", "owner", "key", "table"):

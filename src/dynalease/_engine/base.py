@@ -18,6 +18,7 @@ from ..metrics import LockMetrics
 from . import protocol as p
 from .clock import Clock, Stamp
 from .counters import Tally
+from .holder import Holder
 from .journal import Journal
 from .observations import Observations
 from .shapes import condition_item
@@ -68,6 +69,8 @@ class LeaseSpec:
     journal: Journal | None = None
     #: Called (on a thread of its own) once ownership is lost.
     on_lost: Callable[[LockLost], object] | None = None
+    #: The user's metadata for the rows' holder map (``holder.check_metadata``'s form).
+    metadata: dict[str, Any] | None = None
 
     @property
     def protocol(self) -> int:
@@ -116,6 +119,8 @@ class LeaseCore:
         #: written, renewed and deleted together with one version: set by :meth:`hold`.
         self.keys = keys
         self.owner = p.new_token()
+        #: Who holds the rows, written with each create and takeover (``holder.py``).
+        self.holder = Holder(spec.metadata)
         self.state = State.NEW
         #: Why ownership was lost: written only by :meth:`lose`.
         self.loss: str | None = None
@@ -236,7 +241,9 @@ class LeaseCore:
     def new_write(self, key: str) -> tuple[p.LockRow, Stamp]:
         """The row of our next create or takeover at ``key``, stamped and noted as pending."""
         version, stamp = self.new_version()
-        return p.LockRow(key, self.owner, version, self.spec.lease_ms, self.spec.protocol), stamp
+        spec, holder = self.spec, self.holder.for_write()
+        row = p.LockRow(key, self.owner, version, spec.lease_ms, spec.protocol, None, holder)
+        return row, stamp
 
     def new_version(self) -> tuple[str, Stamp]:
         """A version for our next write (a renewal's), stamped now and noted as pending."""

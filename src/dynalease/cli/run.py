@@ -26,6 +26,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from .._engine.holder import set_command
 from .._redact import logged_key
 from ..exceptions import LockLost, LockNotAcquired, LockReleaseError, LockUnavailable
 from ..keys import permit_keys, validate_key
@@ -252,6 +253,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
                 EXIT_USAGE,
             )
     _check_keys(keys, args)
+    set_command(os.path.basename(command[0]))  # the name only: arguments may hold secrets
     client = make_client(args)
     if not client.sync_table_exists(args.table):
         raise CommandError(
