@@ -15,6 +15,7 @@ The tree::
     │   │   └── LockUnavailable    (an outage, not contention)
     │   ├── LockLost
     │   ├── LockReleaseError
+    │   ├── LockNotBroken          (reason: break_lock changed nothing)
     │   └── MalformedLockRow       (problem)
     │       └── FencingMismatch
     ├── DynamoDBError              (code, operation)
@@ -52,6 +53,7 @@ __all__ = [
     "LockHeldAtSnapshot",
     "LockLost",
     "LockNotAcquired",
+    "LockNotBroken",
     "LockOwnershipLost",
     "LockReleaseError",
     "LockUnavailable",
@@ -148,6 +150,19 @@ class LockReleaseError(LockError):
     The row is still bounded by its lease: another owner can take it over after
     observing it unchanged for the stored lease.
     """
+
+
+class LockNotBroken(LockError):
+    """:func:`dynalease.admin.break_lock` deleted nothing: there was no holder to break, or
+    the row changed (a renewal, a release, a takeover) after it was read or shown.
+
+    ``reason`` says which. Look at the row again (``dynalease ls``) before retrying.
+    """
+
+    def __init__(self, message: str, *, reason: str, **context: str | None) -> None:
+        super().__init__(message, **context)  # table, key, owner, request_id
+        #: Why nothing was broken, without the advice around it.
+        self.reason = reason
 
 
 class MalformedLockRow(LockError):

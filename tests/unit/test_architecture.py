@@ -52,6 +52,7 @@ ALLOWED: dict[str, set[str]] = {
     "_lambda": BASE
     | {"_engine", "client", "lock", "semaphore", "keys", "_keyset", "metrics", "_calls"},
     "middleware": BASE | {"_lambda", "client", "lock", "keys", "_keyset", "metrics"},
+    "admin": BASE | {"_engine", "_values", "client", "keys"},
     "testing": BASE | {"_engine", "_transport", "_values", "client"},
     "cdk": BASE,
     "_extension": BASE | {"_engine", "_transport", "client"},
@@ -70,7 +71,7 @@ ALLOWED: dict[str, set[str]] = {
         "keys",
         "_keyset",
     }
-    | {"metrics", "testing"},
+    | {"metrics", "testing", "admin"},
 }
 
 

@@ -203,6 +203,26 @@ def _delete_params(table: str, key: str, owner: str) -> dict[str, Any]:
     }
 
 
+def break_request(table: str, row: LockRow) -> tuple[str, dict[str, Any]]:
+    """A force release of exactly ``row`` (its owner and version still there), answering the
+    old row: a delete, or for a fenced row the release's update (the counter stays)."""
+    params: dict[str, Any] = {
+        "TableName": table,
+        "Key": {KEY_ATTR: {"S": row.key}},
+        "ConditionExpression": "#o = :o AND #v = :v",
+        "ExpressionAttributeNames": dict(_NAMES_OWNER_VERSION),
+        "ExpressionAttributeValues": {":o": {"S": row.owner}, ":v": {"S": row.version}},
+        "ReturnValues": "ALL_OLD",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+    if not row.fenced:
+        return "DeleteItem", params
+    params["UpdateExpression"] = RELEASE_UPDATE
+    params["ExpressionAttributeNames"].update({"#l": LEASE_ATTR, "#h": HOLDER_ATTR})
+    return "UpdateItem", params
+
+
 # --- protocol 2: the fenced writes --------------------------------------------
 
 ACQUIRE_UPDATE = (

@@ -53,7 +53,7 @@ def read_rows(
         items = [answer["Item"]] if "Item" in answer else []
     else:
         items = list(_scan(client, table, prefix))
-    return sorted((_row(item, table) for item in items), key=lambda row: row.key)
+    return sorted((row_of(item, table) for item in items), key=lambda row: row.key)
 
 
 def _scan(client: DynamoDBClient, table: str, prefix: str | None) -> Iterator[dict[str, Any]]:
@@ -70,7 +70,8 @@ def _scan(client: DynamoDBClient, table: str, prefix: str | None) -> Iterator[di
         params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
-def _row(item: dict[str, Any], table: str) -> Row:
+def row_of(item: dict[str, Any], table: str) -> Row:
+    """One item as a :class:`Row`: parsed, free, or not a lock row (and why)."""
     key_value = item.get(p.KEY_ATTR, {})
     key = key_value.get("S", repr(key_value)) if isinstance(key_value, dict) else repr(key_value)
     try:
@@ -182,3 +183,25 @@ class Watcher:
 def count_rows(rows: list[Row]) -> str:
     """ "3 lock rows", for a title or a footer."""
     return f"{len(rows)} lock row{'' if len(rows) == 1 else 's'}"
+
+
+def holder_text(holder: dict[str, Any]) -> str:
+    """A row's holder map on one line, for people; a row without one is pydynox's."""
+    if not holder:
+        return "not named (a pydynox row, or written before dynalease named holders)"
+    parts = [f"{holder.get('host', '?')} pid {holder.get('pid', '?')}"]
+    if "acquired_at" in holder:
+        parts.append(f"since {holder['acquired_at']}")
+    function = holder.get("lambda")
+    if isinstance(function, dict):
+        parts.append(
+            f"Lambda {function.get('function')}:{function.get('version', '?')} "
+            f"request {function.get('request_id', '?')}"
+        )
+    if "platform" in holder:
+        parts.append(str(holder["platform"]))
+    if "command" in holder:
+        parts.append(f"run {holder['command']}")
+    if "metadata" in holder:
+        parts.append(f"metadata {holder['metadata']}")
+    return escaped(", ".join(parts))
