@@ -309,3 +309,18 @@ def ls_cells(rows: list[Row], now: float) -> list[tuple[str, ...]]:
             )
         )
     return cells
+
+
+def abandoned_rows(first: list[Row], second: list[Row], unchanged_for: float) -> list[Row]:
+    """The rows of ``second`` unchanged since ``first`` (same owner, version and lease) for
+    longer than their stored lease: ``unchanged_for`` is the time from the end of the first
+    read to the start of the second. A renewal writes a new random version, so a row seen
+    twice with one identity was not renewed in between: the engine's takeover rule."""
+    before = {row.key: row.parsed.identity for row in first if row.parsed is not None}
+    return [
+        row
+        for row in second
+        if row.parsed is not None
+        and before.get(row.key) == row.parsed.identity
+        and unchanged_for > row.parsed.lease_ms / 1000
+    ]
