@@ -1,4 +1,4 @@
-"""The ``dynalease`` command: inspect, doctor, local, run, break, ls and gc.
+"""The ``dynalease`` command: inspect, doctor, local, run, break, ls, top and gc.
 
 Importing this package loads argument parsing and the library's faces (which every
 command but ``--help`` uses); boto3, moto and rich are imported by the subcommand
@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import breaking, doctor, gc, inspect, local, ls, run
+from . import breaking, doctor, gc, inspect, local, ls, run, top
 from .common import EXIT_USAGE, Parser, exit_status, run_command
 
 __all__ = ["main"]
@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"dynalease {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
-    for command in (inspect, doctor, local, run, breaking, ls, gc):
+    for command in (inspect, doctor, local, run, breaking, ls, top, gc):
         command.add_parser(commands)
     return parser
 
@@ -73,6 +73,6 @@ def _dispatch(args_list: list[str]) -> int:
         parser.print_help()
         return EXIT_USAGE
     commands = {"inspect": inspect, "doctor": doctor, "local": local}
-    commands.update({"break": breaking, "ls": ls, "gc": gc})
+    commands.update({"break": breaking, "ls": ls, "top": top, "gc": gc})
     command = commands[args.command]
     return run_command(args.command, lambda: command.run(args))
