@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar, cast
 
-from . import _tracing, shutdown
+from . import _meters, _tracing, shutdown
 from ._advice import explain
 from ._calls import CALL, guarded_calls
 from ._engine.deadline import suspension_warning
@@ -249,7 +249,7 @@ class _Guard:
             )
         runtime = self._client._runtime()
         try:
-            with _tracing.acquiring(self._lease) as link:
+            with _tracing.acquiring(self._lease) as link, _meters.acquiring(self._lease):
                 self._lease.renewer.trace_link = link
                 yield runtime
         except DynamoDBError as error:
@@ -271,7 +271,7 @@ class _Guard:
         if exc is not None and not isinstance(exc, Exception):
             suspension_warning(self._lease, exc)
         try:
-            with _tracing.releasing(self._lease):
+            with _tracing.releasing(self._lease), _meters.releasing(self._lease):
                 yield
         except Exception as cleanup_error:
             if exc is None:

@@ -333,7 +333,12 @@ def test_it_stacks_under_logger_and_metrics_with_one_log_line_and_emf_metrics_pe
 
     emf = observed.emf()
     names = {m["Name"]: m["Unit"] for m in emf["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
-    assert names == {"LockAcquired": "Count", "LockWaitMs": "Milliseconds", "LockRenewals": "Count"}
+    assert names == {
+        "LockAcquired": "Count",
+        "LockWaitMs": "Milliseconds",
+        "LockRenewals": "Count",
+        "LockHeldMs": "Milliseconds",
+    }
     assert emf["LockAcquired"] == [1.0] and emf["LockRenewals"] == [0.0]
     assert emf["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "DynaleaseTests"
 
@@ -702,3 +707,25 @@ def test_an_invocations_row_names_its_function_version_and_request_id(
         "version": "12",
         "request_id": "8f5c3e2a-invocation",
     }
+
+
+def test_a_takeover_of_an_abandoned_row_is_counted_as_contended_and_as_a_takeover(
+    lock_table: str, other_client: DynamoDBClient, observed: _Observed
+) -> None:
+    key = f"order:{_id()}"
+    other_client.sync_put_item(  # a holder that died: pydynox's row shape, a 0.1 s lease
+        lock_table,
+        {"key": key, "owner": str(uuid.uuid4()), "version": "v", "lease_ms": 100, "protocol": 1},
+    )
+
+    @observed.metrics.log_metrics
+    @lock_handler(key="{key}", metrics=observed.metrics)
+    def handler(event: Any, context: Any) -> None:
+        pass
+
+    handler({"key": key}, CountdownContext(60))
+    emf = observed.emf()
+    assert emf["LockAcquired"] == [1.0]
+    assert emf["LockContended"] == [1.0] and emf["LockTakeover"] == [1.0]
+    assert emf["LockWaitMs"][0] >= 100  # it watched the row for the stored lease
+    assert len(emf["LockHeldMs"]) == 1

@@ -131,6 +131,8 @@ class LeaseCore:
         self.validity: Stamp | None = None
         self.last_request_id: str | None = None
         self.took_over = False
+        #: When the acquisition was won (on the lease's clock; for the hold time metric).
+        self.held_since: float | None = None
         #: The caller's deadline (``deadline.py``), and whether it ended the hold.
         self.deadline: float | None = None
         self.released_at_deadline = False
@@ -223,6 +225,7 @@ class LeaseCore:
         since only a change of owner changes it.
         """
         self.keys, self.took_over = held.keys, held.took_over
+        self.held_since = self.clock.monotonic()
         self.confirm(held.version, held.stamp)
         item = held.item
         if self.fencing:
