@@ -13,6 +13,7 @@ from constructs import Construct
 
 from ..constants import ENV_TABLE
 from ._checks import check_optional_name, check_removal_policy
+from .dashboard import LockDashboard
 from .layer import LockLayer
 
 __all__ = ["INSPECT_ACTIONS", "LOCK_ACTIONS", "SEMAPHORE_ACTIONS", "TABLE_ENV_VAR", "LockTable"]
@@ -71,6 +72,12 @@ class LockTable(Construct):
         mistaken ``cdk destroy`` or console delete cannot drop held locks; pass
         ``False`` for throwaway stacks).
     :param encryption_key: a customer managed KMS key; by default the AWS owned key.
+    :param dashboard: add a CloudWatch dashboard and alarms (:class:`LockDashboard`) over
+        the middleware's EMF metrics in ``metrics_namespace`` / ``metrics_service`` (your
+        Powertools ``Metrics`` namespace and service), alarming at a lost lock, a throttled
+        lock request and a p99 wait over ``wait_p99_alarm_ms``.
+    :param contributor_insights: CloudWatch Contributor Insights on the table's throttled
+        keys (the hot lock keys); billed per event, so throttled keys only.
     """
 
     def __init__(
@@ -83,6 +90,11 @@ class LockTable(Construct):
         point_in_time_recovery: bool = True,
         deletion_protection: bool = True,
         encryption_key: kms.IKey | None = None,
+        dashboard: bool = False,
+        metrics_namespace: str = "dynalease",
+        metrics_service: str = "dynalease",
+        wait_p99_alarm_ms: float = 5_000.0,
+        contributor_insights: bool = False,
     ) -> None:
         check_optional_name(
             table_name,
@@ -96,6 +108,8 @@ class LockTable(Construct):
         for name, value in (
             ("point_in_time_recovery", point_in_time_recovery),
             ("deletion_protection", deletion_protection),
+            ("dashboard", dashboard),
+            ("contributor_insights", contributor_insights),
         ):
             if not isinstance(value, bool):
                 raise TypeError(f"{name} must be True or False, got {value!r}")
@@ -126,8 +140,26 @@ class LockTable(Construct):
             ),
             encryption_key=encryption_key,
             removal_policy=removal_policy,
+            contributor_insights_specification=(
+                dynamodb.ContributorInsightsSpecification(
+                    enabled=True, mode=dynamodb.ContributorInsightsMode.THROTTLED_KEYS
+                )
+                if contributor_insights
+                else None
+            ),
         )
         """The underlying ``aws_dynamodb.Table`` (construct ID ``Table``)."""
+        self.dashboard: LockDashboard | None = None
+        """With ``dashboard=True``: the dashboard and alarms (construct ID ``Dashboard``)."""
+        if dashboard:
+            self.dashboard = LockDashboard(
+                self,
+                "Dashboard",
+                table=self.table,
+                namespace=metrics_namespace,
+                service=metrics_service,
+                wait_p99_alarm_ms=wait_p99_alarm_ms,
+            )
 
     @property
     def table_name(self) -> str:
