@@ -349,10 +349,12 @@ RUNTIME_ROOMS = frozenset({"_engine", "_transport"})
 RUNTIME_MODULES = frozenset(
     {
         "__init__",
+        "admin",  # break_lock, for an operator's own function too
         "_advice",
         "_calls",
         "_compute_modes",
         "_keyset",
+        "_meters",
         "_redact",
         "_spans",
         "_tracing",
