@@ -38,7 +38,8 @@ ALLOWED: dict[str, set[str]] = {
     "shutdown": BASE,
     "_calls": BASE | {"keys"},
     "_keyset": BASE | {"keys"},
-    "_engine": BASE | {"metrics"},
+    # _engine: _values only for the holder's user metadata, when a guard is given some.
+    "_engine": BASE | {"metrics", "_values"},
     "_values": BASE,
     "_transport": BASE | {"_engine", "_values"},
     # _transport: the endpoint requests went to, for messages that name it.

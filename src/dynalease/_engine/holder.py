@@ -66,24 +66,10 @@ def check_metadata(metadata: object, *, parameter: str = "metadata") -> dict[str
             "keep it to a few short facts (a job id, a URL), so that the lock row stays "
             "within one write capacity unit"
         )
-    return _attribute(metadata, parameter)["M"]  # type: ignore[no-any-return]
+    from .._values import to_attribute  # JSON values, as the item helpers store them
 
-
-def _attribute(value: Any, path: str) -> dict[str, Any]:
-    """A JSON value (already checked by ``json.dumps``) as an AttributeValue."""
-    if value is None:
-        return {"NULL": True}
-    if isinstance(value, bool):
-        return {"BOOL": value}
-    if isinstance(value, str):
-        return {"S": value}
-    if isinstance(value, int | float):
-        return {"N": repr(value)}
-    if isinstance(value, Mapping):
-        if not all(isinstance(name, str) for name in value):
-            raise TypeError(f"{path}: map keys must be str")
-        return {"M": {name: _attribute(item, f"{path}.{name}") for name, item in value.items()}}
-    return {"L": [_attribute(item, f"{path}[{i}]") for i, item in enumerate(value)]}
+    converted: dict[str, Any] = to_attribute(metadata, path=parameter)["M"]
+    return converted
 
 
 def _facts() -> dict[str, Any]:

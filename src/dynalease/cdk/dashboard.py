@@ -78,38 +78,29 @@ class LockDashboard(Construct):
 
         wait_p99 = lock("LockWaitMs", "p99")
         throttled = lock("LockThrottled")
-        self.losses_alarm = cloudwatch.Alarm(
-            self,
-            "LossesAlarm",
-            alarm_description="a dynalease lock was lost while held (taken over or expired)",
-            metric=lock("LockLost"),
-            threshold=0,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
+
+        def alarm(
+            id: str, about: str, metric: cloudwatch.Metric, limit: float, periods: int
+        ) -> cloudwatch.Alarm:
+            return cloudwatch.Alarm(
+                self,
+                id,
+                alarm_description=about,
+                metric=metric,
+                threshold=limit,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                evaluation_periods=periods,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+
+        lost_about = "a dynalease lock was lost while held (taken over or expired)"
+        self.losses_alarm = alarm("LossesAlarm", lost_about, lock("LockLost"), 0, 1)
         """Any lost lock in 5 minutes (construct ID ``LossesAlarm``)."""
-        self.throttles_alarm = cloudwatch.Alarm(
-            self,
-            "ThrottlesAlarm",
-            alarm_description="DynamoDB throttled dynalease lock requests (a hot key?)",
-            metric=throttled,
-            threshold=0,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
+        throttled_about = "DynamoDB throttled dynalease lock requests (a hot key?)"
+        self.throttles_alarm = alarm("ThrottlesAlarm", throttled_about, throttled, 0, 1)
         """Any throttled lock request in 5 minutes (construct ID ``ThrottlesAlarm``)."""
-        self.wait_alarm = cloudwatch.Alarm(
-            self,
-            "WaitP99Alarm",
-            alarm_description=f"p99 wait to acquire a dynalease lock over {wait_p99_alarm_ms:g} ms",
-            metric=wait_p99,
-            threshold=wait_p99_alarm_ms,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=3,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
+        wait_about = f"p99 wait to acquire a dynalease lock over {wait_p99_alarm_ms:g} ms"
+        self.wait_alarm = alarm("WaitP99Alarm", wait_about, wait_p99, wait_p99_alarm_ms, 3)
         """p99 wait over the threshold for 15 minutes (construct ID ``WaitP99Alarm``)."""
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard")
         """The dashboard (construct ID ``Dashboard``)."""
