@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextvars
 import os
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -31,8 +32,12 @@ MAX_METADATA_BYTES = 512
 #: The longest command name a ``dynalease run`` holder names.
 _MAX_COMMAND = 128
 
-#: What this process says about itself beyond host and PID (``dynalease run``'s command).
+#: What this process says about itself beyond host and PID (``dynalease run``'s command,
+#: the ECS task ARN once read).
 _PROCESS: dict[str, str] = {}
+_ECS_READ = threading.Lock()
+#: The task metadata endpoint answers locally; a read that takes longer is given up.
+_ECS_TIMEOUT_S = 2.0
 
 
 def set_command(command: str) -> None:
@@ -85,12 +90,41 @@ def _facts() -> dict[str, Any]:
         if request_id:
             where["request_id"] = {"S": request_id}
         facts["lambda"] = {"M": where}
-    elif os.environ.get(ENV_ECS_METADATA):
+    elif uri := os.environ.get(ENV_ECS_METADATA):
         facts["platform"] = {"S": "ecs"}
+        arn = _task_arn(uri)
+        if arn:
+            facts["ecs_task"] = {"S": arn}
     command = _PROCESS.get("command")
     if command:
         facts["command"] = {"S": command}
     return facts
+
+
+def _task_arn(uri: str) -> str | None:
+    """The ECS task ARN once known. It is behind an HTTP request to the task metadata
+    endpoint, so the first guard of a process starts one read on a thread of its own and
+    never waits for it: the guards made after it has answered name the task."""
+    with _ECS_READ:
+        if "ecs_read" not in _PROCESS:
+            _PROCESS["ecs_read"] = "started"
+            threading.Thread(
+                target=_read_task_arn, args=(uri,), name="dynalease-ecs-metadata", daemon=True
+            ).start()
+    return _PROCESS.get("ecs_task")
+
+
+def _read_task_arn(uri: str) -> None:
+    import json
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{uri}/task", timeout=_ECS_TIMEOUT_S) as answer:
+            arn = json.load(answer).get("TaskARN")
+    except (OSError, ValueError, AttributeError):
+        return  # no ARN: the holder says "ecs" only
+    if isinstance(arn, str) and arn:
+        _PROCESS["ecs_task"] = arn[: _MAX_COMMAND * 2]
 
 
 class Holder:
