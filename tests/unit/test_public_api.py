@@ -238,6 +238,7 @@ def test_the_exceptions_module_exports_exactly_its_errors() -> None:
         "LockHeldAtSnapshot",
         "LockLost",
         "LockNotAcquired",
+        "LockNotBroken",
         "LockOwnershipLost",
         "LockReleaseError",
         "LockUnavailable",
