@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -81,6 +82,27 @@ def test_every_public_module_has_an_api_reference_page_in_the_nav() -> None:
         f"add `- {missing[0]}: {REFERENCE}{missing[0]}.md` under API reference in mkdocs.yml "
         f"(one line; the page is generated from the docstrings) for each of {missing}"
     )
+
+
+_REST_ROLE = re.compile(r":(?:class|meth|func|attr|exc|data|mod|obj):`")
+
+
+def test_public_docstrings_are_markdown_without_rest_roles() -> None:
+    """The API reference renders docstrings as Markdown (Google style, checked by ruff's D
+    rules): a reST role would show as literal text there."""
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for module in public_modules()
+        for path in [module_path(module)]
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if _REST_ROLE.search(line)
+    ]
+    assert not found, f"write `name` (Markdown code) instead of :class:`name` at {found}"
+
+
+def module_path(module: str) -> Path:
+    path = ROOT / "src" / Path(*module.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
 
 
 def test_the_site_has_every_page_the_inventory_and_llms_txt(site: Path) -> None:
