@@ -64,7 +64,8 @@ DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SHELL = {"", "console", "bash", "sh", "shell"}
 DISPLAY = {"text"}
 PARSED = {"json", "toml"}
-_FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
+# Any indentation: a block in a list item, or in a content tab (``=== "CDK"``, four spaces).
+_FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
 _SEPARATORS = {"&&", "||", ";", "|"}
 _NOT_RUN = re.compile(r"^<!-- not run by the docs tests: (?P<reason>\S.*?) -->$")
 _ACTIVATED = "_DOCS_VENV_ACTIVATED"  # set once a document has sourced .venv/bin/activate
