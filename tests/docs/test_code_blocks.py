@@ -60,7 +60,7 @@ from dynalease._tooling.local_server import LocalServer
 from dynalease.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]  # the site's pages
 SHELL = {"", "console", "bash", "sh", "shell"}
 DISPLAY = {"text"}
 PARSED = {"json", "toml"}
