@@ -5,13 +5,15 @@ from dynalease.cdk import LockTable
 
 app = cdk.App()
 stack = cdk.Stack(app, "Orders")
-locks = LockTable(stack, "Locks")  # partition key `key` (S), on demand, no TTL, retained
+# Partition key `key` (S), on demand, no TTL, retained when the stack goes.
+locks = LockTable(stack, "Locks")
 worker = lambda_.Function(
     stack,
     "Worker",
     runtime=lambda_.Runtime.PYTHON_3_13,
     handler="index.handler",
-    code=lambda_.Code.from_inline("def handler(event, context):\n    return event\n"),
+    code=lambda_.Code.from_inline("def handler(event, context):\n    pass\n"),
 )
-locks.configure_function(worker)  # DYNALEASE_TABLE, and the lock actions on this table only
+# DYNALEASE_TABLE, and the lock actions on this table only.
+locks.configure_function(worker)
 app.synth()
