@@ -68,6 +68,7 @@ ALLOWED: dict[str, set[str]] = {
         "client",
         "lock",
         "semaphore",
+        "election",
         "transaction",
         "keys",
         "_keyset",
