@@ -14,6 +14,7 @@ import time
 import pydynox
 import pytest
 from pydynox.lock import SyncDistributedLock as PydynoxLock
+from support.counting_proxy import CountingProxy
 from support.tables import fresh_lock_table
 
 from dynalease import DynamoDBClient
@@ -134,13 +135,46 @@ def test_the_async_form_cancels_the_leaders_task_when_leadership_is_lost(
             cancelled.set()
             raise
 
+    losses: list[LockLost] = []
+
     async def main() -> None:
-        elect = Election(client, table=table, name="scheduler", lease_duration=LEASE_S)
+        elect = Election(
+            client, table=table, name="scheduler", lease_duration=LEASE_S, on_lost=losses.append
+        )
         with pytest.raises(LockLost):
             await elect.lead(work)
 
     asyncio.run(asyncio.wait_for(main(), 30))
     assert cancelled.is_set()
+    assert len(losses) == 1  # on_lost was told, once
+
+
+def test_in_the_async_form_a_crash_of_the_leaders_task_resigns_at_once(
+    client: DynamoDBClient, table: str
+) -> None:
+    async def work(leadership: object) -> None:
+        raise RuntimeError("the leader's task crashed")
+
+    async def main() -> None:
+        elect = Election(client, table=table, name="scheduler", lease_duration=LEASE_S)
+        with pytest.raises(RuntimeError, match="crashed"):
+            await elect.lead(work)
+        assert await elect.leader() is None  # the row is free: a standby leads at its next poll
+
+    asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_a_term_costs_one_write_more_than_a_fenced_lock_cycle(endpoint: str, table: str) -> None:
+    with CountingProxy(endpoint) as proxy:
+        counted = another(proxy.url)
+        with SyncDistributedLock(counted, table=table, key="job", fencing=True):
+            pass
+        lock_cycle = dict(proxy.counts)
+        proxy.counts.clear()
+        with election(counted, table).campaign(value="10.0.0.7"):
+            pass
+        assert lock_cycle == {"UpdateItem": 2}  # the fenced acquire and release
+        assert dict(proxy.counts) == {"UpdateItem": 3}  # and the term's value
 
 
 def test_observers_see_each_leader_in_order_and_no_leader_between(
