@@ -16,10 +16,9 @@ from typing import Any
 
 import boto3
 
-from dynalease import DynamoDBClient
 from dynalease.election import SyncElection
 from dynalease.fencing import fence_dynamodb_write
-from support.workers import REGION, WORKER_LIMIT_S, pause
+from support.workers import REGION, WORKER_LIMIT_S, Target, pause
 
 #: The election's name (its row's key) and the ledger item's id.
 NAME = "leader"
@@ -38,9 +37,8 @@ class Arena:
     lease: float
 
     def election(self) -> SyncElection:
-        os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
-        os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
-        client = DynamoDBClient(region=REGION, endpoint_url=self.endpoint, max_retries=0)
+        """This process's candidate (or observer), on a client of its own."""
+        client = Target(self.endpoint, self.table, self.ledger, NAME, self.lease).client()
         return SyncElection(client, table=self.table, name=NAME, lease_duration=self.lease)
 
 
