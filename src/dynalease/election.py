@@ -154,7 +154,7 @@ class SyncLeadership(_Leadership):
 
     def wait_lost(self, timeout: float | None = None) -> bool:
         """Block up to ``timeout`` seconds until leadership is lost; True if it was."""
-        return self._lock.wait_lost(timeout)
+        return self._resigned or self._lock.wait_lost(timeout)
 
     def resign(self) -> None:
         """Give leadership up now (the row is freed; a standby leads at its next poll).
