@@ -5,7 +5,7 @@ until it ``resign``\\ s, crashes or loses its lease, and a standby then takes ov
 anyone reads the ``leader()`` or ``observe``\\ s changes without campaigning. The
 leader's row is a fenced lock row at the election's name (docs/election.md): a
 leadership is a fenced lock guard, its ``term`` the guard's fencing token, so the
-fencing helpers (:mod:`dynalease.fencing`) refuse a deposed leader's writes.
+fencing helpers (`dynalease.fencing`) refuse a deposed leader's writes.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ class _Leadership:
         return self._lock.time_left
 
     def raise_if_lost(self) -> None:
-        """Raise :class:`~dynalease.exceptions.LockLost` unless this term still leads."""
+        """Raise `LockLost` unless this term still leads."""
         self._lock.raise_if_lost()
 
     def _publish(self, value: object) -> None:
@@ -137,7 +137,7 @@ class _Leadership:
 
 
 class SyncLeadership(_Leadership):
-    """A won term (sync): renewed in the background until :meth:`resign` or loss.
+    """A won term (sync): renewed in the background until `resign` or loss.
 
     A context manager: leaving the block resigns, so a crash of the work inside it
     (an exception) lets a standby take over at its next poll.
@@ -148,7 +148,7 @@ class SyncLeadership(_Leadership):
     def publish(self, value: str | None) -> None:
         """Publish ``value`` (at most 512 characters) for ``leader()`` and observers.
 
-        Raises :class:`~dynalease.exceptions.LockLost` if this term no longer leads.
+        Raises `LockLost` if this term no longer leads.
         """
         self._publish(value)
 
@@ -176,7 +176,7 @@ class SyncLeadership(_Leadership):
 
 
 class Leadership(_Leadership):
-    """A won term (async): the async form of :class:`SyncLeadership`."""
+    """A won term (async): the async form of `SyncLeadership`."""
 
     _lock: DistributedLock
 
@@ -213,7 +213,7 @@ class SyncElection(_Election):
     and ``lease_duration``. Failover after a crash takes about ``lease_duration``
     plus one poll (docs/election.md).
 
-    Example::
+    For example:
 
         election = SyncElection(client, table="locks", name="scheduler")
         with election.campaign(value="10.0.0.7:8080") as leadership:
@@ -227,7 +227,7 @@ class SyncElection(_Election):
 
         ``wait_timeout=None`` campaigns until it wins; a number bounds the wait as a
         lock's does (``0``: one attempt), raising
-        :class:`~dynalease.exceptions.LockNotAcquired`.
+        `LockNotAcquired`.
         """
         check_value(value)
         options = self._lock_options(wait_timeout)
@@ -265,7 +265,7 @@ class SyncElection(_Election):
         """The current leader as its row shows it, or None; campaigns for nothing.
 
         One read cannot tell a crashed leader whose lease has not run out yet:
-        :meth:`observe` can.
+        `observe` can.
         """
         return self._read()
 
@@ -289,9 +289,9 @@ class SyncElection(_Election):
 
 
 class Election(_Election):
-    """An election (async): the async form of :class:`SyncElection`.
+    """An election (async): the async form of `SyncElection`.
 
-    Example::
+    For example:
 
         election = Election(client, table="locks", name="scheduler")
         await election.lead(run_scheduler, value="10.0.0.7:8080")
@@ -300,7 +300,7 @@ class Election(_Election):
     async def campaign(
         self, value: str | None = None, *, wait_timeout: float | None = None
     ) -> Leadership:
-        """Wait until this candidate leads (see :meth:`SyncElection.campaign`)."""
+        """Wait until this candidate leads (see `SyncElection.campaign`)."""
         check_value(value)
         options = self._lock_options(wait_timeout)
         while True:
@@ -328,7 +328,7 @@ class Election(_Election):
     ) -> R:
         """Campaign, run ``work(leadership)`` as a task while leading, then resign.
 
-        Loss cancels the task and raises :class:`~dynalease.exceptions.LockLost`; a
+        Loss cancels the task and raises `LockLost`; a
         crash of the task resigns at once (a standby leads at its next poll) and
         its exception is raised.
         """
@@ -350,13 +350,13 @@ class Election(_Election):
             return task.result()
 
     async def leader(self) -> Leader | None:
-        """The current leader as its row shows it, or None (see :meth:`SyncElection.leader`)."""
+        """The current leader as its row shows it, or None (see `SyncElection.leader`)."""
         return await self._client._in_pool(self._read)
 
     async def observe(self) -> AsyncIterator[Leader | None]:
-        """Yield the leader now and on every change, in order (see :meth:`SyncElection.observe`).
+        """Yield the leader now and on every change, in order (see `SyncElection.observe`).
 
-        Example::
+        For example:
 
             async for leader in election.observe():
                 print(leader.value if leader else "no leader")
