@@ -153,10 +153,11 @@ class LockReleaseError(LockError):
 
 
 class LockNotBroken(LockError):
-    """:func:`dynalease.admin.break_lock` deleted nothing: there was no holder to break, or
-    the row changed (a renewal, a release, a takeover) after it was read or shown.
+    """:func:`dynalease.admin.break_lock` deleted nothing.
 
-    ``reason`` says which. Look at the row again (``dynalease ls``) before retrying.
+    There was no holder to break, or the row changed (a renewal, a release, a takeover)
+    after it was read or shown; ``reason`` says which. Look at the row again
+    (``dynalease ls``) before retrying.
     """
 
     def __init__(self, message: str, *, reason: str, **context: str | None) -> None:

@@ -228,9 +228,9 @@ class _Guard:
         return self._lease.counters()
 
     def set_metadata(self, metadata: Mapping[str, Any]) -> None:
-        """Replace the ``metadata`` in the holder map on this guard's rows (JSON values, at
-        most 512 bytes as JSON, checked here; for people, so never secrets).
+        """Replace the ``metadata`` in the holder map on this guard's rows.
 
+        JSON values, at most 512 bytes as JSON, checked here; for people, so never secrets.
         Held, the next renewal sends it: no request of its own, on the row within a third of
         the lease. Example: ``lease.set_metadata({"batch": 3, "of": 10})``.
         """

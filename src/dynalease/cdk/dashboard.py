@@ -1,5 +1,4 @@
-"""LockDashboard: a CloudWatch dashboard and alarms for one lock table (``LockTable(...,
-dashboard=True)``).
+"""LockDashboard: the CloudWatch dashboard and alarms of ``LockTable(..., dashboard=True)``.
 
 The lock widgets read the EMF metrics the Lambda middleware emits through the user's
 Powertools ``Metrics`` (their namespace and ``service`` dimension); the table widgets
@@ -30,8 +29,11 @@ _LOCK_OPERATIONS = [
 
 
 class LockDashboard(Construct):
-    """A dashboard (acquisitions, contention, wait p50/p99, losses, throttles, consumed
-    capacity) and three alarms: a lost lock, throttled lock requests, wait p99 too long.
+    """A dashboard of one lock table's locks and capacity, and three alarms.
+
+    The dashboard shows acquisitions, contention, wait p50/p99, losses, throttles and
+    consumed capacity; the alarms fire on a lost lock, throttled lock requests and a p99
+    wait too long.
 
     :param table: the lock table.
     :param namespace: the Powertools ``Metrics`` namespace the middleware emits into.
