@@ -1,4 +1,4 @@
-"""Operators' tools for lock rows: :func:`break_lock`, a force release of a stuck holder.
+"""Operators' tools for lock rows: `break_lock`, a force release of a stuck holder.
 
 A break deletes only the row it read (its owner and version are the write's condition),
 so a holder that renewed in between is never broken. A fenced row is left free with its
@@ -36,7 +36,7 @@ log = logging.getLogger("dynalease")
 
 @dataclass(frozen=True)
 class BrokenLock:
-    """What :func:`break_lock` broke: the row's holder as it was when deleted."""
+    """What `break_lock` broke: the row's holder as it was when deleted."""
 
     table: str
     key: str
@@ -79,7 +79,7 @@ def break_lock(
 
     With ``owner`` and ``version`` (what a person was shown), only that holder is broken.
     Two requests: a strongly consistent read, then a write conditioned on that row's owner
-    and version. Raises :class:`~dynalease.exceptions.LockNotBroken` when nothing holds
+    and version. Raises `LockNotBroken` when nothing holds
     the key or the row changed. The broken holder is not told: it finds out at its next
     renewal (``LockLost``), so it may run on for up to its lease; fence what it writes.
     """

@@ -153,7 +153,7 @@ class LockReleaseError(LockError):
 
 
 class LockNotBroken(LockError):
-    """:func:`dynalease.admin.break_lock` deleted nothing.
+    """`dynalease.admin.break_lock` deleted nothing.
 
     There was no holder to break, or the row changed (a renewal, a release, a takeover)
     after it was read or shown; ``reason`` says which. Look at the row again

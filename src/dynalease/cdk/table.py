@@ -72,7 +72,7 @@ class LockTable(Construct):
         mistaken ``cdk destroy`` or console delete cannot drop held locks; pass
         ``False`` for throwaway stacks).
     :param encryption_key: a customer managed KMS key; by default the AWS owned key.
-    :param dashboard: add a CloudWatch dashboard and alarms (:class:`LockDashboard`) over
+    :param dashboard: add a CloudWatch dashboard and alarms (`LockDashboard`) over
         the middleware's EMF metrics in ``metrics_namespace`` / ``metrics_service`` (your
         Powertools ``Metrics`` namespace and service), alarming at a lost lock, a throttled
         lock request and a p99 wait over ``wait_p99_alarm_ms``.
