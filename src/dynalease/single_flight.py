@@ -63,7 +63,7 @@ ON_FAILURE = ("raise", "run")
 
 #: Wall-clock skew allowed between the holder that stored and the caller that reads: a
 #: result stored up to this long before a caller began still counts as the one it met.
-CLOCK_SLACK_S = 0.5
+CLOCK_SLACK_S = 0.1
 
 
 @dataclass(frozen=True, slots=True)
