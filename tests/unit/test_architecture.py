@@ -59,7 +59,7 @@ ALLOWED: dict[str, set[str]] = {
     "testing": BASE | {"_engine", "_transport", "_values", "client"},
     "cdk": BASE,
     "_extension": BASE | {"_engine", "_transport", "client"},
-    "_tooling": BASE | {"_engine", "client", "testing", "_advice"},
+    "_tooling": BASE | {"_engine", "client", "testing", "_advice", "_results"},
     "cli": BASE
     | {
         "__init__",
