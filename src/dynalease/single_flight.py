@@ -61,8 +61,9 @@ R = TypeVar("R")
 #: What waiters do when the holder raised: raise its error (``SharedCallFailed``), or run.
 ON_FAILURE = ("raise", "run")
 
-#: Wall-clock skew allowed between the holder that stored and the caller that reads: a
-#: result stored up to this long before a caller began still counts as the one it met.
+#: Wall-clock skew allowed between the holder that stored and a caller that waited for it:
+#: a result stored up to this long before such a caller began still counts as the one it
+#: waited for (a caller that found the lock free allows none).
 CLOCK_SLACK_S = 0.1
 
 
@@ -93,6 +94,9 @@ class SingleFlight:
       ``loads(data)``; JSON by default. Items are limited to 400 KB.
     - ``on_failure``: ``"raise"`` (waiters raise ``SharedCallFailed`` with the holder's
       exception type and message) or ``"run"`` (the next waiter runs the function).
+    - ``metrics``: a Powertools ``Metrics``; each count is also added to it as a Count
+      metric (``SingleFlightCalls``, ``SingleFlightRuns``, ``SingleFlightShared``,
+      ``SingleFlightWaits``, ``SingleFlightFailuresShared``).
 
     Pass one to :func:`single_flight` or to ``lock_handler(single_flight=...)``;
     one instance may serve several functions, its metrics then summing theirs.
@@ -104,6 +108,7 @@ class SingleFlight:
         result_ttl: float = 0.0,
         serializer: Serializer | None = None,
         on_failure: str = "raise",
+        metrics: Any = None,
     ) -> None:
         if isinstance(result_ttl, bool) or not isinstance(result_ttl, int | float):
             raise TypeError(f"result_ttl must be seconds (a number), got {result_ttl!r}")
@@ -119,7 +124,10 @@ class SingleFlight:
                 f"on_failure must be 'raise' (waiters get SharedCallFailed) or 'run' (the "
                 f"next waiter runs the function), got {on_failure!r}"
             )
+        if metrics is not None and not callable(getattr(metrics, "add_metric", None)):
+            raise TypeError(f"metrics must be a Powertools Metrics, got {type(metrics).__name__}")
         self.result_ttl = float(result_ttl)
+        self._metrics = metrics
         self.serializer: Serializer = serializer if serializer is not None else JSONSerializer()
         self.on_failure = on_failure
         self._counts_lock = threading.Lock()
@@ -134,6 +142,9 @@ class SingleFlight:
     def _count(self, name: str) -> None:
         with self._counts_lock:
             self._counts[name] += 1
+        if self._metrics is not None:
+            metric = "SingleFlight" + name.title().replace("_", "")
+            self._metrics.add_metric(name=metric, unit="Count", value=1)
 
     def _check_handler(self, *, permits: int, keys: object) -> None:
         """For ``lock_handler``: single flight shares the result of one lock's key."""
@@ -181,9 +192,10 @@ class _Call:
         )
         return None if item is None else Outcome.of_item(item)
 
-    def _met(self, outcome: Outcome) -> bool:
-        """Stored after this call began: the flight it waited for."""
-        return outcome.stored_at >= self.started - CLOCK_SLACK_S
+    def _met(self, outcome: Outcome, waited: bool) -> bool:
+        """Stored after this call began: the flight it waited for. Another host's clock may
+        be a little behind ours, so a caller that waited allows it ``CLOCK_SLACK_S``."""
+        return outcome.stored_at >= self.started - (CLOCK_SLACK_S if waited else 0.0)
 
     def _shared(self, outcome: Outcome) -> tuple[Any]:
         self.flight._count("shared")
@@ -203,13 +215,14 @@ class _Call:
     def settle(self, guard: SyncDistributedLock | DistributedLock) -> tuple[Any] | None:
         """With the lock held: the result to share (a 1-tuple), None to run, or raise."""
         metrics = guard.metrics
-        if metrics.conditional_failures or metrics.read_requests:
+        waited = bool(metrics.conditional_failures or metrics.read_requests)
+        if waited:
             self.flight._count("waits")
         outcome = self._read()
         if outcome is None:
             return None
         if outcome.failed:
-            if self._met(outcome) and self.flight.on_failure == "raise":
+            if self._met(outcome, waited) and self.flight.on_failure == "raise":
                 self.flight._count("failures_shared")
                 raise SharedCallFailed(
                     f"single-flight call for {logged_key(self.key)} in table {self.table!r} "
@@ -221,7 +234,7 @@ class _Call:
                     key=self.key,
                 )
             return None
-        if self._met(outcome) or time.time() - outcome.stored_at < self.flight.result_ttl:
+        if self._met(outcome, waited) or time.time() - outcome.stored_at < self.flight.result_ttl:
             return self._shared(outcome)
         return None
 
