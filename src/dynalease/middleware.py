@@ -40,7 +40,6 @@ import contextlib
 import functools
 import inspect
 import logging
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -109,7 +108,13 @@ def dynalease_lock_handler(
     **handler_kwargs: Any,
 ) -> Any:
     """The middleware behind :func:`lock_handler` (its name shows in Powertools' logs)."""
-    started = time.time()  # single flight: a result stored after this is the one waited for
+    flight = (
+        None
+        if dynalease_single_flight is None
+        else (dynalease_single_flight._begin(dynalease_plan, event, context))
+    )
+    if flight is not None and (fresh := flight.peek()) is not None:
+        return fresh[0]  # single flight: a fresh stored response, without the lock
     with bounded(context), contextlib.ExitStack() as stack:
         try:
             guard = stack.enter_context(_hold(dynalease_plan, event, context))
@@ -117,9 +122,9 @@ def dynalease_lock_handler(
             if dynalease_on_contention is None:
                 raise
             return dynalease_on_contention(event, context, error)
-        if dynalease_single_flight is not None:
+        if flight is not None:
             run = functools.partial(handler, event, context, **handler_kwargs)
-            return dynalease_single_flight._handle(guard, started, run)
+            return flight.settle_or_run(guard, run)
         return handler(event, context, **handler_kwargs)
 
 

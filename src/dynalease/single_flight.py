@@ -45,6 +45,7 @@ from .keys import KeyTemplate
 from .lock import DistributedLock, SyncDistributedLock, _check_options
 
 if TYPE_CHECKING:
+    from ._lambda.plan import LockPlan
     from .client import DynamoDBClient
 
 __all__ = [
@@ -154,13 +155,17 @@ class SingleFlight:
                 "lock_handler, or share results of one key per handler"
             )
 
-    def _handle(self, guard: SyncDistributedLock, started: float, run: Callable[[], R]) -> R:
-        """The middleware's part, inside its held lock: share a stored result, or run."""
-        call = _Call(self, guard._client, guard.table, guard.key, started)
-        shared = call.settle(guard)
-        if shared is not None:
-            return cast(R, shared[0])
-        return call.run(run)
+    def _begin(self, plan: LockPlan, event: Any, context: Any) -> _Call:
+        """The middleware's call for an invocation, made before its lock (the key resolved
+        as its hold resolves it; the client built now only to read a fresh result)."""
+        from ._lambda.holding import shared_client  # loaded by the hold anyway
+        from ._lambda.invocation import lambda_context_of
+
+        key = plan.event_key.resolve(event, lambda_context_of(context))[0]
+        client = plan._client
+        if client is None and self.result_ttl > 0:
+            client = shared_client()
+        return _Call(self, client, plan.table(), key)
 
     def __repr__(self) -> str:
         return f"SingleFlight(result_ttl={self.result_ttl}, on_failure={self.on_failure!r})"
@@ -169,22 +174,23 @@ class SingleFlight:
 class _Call:
     """One call's reads and writes of the result item, and what they mean for it."""
 
-    __slots__ = ("client", "flight", "key", "started", "table")
+    __slots__ = ("_client", "flight", "key", "started", "table")
 
     def __init__(
-        self,
-        flight: SingleFlight,
-        client: DynamoDBClient,
-        table: str,
-        key: str,
-        started: float | None = None,
+        self, flight: SingleFlight, client: DynamoDBClient | None, table: str, key: str
     ) -> None:
         self.flight = flight
-        self.client = client
+        self._client = client  # None until the lock's guard brings it (the middleware's)
         self.table = table
         self.key = key
-        self.started = time.time() if started is None else started
+        self.started = time.time()
         flight._count("calls")
+
+    @property
+    def client(self) -> DynamoDBClient:
+        if self._client is None:
+            raise RuntimeError("single flight: no client before the lock is held")
+        return self._client
 
     def _read(self) -> Outcome | None:
         item = self.client.sync_get_item(
@@ -237,6 +243,14 @@ class _Call:
         if self._met(outcome, waited) or time.time() - outcome.stored_at < self.flight.result_ttl:
             return self._shared(outcome)
         return None
+
+    def settle_or_run(self, guard: SyncDistributedLock, function: Callable[[], R]) -> R:
+        """With the lock held: the result to share, or the function's, stored."""
+        self._client = guard._client
+        shared = self.settle(guard)
+        if shared is not None:
+            return cast(R, shared[0])
+        return self.run(function)
 
     def run(self, function: Callable[[], R]) -> R:
         """Run the function with the lock held and store what it returned or raised."""
@@ -360,10 +374,7 @@ def single_flight(
             if shared is not None:
                 return cast(R, shared[0])
             with SyncDistributedLock(client, key=resolved, **options) as guard:
-                shared = call.settle(guard)
-                if shared is not None:
-                    return cast(R, shared[0])
-                return call.run(lambda: function(*args, **kwargs))
+                return call.settle_or_run(guard, lambda: function(*args, **kwargs))
 
         return sync_wrapper
 

@@ -267,3 +267,21 @@ def test_requests_per_call_for_the_runner_a_waiter_and_a_later_caller_beside_a_p
     counting_proxy.reset()
     assert cached("c") == "c"  # a later caller while fresh: one read, no lock
     assert counting_proxy.counts == {"GetItem": 1}
+
+
+def test_the_middleware_answers_a_later_invocation_from_a_fresh_response_with_one_read(
+    lock_table: str, counted_client: DynamoDBClient, counting_proxy: Any
+) -> None:
+    runs: list[int] = []
+
+    @lock_handler(counted_client, key="{key}", single_flight=SingleFlight(result_ttl=60))
+    def handler(event: dict[str, Any], context: Any) -> dict[str, int]:
+        runs.append(1)
+        return {"runs": len(runs)}
+
+    assert handler({"key": "fresh"}, CountdownContext(30)) == {"runs": 1}
+    assert counting_proxy.counts == {"PutItem": 2, "GetItem": 2, "DeleteItem": 1}
+    counting_proxy.reset()
+    assert handler({"key": "fresh"}, CountdownContext(30)) == {"runs": 1}
+    assert counting_proxy.counts == {"GetItem": 1}  # no lock at all
+    assert runs == [1]

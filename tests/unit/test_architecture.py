@@ -48,7 +48,7 @@ ALLOWED: dict[str, set[str]] = {
     "client": BASE | {"_engine", "_transport", "_values"},
     "semaphore": BASE | {"_engine", "keys", "client", "lock", "_calls"},
     "_results": BASE | {"keys"},
-    "single_flight": BASE | {"_results", "keys", "client", "lock"},
+    "single_flight": BASE | {"_results", "keys", "client", "lock", "_lambda"},
     # _lambda: SnapStart's hooks, registered on import where the runtime runs them.
     "__init__": BASE | {"client", "lock", "semaphore", "transaction", "metrics", "_lambda"},
     "_lambda": BASE
