@@ -9,13 +9,12 @@ under load (these tests are about who runs, not about time).
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 import pytest
+from support.at_once import together
 from support.tables import fresh_lock_table
 
 from dynalease import DynamoDBClient
@@ -29,26 +28,6 @@ WAIT_S = 60.0
 @pytest.fixture
 def table(client: DynamoDBClient) -> str:
     return fresh_lock_table(client, "flights")
-
-
-def together(count: int, call: Callable[[int], Any]) -> list[Any]:
-    """``call(i)`` from ``count`` threads released at once; each one's result or error."""
-    barrier = threading.Barrier(count)
-    results: list[Any] = [None] * count
-
-    def one(index: int) -> None:
-        barrier.wait()
-        try:
-            results[index] = call(index)
-        except Exception as error:
-            results[index] = error
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(WAIT_S * 2)
-    return results
 
 
 def test_twenty_concurrent_calls_for_one_key_run_the_function_once(

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from dynalease_dev.invoke import CountdownContext
+from support.at_once import together
 from support.lambda_plane import ControlPlane
 from test_recovery import _run_in_background, _wait_for, plane_factory  # noqa: F401
 
@@ -35,26 +36,6 @@ from dynalease.single_flight import SingleFlight, single_flight
 
 ROOT = Path(__file__).resolve().parents[2]
 HANDLER = "tests/lambda/plane_task/holders.py:flight"
-
-
-def together(count: int, call: Callable[[int], Any]) -> list[Any]:
-    """``call(i)`` from ``count`` threads released at once; each one's result or error."""
-    barrier = threading.Barrier(count)
-    results: list[Any] = [None] * count
-
-    def one(index: int) -> None:
-        barrier.wait()
-        try:
-            results[index] = call(index)
-        except Exception as error:
-            results[index] = error
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-    return results
 
 
 # --- the middleware's option, in threads ------------------------------------------------
@@ -230,8 +211,21 @@ def test_a_killed_holder_is_replaced_by_exactly_one_waiter(
 
 
 def test_requests_per_call_for_the_runner_a_waiter_and_a_later_caller_beside_a_plain_lock(
-    lock_table: str, counted_client: DynamoDBClient, counting_proxy: Any
+    lock_table: str,
+    counted_client: DynamoDBClient,
+    counting_proxy: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The result item's reads, told apart from the lock's polls (both are GetItem).
+    result_reads: list[object] = []
+    get_item = counted_client.sync_get_item
+
+    def counted_get_item(*args: Any, **kwargs: Any) -> Any:
+        result_reads.append(args)
+        return get_item(*args, **kwargs)
+
+    monkeypatch.setattr(counted_client, "sync_get_item", counted_get_item)
+
     with SyncDistributedLock(counted_client, table=lock_table, key="plain"):
         pass
     assert counting_proxy.counts == {"PutItem": 1, "DeleteItem": 1}
@@ -239,21 +233,32 @@ def test_requests_per_call_for_the_runner_a_waiter_and_a_later_caller_beside_a_p
 
     @single_flight(counted_client, table=lock_table, key="{name}")
     def build(name: str) -> str:
-        time.sleep(1.0)
+        if name == "pair":
+            # Return once the waiter's create was refused: it is waiting.
+            deadline = time.monotonic() + 60
+            while counting_proxy.counts["PutItem"] < 2:
+                assert time.monotonic() < deadline, "the waiter never tried the lock"
+                time.sleep(0.005)
         return name
 
     assert build("alone") == "alone"  # the runner: the lock's two, a read, the result's put
     assert counting_proxy.counts == {"PutItem": 2, "GetItem": 1, "DeleteItem": 1}
     counting_proxy.reset()
+    result_reads.clear()
 
-    # A runner and one waiter of the same process (woken by the release, no poll): the
-    # waiter sends a plain lock waiter's refused create, create and delete, and one read.
+    # A runner and one waiter: the waiter sends a plain lock waiter's refused create,
+    # create and delete (and whatever polls its wait took: in the holder's process,
+    # usually none, as the release wakes it), and one read of the result.
     runner = threading.Thread(target=build, args=("pair",))
     runner.start()
-    time.sleep(0.3)
+    while counting_proxy.counts["PutItem"] < 1:  # the runner holds the lock
+        time.sleep(0.005)
     assert build("pair") == "pair"
     runner.join(30)
-    assert counting_proxy.counts == {"PutItem": 2 + 2, "GetItem": 1 + 1, "DeleteItem": 1 + 1}
+    polls = counting_proxy.counts["GetItem"] - len(result_reads)
+    assert len(result_reads) == 1 + 1  # the runner's read, the waiter's read
+    assert counting_proxy.counts == {"PutItem": 2 + 2, "GetItem": 2 + polls, "DeleteItem": 1 + 1}
+    print(f"a waiter in the holder's process polled the lock row {polls} times")
     counting_proxy.reset()
 
     @single_flight(
