@@ -135,31 +135,44 @@ def test_a_decorated_function_under_bound_locks_waits_no_longer_than_the_invocat
 # --- separate processes: dynalease-dev invoke ---------------------------------------------
 
 
-def test_twenty_invocations_in_separate_processes_run_the_handler_once(
-    lock_table: str, aws_env: str, tmp_path: Path
+@pytest.mark.parametrize("keys", [1, 5])
+def test_twenty_invocations_in_separate_processes_run_the_handler_once_per_key(
+    keys: int, lock_table: str, aws_env: str, tmp_path: Path
 ) -> None:
     arrivals, runs = tmp_path / "arrivals", tmp_path / "runs"
     arrivals.mkdir()
     runs.mkdir()
-    event = tmp_path / "event.json"
-    # The holder waits until all twenty processes have imported the handler, then a
-    # second more; a process slower still finds the result fresh (result_ttl).
-    event.write_text(json.dumps({"key": "report", "runs": str(runs), "arrivals": 20, "sleep": 1}))
+    events = []
+    for index in range(keys):
+        # Each holder waits until all twenty processes have imported the handler, then a
+        # second more; a process slower still finds the result fresh (result_ttl).
+        event = tmp_path / f"event-{index}.json"
+        body = {"key": f"report-{index}", "runs": str(runs), "arrivals": 20, "sleep": 1}
+        event.write_text(json.dumps(body))
+        events.append(event)
     env = dict(os.environ, FLIGHT_ARRIVALS=str(arrivals), FLIGHT_RESULT_TTL="300")
     env["FLIGHT_LEASE"] = "20"
-    command = [sys.executable, "-m", "dynalease_dev.cli", "invoke", HANDLER, str(event)]
-    command += ["--timeout", "120", "--table", lock_table]
+    command = [sys.executable, "-m", "dynalease_dev.cli", "invoke", HANDLER]
+    options = ["--timeout", "120", "--table", lock_table]
     processes = [
-        subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        for _ in range(20)
+        subprocess.Popen(
+            [*command, str(events[i % keys]), *options],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for i in range(20)
     ]
     outputs = [process.communicate(timeout=240) for process in processes]
 
     assert [p.returncode for p in processes] == [0] * 20, outputs[0][1][-2000:]
     answers = [json.loads(stdout) for stdout, _ in outputs]
-    assert len(os.listdir(runs)) == 1  # the handler ran once
-    (runner,) = {answer["ran_in"] for answer in answers}
-    assert runner in {p.pid for p in processes}  # 19 returned the runner's response
+    ran = sorted(name.split("-pid")[0] for name in os.listdir(runs))
+    assert ran == [f"report-{index}" for index in range(keys)]  # once per key
+    for index in range(keys):  # every invocation of a key returned its runner's response
+        (runner,) = {answer["ran_in"] for answer in answers[index::keys]}
+        assert runner in {p.pid for p in processes[index::keys]}
 
 
 # --- a holder killed: exactly one waiter runs it -----------------------------------------

@@ -161,7 +161,7 @@ def flight(event: dict[str, Any], context: Any) -> Any:
     """A single-flight handler: notes its run in ``event["runs"]`` (a directory), waits for
     ``event["arrivals"]`` processes, sleeps ``event["sleep"]``, then returns its pid, raises
     ``event["raise"]`` or does ``event["then"]`` (after ``event["mark"]``)."""
-    with open(os.path.join(event["runs"], f"{os.getpid()}-{time.time()}"), "w"):
+    with open(os.path.join(event["runs"], f"{event['key']}-pid{os.getpid()}"), "w"):
         pass
     deadline = time.monotonic() + 60
     while len(os.listdir(os.environ.get("FLIGHT_ARRIVALS", "."))) < event.get("arrivals", 0):
