@@ -108,13 +108,11 @@ def dynalease_lock_handler(
     **handler_kwargs: Any,
 ) -> Any:
     """The middleware behind :func:`lock_handler` (its name shows in Powertools' logs)."""
-    flight = (
-        None
-        if dynalease_single_flight is None
-        else (dynalease_single_flight._begin(dynalease_plan, event, context))
-    )
-    if flight is not None and (fresh := flight.peek()) is not None:
-        return fresh[0]  # single flight: a fresh stored response, without the lock
+    flight = None
+    if dynalease_single_flight is not None:
+        flight = dynalease_single_flight._begin(dynalease_plan, event, context)
+        if (fresh := flight.peek()) is not None:
+            return fresh[0]  # a fresh stored response, without the lock
     with bounded(context), contextlib.ExitStack() as stack:
         try:
             guard = stack.enter_context(_hold(dynalease_plan, event, context))

@@ -258,7 +258,7 @@ class _Call:
         try:
             value = function()
         except Exception as error:
-            self.store_failure(error)
+            self.leave_failure(error)
             raise
         self.store(value)
         return value
@@ -270,7 +270,7 @@ class _Call:
             if not isinstance(data, str | bytes):
                 raise TypeError(f"the serializer's dumps() returned {type(data).__name__}")
         except Exception as error:
-            self.store_failure(error)
+            self.leave_failure(error)
             error.add_note(
                 "dynalease: single_flight could not serialize the result to share it; return "
                 "JSON-friendly values or pass serializer= (docs/single-flight.md)"
@@ -291,9 +291,16 @@ class _Call:
             )
         self.client.sync_put_item(self.table, item)
 
-    def store_failure(self, error: BaseException) -> None:
-        """Store the holder's error (type and message) for the callers waiting."""
-        self._store_error(type(error).__name__, str(error))
+    def leave_failure(self, error: Exception) -> None:
+        """Store the holder's error (type and message) for the callers waiting; a failure to
+        store it is noted on ``error``, which the caller raises either way."""
+        try:
+            self._store_error(type(error).__name__, str(error))
+        except Exception as store_error:
+            error.add_note(
+                f"dynalease: single_flight could not store this error for the callers "
+                f"waiting ({store_error}); the next of them runs the function"
+            )
 
     def _store_error(self, error_type: str, message: str) -> None:
         outcome = Outcome(time.time(), error_type=error_type, error_message=message)
@@ -359,7 +366,7 @@ def single_flight(
                     try:
                         value = await coroutine_function(*args, **kwargs)
                     except Exception as error:
-                        await asyncio.to_thread(call.store_failure, error)
+                        await asyncio.to_thread(call.leave_failure, error)
                         raise
                     await asyncio.to_thread(call.store, value)
                     return value

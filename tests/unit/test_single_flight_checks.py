@@ -164,3 +164,19 @@ def test_counts_go_to_a_powertools_metrics_when_given(client: DynamoDBClient) ->
 
 def test_the_json_serializer_is_compact() -> None:
     assert JSONSerializer().dumps({"a": [1, "é"]}) == '{"a":[1,"é"]}'
+
+
+def test_a_holder_whose_error_cannot_be_stored_raises_its_own_error_with_a_note(
+    client: DynamoDBClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    @single_flight(client, table="locks", key="k")
+    def fails() -> None:
+        raise RuntimeError("boom")
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise ConnectionError("no route to DynamoDB")
+
+    monkeypatch.setattr(client, "sync_put_item", refuse)
+    with pytest.raises(RuntimeError, match="boom") as caught:
+        fails()
+    assert any("could not store this error" in note for note in caught.value.__notes__)
