@@ -1,9 +1,9 @@
 """Single flight against the moto server: threads of one process share one run per key.
 
-Every caller starts at a barrier before the holder's function can finish (it sleeps
-1 s), so each one began before the result was stored and shares it however the
-machine schedules them; leases are 10 s and waits 60 s so that no lease runs out
-under load (these tests are about who runs, not about time).
+The function a runner runs returns only once every caller has begun (``all_called``:
+the flight counted them), so each one began before the result was stored and shares it
+however the machine schedules them; leases are 10 s and waits 60 s so that no lease runs
+out under load (these tests are about who runs, not about time).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from support.at_once import together
+from support.at_once import all_called, together
 from support.tables import fresh_lock_table
 
 from dynalease import DynamoDBClient
@@ -46,7 +46,7 @@ def test_twenty_concurrent_calls_for_one_key_run_the_function_once(
     )
     def report(day: str) -> dict[str, Any]:
         runs.append(day)
-        time.sleep(1.0)
+        all_called(flight, 20)
         return {"day": day, "total": 42}
 
     results = together(20, lambda _: report("2026-12-07"))
@@ -60,11 +60,19 @@ def test_twenty_concurrent_calls_for_one_key_run_the_function_once(
 
 def test_twenty_calls_over_five_keys_run_five_times(client: DynamoDBClient, table: str) -> None:
     runs: Counter[str] = Counter()
+    flight = SingleFlight()
 
-    @single_flight(client, table=table, key="k:{name}", lease_duration=LEASE_S, wait_timeout=WAIT_S)
+    @single_flight(
+        client,
+        table=table,
+        key="k:{name}",
+        lease_duration=LEASE_S,
+        wait_timeout=WAIT_S,
+        flight=flight,
+    )
     def work(name: str) -> str:
         runs[name] += 1
-        time.sleep(1.0)
+        all_called(flight, 20)
         return name.upper()
 
     results = together(20, lambda i: work(f"key{i % 5}"))
@@ -77,11 +85,14 @@ def test_waiters_get_shared_call_failed_with_the_holders_error(
     client: DynamoDBClient, table: str
 ) -> None:
     runs: list[int] = []
+    flight = SingleFlight()
 
-    @single_flight(client, table=table, key="fails", lease_duration=LEASE_S, wait_timeout=WAIT_S)
+    @single_flight(
+        client, table=table, key="fails", lease_duration=LEASE_S, wait_timeout=WAIT_S, flight=flight
+    )
     def fails() -> None:
         runs.append(1)
-        time.sleep(1.0)
+        all_called(flight, 5)
         raise TimeoutError("the provider did not answer")
 
     results = together(5, lambda _: fails())
@@ -100,18 +111,14 @@ def test_with_on_failure_run_the_next_waiter_runs_the_function_itself(
     client: DynamoDBClient, table: str
 ) -> None:
     runs: list[int] = []
+    flight = SingleFlight(on_failure="run")
 
     @single_flight(
-        client,
-        table=table,
-        key="flaky",
-        lease_duration=LEASE_S,
-        wait_timeout=WAIT_S,
-        flight=SingleFlight(on_failure="run"),
+        client, table=table, key="flaky", lease_duration=LEASE_S, wait_timeout=WAIT_S, flight=flight
     )
     def flaky() -> str:
         runs.append(1)
-        time.sleep(1.0)
+        all_called(flight, 5)
         if len(runs) == 1:
             raise ConnectionError("first try fails")
         return "second try"
@@ -128,14 +135,14 @@ def test_a_later_call_gets_the_fresh_result_with_one_read_then_runs_once_it_is_s
 ) -> None:
     runs: list[int] = []
 
-    @single_flight(client, table=table, key="token", flight=SingleFlight(result_ttl=1.5))
+    @single_flight(client, table=table, key="token", flight=SingleFlight(result_ttl=3.0))
     def token() -> int:
         runs.append(1)
         return len(runs)
 
     assert token() == 1
     assert token() == 1  # fresh: shared
-    time.sleep(2.1)  # past result_ttl (1.5 s)
+    time.sleep(3.1)  # past result_ttl (3 s: a loaded machine's two calls are well within)
     assert token() == 2
     assert len(runs) == 2
 
@@ -201,7 +208,8 @@ def test_an_async_function_shares_its_result_between_tasks(
     )
     async def fetch() -> list[int]:
         runs.append(1)
-        await asyncio.sleep(1.0)
+        while flight.metrics.calls < 5:  # every task began before the result is stored
+            await asyncio.sleep(0.01)
         return [1, 2]
 
     async def main() -> list[Any]:

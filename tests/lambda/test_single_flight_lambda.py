@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from dynalease_dev.invoke import CountdownContext
-from support.at_once import together
+from support.at_once import all_called, together
 from support.lambda_plane import ControlPlane
 from test_recovery import _run_in_background, _wait_for, plane_factory  # noqa: F401
 
@@ -48,7 +48,7 @@ def test_twenty_invocations_over_five_keys_run_the_handler_five_times(lock_table
     @lock_handler(key="{key}", lease_duration=10, single_flight=flight)
     def handler(event: dict[str, Any], context: Any) -> dict[str, str]:
         runs[event["key"]] += 1
-        time.sleep(1.0)  # every caller has begun (the barrier) long before this ends
+        all_called(flight, 20)  # every invocation began before a response is stored
         return {"built": event["key"]}
 
     results = together(20, lambda i: handler({"key": f"k{i % 5}"}, CountdownContext(60)))
@@ -59,9 +59,11 @@ def test_twenty_invocations_over_five_keys_run_the_handler_five_times(lock_table
 
 
 def test_invocations_that_waited_for_a_failed_holder_get_its_error(lock_table: str) -> None:
-    @lock_handler(key="{key}", lease_duration=10, single_flight=SingleFlight())
+    flight = SingleFlight()
+
+    @lock_handler(key="{key}", lease_duration=10, single_flight=flight)
     def handler(event: dict[str, Any], context: Any) -> None:
-        time.sleep(1.0)
+        all_called(flight, 5)
         raise KeyError("no such customer")
 
     results = together(5, lambda _: handler({"key": "fails"}, CountdownContext(60)))
@@ -110,14 +112,17 @@ def test_a_waiter_with_too_little_time_gives_up_with_the_usual_error_before_its_
 def test_a_decorated_function_under_bound_locks_waits_no_longer_than_the_invocation(
     lock_table: str, other_client: DynamoDBClient
 ) -> None:
+    inside = threading.Event()
+
     @single_flight(other_client, table=lock_table, key="{name}", lease_duration=5, wait_timeout=60)
     def slow(name: str, seconds: float) -> str:
+        inside.set()
         time.sleep(seconds)
         return name
 
     holder = threading.Thread(target=slow, args=("busy", 6.0))
     holder.start()
-    time.sleep(1.0)  # the holder has its lock (a generous second to take it)
+    assert inside.wait(30)  # the holder has its lock
 
     @bound_locks
     def handler(event: Any, context: Any) -> str:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["together"]
+__all__ = ["all_called", "together"]
 
 
 def together(count: int, call: Callable[[int], Any], join_s: float = 120.0) -> list[Any]:
@@ -27,3 +28,12 @@ def together(count: int, call: Callable[[int], Any], join_s: float = 120.0) -> l
     for thread in threads:
         thread.join(join_s)
     return results
+
+
+def all_called(flight: Any, calls: int, within_s: float = 60.0) -> None:
+    """Block until ``flight`` (a ``SingleFlight``) counted ``calls`` calls: each of them began
+    (its start time taken) before a runner that waits here stores its result."""
+    deadline = time.monotonic() + within_s
+    while flight.metrics.calls < calls:
+        assert time.monotonic() < deadline, f"only {flight.metrics.calls} of {calls} calls began"
+        time.sleep(0.01)
