@@ -17,40 +17,21 @@ import os
 import statistics
 import threading
 import time
-from typing import Any
 
 from dynalease import DynamoDBClient, SyncDistributedLock
-from dynalease._engine.store import Request
 from dynalease._tooling.local_server import LocalServer
 from dynalease.single_flight import SingleFlight, single_flight
 
-
-class Counting:
-    """A transport, counting each operation it sends (the lock's and the items')."""
-
-    def __init__(self, inner: Any, counts: collections.Counter[str]) -> None:
-        self.inner = inner
-        self.counts = counts
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    async def handle_async(self, request: Request) -> dict[str, Any]:
-        self.counts[request.operation] += 1
-        result: dict[str, Any] = await self.inner.handle_async(request)
-        return result
-
-    def handle(self, request: Request) -> dict[str, Any]:
-        self.counts[request.operation] += 1
-        result: dict[str, Any] = self.inner.handle(request)
-        return result
+from .semaphore import Counting
 
 
 def counted(url: str, counts: collections.Counter[str]) -> DynamoDBClient:
     """A client whose lock and item requests are all counted in ``counts``."""
     client = DynamoDBClient(region="us-east-1", endpoint_url=url)
-    client._lock_store.transport = Counting(client._lock_store.transport, counts)
-    client._items = Counting(client._items, counts)
+    locks, items = Counting(client._lock_store.transport), Counting(client._items)
+    locks.counts = items.counts = counts
+    client._lock_store.transport = locks
+    client._items = items
     return client
 
 
