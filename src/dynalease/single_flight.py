@@ -2,7 +2,7 @@
 
 The first caller for a key runs the function under the key's lock and stores what it
 returned (or raised) in an item of its own beside the lock row
-(``dynalease-result:<key>``, with a DynamoDB TTL attribute; :mod:`._results`), then
+(``dynalease-result:<key>``, with a DynamoDB TTL attribute; `_results`), then
 releases. Callers that arrive meanwhile wait for the lock as any waiter does (the
 engine's wake in this process, its polls across processes; in Lambda a wait sized from
 the invocation's remaining time), read the item once they hold the lock, and return
@@ -12,12 +12,12 @@ next caller runs the function again.
 
 A result stored after a caller began is the one it waited for: that caller shares it
 even with ``result_ttl=0``. A holder that raised leaves its error's type and message,
-and its waiters raise :class:`~dynalease.exceptions.SharedCallFailed` (or, with
+and its waiters raise `SharedCallFailed` (or, with
 ``on_failure="run"``, each runs the function in turn). A holder lost without storing
 anything (a timeout, a crash) leaves nothing: the waiter that takes its lock over runs
 the function.
 
-Example::
+For example:
 
     from dynalease.single_flight import SingleFlight, single_flight
 
@@ -70,13 +70,13 @@ CLOCK_SLACK_S = 0.1
 
 @dataclass(frozen=True, slots=True)
 class SingleFlightMetrics:
-    """What a :class:`SingleFlight`'s calls did in this process, so far.
+    """What a `SingleFlight`'s calls did in this process, so far.
 
     ``calls`` counts every call; ``runs`` the calls that ran the function;
     ``shared`` those that returned another call's stored result (fresh, or the one
     they waited for); ``waits`` those whose lock was held by another caller when
     they tried it; ``failures_shared`` those that raised a holder's error as
-    :class:`~dynalease.exceptions.SharedCallFailed`.
+    `SharedCallFailed`.
     """
 
     calls: int = 0
@@ -87,7 +87,7 @@ class SingleFlightMetrics:
 
 
 class SingleFlight:
-    """How single-flight calls share results, and what they did (:attr:`metrics`).
+    """How single-flight calls share results, and what they did (`metrics`).
 
     - ``result_ttl``: seconds a stored result is returned to callers that come after
       it was stored (``0``: only to the callers that were waiting for it).
@@ -99,7 +99,7 @@ class SingleFlight:
       metric (``SingleFlightCalls``, ``SingleFlightRuns``, ``SingleFlightShared``,
       ``SingleFlightWaits``, ``SingleFlightFailuresShared``).
 
-    Pass one to :func:`single_flight` or to ``lock_handler(single_flight=...)``;
+    Pass one to `single_flight` or to ``lock_handler(single_flight=...)``;
     one instance may serve several functions, its metrics then summing theirs.
     """
 
@@ -156,8 +156,11 @@ class SingleFlight:
             )
 
     def _begin(self, plan: LockPlan, event: Any, context: Any) -> _Call:
-        """The middleware's call for an invocation, made before its lock (the key resolved
-        as its hold resolves it; the client built now only to read a fresh result)."""
+        """The middleware's call for an invocation, made before its lock.
+
+        The key is resolved as its hold resolves it; the client is built now only to read
+        a fresh result.
+        """
         from ._lambda.holding import shared_client  # loaded by the hold anyway
         from ._lambda.invocation import lambda_context_of
 
@@ -199,8 +202,11 @@ class _Call:
         return None if item is None else Outcome.of_item(item)
 
     def _met(self, outcome: Outcome, waited: bool) -> bool:
-        """Stored after this call began: the flight it waited for. Another host's clock may
-        be a little behind ours, so a caller that waited allows it ``CLOCK_SLACK_S``."""
+        """Stored after this call began: the flight it waited for.
+
+        Another host's clock may be a little behind ours, so a caller that waited allows
+        it ``CLOCK_SLACK_S``.
+        """
         return outcome.stored_at >= self.started - (CLOCK_SLACK_S if waited else 0.0)
 
     def _shared(self, outcome: Outcome) -> tuple[Any]:
@@ -292,8 +298,10 @@ class _Call:
         self.client.sync_put_item(self.table, item)
 
     def leave_failure(self, error: Exception) -> None:
-        """Store the holder's error (type and message) for the callers waiting; a failure to
-        store it is noted on ``error``, which the caller raises either way."""
+        """Store the holder's error (type and message) for the callers waiting.
+
+        A failure to store it is noted on ``error``, which the caller raises either way.
+        """
         try:
             self._store_error(type(error).__name__, str(error))
         except Exception as store_error:
@@ -322,11 +330,11 @@ def single_flight(
     The first caller runs the function under the key's lock; callers arriving meanwhile
     wait (at most ``wait_timeout``, and never past a Lambda invocation's deadline under
     ``bound_locks`` or ``lock_handler``) and return the same result; a waiter that runs
-    out of time raises :class:`~dynalease.exceptions.LockNotAcquired`, as any lock waiter.
+    out of time raises `LockNotAcquired`, as any lock waiter.
     ``flight`` sets the sharing (``result_ttl``, ``serializer``, ``on_failure``) and
     counts the calls; by default results go only to the callers that waited.
 
-    Example::
+    For example:
 
         @single_flight(client, table="locks", key="report:{day}",
                        flight=SingleFlight(result_ttl=60))

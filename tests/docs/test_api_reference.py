@@ -20,6 +20,7 @@ PUBLIC_MODULES = [
     "dynalease.metrics",
     "dynalease.semaphore",
     "dynalease.single_flight",
+    "dynalease.election",
     "dynalease.keys",
     "dynalease.shutdown",
     "dynalease.testing",

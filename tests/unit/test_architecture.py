@@ -49,6 +49,8 @@ ALLOWED: dict[str, set[str]] = {
     "semaphore": BASE | {"_engine", "keys", "client", "lock", "_calls"},
     "_results": BASE | {"keys"},
     "single_flight": BASE | {"_results", "keys", "client", "lock", "_lambda"},
+    "_election": BASE | {"_engine", "client"},
+    "election": BASE | {"_engine", "_election", "keys", "client", "lock"},
     # _lambda: SnapStart's hooks, registered on import where the runtime runs them.
     "__init__": BASE | {"client", "lock", "semaphore", "transaction", "metrics", "_lambda"},
     "_lambda": BASE
@@ -70,6 +72,7 @@ ALLOWED: dict[str, set[str]] = {
         "client",
         "lock",
         "semaphore",
+        "election",
         "transaction",
         "keys",
         "_keyset",
