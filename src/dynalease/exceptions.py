@@ -15,8 +15,10 @@ The tree::
     │   │   └── LockUnavailable    (an outage, not contention)
     │   ├── LockLost
     │   ├── LockReleaseError
-    │   └── MalformedLockRow       (problem)
-    │       └── FencingMismatch
+    │   ├── MalformedLockRow       (problem)
+    │   │   └── FencingMismatch
+    │   ├── SharedCallFailed       (error_type, error_message: the single-flight holder's)
+    │   └── SharedResultTooLarge   (result, size; also a ValueError)
     ├── DynamoDBError              (code, operation)
     │   ├── TableNotFoundError
     │   ├── AccessDeniedError
@@ -57,6 +59,8 @@ __all__ = [
     "LockUnavailable",
     "MalformedLockRow",
     "RequestFailedError",
+    "SharedCallFailed",
+    "SharedResultTooLarge",
     "TableNotFoundError",
     "ThrottledError",
     "TransactionCanceledError",
@@ -172,6 +176,44 @@ class FencingMismatch(MalformedLockRow):
     protocol-1 rows (as pydynox does). Every user of a key must agree: open the
     lock with the ``fencing`` value the message names.
     """
+
+
+class SharedCallFailed(LockError):
+    """The single-flight holder this caller waited for raised; its error, by name.
+
+    ``error_type`` is the holder's exception class name (``"TimeoutError"``) and
+    ``error_message`` its ``str()``: the exception itself ran in another process.
+    Retry the call, or decorate with ``on_failure="run"`` so that the next
+    waiter runs the function itself instead (docs/single-flight.md).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        error_type: str,
+        error_message: str,
+        table: str | None = None,
+        key: str | None = None,
+    ) -> None:
+        super().__init__(message, table=table, key=key)
+        self.error_type = error_type
+        self.error_message = error_message
+
+
+class SharedResultTooLarge(LockError, ValueError):
+    """A single-flight result is too large to store in the lock table (400 KB items).
+
+    Raised to the caller that ran the function, at store time: ``result`` is what
+    the function returned, so it is not lost. Return a reference (an S3 key)
+    instead of the data, or pass a ``serializer`` that compresses it. The
+    waiters get `SharedCallFailed` naming this error.
+    """
+
+    def __init__(self, message: str, *, result: object, size: int, table: str, key: str) -> None:
+        super().__init__(message, table=table, key=key)
+        self.result = result
+        self.size = size
 
 
 class FencingUnavailable(DynaleaseError):

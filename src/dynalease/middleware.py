@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from ._lambda.holding import Holding
     from .client import DynamoDBClient
     from .lock import SyncDistributedLock
+    from .single_flight import SingleFlight
 
 __all__ = ["bound_locks", "current_lock", "key_hash", "lock_handler", "lock_record"]
 
@@ -105,16 +106,25 @@ def dynalease_lock_handler(
     *,
     dynalease_plan: LockPlan,
     dynalease_on_contention: OnContention | None,
+    dynalease_single_flight: SingleFlight | None = None,
     **handler_kwargs: Any,
 ) -> Any:
     """The middleware behind `lock_handler` (its name shows in Powertools' logs)."""
+    flight = None
+    if dynalease_single_flight is not None:
+        flight = dynalease_single_flight._begin(dynalease_plan, event, context)
+        if (fresh := flight.peek()) is not None:
+            return fresh[0]  # a fresh stored response, without the lock
     with bounded(context), contextlib.ExitStack() as stack:
         try:
-            stack.enter_context(_hold(dynalease_plan, event, context))
+            guard = stack.enter_context(_hold(dynalease_plan, event, context))
         except LockNotAcquired as error:
             if dynalease_on_contention is None:
                 raise
             return dynalease_on_contention(event, context, error)
+        if flight is not None:
+            run = functools.partial(handler, event, context, **handler_kwargs)
+            return flight.settle_or_run(guard, run)
         return handler(event, context, **handler_kwargs)
 
 
@@ -159,6 +169,7 @@ def lock_handler(
     log_key: str | None = None,
     permits: int = 1,
     fencing: bool = False,
+    single_flight: SingleFlight | None = None,
 ) -> Callable[[H], H]:
     """Run each invocation of a Lambda handler under a lock resolved from the event.
 
@@ -205,6 +216,10 @@ def lock_handler(
     - ``keys``: instead of ``key``, a list of templates, each resolved from the
       event as ``key`` is: the invocation holds every resolved key at once, all or
       nothing (a multi-key lock, docs/locks.md); not with ``permits`` or ``fencing``.
+    - ``single_flight``: a `SingleFlight`: invocations
+      that waited for the lock return the response the holder stored instead of running
+      the handler again, as do later ones while it is fresh (``result_ttl``); the
+      response must fit its serializer (JSON) and an item (docs/single-flight.md).
 
     Built with Powertools' ``lambda_handler_decorator``, so it stacks with
     ``Logger.inject_lambda_context``, ``Tracer``, ``Metrics.log_metrics`` and
@@ -226,6 +241,12 @@ def lock_handler(
         permits=permits,
         fencing=fencing,
     )
+    if single_flight is not None:
+        from .single_flight import SingleFlight  # only for handlers that share results
+
+        if not isinstance(single_flight, SingleFlight):
+            raise TypeError(f"single_flight must be a SingleFlight, got {single_flight!r}")
+        single_flight._check_handler(permits=permits, keys=keys)
     if on_contention is not None and not callable(on_contention):
         raise TypeError(
             "on_contention must be a callable (event, context, error) -> response, "
@@ -244,7 +265,10 @@ def lock_handler(
                 "synchronously; run your coroutine with asyncio.run inside a def handler"
             )
         wrapped = dynalease_lock_handler(
-            handler, dynalease_plan=plan, dynalease_on_contention=on_contention
+            handler,
+            dynalease_plan=plan,
+            dynalease_on_contention=on_contention,
+            dynalease_single_flight=single_flight,
         )
         return cast(H, wrapped)
 

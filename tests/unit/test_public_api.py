@@ -241,6 +241,8 @@ def test_the_exceptions_module_exports_exactly_its_errors() -> None:
         "LockUnavailable",
         "MalformedLockRow",
         "RequestFailedError",
+        "SharedCallFailed",
+        "SharedResultTooLarge",
         "TableNotFoundError",
         "ThrottledError",
         "TransactionCanceledError",

@@ -50,6 +50,9 @@ _KEY_LOCK_ACTIONS = ("kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:Gener
 _KEY_INSPECT_ACTIONS = ("kms:Decrypt", "kms:DescribeKey")
 
 _PARTITION_KEY = "key"
+#: The TTL attribute of single-flight result items (``dynalease._results.EXPIRES_ATTRIBUTE``):
+#: lock rows never carry it, so TTL on it can never delete a lock row.
+RESULT_EXPIRY_ATTRIBUTE = "dynalease_expires"
 _TABLE_NAME = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
 
 
@@ -71,6 +74,9 @@ class LockTable(Construct):
         mistaken ``cdk destroy`` or console delete cannot drop held locks; pass
         ``False`` for throwaway stacks).
     :param encryption_key: a customer managed KMS key; by default the AWS owned key.
+    :param result_expiry: enable TTL on ``dynalease_expires``, the attribute only
+        single-flight result items carry, so DynamoDB deletes stale results
+        (docs/single-flight.md); lock rows never carry it. Off by default.
     """
 
     def __init__(
@@ -83,6 +89,7 @@ class LockTable(Construct):
         point_in_time_recovery: bool = True,
         deletion_protection: bool = True,
         encryption_key: kms.IKey | None = None,
+        result_expiry: bool = False,
     ) -> None:
         check_optional_name(
             table_name,
@@ -96,6 +103,7 @@ class LockTable(Construct):
         for name, value in (
             ("point_in_time_recovery", point_in_time_recovery),
             ("deletion_protection", deletion_protection),
+            ("result_expiry", result_expiry),
         ):
             if not isinstance(value, bool):
                 raise TypeError(f"{name} must be True or False, got {value!r}")
@@ -126,6 +134,7 @@ class LockTable(Construct):
             ),
             encryption_key=encryption_key,
             removal_policy=removal_policy,
+            time_to_live_attribute=RESULT_EXPIRY_ATTRIBUTE if result_expiry else None,
         )
         """The underlying ``aws_dynamodb.Table`` (construct ID ``Table``)."""
 
