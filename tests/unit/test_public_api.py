@@ -36,6 +36,7 @@ PUBLIC_MODULES = [
     "dynalease.metrics",
     "dynalease.keys",
     "dynalease.testing",
+    "dynalease.rwlock",
 ]
 
 
@@ -407,6 +408,8 @@ def test_the_package_exports_exactly_its_public_names() -> None:
             "__version__",
             "distributed_lock",
             "distributed_semaphore",
+            *("ReadLock", "SyncReadLock", "SyncWriteLock", "WriteLock"),
+            *("distributed_read_lock", "distributed_write_lock"),
         ]
     )
     for name in dynalease.__all__:
