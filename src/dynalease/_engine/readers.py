@@ -16,6 +16,7 @@ from . import protocol as p
 from . import shared_rows as s
 from .base import _run_callback
 from .clock import Clock
+from .loop import sleep_or_wake
 from .observations import Observations
 from .store import ConditionFailed, Limit, LockStore, Reply, TimedOut
 
@@ -89,12 +90,26 @@ class ReaderLease:
                 raise self._not_acquired(choice, last)
             else:
                 left = deadline - clock.monotonic()
-                await clock.sleep(min(left, pause * (0.8 + 0.4 * self._rng.random())))
+                await self._pause(min(left, pause * (0.8 + 0.4 * self._rng.random())), choice)
                 pause = min(pause * GROWTH, p.poll_cap(self.lease_s))
             try:
                 choice = await self._look(deadline)
             except (TimedOut, DynamoDBError) as error:
                 last, choice = error, s.Wait(writer=False)
+
+    async def _pause(self, seconds: float, choice: s.Wait) -> None:
+        """Sleep, ending early when a guard of this client releases the row waited on (the
+        writer row, or the lock row); a reader woken passes the wake on, as readers do
+        not exclude each other."""
+        key = s.writer_key(self.key) if choice.writer else self.key
+        resource = (self.table, key)
+        wake = self.observations.wait(resource, asyncio.get_running_loop().create_future())
+        try:
+            await sleep_or_wake(self.clock, seconds, [wake])
+        finally:
+            self.observations.discard_waiter(resource, wake)
+        if wake.done() and not wake.cancelled():
+            self.observations.wake_next(resource)
 
     async def _join(self, observed: p.LockRow | None, deadline: float) -> None:
         version = p.new_token()
@@ -225,6 +240,7 @@ class ReaderLease:
             )
             if not s.readers_of(reply.item):
                 await self._send("DeleteItem", s.drop_params(self.table, self.key), deadline)
+                self.observations.released((self.table, self.key))  # a local writer waits
         except (ConditionFailed, TimedOut, DynamoDBError, MalformedLockRow):
             return
 
