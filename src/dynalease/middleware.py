@@ -41,7 +41,7 @@ import functools
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 try:
     from aws_lambda_powertools.middleware_factory import lambda_handler_decorator
@@ -157,6 +157,7 @@ def lock_handler(
     log_key: str | None = None,
     permits: int = 1,
     fencing: bool = False,
+    mode: Literal["read", "write"] | None = None,
 ) -> Callable[[H], H]:
     """Run each invocation of a Lambda handler under a lock resolved from the event.
 
@@ -203,6 +204,9 @@ def lock_handler(
     - ``keys``: instead of ``key``, a list of templates, each resolved from the
       event as ``key`` is: the invocation holds every resolved key at once, all or
       nothing (a multi-key lock, docs/locks.md); not with ``permits`` or ``fencing``.
+    - ``mode``: ``"read"`` or ``"write"`` holds the key as a reader or the writer of a
+      read/write lock (docs/rwlocks.md); ``current_lock()`` returns that guard (a
+      writer's has ``fencing_token``). Not with ``keys``, ``permits`` or ``fencing``.
 
     Built with Powertools' ``lambda_handler_decorator``, so it stacks with
     ``Logger.inject_lambda_context``, ``Tracer``, ``Metrics.log_metrics`` and
@@ -223,6 +227,7 @@ def lock_handler(
         log_key=log_key,
         permits=permits,
         fencing=fencing,
+        mode=mode,
     )
     if on_contention is not None and not callable(on_contention):
         raise TypeError(
@@ -264,6 +269,7 @@ def lock_record(
     log_key: str | None = None,
     permits: int = 1,
     fencing: bool = False,
+    mode: Literal["read", "write"] | None = None,
 ) -> Callable[[H], H]:
     """Process each SQS, Kinesis or DynamoDB-stream record under its own lock.
 
@@ -297,6 +303,7 @@ def lock_record(
         log_key=log_key,
         permits=permits,
         fencing=fencing,
+        mode=mode,
     )
     warned: list[bool] = []
 

@@ -3,7 +3,7 @@
 Readers hold the key's lock row together (``_engine/shared_rows.py``); a writer holds
 the key's writer row (fenced: its token) and then the lock row itself, each an ordinary
 lock of the engine. A pydynox 1.8 lock on the key therefore excludes readers and
-writers, and any reader or writer keeps pydynox out (docs/locks.md, "Read/write locks").
+writers, and any reader or writer keeps pydynox out (docs/rwlocks.md).
 """
 
 from __future__ import annotations
@@ -13,14 +13,9 @@ from collections.abc import Callable
 from typing import Any, ParamSpec, Self, TypeVar
 
 from ._calls import guarded_calls
-from ._engine.clock import SYSTEM_CLOCK
-from ._engine.protocol import fence_of
-from ._engine.readers import ReaderLease
-from ._engine.shared_rows import WRITER_PREFIX, writer_key
-from ._engine.store import Limit
+from ._rwguards import ReadGuard, WriteGuard, rw_key
 from .client import DynamoDBClient
-from .exceptions import GuardReused, LockLost
-from .keys import MAX_KEY_BYTES, KeyTemplate, validate_key
+from .keys import KeyTemplate
 from .lock import DistributedLock, OnLost, SyncDistributedLock, _check_options
 
 __all__ = [
@@ -36,115 +31,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def rw_key(key: object) -> str:
-    """``key`` checked as a lock key that leaves room for its writer row's prefix."""
-    name = validate_key(key)
-    if name.startswith(WRITER_PREFIX):
-        raise ValueError(
-            f"key {name!r} starts with {WRITER_PREFIX!r}, which is reserved for the writer "
-            "rows of read/write locks; use another key"
-        )
-    if len(writer_key(name).encode("utf-8")) > MAX_KEY_BYTES:
-        raise ValueError(
-            f"key is too long for a read/write lock: its writer row adds {len(WRITER_PREFIX)} "
-            f"bytes ({WRITER_PREFIX!r}) and must stay within {MAX_KEY_BYTES} UTF-8 bytes"
-        )
-    return name
-
-
-class _ReadGuard:
-    """What sync and async read guards share."""
-
-    def __init__(
-        self,
-        client: DynamoDBClient,
-        *,
-        table: str,
-        key: str,
-        lease_duration: float = 30.0,
-        wait_timeout: float = 35.0,
-        on_lost: OnLost | None = None,
-    ) -> None:
-        lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
-        client._check_process()
-        self._client = client
-        self._used = False
-        self._reader = ReaderLease(
-            store=client._lock_store,
-            observations=client._observations,
-            clock=SYSTEM_CLOCK,
-            table=table,
-            key=rw_key(key),
-            lease_s=lease_s,
-            wait_s=wait_s,
-            on_lost=on_lost,
-        )
-
-    @property
-    def table(self) -> str:
-        """The lock table."""
-        return self._reader.table
-
-    @property
-    def key(self) -> str:
-        """The key read (its lock row is the one readers hold together)."""
-        return self._reader.key
-
-    @property
-    def owner(self) -> str:
-        """This reader's token in the lock row's ``readers`` set (a UUID4)."""
-        return self._reader.owner
-
-    @property
-    def requests(self) -> int:
-        """Requests this guard sent so far (acquisition, renewals, release)."""
-        return self._reader.requests
-
-    @property
-    def lost(self) -> bool:
-        """True once this reader is known to be out (its renewals stopped being confirmed)."""
-        return not self._reader.valid()
-
-    def raise_if_lost(self) -> None:
-        """Raise :class:`LockLost` unless this reader's lease is valid right now."""
-        reader = self._reader
-        if reader.lost is not None:
-            raise reader.lost
-        if not reader.valid():
-            raise LockLost(
-                f"read lock {reader.key!r} in table {reader.table!r} is not held",
-                table=reader.table,
-                key=reader.key,
-                owner=reader.owner,
-            )
-
-    def _begin(self) -> None:
-        if self._used:
-            raise GuardReused(
-                f"this read guard for {self.key!r} was already used; guards are single use: "
-                "create a new guard"
-            )
-        self._used = True
-
-    def _ended(self, exc: BaseException | None) -> None:
-        """After the release: a reader lost while the body ran fails the block."""
-        if exc is None and self._reader.lost is not None:
-            raise self._reader.lost
-
-    async def _writer_token(self) -> int | None:
-        reader = self._reader
-        limit = Limit(reader.lease_s / 3, lambda late: None)
-        reply = await reader.store.read(reader.table, writer_key(reader.key), limit)
-        item = reply.item
-        if item is None:
-            return None
-        return fence_of(item, table=reader.table, key=writer_key(reader.key))
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(table={self.table!r}, key={self.key!r})"
-
-
-class ReadLock(_ReadGuard):
+class ReadLock(ReadGuard):
     """An async context manager holding a key for reading, beside other readers.
 
     Any number of readers hold a key at once; a writer waits until they have left,
@@ -175,7 +62,7 @@ class ReadLock(_ReadGuard):
         return await self._client._runtime().run_async(self._writer_token())
 
 
-class SyncReadLock(_ReadGuard):
+class SyncReadLock(ReadGuard):
     """The sync form of :class:`ReadLock`.
 
     Example::
@@ -199,85 +86,7 @@ class SyncReadLock(_ReadGuard):
         return self._client._runtime().run(self._writer_token())
 
 
-class _WriteGuard:
-    """What sync and async write guards share: the writer row, then the lock row."""
-
-    _main_class: type[DistributedLock] | type[SyncDistributedLock]
-
-    def __init__(
-        self,
-        client: DynamoDBClient,
-        *,
-        table: str,
-        key: str,
-        lease_duration: float = 30.0,
-        wait_timeout: float = 35.0,
-        on_lost: OnLost | None = None,
-    ) -> None:
-        lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
-        name = rw_key(key)
-        self._client, self._table, self._key = client, table, name
-        self._lease_s, self._wait_s, self._on_lost = lease_s, wait_s, on_lost
-        self._gate: Any = self._main_class(
-            client,
-            table=table,
-            key=writer_key(name),
-            lease_duration=lease_s,
-            wait_timeout=wait_s,
-            on_lost=on_lost,
-            fencing=True,
-        )
-        self._main: Any = None
-        self._began = 0.0
-
-    @property
-    def table(self) -> str:
-        """The lock table."""
-        return self._table
-
-    @property
-    def key(self) -> str:
-        """The key written."""
-        return self._key
-
-    @property
-    def fencing_token(self) -> int:
-        """This writer's token: larger than every earlier writer's of this key (the writer
-        row's counter); readers see the latest with ``writer_token()``."""
-        token: int = self._gate.fencing_token
-        return token
-
-    @property
-    def lost(self) -> bool:
-        """True once either row is known to be lost."""
-        return self._gate.lost or (self._main is not None and self._main.lost)
-
-    def raise_if_lost(self) -> None:
-        """Raise :class:`LockLost` unless both rows are held validly right now."""
-        self._gate.raise_if_lost()
-        if self._main is None:
-            self._gate.raise_if_lost()  # not acquired yet: the gate's error says so
-        else:
-            self._main.raise_if_lost()
-
-    def _next(self) -> Any:
-        """The lock row's guard, waiting only for what is left of ``wait_timeout``."""
-        left = max(0.0, self._wait_s - (time.monotonic() - self._began)) if self._wait_s else 0.0
-        self._main = self._main_class(
-            self._client,
-            table=self._table,
-            key=self._key,
-            lease_duration=self._lease_s,
-            wait_timeout=left,
-            on_lost=self._on_lost,
-        )
-        return self._main
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(table={self.table!r}, key={self.key!r})"
-
-
-class WriteLock(_WriteGuard):
+class WriteLock(WriteGuard):
     """An async context manager holding a key alone, for writing.
 
     It first takes the key's writer row (from then on no new reader enters), then the
@@ -311,7 +120,7 @@ class WriteLock(_WriteGuard):
             await self._gate.__aexit__(exc_type, exc, traceback)
 
 
-class SyncWriteLock(_WriteGuard):
+class SyncWriteLock(WriteGuard):
     """The sync form of :class:`WriteLock`.
 
     Example::

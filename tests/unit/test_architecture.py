@@ -47,13 +47,15 @@ ALLOWED: dict[str, set[str]] = {
     "transaction": BASE | {"_engine", "_values", "client"},
     "client": BASE | {"_engine", "_transport", "_values"},
     "semaphore": BASE | {"_engine", "keys", "client", "lock", "_calls"},
-    "rwlock": BASE | {"_engine", "keys", "client", "lock", "_calls"},
+    "_rwguards": BASE | {"_engine", "keys", "client", "lock", "metrics"},
+    "rwlock": BASE | {"_engine", "keys", "client", "lock", "_calls", "_rwguards"},
     # _lambda: SnapStart's hooks, registered on import where the runtime runs them.
     "__init__": BASE
     | {"client", "lock", "semaphore", "transaction", "metrics", "_lambda"}
     | {"rwlock"},
     "_lambda": BASE
-    | {"_engine", "client", "lock", "semaphore", "keys", "_keyset", "metrics", "_calls"},
+    | {"_engine", "client", "lock", "semaphore", "keys", "_keyset", "metrics", "_calls"}
+    | {"rwlock"},
     "middleware": BASE | {"_lambda", "client", "lock", "keys", "_keyset", "metrics"},
     "testing": BASE | {"_engine", "_transport", "_values", "client"},
     "cdk": BASE,

@@ -46,7 +46,10 @@ class ReaderLease:
         self.lease_s, self.wait_s, self.on_lost = lease_s, wait_s, on_lost
         #: This reader's token in the main row's reader set.
         self.owner = p.new_token()
-        self.requests = 0
+        self.reads = self.writes = self.renewals = 0
+        self.wait_ms = 0.0
+        #: A ``wait_timeout=0`` attempt's network budget, when the caller caps it (Lambda).
+        self.single_cap: float | None = None
         self.lost: LockLost | None = None
         self._renewing: asyncio.Task[None] | None = None
         self._valid_until = 0.0
@@ -58,7 +61,18 @@ class ReaderLease:
         """Join the readers within ``wait_s`` (one attempt when it is 0), or raise
         :class:`LockNotAcquired`."""
         clock = self.clock
-        deadline = clock.monotonic() + (self.wait_s or p.zero_wait_budget(self.lease_s))
+        began = clock.monotonic()
+        try:
+            await self._acquire(began)
+        finally:
+            self.wait_ms = (clock.monotonic() - began) * 1000
+
+    async def _acquire(self, began: float) -> None:
+        clock = self.clock
+        single = p.zero_wait_budget(self.lease_s)
+        if self.single_cap is not None:
+            single = min(single, self.single_cap)
+        deadline = began + (self.wait_s or single)
         pause = p.fastest_poll(self.lease_s)
         choice: s.Choice = s.Join()
         joined_at = clock.monotonic()
@@ -116,13 +130,13 @@ class ReaderLease:
         actions = s.join_actions(
             self.table, self.key, self.owner, version, p.lease_ms(self.lease_s), observed
         )
-        self.requests += 1
+        self.writes += 1
         await self.store.transact(actions, self._limit(deadline))
 
     async def _look(self, deadline: float) -> s.Choice:
         """Read both rows; what to do next."""
         keys = (self.key, s.writer_key(self.key))
-        self.requests += 1
+        self.reads += 1
         reply = await self.store.read_rows(self.table, keys, self._limit(deadline))
         now = self.clock.monotonic()
         main_item, writer_item = reply.items.get(keys[0]), reply.items.get(keys[1])
@@ -179,6 +193,11 @@ class ReaderLease:
         error.__cause__ = last
         return error
 
+    @property
+    def requests(self) -> int:
+        """Every request sent so far."""
+        return self.reads + self.writes
+
     # --- holding ------------------------------------------------------------------
 
     def _hold(self, sent: float) -> None:
@@ -210,6 +229,7 @@ class ReaderLease:
                     await self.clock.sleep(p.renew_retry_interval(self.lease_s))
                     continue
                 sent = attempt
+                self.renewals += 1
                 self._valid_until = sent + p.validity_span(self.lease_s)
                 break
 
@@ -245,7 +265,7 @@ class ReaderLease:
             return
 
     async def _send(self, operation: str, params: s.Item, deadline: float) -> Reply:
-        self.requests += 1
+        self.writes += 1
         return await self.store.send(operation, params, self._limit(deadline))
 
     def _limit(self, deadline: float) -> Limit:
