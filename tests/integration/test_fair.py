@@ -1,0 +1,137 @@
+"""Fair locks against a moto server: waiters take the key in arrival order; a waiter that
+gives up or dies leaves the queue; pydynox 1.8 (which does not queue) excludes a fair
+holder and is excluded."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pydynox
+import pytest
+from pydynox.exceptions import LockNotAcquired as PydynoxNotAcquired
+from pydynox.lock import SyncDistributedLock as PydynoxLock
+from support.tables import fresh_lock_table
+
+from dynalease import DynamoDBClient
+from dynalease.exceptions import LockNotAcquired
+from dynalease.fair import FairLock, SyncFairLock
+from dynalease.lock import SyncDistributedLock
+
+REGION = "us-east-1"
+#: Leases of several seconds: nothing here may expire on a loaded machine.
+LEASE_S = 6.0
+
+
+@pytest.fixture
+def table(client: DynamoDBClient) -> str:
+    return fresh_lock_table(client, "fair")
+
+
+@pytest.fixture
+def pdx(endpoint: str) -> pydynox.DynamoDBClient:
+    return pydynox.DynamoDBClient(
+        region=REGION, endpoint_url=endpoint, access_key="testing", secret_key="testing"
+    )
+
+
+def queue(client: DynamoDBClient, table: str, key: str) -> list[str]:
+    row = client.sync_get_item(table, {"key": f"dynalease-queue:{key}"}, consistent_read=True)
+    return [] if row is None else list(row.get("q", []))
+
+
+def test_an_uncontended_fair_cycle_costs_four_writes_and_one_read(
+    client: DynamoDBClient, table: str
+) -> None:
+    with SyncFairLock(client, table=table, key="k", lease_duration=LEASE_S) as fair:
+        assert fair.waiters_ahead_at_arrival == 0
+        assert queue(client, table, "k") == []  # left once it held the key
+    metrics = fair.metrics
+    # join, lock create, leave (after a read that finds the entry), lock delete
+    assert (metrics.write_requests, metrics.read_requests) == (4, 1)
+
+
+def test_waiters_acquire_in_arrival_order(client: DynamoDBClient, table: str) -> None:
+    holder = SyncFairLock(client, table=table, key="k", lease_duration=LEASE_S)
+    holder.__enter__()
+    order: list[int] = []
+    threads = []
+    for index in range(4):
+
+        def wait(index: int = index) -> None:
+            with SyncFairLock(
+                client, table=table, key="k", lease_duration=LEASE_S, wait_timeout=60
+            ):
+                order.append(index)
+                time.sleep(0.05)
+
+        thread = threading.Thread(target=wait)
+        threads.append(thread)
+        thread.start()
+        # Arrival is the queue's append: wait (generously) until this one is queued.
+        end = time.monotonic() + 20
+        while len(queue(client, table, "k")) < index + 1 and time.monotonic() < end:
+            time.sleep(0.02)
+    holder.__exit__(None, None, None)
+    for thread in threads:
+        thread.join(60)
+    assert order == [0, 1, 2, 3]
+    assert queue(client, table, "k") == []
+
+
+def test_a_waiter_that_gives_up_leaves_the_queue(client: DynamoDBClient, table: str) -> None:
+    with SyncFairLock(client, table=table, key="k", lease_duration=LEASE_S):
+        with pytest.raises(LockNotAcquired, match="arrived earlier|held"):
+            with SyncFairLock(
+                client, table=table, key="k", lease_duration=LEASE_S, wait_timeout=0.5
+            ):
+                pass
+        assert queue(client, table, "k") == []
+
+
+def test_a_dead_waiter_is_removed_by_the_one_behind_it_after_a_lease(
+    client: DynamoDBClient, table: str
+) -> None:
+    from dynalease._engine import queue_rows as q
+
+    # A waiter that joined and died: its entry and one beat, never renewed.
+    client.sync_put_item(
+        table,
+        {"key": q.queue_key("k"), "q": ["dead-token"], q.beat_attr("dead-token"): "beat-1"},
+    )
+    began = time.monotonic()
+    with SyncFairLock(client, table=table, key="k", lease_duration=2.0, wait_timeout=30) as fair:
+        waited = time.monotonic() - began
+        assert fair.waiters_ahead_at_arrival == 1
+    assert waited >= 2.0  # one lease unchanged in our observation, never less
+    assert queue(client, table, "k") == []
+
+
+def test_pydynox_excludes_a_fair_holder_and_is_excluded(
+    client: DynamoDBClient, table: str, pdx: pydynox.DynamoDBClient
+) -> None:
+    with PydynoxLock(pdx, table=table, key="k", lease_duration=LEASE_S):
+        with pytest.raises(LockNotAcquired):
+            with SyncFairLock(client, table=table, key="k", wait_timeout=0.5):
+                pass
+    assert queue(client, table, "k") == []
+    with SyncFairLock(client, table=table, key="k", lease_duration=LEASE_S):
+        with pytest.raises(PydynoxNotAcquired):
+            with PydynoxLock(pdx, table=table, key="k", wait_timeout=0):
+                pass
+        with pytest.raises(LockNotAcquired):
+            with SyncDistributedLock(client, table=table, key="k", wait_timeout=0):
+                pass
+
+
+def test_the_async_face(client: DynamoDBClient, table: str) -> None:
+    import asyncio
+
+    async def main() -> Any:
+        async with FairLock(
+            client, table=table, key="a", lease_duration=LEASE_S, fencing=True
+        ) as fair:
+            return fair.lock.fencing_token
+
+    assert asyncio.run(main()) == 1
