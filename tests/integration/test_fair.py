@@ -82,7 +82,7 @@ def test_waiters_acquire_in_arrival_order(client: DynamoDBClient, table: str) ->
 
 def test_a_waiter_that_gives_up_leaves_the_queue(client: DynamoDBClient, table: str) -> None:
     with SyncFairLock(client, table=table, key="k", lease_duration=LEASE_S):
-        with pytest.raises(LockNotAcquired, match="arrived earlier|held"):
+        with pytest.raises(LockNotAcquired, match=r"arrived earlier|held"):
             with SyncFairLock(
                 client, table=table, key="k", lease_duration=LEASE_S, wait_timeout=0.5
             ):
