@@ -37,6 +37,7 @@ PUBLIC_MODULES = [
     "dynalease.keys",
     "dynalease.testing",
     "dynalease.rwlock",
+    "dynalease.fair",
 ]
 
 
