@@ -8,15 +8,16 @@ guards, which do not queue, still exclude it and are excluded), and leaves the q
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any, Self
 
 from ._engine.clock import SYSTEM_CLOCK
 from ._engine.queue import QueueWaiter
 from ._engine.queue_rows import QUEUE_PREFIX
 from ._engine.store import TimedOut
+from ._keyset import key_set
 from .client import DynamoDBClient
 from .exceptions import GuardReused, LockNotAcquired
-from .keys import validate_key
 from .lock import DistributedLock, OnLost, SyncDistributedLock, _check_options
 from .metrics import LockMetrics
 
@@ -33,25 +34,30 @@ class _FairGuard:
         client: DynamoDBClient,
         *,
         table: str,
-        key: str,
+        key: str | None = None,
         lease_duration: float = 30.0,
         wait_timeout: float = 35.0,
         on_lost: OnLost | None = None,
         fencing: bool = False,
+        keys: Sequence[str] | None = None,
     ) -> None:
-        lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
-        name = validate_key(key)
-        if name.startswith(QUEUE_PREFIX):
-            raise ValueError(
-                f"key {name!r} starts with {QUEUE_PREFIX!r}, which is reserved for the queue "
-                "rows of fair locks; use another key"
-            )
+        lease_s, wait_s = _check_options(
+            client, table, lease_duration, wait_timeout, on_lost, fencing
+        )
+        names = key_set(key, keys, fencing=fencing)
+        for name in names:
+            if name.startswith(QUEUE_PREFIX):
+                raise ValueError(
+                    f"key {name!r} starts with {QUEUE_PREFIX!r}, which is reserved for the "
+                    "queue rows of fair locks; use another key"
+                )
         client._check_process()
-        self._client, self._table, self._key = client, table, name
+        self._client, self._table, self._key, self._keys = client, table, names[0], names
         self._options: dict[str, Any] = {
             "lease_duration": lease_s,
             "on_lost": on_lost,
             "fencing": fencing,
+            **({"keys": names} if len(names) > 1 else {"key": names[0]}),
         }
         self._wait_s = wait_s
         self._waiter = QueueWaiter(
@@ -59,7 +65,7 @@ class _FairGuard:
             observations=client._observations,
             clock=SYSTEM_CLOCK,
             table=table,
-            key=name,
+            keys=names,
             lease_s=lease_s,
         )
         self._lock: Any = None
@@ -72,8 +78,13 @@ class _FairGuard:
 
     @property
     def key(self) -> str:
-        """The key locked."""
+        """The key locked (with ``keys``: the first of them)."""
         return self._key
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every key locked: ``(key,)``, or the ``keys`` given."""
+        return self._keys
 
     @property
     def lock(self) -> SyncDistributedLock | DistributedLock:
@@ -116,7 +127,7 @@ class _FairGuard:
         """The lock guard, waiting only for what is left of ``wait_timeout``."""
         left = max(0.0, self._wait_s - (time.monotonic() - self._began)) if self._wait_s else 0.0
         self._lock = self._lock_class(
-            self._client, table=self._table, key=self._key, wait_timeout=left, **self._options
+            self._client, table=self._table, wait_timeout=left, **self._options
         )
         return self._lock
 
@@ -139,7 +150,9 @@ class _FairGuard:
 class FairLock(_FairGuard):
     """An async context manager holding a key after every waiter that arrived earlier.
 
-    Arrival is the moment DynamoDB appends the guard to the key's queue row; a waiter that
+    ``keys=[...]`` waits in the queue of every key (joined in one transaction) and then
+    takes them all at once, as a multi-key lock does. Arrival is the moment DynamoDB
+    appends the guard to the key's queue row; a waiter that
     gives up or dies leaves the queue. Every fair guard of a key must use the same
     ``lease_duration``. pydynox and unfair guards do not queue: they still exclude a
     fair holder and are excluded, but may take the key between two fair waiters.

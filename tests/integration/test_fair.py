@@ -135,3 +135,43 @@ def test_the_async_face(client: DynamoDBClient, table: str) -> None:
             return fair.lock.fencing_token
 
     assert asyncio.run(main()) == 1
+
+
+def test_a_multi_key_waiter_acquires_while_single_key_holders_keep_arriving(
+    client: DynamoDBClient, table: str
+) -> None:
+    """Unfair, single-key holders that take A and B in turn can keep a waiter for both out
+    forever (docs/locks.md, "Starvation"); fair ones queue behind it on each key."""
+    stop = threading.Event()
+    spans: list[tuple[str, float, float]] = []
+
+    def single(key: str) -> None:
+        while not stop.is_set():
+            with SyncFairLock(
+                client, table=table, key=key, lease_duration=LEASE_S, wait_timeout=60
+            ):
+                began = time.monotonic()
+                time.sleep(0.1)
+                spans.append((key, began, time.monotonic()))
+
+    holders = [threading.Thread(target=single, args=(key,)) for key in ("A", "B", "A", "B")]
+    for thread in holders:
+        thread.start()
+    try:
+        time.sleep(1.0)  # both keys busy
+        before = len(spans)
+        with SyncFairLock(
+            client, table=table, keys=["A", "B"], lease_duration=LEASE_S, wait_timeout=40
+        ) as both:
+            held_from = time.monotonic()
+            assert both.keys == ("A", "B")
+            time.sleep(0.2)
+            held_to = time.monotonic()
+        time.sleep(1.0)  # the single-key holders go on after it
+    finally:
+        stop.set()
+        for thread in holders:
+            thread.join(60)
+    assert before > 0 and len(spans) > before  # they kept arriving, before and after
+    overlapping = [span for span in spans if span[1] < held_to and held_from < span[2]]
+    assert overlapping == []

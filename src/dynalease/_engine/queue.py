@@ -24,7 +24,14 @@ GROWTH = 1.6
 
 
 class QueueWaiter:
-    """One fair guard's place in the queue of ``key``."""
+    """One fair guard's place in the queue of each of ``keys`` (one key, or a multi-key
+    guard's every key).
+
+    A multi-key waiter joins every queue in one transaction. DynamoDB's transactions are
+    serializable with each other and with single-item writes, so any two waiters are in
+    the same order on every queue they share: the earliest of them is first on all its
+    keys, and no two waiters wait for each other.
+    """
 
     def __init__(
         self,
@@ -33,131 +40,165 @@ class QueueWaiter:
         observations: Observations,
         clock: Clock,
         table: str,
-        key: str,
+        keys: tuple[str, ...],
         lease_s: float,
     ) -> None:
         self.store, self.observations, self.clock = store, observations, clock
-        self.table, self.key, self.lease_s = table, key, lease_s
-        #: This waiter's entry in the queue.
+        self.table, self.keys, self.lease_s = table, keys, lease_s
+        #: This waiter's entry in each queue.
         self.token = p.new_token()
         self.reads = self.writes = 0
-        #: Waiters ahead of us when we joined (0: the queue was empty).
+        #: Waiters ahead of us when we joined, on the most crowded key (0: none).
         self.ahead_at_arrival: int | None = None
         self._beating: asyncio.Task[None] | None = None
         self._rng = random.Random(random.getrandbits(64))
 
-    @property
-    def resource(self) -> tuple[str, str]:
-        return (self.table, q.queue_key(self.key))
+    def _resource(self, key: str) -> tuple[str, str]:
+        return (self.table, q.queue_key(key))
 
     async def wait_turn(self, deadline: float) -> bool:
-        """Join, then wait until first in the queue (True), or until ``deadline`` (False,
+        """Join, then wait until first in every queue (True), or until ``deadline`` (False,
         still queued: :meth:`leave` takes us out)."""
-        item = await self._join(deadline)
+        items = await self._join(deadline)
         self._beating = asyncio.get_running_loop().create_task(self._beat())
         pause = p.fastest_poll(self.lease_s)
         while True:
-            tokens, beats = q.queue_of(item)
             now = self.clock.monotonic()
-            stale = [self._stale(token, beats.get(token), now) for token in tokens]
-            choice = q.choose(self.token, tokens, stale)
+            choices = {key: self._choose(key, items.get(key), now) for key in self.keys}
             if self.ahead_at_arrival is None:
-                self.ahead_at_arrival = len(tokens) - 1
-            if isinstance(choice, q.Head):
+                self.ahead_at_arrival = max(
+                    (c.ahead for c in choices.values() if isinstance(c, q.Wait)), default=0
+                )
+            if all(isinstance(choice, q.Head) for choice in choices.values()):
                 return True
-            if isinstance(choice, q.Out):  # our beats stopped landing: in again, at the end
-                item = await self._join(deadline)
+            if any(isinstance(choice, q.Out) for choice in choices.values()):
+                # Our beats stopped landing: out of every queue, and in again at the end.
+                await self._leave_all(deadline)
+                items = await self._join(deadline)
                 continue
-            if isinstance(choice, q.Remove):
+            removals = [(k, c) for k, c in choices.items() if isinstance(c, q.Remove)]
+            for key, choice in removals:
+                _, beats = q.queue_of(items.get(key))
                 params = q.remove_params(
-                    self.table, self.key, choice.at, choice.token, beats.get(choice.token)
+                    self.table, key, choice.at, choice.token, beats.get(choice.token)
                 )
                 await self._quietly(params, deadline)
-            elif now >= deadline:
-                return False
-            else:
+            if not removals:
+                if now >= deadline:
+                    return False
                 wait = min(deadline - now, pause * (0.8 + 0.4 * self._rng.random()))
                 await self._pause(wait)
                 pause = min(pause * GROWTH, p.poll_cap(self.lease_s))
             try:
-                item = await self._read(deadline)
+                items = await self._read(deadline)
             except (TimedOut, DynamoDBError):
                 if self.clock.monotonic() >= deadline:
                     return False
 
+    def _choose(self, key: str, item: q.Item | None, now: float) -> q.Choice:
+        tokens, beats = q.queue_of(item)
+        stale = [self._stale(key, token, beats.get(token), now) for token in tokens]
+        return q.choose(self.token, tokens, stale)
+
     async def leave(self) -> None:
-        """Out of the queue (served, or giving up); wakes this client's next waiter."""
+        """Out of every queue (served, or giving up); wakes this client's next waiters."""
         if self._beating is not None:
             self._beating.cancel()
             self._beating = None
-        deadline = self.clock.monotonic() + p.cleanup_budget(self.lease_s)
-        for _ in range(3):  # the entry moves up as others leave: find it again
+        await self._leave_all(self.clock.monotonic() + p.cleanup_budget(self.lease_s))
+        for key in self.keys:
+            self.observations.released(self._resource(key))
+
+    async def _leave_all(self, deadline: float) -> None:
+        for _ in range(3):  # an entry moves up as others leave: find it again
             try:
-                tokens, _ = q.queue_of(await self._read(deadline))
-                if self.token not in tokens:
-                    break
-                index = tokens.index(self.token)
-                params = q.remove_params(self.table, self.key, index, self.token, None)
-                self.writes += 1
-                await self.store.send("UpdateItem", params, self._limit(deadline))
-                break
-            except ConditionFailed:
-                continue
+                items = await self._read(deadline)
             except (TimedOut, DynamoDBError):
-                break  # the entry stays: its beats stop, and it ends by observation
-        self.observations.released(self.resource)
+                return  # the entries stay: their beats stop, and they end by observation
+            queued = [
+                (key, tokens.index(self.token))
+                for key in self.keys
+                if self.token in (tokens := q.queue_of(items.get(key))[0])
+            ]
+            if not queued:
+                return
+            removed = [
+                await self._quietly(
+                    q.remove_params(self.table, key, index, self.token, None), deadline
+                )
+                for key, index in queued
+            ]
+            if all(removed):
+                return
 
-    async def _join(self, deadline: float) -> q.Item | None:
+    async def _join(self, deadline: float) -> dict[str, q.Item]:
+        """Into every queue at once; the queues as they are after it."""
         self.writes += 1
-        params = q.join_params(self.table, self.key, self.token, p.new_token())
-        reply = await self.store.send("UpdateItem", params, self._limit(deadline))
-        return reply.item
+        beat = p.new_token()
+        joins = [q.join_params(self.table, key, self.token, beat) for key in self.keys]
+        if len(joins) == 1:
+            reply = await self.store.send("UpdateItem", joins[0], self._limit(deadline))
+            return {} if reply.item is None else {self.keys[0]: reply.item}
+        await self.store.transact([q.as_action(join) for join in joins], self._limit(deadline))
+        return await self._read(deadline)
 
-    async def _read(self, deadline: float) -> q.Item | None:
+    async def _read(self, deadline: float) -> dict[str, q.Item]:
+        """Every queue row, by key."""
         self.reads += 1
-        return (
-            await self.store.read(self.table, q.queue_key(self.key), self._limit(deadline))
-        ).item
+        rows = tuple(q.queue_key(key) for key in self.keys)
+        reply = await self.store.read_rows(self.table, rows, self._limit(deadline))
+        return {
+            key: reply.items[row]
+            for key, row in zip(self.keys, rows, strict=True)
+            if row in reply.items
+        }
 
-    async def _quietly(self, params: q.Item, deadline: float) -> None:
+    async def _quietly(self, params: q.Item, deadline: float) -> bool:
+        """Send ``params``; False when it failed (the next read shows the queue as it is)."""
         self.writes += 1
         try:
             await self.store.send("UpdateItem", params, self._limit(deadline))
         except (ConditionFailed, TimedOut, DynamoDBError):
-            return  # the next read shows the queue as it is
+            return False
+        return True
 
     async def _beat(self) -> None:
         interval = p.renew_interval(self.lease_s)
         while True:
             await self.clock.sleep(interval)
             deadline = self.clock.monotonic() + interval
-            params = q.beat_params(self.table, self.key, self.token, p.new_token())
-            self.writes += 1
-            try:
-                await self.store.send("UpdateItem", params, self._limit(deadline))
-            except ConditionFailed:
-                return  # out of the queue: the wait rejoins when it sees it
-            except (TimedOut, DynamoDBError):
-                continue
+            beat = p.new_token()
+            for key in self.keys:
+                params = q.beat_params(self.table, key, self.token, beat)
+                self.writes += 1
+                try:
+                    await self.store.send("UpdateItem", params, self._limit(deadline))
+                except (ConditionFailed, TimedOut, DynamoDBError):
+                    continue  # out of that queue (the wait rejoins), or the next beat lands
 
-    def _stale(self, token: str, beat: str | None, now: float) -> bool:
+    def _stale(self, key: str, token: str, beat: str | None, now: float) -> bool:
         """True when ``token``'s beat stayed unchanged for the lease in our observation."""
         if token == self.token:
             return False
-        resource = (self.table, f"{q.queue_key(self.key)}#{token}")
+        resource = (self.table, f"{q.queue_key(key)}#{token}")
         identity = (token, beat or "", p.lease_ms(self.lease_s))
         return now >= self.observations.observe(resource, identity, now) + self.lease_s
 
     async def _pause(self, seconds: float) -> None:
-        """Sleep, ending early when a waiter of this client leaves the queue (passed on)."""
-        resource = self.resource
-        wake = self.observations.wait(resource, asyncio.get_running_loop().create_future())
+        """Sleep, ending early when a waiter of this client leaves a queue (passed on)."""
+        loop = asyncio.get_running_loop()
+        wakes = {
+            key: self.observations.wait(self._resource(key), loop.create_future())
+            for key in self.keys
+        }
         try:
-            await sleep_or_wake(self.clock, seconds, [wake])
+            await sleep_or_wake(self.clock, seconds, list(wakes.values()))
         finally:
-            self.observations.discard_waiter(resource, wake)
-        if wake.done() and not wake.cancelled():
-            self.observations.wake_next(resource)
+            for key, wake in wakes.items():
+                self.observations.discard_waiter(self._resource(key), wake)
+        for key, wake in wakes.items():
+            if wake.done() and not wake.cancelled():
+                self.observations.wake_next(self._resource(key))
 
     def _limit(self, deadline: float) -> Limit:
         left = max(0.0, deadline - self.clock.monotonic())

@@ -149,3 +149,9 @@ def remove_params(table: str, key: str, index: int, token: str, beat: str | None
         "ExpressionAttributeValues": values,
         "ReturnConsumedCapacity": "TOTAL",
     }
+
+
+def as_action(params: Item) -> Item:
+    """A join as a ``TransactWriteItems`` entry (a multi-key waiter joins every queue at once)."""
+    dropped = ("ReturnValues", "ReturnConsumedCapacity")
+    return {"Update": {name: value for name, value in params.items() if name not in dropped}}
