@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from ._engine.clock import SYSTEM_CLOCK
-from ._engine.protocol import fence_of
+from ._engine.protocol import fence_of, wait_left
 from ._engine.readers import ReaderLease
 from ._engine.shared_rows import WRITER_PREFIX, writer_key
 from ._engine.store import Limit
@@ -236,7 +236,7 @@ class WriteGuard:
 
     def _next(self) -> Any:
         """The lock row's guard, waiting only for what is left of ``wait_timeout``."""
-        left = max(0.0, self._wait_s - (time.monotonic() - self._began)) if self._wait_s else 0.0
+        left = wait_left(self._wait_s, time.monotonic() - self._began)
         self._main = self._main_class(
             self._client,
             table=self._table,

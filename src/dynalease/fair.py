@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any, Self
 
 from ._engine.clock import SYSTEM_CLOCK
+from ._engine.protocol import wait_left
 from ._engine.queue import QueueWaiter
 from ._engine.queue_rows import QUEUE_PREFIX
 from ._engine.store import TimedOut
@@ -125,7 +126,7 @@ class _FairGuard:
 
     def _next(self) -> Any:
         """The lock guard, waiting only for what is left of ``wait_timeout``."""
-        left = max(0.0, self._wait_s - (time.monotonic() - self._began)) if self._wait_s else 0.0
+        left = wait_left(self._wait_s, time.monotonic() - self._began)
         self._lock = self._lock_class(
             self._client, table=self._table, wait_timeout=left, **self._options
         )

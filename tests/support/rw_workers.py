@@ -24,6 +24,9 @@ from typing import Any
 from dynalease import DynamoDBClient
 from dynalease.exceptions import LockLost, LockNotAcquired
 from dynalease.rwlock import SyncReadLock, SyncWriteLock
+from support.semaphore_workers import wait_for
+
+__all__ = ["RwHistory", "rw_worker", "wait_for"]  # wait_for: the semaphore workers' own
 
 REGION = "us-east-1"
 WORKER_LIMIT_S = 120.0
@@ -119,16 +122,3 @@ class RwHistory:
 
     def count(self, role: str) -> int:
         return sum(1 for r, _, _ in self.holds.values() if r == role)
-
-
-def wait_for(events: Any, history: RwHistory, kind: str, timeout: float) -> tuple[Any, ...]:
-    """Record messages until one of ``kind`` arrives; return it."""
-    deadline = time.monotonic() + timeout
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError(f"no {kind!r} message within {timeout:g} s")
-        message: tuple[Any, ...] = events.get(timeout=left)
-        history.record(message)
-        if message[0] == kind:
-            return message
