@@ -175,3 +175,21 @@ def test_a_multi_key_waiter_acquires_while_single_key_holders_keep_arriving(
     assert before > 0 and len(spans) > before  # they kept arriving, before and after
     overlapping = [span for span in spans if span[1] < held_to and held_from < span[2]]
     assert overlapping == []
+
+
+def test_fair_is_an_option_of_every_lock_face(client: DynamoDBClient, table: str) -> None:
+    from dynalease.lock import distributed_lock
+
+    with SyncDistributedLock(client, table=table, key="k", lease_duration=LEASE_S, fair=True) as g:
+        assert queue(client, table, "k") == []
+    assert (g.metrics.write_requests, g.metrics.read_requests) == (4, 1)
+
+    @distributed_lock(client, table=table, key="job:{name}", lease_duration=LEASE_S, fair=True)
+    def job(name: str) -> str:
+        return name
+
+    assert job("a") == "a"
+    with pytest.raises(TypeError, match="fair must be True or False"):
+        SyncDistributedLock(client, table=table, key="k", fair=1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="reserved"):
+        SyncDistributedLock(client, table=table, key="dynalease-queue:x", fair=True)

@@ -47,7 +47,7 @@ ALLOWED: dict[str, set[str]] = {
     "transaction": BASE | {"_engine", "_values", "client"},
     "client": BASE | {"_engine", "_transport", "_values"},
     "semaphore": BASE | {"_engine", "keys", "client", "lock", "_calls"},
-    "fair": BASE | {"_engine", "_keyset", "client", "lock", "metrics"},
+    "fair": BASE | {"_engine", "client", "lock"},
     "_rwguards": BASE | {"_engine", "keys", "client", "lock", "metrics"},
     "rwlock": BASE | {"_engine", "keys", "client", "lock", "_calls", "_rwguards"},
     # _lambda: SnapStart's hooks, registered on import where the runtime runs them.

@@ -117,6 +117,7 @@ LOCK_PARAMETERS = [
     ("on_lost", KW, None),
     ("fencing", KW, False),  # beyond the reference: fenced (protocol-2) rows, opt-in
     ("keys", KW, None),  # beyond the reference: several keys at once, exclusive with key
+    ("fair", KW, False),  # beyond the reference: waiters in arrival order (docs/fairness.md)
 ]
 
 

@@ -13,11 +13,38 @@ from ..exceptions import DynamoDBError
 from . import protocol as p
 from . import queue_rows as q
 from .clock import Clock
+from .lease import Lease
 from .loop import sleep_or_wake
 from .observations import Observations
 from .store import ConditionFailed, Limit, LockStore, TimedOut
 
-__all__ = ["QueueWaiter"]
+__all__ = ["QueueWaiter", "get_in_line"]
+
+
+def get_in_line(lease: Lease, fair: object, store: LockStore, observations: Observations) -> None:
+    """``fair=True``: ``lease``'s acquisition first waits its turn in its keys' queues
+    (docs/fairness.md). Bad input is refused here, before any request."""
+    if not isinstance(fair, bool):
+        raise TypeError(
+            f"fair must be True or False, got {type(fair).__name__}; fair=True serves "
+            "waiters in arrival order (docs/fairness.md)"
+        )
+    for name in lease.keys:
+        if name.startswith(q.QUEUE_PREFIX):
+            raise ValueError(
+                f"key {name!r} starts with {q.QUEUE_PREFIX!r}, which is reserved for the queue "
+                "rows of fair locks; use another key"
+            )
+    if fair:
+        lease.acquirer.line = QueueWaiter(
+            store=store,
+            observations=observations,
+            clock=lease.clock,
+            table=lease.table,
+            keys=lease.keys,
+            lease_s=lease.lease_s,
+        )
+
 
 #: How the pause between reads of the queue grows while a waiter waits.
 GROWTH = 1.6
@@ -47,6 +74,8 @@ class QueueWaiter:
         self.table, self.keys, self.lease_s = table, keys, lease_s
         #: This waiter's entry in each queue.
         self.token = p.new_token()
+        #: A fair acquisition's turn comes after a request at least.
+        self.immediate = False
         self.reads = self.writes = 0
         #: Waiters ahead of us when we joined, on the most crowded key (0: none).
         self.ahead_at_arrival: int | None = None
@@ -56,10 +85,13 @@ class QueueWaiter:
     def _resource(self, key: str) -> tuple[str, str]:
         return (self.table, q.queue_key(key))
 
-    async def wait_turn(self, deadline: float) -> bool:
+    async def wait_turn(self, deadline: float, single: bool = False) -> bool:
         """Join, then wait until first in every queue (True), or until ``deadline`` (False,
-        still queued: :meth:`leave` takes us out)."""
-        items = await self._join(deadline)
+        still queued: :meth:`leave` takes us out); a ``single`` attempt does not wait."""
+        try:
+            items = await self._join(deadline)
+        except TimedOut:
+            return False  # it may have landed: leave() looks
         self._beating = asyncio.get_running_loop().create_task(self._beat())
         pause = p.fastest_poll(self.lease_s)
         while True:
@@ -84,7 +116,7 @@ class QueueWaiter:
                 )
                 await self._quietly(params, deadline)
             if not removals:
-                if now >= deadline:
+                if now >= deadline or single:
                     return False
                 wait = min(deadline - now, pause * (0.8 + 0.4 * self._rng.random()))
                 await self._pause(wait)
