@@ -168,6 +168,7 @@ class WriteGuard:
         lease_duration: float = 30.0,
         wait_timeout: float = 35.0,
         on_lost: OnLost | None = None,
+        fair: bool = False,
     ) -> None:
         lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
         name = rw_key(key)
@@ -181,6 +182,7 @@ class WriteGuard:
             wait_timeout=wait_s,
             on_lost=on_lost,
             fencing=True,
+            fair=fair,  # writers wait for the writer row in arrival order
         )
         self._main: Any = None
         self._began = 0.0

@@ -193,3 +193,66 @@ def test_fair_is_an_option_of_every_lock_face(client: DynamoDBClient, table: str
         SyncDistributedLock(client, table=table, key="k", fair=1)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="reserved"):
         SyncDistributedLock(client, table=table, key="dynalease-queue:x", fair=True)
+
+
+def _in_order(
+    client: DynamoDBClient, table: str, queue_of: str, enter: Any, hold: Any
+) -> list[int]:
+    """Four waiters queued one after another behind ``hold``: the order they got in."""
+    order: list[int] = []
+    threads = []
+    for index in range(4):
+
+        def wait(index: int = index) -> None:
+            with enter():
+                order.append(index)
+                time.sleep(0.05)
+
+        threads.append(threading.Thread(target=wait))
+        threads[-1].start()
+        end = time.monotonic() + 20
+        while len(queue(client, table, queue_of)) < index + 1 and time.monotonic() < end:
+            time.sleep(0.02)
+    hold.__exit__(None, None, None)
+    for thread in threads:
+        thread.join(60)
+    return order
+
+
+def test_a_fair_semaphore_serves_its_waiters_in_arrival_order(
+    client: DynamoDBClient, table: str
+) -> None:
+    from dynalease import SyncDistributedSemaphore
+
+    options: dict[str, Any] = {"table": table, "key": "s", "permits": 2, "lease_duration": LEASE_S}
+    first = SyncDistributedSemaphore(client, fair=True, **options)
+    first.__enter__()
+    second = SyncDistributedSemaphore(client, fair=True, **options)
+    second.__enter__()  # both permits held
+    order = _in_order(
+        client,
+        table,
+        "dynalease-permit:s",
+        lambda: SyncDistributedSemaphore(client, fair=True, wait_timeout=60, **options),
+        first,
+    )
+    second.__exit__(None, None, None)
+    assert order == [0, 1, 2, 3]
+
+
+def test_fair_writers_take_the_writer_row_in_arrival_order(
+    client: DynamoDBClient, table: str
+) -> None:
+    from dynalease.rwlock import SyncWriteLock
+
+    options: dict[str, Any] = {"table": table, "key": "cfg", "lease_duration": LEASE_S}
+    holder = SyncWriteLock(client, fair=True, **options)
+    holder.__enter__()
+    order = _in_order(
+        client,
+        table,
+        "dynalease-writer:cfg",
+        lambda: SyncWriteLock(client, fair=True, wait_timeout=60, **options),
+        holder,
+    )
+    assert order == [0, 1, 2, 3]

@@ -21,9 +21,16 @@ from .store import ConditionFailed, Limit, LockStore, TimedOut
 __all__ = ["QueueWaiter", "get_in_line"]
 
 
-def get_in_line(lease: Lease, fair: object, store: LockStore, observations: Observations) -> None:
-    """``fair=True``: ``lease``'s acquisition first waits its turn in its keys' queues
-    (docs/fairness.md). Bad input is refused here, before any request."""
+def get_in_line(
+    lease: Lease,
+    fair: object,
+    store: LockStore,
+    observations: Observations,
+    queues: tuple[str, ...] = (),
+) -> None:
+    """``fair=True``: ``lease``'s acquisition first waits its turn in the queues of its keys
+    (or of ``queues``: a semaphore's one name for all its permits; docs/fairness.md). Bad
+    input is refused here, before any request."""
     if not isinstance(fair, bool):
         raise TypeError(
             f"fair must be True or False, got {type(fair).__name__}; fair=True serves "
@@ -41,7 +48,7 @@ def get_in_line(lease: Lease, fair: object, store: LockStore, observations: Obse
             observations=observations,
             clock=lease.clock,
             table=lease.table,
-            keys=lease.keys,
+            keys=queues or lease.keys,
             lease_s=lease.lease_s,
         )
 
