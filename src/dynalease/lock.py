@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar, cast
 
@@ -97,6 +98,7 @@ class _Guard:
         on_lost: OnLost | None = None,
         fencing: bool = False,
         keys: Sequence[str] | None = None,
+        fair: bool = False,
     ) -> None:
         lease_s, wait_s = _check_options(
             client, table, lease_duration, wait_timeout, on_lost, fencing
@@ -106,6 +108,10 @@ class _Guard:
         self._lease: Lease = client._new_lease(
             table, resolved[0], lease_s, wait_s, on_lost, fencing=fencing, keys=resolved
         )
+        if fair is not False:  # the queue's module loads only for a fair guard
+            from ._engine.queue import get_in_line
+
+            get_in_line(self._lease, fair, client._lock_store, client._observations)
 
     @property
     def table(self) -> str:
@@ -221,8 +227,18 @@ class _Guard:
 
     @property
     def metrics(self) -> LockMetrics:
-        """A snapshot of this guard's requests, renewals, wait and capacity."""
-        return self._lease.counters()
+        """A snapshot of this guard's requests, renewals, wait and capacity.
+
+        A fair guard's queue requests are included.
+        """
+        counters, line = self._lease.counters(), self._lease.acquirer.line
+        if not line.reads and not line.writes:
+            return counters
+        return dataclasses.replace(
+            counters,
+            read_requests=counters.read_requests + line.reads,
+            write_requests=counters.write_requests + line.writes,
+        )
 
     @contextlib.contextmanager
     def _acquiring(self, task: asyncio.Task[Any] | None) -> Iterator[Runtime]:
@@ -363,6 +379,7 @@ def distributed_lock(
     on_lost: OnLost | None = None,
     fencing: bool = False,
     keys: Sequence[str] | None = None,
+    fair: bool = False,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Run each call of a ``def`` or ``async def`` function under a lock.
 
@@ -385,6 +402,7 @@ def distributed_lock(
         "wait_timeout": wait_s,
         "on_lost": on_lost,
         "fencing": fencing,
+        "fair": fair,
     }
     template = KeyTemplate(cast(str, key)) if keys is None else KeysTemplate(keys, key)
     name = "key" if keys is None else "keys"

@@ -41,7 +41,7 @@ import functools
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 try:
     from aws_lambda_powertools.middleware_factory import lambda_handler_decorator
@@ -170,6 +170,7 @@ def lock_handler(
     permits: int = 1,
     fencing: bool = False,
     single_flight: SingleFlight | None = None,
+    mode: Literal["read", "write"] | None = None,
 ) -> Callable[[H], H]:
     """Run each invocation of a Lambda handler under a lock resolved from the event.
 
@@ -220,6 +221,9 @@ def lock_handler(
       that waited for the lock return the response the holder stored instead of running
       the handler again, as do later ones while it is fresh (``result_ttl``); the
       response must fit its serializer (JSON) and an item (docs/single-flight.md).
+    - ``mode``: ``"read"`` or ``"write"`` holds the key as a reader or the writer of a
+      read/write lock (docs/rwlocks.md); ``current_lock()`` returns that guard (a
+      writer's has ``fencing_token``). Not with ``keys``, ``permits`` or ``fencing``.
 
     Built with Powertools' ``lambda_handler_decorator``, so it stacks with
     ``Logger.inject_lambda_context``, ``Tracer``, ``Metrics.log_metrics`` and
@@ -240,13 +244,14 @@ def lock_handler(
         log_key=log_key,
         permits=permits,
         fencing=fencing,
+        mode=mode,
     )
     if single_flight is not None:
         from .single_flight import SingleFlight  # only for handlers that share results
 
         if not isinstance(single_flight, SingleFlight):
             raise TypeError(f"single_flight must be a SingleFlight, got {single_flight!r}")
-        single_flight._check_handler(permits=permits, keys=keys)
+        single_flight._check_handler(permits=permits, keys=keys, mode=mode)
     if on_contention is not None and not callable(on_contention):
         raise TypeError(
             "on_contention must be a callable (event, context, error) -> response, "
@@ -290,6 +295,7 @@ def lock_record(
     log_key: str | None = None,
     permits: int = 1,
     fencing: bool = False,
+    mode: Literal["read", "write"] | None = None,
 ) -> Callable[[H], H]:
     """Process each SQS, Kinesis or DynamoDB-stream record under its own lock.
 
@@ -323,6 +329,7 @@ def lock_record(
         log_key=log_key,
         permits=permits,
         fencing=fencing,
+        mode=mode,
     )
     warned: list[bool] = []
 

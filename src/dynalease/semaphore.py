@@ -14,7 +14,7 @@ from ._calls import guarded_calls
 from ._engine.permits import PermitTarget
 from ._engine.states import State
 from .client import DynamoDBClient
-from .keys import KeyTemplate, permit_keys
+from .keys import PERMIT_PREFIX, KeyTemplate, permit_keys
 from .lock import (
     DistributedLock,
     OnLost,
@@ -44,11 +44,17 @@ class _SemaphoreGuard(_Guard):
         lease_duration: float = 30.0,
         wait_timeout: float = 35.0,
         on_lost: OnLost | None = None,
+        fair: bool = False,
     ) -> None:
         lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
         keys = permit_keys(key, permits)
         self._client = client
         self._lease = client._new_lease(table, key, lease_s, wait_s, on_lost, keys)
+        if fair is not False:  # one queue for all the permits, loaded only for a fair guard
+            from ._engine.queue import get_in_line
+
+            queue = (f"{PERMIT_PREFIX}{key}",)
+            get_in_line(self._lease, fair, client._lock_store, client._observations, queue)
 
     @property
     def _permit(self) -> PermitTarget:
@@ -116,6 +122,7 @@ def distributed_semaphore(
     lease_duration: float = 30.0,
     wait_timeout: float = 35.0,
     on_lost: OnLost | None = None,
+    fair: bool = False,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Run each call of a ``def`` or ``async def`` function holding one of ``permits`` permits.
 
@@ -139,6 +146,7 @@ def distributed_semaphore(
         "lease_duration": lease_s,
         "wait_timeout": wait_s,
         "on_lost": on_lost,
+        "fair": fair,
     }
     return guarded_calls(
         "distributed_semaphore",

@@ -147,12 +147,17 @@ class SingleFlight:
             metric = "SingleFlight" + name.title().replace("_", "")
             self._metrics.add_metric(name=metric, unit="Count", value=1)
 
-    def _check_handler(self, *, permits: int, keys: object) -> None:
+    def _check_handler(self, *, permits: int, keys: object, mode: object = None) -> None:
         """For ``lock_handler``: single flight shares the result of one lock's key."""
         if permits != 1 or keys is not None:
             raise ValueError(
                 "single_flight works with one key: remove permits= and keys= from "
                 "lock_handler, or share results of one key per handler"
+            )
+        if mode is not None:
+            raise ValueError(
+                "single_flight runs the handler under the key's exclusive lock: remove "
+                "mode= from lock_handler (a read/write lock's readers would all run it)"
             )
 
     def _begin(self, plan: LockPlan, event: Any, context: Any) -> _Call:

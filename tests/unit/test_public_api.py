@@ -36,6 +36,8 @@ PUBLIC_MODULES = [
     "dynalease.metrics",
     "dynalease.keys",
     "dynalease.testing",
+    "dynalease.rwlock",
+    "dynalease.fair",
 ]
 
 
@@ -115,6 +117,7 @@ LOCK_PARAMETERS = [
     ("on_lost", KW, None),
     ("fencing", KW, False),  # beyond the reference: fenced (protocol-2) rows, opt-in
     ("keys", KW, None),  # beyond the reference: several keys at once, exclusive with key
+    ("fair", KW, False),  # beyond the reference: waiters in arrival order (docs/fairness.md)
 ]
 
 
@@ -409,6 +412,8 @@ def test_the_package_exports_exactly_its_public_names() -> None:
             "__version__",
             "distributed_lock",
             "distributed_semaphore",
+            *("ReadLock", "SyncReadLock", "SyncWriteLock", "WriteLock"),
+            *("distributed_read_lock", "distributed_write_lock"),
         ]
     )
     for name in dynalease.__all__:

@@ -40,8 +40,10 @@ class CallerPath:
         self._interrupted: FirstWrite | None = None
 
     def hold(self, runtime: Runtime) -> None:
-        """Acquire for a sync caller, blocking; the first create goes out from this thread."""
-        if not self.core.store.blocking_for(self.core.keys):
+        """Acquire for a sync caller, blocking; the first create goes out from this thread
+        (unless the acquisition waits its turn in a line first: all of it then runs on the
+        loop)."""
+        if not self.core.store.blocking_for(self.core.keys) or not self.acquirer.line.immediate:
             runtime.run(self.acquirer.acquire())
             return
         try:

@@ -10,7 +10,7 @@ import contextvars
 import os
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 from .. import _tracing
 from ..client import DynamoDBClient, load_request_path
@@ -74,7 +74,9 @@ class Holding:
         client._prepare_locks()
         lease, wait, remaining = self._wait(table, key)  # measured after the build
         guard: SyncDistributedLock
-        if plan._permits == 1:
+        if plan._mode is not None:
+            guard = _rw_guard(plan._mode, client, table, key, lease, wait)
+        elif plan._permits == 1:
             guard = SyncDistributedLock(
                 client,
                 table=table,
@@ -138,3 +140,19 @@ class Holding:
         finally:
             held_ms = (time.monotonic() - self._start) * 1000
             self._plan._reporter.finished(self._table, guard.key, guard.metrics, held_ms)
+
+
+def _rw_guard(
+    mode: str, client: DynamoDBClient, table: str, key: str, lease: float, wait: float
+) -> SyncDistributedLock:
+    """A reader's or writer's guard (``lock_handler(mode=...)``), loaded for such a handler.
+
+    Typed as the lock guard ``current_lock()`` returns: it has the parts the hold uses
+    (``metrics``, ``key``, ``_limit_single_attempt``, the context manager); its own type
+    is :class:`~dynalease.rwlock.SyncReadLock` or :class:`~dynalease.rwlock.SyncWriteLock`.
+    """
+    from ..rwlock import SyncReadLock, SyncWriteLock
+
+    kind = SyncReadLock if mode == "read" else SyncWriteLock
+    guard = kind(client, table=table, key=key, lease_duration=lease, wait_timeout=wait)
+    return cast("SyncDistributedLock", guard)
