@@ -28,6 +28,7 @@ from ._engine.runtime import Runtime, get_runtime
 from ._engine.store import LockStore, Request, Transport
 from ._engine.targets import KeysTarget
 from ._redact import shown_url
+from ._transport.config import configured_endpoint
 from ._values import from_item, to_item
 from .exceptions import ForkedProcessError, LockLost, TableNotFoundError
 
@@ -193,8 +194,6 @@ class DynamoDBClient:
         """Where requests go, for messages: :attr:`endpoint_url`, else the one configured in
         the environment (``AWS_ENDPOINT_URL_DYNAMODB``, ``AWS_ENDPOINT_URL``); None: AWS's
         endpoint for the Region."""
-        from ._transport.config import configured_endpoint  # messages only: off the cold path
-
         return configured_endpoint(self._endpoint_url)
 
     def _check_process(self) -> None:

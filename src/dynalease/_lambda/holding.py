@@ -16,6 +16,7 @@ from .. import _tracing
 from ..client import DynamoDBClient, load_request_path
 from ..exceptions import LockNotAcquired
 from ..lock import SyncDistributedLock
+from ..semaphore import SyncDistributedSemaphore
 from .budget import NoTimeLeft, acquisition_wait, remaining_seconds, usable_time
 from .invocation import lambda_context_of
 from .plan import CURRENT_LOCK, LockPlan
@@ -84,8 +85,6 @@ class Holding:
                 fencing=plan._fencing,
             )
         else:
-            from ..semaphore import SyncDistributedSemaphore  # loaded for a handler with permits
-
             guard = SyncDistributedSemaphore(
                 client,
                 table=table,

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .boto import LOCK_CONNECT_TIMEOUT_S, BotoTransport, lock_config
 from .botocore_internals import endpoint_verify, share_credentials
+from .config import DirectConfig, direct_config
+from .items import ItemTransport, lean_items_allowed
 from .lean import LeanTransport, lock_transport, transport_choice
 
 if TYPE_CHECKING:
@@ -21,7 +23,6 @@ if TYPE_CHECKING:
     from botocore.client import BaseClient
 
     from .._engine.store import Transport
-    from .config import DirectConfig
 
 
 # Named tuples, not dataclasses: a frozen dataclass is slow to define on a cold start.
@@ -122,8 +123,6 @@ def from_settings(settings: Settings) -> Transports:
 
     direct = None
     if choice == "lean":
-        from .config import direct_config
-
         connect = settings.connect_timeout or LOCK_CONNECT_TIMEOUT_S
         direct = direct_config(
             region=settings.region,
@@ -203,8 +202,6 @@ def _direct(
     settings: Settings,
     direct: DirectConfig,
 ) -> Transports:
-    from .items import ItemTransport, lean_items_allowed
-
     made: list[tuple[Any, Any]] = []
 
     def session_and_config() -> tuple[Any, Any]:
