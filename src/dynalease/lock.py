@@ -265,10 +265,6 @@ class _Guard:
         finally:
             shutdown.drop(self)
 
-    def _limit_single_attempt(self, seconds: float) -> None:
-        """Cap the network budget of a ``wait_timeout=0`` attempt (the Lambda budget)."""
-        self._lease.acquirer.single_attempt_cap = seconds
-
     def __del__(self) -> None:
         """Release in the background a held guard dropped unexited: it would renew forever.
 
@@ -332,8 +328,13 @@ class SyncDistributedLock(_Guard):
     """
 
     def __enter__(self) -> Self:
+        return self._enter()
+
+    def _enter(self, attempt_cap: float | None = None) -> Self:
+        """Acquire; ``attempt_cap`` caps the network budget of a ``wait_timeout=0`` attempt
+        (the Lambda middleware's, from the invocation's time left)."""
         with self._acquiring(None) as runtime:
-            self._lease.caller.hold(runtime)
+            self._lease.caller.hold(runtime, attempt_cap)
         return self
 
     def __exit__(self, exc_type: object, exc: BaseException | None, traceback: object) -> None:

@@ -39,13 +39,14 @@ class CallerPath:
         self._late_write: Any = None
         self._interrupted: FirstWrite | None = None
 
-    def hold(self, runtime: Runtime) -> None:
-        """Acquire for a sync caller, blocking; the first create goes out from this thread."""
+    def hold(self, runtime: Runtime, attempt_cap: float | None = None) -> None:
+        """Acquire for a sync caller, blocking; the first create goes out from this thread
+        (``attempt_cap``: as for ``Acquirer.begin``)."""
         if not self.core.store.blocking_for(self.core.keys):
-            runtime.run(self.acquirer.acquire())
+            runtime.run(self.acquirer.acquire(attempt_cap=attempt_cap))
             return
         try:
-            first = self.acquire_blocking()
+            first = self.acquire_blocking(attempt_cap)
         except BaseException as stop:
             # An error (a refused hand-over among them) ends the acquisition; an interrupt
             # cancels it, and may come after it was held.
@@ -87,10 +88,10 @@ class CallerPath:
         late, self._late_write = self._late_write, None
         return late
 
-    def acquire_blocking(self) -> FirstWrite | None:
+    def acquire_blocking(self, attempt_cap: float | None = None) -> FirstWrite | None:
         """Try the first create from the calling thread; None when the lock is now held."""
         core = self.core
-        start, deadline, single = self.acquirer.begin()
+        start, deadline, single = self.acquirer.begin(attempt_cap)
         timeout = p.request_timeout(core.lease_s, deadline - core.clock.monotonic())
         operation = create_operation(core.fencing)
         if timeout <= 0:

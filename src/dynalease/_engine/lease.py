@@ -51,9 +51,11 @@ class Lease(LeaseCore):
         self.acquirer = Acquirer(self, self.renewer, aim, self.releaser, written)
         self.caller = CallerPath(self, self.acquirer, self.renewer, self.releaser)
 
-    async def acquire(self, first: FirstWrite | None = None) -> None:
+    async def acquire(
+        self, first: FirstWrite | None = None, attempt_cap: float | None = None
+    ) -> None:
         """Acquire within the wait budget or raise LockNotAcquired (``Acquirer.acquire``)."""
-        await self.acquirer.acquire(first)
+        await self.acquirer.acquire(first, attempt_cap)
 
     async def release(self, first: FirstWrite | None = None) -> None:
         """Stop renewing and delete the row if still ours (``Releaser.release``)."""

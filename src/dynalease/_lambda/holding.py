@@ -93,13 +93,12 @@ class Holding:
                 lease_duration=lease,
                 wait_timeout=wait,
             )
+        # One immediate attempt still has a network budget: keep it within the usable time.
+        cap = None
         if wait == 0 and remaining is not None:
-            # One immediate attempt still has a network budget: keep it within the usable time.
-            guard._limit_single_attempt(
-                usable_time(remaining, reserve_s=plan._reserve_s, lease_s=lease)
-            )
+            cap = usable_time(remaining, reserve_s=plan._reserve_s, lease_s=lease)
         try:
-            guard.__enter__()
+            guard._enter(attempt_cap=cap)
         except LockNotAcquired as error:
             plan._reporter.not_acquired(table, key, guard.metrics, remaining, error)
             raise
