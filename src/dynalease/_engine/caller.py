@@ -78,7 +78,7 @@ class CallerPath:
             return
         if self.after_blocking_release():
             runtime.call_soon(self.released_elsewhere)
-        if self.core.state is State.LOST or self.core.released_at_deadline:
+        if self.core.state is State.LOST or self.releaser.released_at_deadline:
             raise self.core.lost_error()
 
     def _adopt_late(self, late: Any) -> None:
