@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..exceptions import GuardReused, LockNotAcquired, LockUnavailable
 from . import protocol as p
 from .base import LeaseCore, LeaseEvents, logged_key
+from .deadline import deadline_on
 from .renew import Renewer
 from .states import Event, State
 from .store import FirstWrite
@@ -44,7 +45,7 @@ class Acquirer:
                 f"this guard for {logged_key(core.key)} was already used ({core.state.value}); "
                 "guards are single use, create a new one"
             )
-        core.start()
+        core.start(deadline_on(core.clock))
         # The first request may commit unanswered.
         core.journal_rows(core.key, self.target.rows(core.key))
         start = core.clock.monotonic()

@@ -18,7 +18,6 @@ from ..metrics import LockMetrics
 from . import protocol as p
 from .clock import Clock, Stamp
 from .counters import Tally
-from .deadline import deadline_on
 from .journal import Journal
 from .observations import Observations
 from .shapes import condition_item
@@ -198,10 +197,11 @@ class LeaseCore:
 
     # --- the state machine ------------------------------------------------------
 
-    def start(self) -> None:
-        """Leave NEW: an acquisition starts, bounded by the caller's deadline, if any."""
+    def start(self, deadline: float | None) -> None:
+        """Leave NEW: an acquisition starts, bounded by the caller's ``deadline`` (monotonic
+        time, ``deadline.deadline_on``), if any."""
         self.move(Event.START)
-        self.deadline = deadline_on(self.clock)
+        self.deadline = deadline
 
     def move(self, event: Event) -> None:
         """The one way the state changes: along ``states.TRANSITIONS``, or raise."""
