@@ -10,7 +10,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeGuard
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypedDict, TypeGuard
 
 from .._redact import escaped, logged_key
 from ..exceptions import LockLost
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import asyncio
     import concurrent.futures
 
-__all__ = ["Held", "LeaseCore", "LeaseEvents", "LeaseSpec", "logged_key"]
+__all__ = ["Held", "LeaseCore", "LeaseEvents", "LeaseParts", "LeaseSpec", "logged_key"]
 
 log = logging.getLogger("dynalease")
 DEADLINE_PASSED = (
@@ -99,6 +99,16 @@ class Held(NamedTuple):
     took_over: bool = False
     #: A fenced guard's token, the counter in ``item``.
     token: int | None = None
+
+
+class LeaseParts(TypedDict):
+    """What a lease is made of besides its rows: the client's store, clock and observation
+    cache, and the guard's settings (``Lease`` passes them on to :class:`LeaseCore`)."""
+
+    store: LockStore
+    clock: Clock
+    observations: Observations
+    spec: LeaseSpec
 
 
 class LeaseCore:

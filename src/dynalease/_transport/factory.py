@@ -35,6 +35,17 @@ class Transports(NamedTuple):
     endpoint_url: str | None
 
 
+#: The settings the lean path reads from a client's arguments (``config.direct_config``).
+_DIRECT_SETTINGS = (
+    "region",
+    "endpoint_url",
+    "access_key",
+    "secret_key",
+    "session_token",
+    "profile",
+)
+
+
 class Settings(NamedTuple):
     """A client's explicit arguments; None means "from AWS's chain"."""
 
@@ -124,13 +135,9 @@ def from_settings(settings: Settings) -> Transports:
     direct = None
     if choice == "lean":
         connect = settings.connect_timeout or LOCK_CONNECT_TIMEOUT_S
+        given = settings._asdict()
         direct = direct_config(
-            region=settings.region,
-            endpoint_url=settings.endpoint_url,
-            access_key=settings.access_key,
-            secret_key=settings.secret_key,
-            session_token=settings.session_token,
-            profile=settings.profile,
+            **{name: given[name] for name in _DIRECT_SETTINGS},
             connect_timeout=min(LOCK_CONNECT_TIMEOUT_S, connect),
         )
     if direct is None:
