@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test test-pythons lint typecheck unit system-deps layer cdk-range bench dist clean
+.PHONY: demo test test-pythons lint typecheck unit system-deps layer cdk-range bench dist clean docs docs-serve
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,12 @@ system-deps:
 	    (apt-get update -qq >/dev/null && apt-get install -y -qq faketime >/dev/null) \
 	      || echo "warning: could not install faketime; clock tests will be skipped"; \
 	  else echo "warning: faketime missing (apt-get install faketime); clock tests will be skipped"; fi; }
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "make: installing Debian's chromium (apt-get install chromium) for the docs site's browser test"; \
+	    (apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || echo "warning: could not install chromium; the docs site's browser test will be skipped"; \
+	  else echo "warning: chromium missing (apt-get install chromium); the docs site's browser test will be skipped"; fi; }
 	@if command -v npm >/dev/null 2>&1 && [ ! -d tests/support/node/node_modules ] \
 	    && [ -f tests/support/node/package.json ]; then \
 	  echo "make: installing dynalite for the emulator tests (npm ci in tests/support/node)"; \
@@ -118,6 +124,16 @@ LAYER_PYTHON ?=
 layer: $(STAMP)
 	$(BIN)/python layer/build.py $(if $(LAYER_PYTHON),--python $(LAYER_PYTHON))
 
+# The documentation site (mkdocs.yml; docs/site.md): strict, so a broken link, anchor,
+# snippet or reference fails the build. The test suite builds it too (tests/docs/test_site.py).
+# NO_MKDOCS_2_WARNING: Material 9.x prints a banner about its end of life (2027-05-05) on
+# every build; docs/site.md records that choice and the way to Zensical.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-serve: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
@@ -129,4 +145,4 @@ dist: $(STAMP)
 	$(BIN)/twine check --strict dist/*
 
 clean:
-	rm -rf $(VENV) .venv-3.* cdk.out layer/dist dist .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-3.* cdk.out layer/dist dist site .mypy_cache .pytest_cache .ruff_cache

@@ -91,6 +91,6 @@ def pytest_runtest_makereport(
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
         report.longrepr = (
-            f"CI=true but this test would skip ({reason}); CI runs every test, so install "
-            "what it needs (`make system-deps` installs faketime, dynalite and postgresql)"
+            f"CI=true but this test would skip ({reason}); CI runs every test, so install what "
+            "it needs (`make system-deps` installs faketime, dynalite, postgresql and chromium)"
         )

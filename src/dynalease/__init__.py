@@ -1,6 +1,6 @@
 """dynalease: distributed locks (leases) on one DynamoDB table, built first for AWS Lambda.
 
-Example::
+For example:
 
     from dynalease import DynamoDBClient
     from dynalease.lock import SyncDistributedLock

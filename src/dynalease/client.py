@@ -45,8 +45,10 @@ _TABLE_WAIT_S = 300.0
 
 
 def load_request_path() -> None:
-    """Import what a client's first request imports (``http.client``, the lean transport),
-    making nothing: for callers whose start-up runs ahead of use."""
+    """Import what a client's first request imports, making nothing.
+
+    For callers whose start-up runs ahead of use: ``http.client`` and the lean transport.
+    """
     from ._transport import factory, items  # noqa: F401  (the lock request path)
 
 
@@ -60,7 +62,7 @@ def _async_form(
 
     helper.__name__ = sync.__name__.removeprefix("sync_")
     helper.__qualname__ = f"DynamoDBClient.{helper.__name__}"
-    helper.__doc__ = f"Async form of :meth:`{sync.__name__}`."
+    helper.__doc__ = f"Async form of `{sync.__name__}`."
     helper.__signature__ = inspect.signature(sync)  # type: ignore[attr-defined]  # help(), editors
     return helper
 
@@ -89,7 +91,7 @@ class DynamoDBClient:
     ``region`` may be passed by position, as pydynox allows
     (``DynamoDBClient("eu-west-1")``); every other option is keyword-only.
 
-    Example::
+    For example:
 
         client = DynamoDBClient(region="eu-west-1")
         if not client.sync_table_exists("locks"):
@@ -191,9 +193,12 @@ class DynamoDBClient:
 
     @property
     def _endpoint_in_use(self) -> str | None:
-        """Where requests go, for messages: :attr:`endpoint_url`, else the one configured in
-        the environment (``AWS_ENDPOINT_URL_DYNAMODB``, ``AWS_ENDPOINT_URL``); None: AWS's
-        endpoint for the Region."""
+        """Where requests go, for messages.
+
+        `endpoint_url`, else the one configured in the environment
+        (``AWS_ENDPOINT_URL_DYNAMODB``, ``AWS_ENDPOINT_URL``); None: AWS's endpoint for the
+        Region.
+        """
         return configured_endpoint(self._endpoint_url)
 
     def _check_process(self) -> None:

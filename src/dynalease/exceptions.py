@@ -1,10 +1,10 @@
 """Exceptions raised by dynalease.
 
-Everything derives from :class:`DynaleaseError`. The three lock outcomes a caller
-must handle are :class:`LockNotAcquired` (contention or an exhausted budget; its
-subclass :class:`LockUnavailable` when DynamoDB answered none of the attempt's
-requests), :class:`LockLost` (ownership is gone) and :class:`LockReleaseError`
-(release not confirmed). DynamoDB failures are mapped to :class:`DynamoDBError` subclasses so
+Everything derives from `DynaleaseError`. The three lock outcomes a caller
+must handle are `LockNotAcquired` (contention or an exhausted budget; its
+subclass `LockUnavailable` when DynamoDB answered none of the attempt's
+requests), `LockLost` (ownership is gone) and `LockReleaseError`
+(release not confirmed). DynamoDB failures are mapped to `DynamoDBError` subclasses so
 a missing table or a permission problem is never mistaken for contention.
 
 The tree::
@@ -125,8 +125,8 @@ class LockUnavailable(LockNotAcquired):
     is an outage (or a wrong endpoint, an endpoint certificate that failed TLS
     verification, or too slow a network path), not a busy key: an API should answer
     ``503``, not ``409``. Whenever an answer showed the lock held
-    by another owner, the error is a plain :class:`LockNotAcquired` instead. A
-    subclass, so ``except LockNotAcquired`` still catches it::
+    by another owner, the error is a plain `LockNotAcquired` instead. A
+    subclass, so ``except LockNotAcquired`` still catches it:
 
         try:
             with SyncDistributedLock(client, table="locks", key="job"):
@@ -191,7 +191,7 @@ class GuardReused(DynaleaseError, RuntimeError):
     """A guard was entered a second time; guards are single use and not reentrant.
 
     Also a ``RuntimeError``, as it was before it had its own class. Create a new
-    guard for each acquisition::
+    guard for each acquisition:
 
         for job in jobs:
             with SyncDistributedLock(client, table="locks", key=job):  # a new guard each time
@@ -284,12 +284,12 @@ class ThrottledError(DynamoDBError):
 
     @property
     def advice(self) -> str:
-        """What :attr:`reasons` mean and what to do, a hot key first."""
+        """What `reasons` mean and what to do, a hot key first."""
         return self.advice_for(self.reasons)
 
     @staticmethod
     def advice_for(reasons: Sequence[Mapping[str, str]]) -> str:
-        """The advice for DynamoDB's ``ThrottlingReasons`` ``reasons`` (see :attr:`advice`)."""
+        """The advice for DynamoDB's ``ThrottlingReasons`` ``reasons`` (see `advice`)."""
         said = [
             advice
             for limit, advice in _THROTTLING_LIMITS
@@ -345,7 +345,7 @@ class TransactionCanceledError(DynamoDBError):
         self.reasons: list[dict[str, Any]] = [dict(reason) for reason in reasons]
 
 
-#: pydynox's name for :class:`TransactionCanceledError`: the same class.
+#: pydynox's name for `TransactionCanceledError`: the same class.
 TransactionCanceledException = TransactionCanceledError
 
 
@@ -353,7 +353,7 @@ class LockOwnershipLost(TransactionCanceledError):
     """A transaction was rejected because the lock it checked in is no longer ours.
 
     Nothing in the transaction was written and the guard is marked lost (its
-    ``lost`` is true, ``raise_if_lost()`` raises :class:`LockLost`). Raised by the
+    ``lost`` is true, ``raise_if_lost()`` raises `LockLost`). Raised by the
     commit, so ``except TransactionCanceledError`` (pydynox's
     ``TransactionCanceledException``) catches it; it names the lock's ``table``,
     ``key`` and ``owner``.

@@ -12,17 +12,17 @@ A token equal to the stored one is accepted: the same holder writing the same
 row again. Use one lock key per destination item or row (tokens of different
 keys are unrelated).
 
-- :func:`fence_dynamodb_write`: add the check to a ``PutItem`` or ``UpdateItem``
+- `fence_dynamodb_write`: add the check to a ``PutItem`` or ``UpdateItem``
   request for any table (another Region, account or client: writes that cannot
   join the lock's ``check_in`` transaction).
-- :func:`fence_dynamodb_delete`: turn a ``DeleteItem`` request into a fenced
+- `fence_dynamodb_delete`: turn a ``DeleteItem`` request into a fenced
   ``PutItem`` that leaves a tombstone (the key, the token and a marker), so that
   the item's fence survives the delete and an older holder stays refused.
-- :func:`fenced_update` / :func:`fenced_update_statement`: ``UPDATE ... SET ...,
+- `fenced_update` / `fenced_update_statement`: ``UPDATE ... SET ...,
   fence = :t WHERE ... AND (fence IS NULL OR CAST(fence AS BIGINT) <= :t ...)`` on a
   DB-API connection (sqlite3, psycopg, pg8000 ...), in the driver's parameter style.
 
-Example::
+For example:
 
     with SyncDistributedLock(client, table="locks", key="invoice:42", fencing=True) as lease:
         accepted = fenced_update(
@@ -51,7 +51,7 @@ __all__ = [
 #: The attribute (DynamoDB) or column (SQL) that holds the highest accepted token.
 DEFAULT_ATTRIBUTE = "fence"
 
-#: The attribute that marks an item as deleted (:func:`fence_dynamodb_delete`):
+#: The attribute that marks an item as deleted (`fence_dynamodb_delete`):
 #: readers treat an item that has it as absent.
 TOMBSTONE_ATTRIBUTE = "fence_tombstone"
 _NAME = "#dynalease_fence"
@@ -104,9 +104,9 @@ def fence_dynamodb_write(
     boto3 ``Table`` resource (plain Python values). ``UpdateItem`` requests
     need an ``UpdateExpression`` (not the legacy ``AttributeUpdates``). An
     update also removes ``tombstone``: a write accepted after a fenced delete
-    (:func:`fence_dynamodb_delete`) makes the item live again.
+    (`fence_dynamodb_delete`) makes the item live again.
 
-    Example::
+    For example:
 
         request = {"TableName": "orders", "Item": {"id": {"S": "42"}, "state": {"S": "paid"}}}
         dynamodb.put_item(**fence_dynamodb_write(request, lease.fencing_token))
@@ -147,13 +147,13 @@ def fence_dynamodb_delete(
     next write of an older holder would find no token and be accepted. The
     returned ``PutItem`` instead replaces the item with a **tombstone**: its
     key, ``token`` in ``attribute`` and ``tombstone`` set to true, conditioned
-    like :func:`fence_dynamodb_write` (and on your own condition, if any).
+    like `fence_dynamodb_write` (and on your own condition, if any).
     Afterwards a write with an older token is refused and a write with this
     token or a newer one is accepted (and makes the item live again). Readers
     treat an item that has ``tombstone`` as absent; never delete a tombstone
     while an older holder may still write.
 
-    Example::
+    For example:
 
         request = {"TableName": "orders", "Key": {"id": {"S": "42"}}}
         dynamodb.put_item(**fence_dynamodb_delete(request, lease.fencing_token))
@@ -238,7 +238,7 @@ def _fenced_update_expression(expression: str) -> str:
 
 
 class Connection(Protocol):
-    """A DB-API 2.0 connection (PEP 249): what :func:`fenced_update` uses of it."""
+    """A DB-API 2.0 connection (PEP 249): what `fenced_update` uses of it."""
 
     def cursor(self) -> Any:
         """A new cursor."""
@@ -284,7 +284,7 @@ def fenced_update_statement(
     value that is not a whole number written plainly (``'junk'``, ``'12ab'``, ``''``)
     refuses every token. Names are quoted identifiers; values are always parameters.
 
-    Example::
+    For example:
 
         >>> sql, values = fenced_update_statement(
         ...     "jobs", set={"state": "done"}, where={"id": 7}, token=3
@@ -353,7 +353,7 @@ def fenced_update(
     fence_column: str = DEFAULT_ATTRIBUTE,
     paramstyle: str | None = None,
 ) -> bool:
-    """Run :func:`fenced_update_statement` on a DB-API connection; True if the row took it.
+    """Run `fenced_update_statement` on a DB-API connection; True if the row took it.
 
     False means nothing was written: the row holds a higher token (a newer
     owner wrote; stop, your lock is gone) or no row matches ``where`` (insert

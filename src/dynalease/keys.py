@@ -121,7 +121,7 @@ def permit_keys(key: object, permits: object) -> tuple[str, ...]:
 
     ``key`` is validated like a lock key (so no lock key can equal a permit
     key) and must leave room for the prefix within the 2,048-byte limit;
-    ``permits`` is an ``int`` in 1..100::
+    ``permits`` is an ``int`` in 1..100:
 
         >>> permit_keys("reindex", 2)
         ('dynalease-permit:1:reindex', 'dynalease-permit:2:reindex')
@@ -266,7 +266,7 @@ class KeyTemplate:
         return validate_key("".join(parts), parameter=f"key from template {self._template!r}")
 
     def bind(self, function: Callable[..., Any]) -> BoundKey:
-        """Bind to ``function``'s parameters; see :class:`BoundKey`."""
+        """Bind to ``function``'s parameters; see `BoundKey`."""
         return BoundKey(self, function)
 
     def __repr__(self) -> str:
@@ -286,7 +286,7 @@ class BoundKey:
 
     Every placeholder must name a parameter that can be passed by position or
     keyword; ``*args`` and ``**kwargs`` parameters do not count. The signature is
-    read once with :func:`inspect.signature`, which follows ``__wrapped__`` and
+    read once with `inspect.signature`, which follows ``__wrapped__`` and
     leaves ``self`` out of bound methods.
     """
 

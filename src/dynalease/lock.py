@@ -137,8 +137,8 @@ class _Guard:
         """This acquisition's token: larger than every earlier owner's of this key.
 
         Send it with each protected write to a destination that refuses lower
-        tokens (:mod:`dynalease.fencing`). Renewals keep it; it stays readable
-        after loss or release. :class:`~dynalease.exceptions.FencingUnavailable`
+        tokens (`dynalease.fencing`). Renewals keep it; it stays readable
+        after loss or release. `FencingUnavailable`
         without ``fencing=True`` or before acquiring.
         """
         lease = self._lease
@@ -165,10 +165,10 @@ class _Guard:
         return self._lease.time_left()
 
     def raise_if_lost(self) -> None:
-        """Raise :class:`LockLost` unless this guard holds a valid lease right now.
+        """Raise `LockLost` unless this guard holds a valid lease right now.
 
         A local check: it cannot make a later side effect atomic with ownership.
-        Use :meth:`check_in` to protect DynamoDB writes.
+        Use `check_in` to protect DynamoDB writes.
         """
         self._lease.raise_if_lost()
 
@@ -187,7 +187,7 @@ class _Guard:
     async def until_lost(self) -> None:
         """Return when the guard is lost; await it beside long async work.
 
-        Example::
+        For example:
 
             async with DistributedLock(client, table="locks", key="job") as lease:
                 work = asyncio.ensure_future(long_job())
@@ -203,7 +203,7 @@ class _Guard:
 
         DynamoDB then rejects the whole transaction if the lock was released or
         taken over before it committed. Commit inside the lock block. Raises
-        :class:`LockLost` if the guard is not held now.
+        `LockLost` if the guard is not held now.
         """
         from .transaction import _TransactionBase  # loaded by the transaction passed in
 
@@ -289,11 +289,11 @@ class DistributedLock(_Guard):
 
     Requires a table with a string partition key named ``key`` and no sort key.
     Guards are single use and locks are not reentrant. Contention raises
-    :class:`~dynalease.exceptions.LockNotAcquired`; loss of ownership raises
-    :class:`~dynalease.exceptions.LockLost`. A lease cannot stop your code: check
-    :meth:`raise_if_lost` or await :meth:`until_lost` in long work.
+    `LockNotAcquired`; loss of ownership raises
+    `LockLost`. A lease cannot stop your code: check
+    `raise_if_lost` or await `until_lost` in long work.
 
-    Example::
+    For example:
 
         async with DistributedLock(client, table="locks", key="customer:123") as lease:
             await do_work()
@@ -319,9 +319,9 @@ class DistributedLock(_Guard):
 
 
 class SyncDistributedLock(_Guard):
-    """The sync form of :class:`DistributedLock`; waiting releases the GIL.
+    """The sync form of `DistributedLock`; waiting releases the GIL.
 
-    Example::
+    For example:
 
         with SyncDistributedLock(client, table="locks", key="import:daily") as lease:
             run_import()
@@ -331,8 +331,11 @@ class SyncDistributedLock(_Guard):
         return self._enter()
 
     def _enter(self, attempt_cap: float | None = None) -> Self:
-        """Acquire; ``attempt_cap`` caps the network budget of a ``wait_timeout=0`` attempt
-        (the Lambda middleware's, from the invocation's time left)."""
+        """Acquire, as ``with`` does.
+
+        ``attempt_cap`` caps the network budget of a ``wait_timeout=0`` attempt (the Lambda
+        middleware's, from the invocation's time left).
+        """
         with self._acquiring(None) as runtime:
             self._lease.caller.hold(runtime, attempt_cap)
         return self
@@ -343,7 +346,7 @@ class SyncDistributedLock(_Guard):
 
 
 def current_guard() -> SyncDistributedLock | DistributedLock:
-    """The guard of the innermost :func:`distributed_lock` call running here.
+    """The guard of the innermost `distributed_lock` call running here.
 
     For the function's ``fencing_token`` (``fencing=True``). Raises
     ``LookupError`` outside a decorated call.
@@ -373,7 +376,7 @@ def distributed_lock(
     Template errors are raised here; argument errors at call time, before any
     request. Decorating (or creating an unawaited coroutine) makes no request.
 
-    Example::
+    For example:
 
         @distributed_lock(client, table="locks", key="customer-sync:{customer_id}")
         def synchronize_customer(customer_id: str) -> None:

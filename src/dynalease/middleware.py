@@ -4,7 +4,7 @@
 batch record handler. Both take the same key templates as ``distributed_lock``,
 read the placeholders from the event (``fields`` maps them to JMESPath
 expressions with Powertools' functions), and size the wait from the
-invocation's remaining time::
+invocation's remaining time:
 
     lease  = lease_duration, else min(remaining time, 30 s)
     usable = remaining time - reserve_time - cleanup budget of the lease
@@ -18,7 +18,7 @@ middleware's and any deeper in the code; ``bound_locks`` bounds them without
 locking) stops renewing at the deadline, is marked lost and has its row deleted,
 even where nothing stops the handler (Lambda Managed Instances).
 
-Example::
+For example:
 
     from aws_lambda_powertools import Logger
     from dynalease.middleware import lock_handler
@@ -81,9 +81,11 @@ def _hold(plan: LockPlan, data: Any, context: Any) -> Holding:
 
 
 def _import_ahead() -> None:
-    """Import the hold's part and the lock request path (``http.client``, the lean transport)
-    where init runs before any request is routed. Only imports: nothing made here can be
-    copied into a SnapStart snapshot."""
+    """Import the hold's part and the lock request path where init runs before any request.
+
+    The lock request path is ``http.client`` and the lean transport. Only imports: nothing
+    made here can be copied into a SnapStart snapshot.
+    """
     if init_runs_ahead():
         from ._lambda import holding
 
@@ -105,7 +107,7 @@ def dynalease_lock_handler(
     dynalease_on_contention: OnContention | None,
     **handler_kwargs: Any,
 ) -> Any:
-    """The middleware behind :func:`lock_handler` (its name shows in Powertools' logs)."""
+    """The middleware behind `lock_handler` (its name shows in Powertools' logs)."""
     with bounded(context), contextlib.ExitStack() as stack:
         try:
             stack.enter_context(_hold(dynalease_plan, event, context))
@@ -121,14 +123,14 @@ def bound_locks(handler: Callable[..., Any], event: Any, context: Any, **kwargs:
     """Bound every lock the handler takes by its invocation's deadline; take none itself.
 
     For handlers that lock deeper in their code (``distributed_lock``,
-    ``SyncDistributedLock``...) rather than with :func:`lock_handler`, which
+    ``SyncDistributedLock``...) rather than with `lock_handler`, which
     bounds its guards the same way. A guard acquired while the handler runs (in
     its thread, or in an asyncio task or ``asyncio.to_thread`` call made from it) stops
     renewing when the invocation's remaining time reaches zero: it is marked lost
     (``raise_if_lost()`` raises, ``check_in`` refuses) and its row is deleted at
     once, so a handler that overruns its timeout (which Lambda Managed Instances
     do not stop) never keeps a key from others. A guard that is released in time
-    sends the same requests as without it::
+    sends the same requests as without it:
 
         @bound_locks
         def handler(event, context):
@@ -162,7 +164,7 @@ def lock_handler(
 
     The options are keyword-only; ``key`` (or ``keys``) is required:
 
-    - ``client``: a :class:`~dynalease.DynamoDBClient`, else one module-level
+    - ``client``: a `DynamoDBClient`, else one module-level
       client created on first use and reused by warm invocations (so its
       observations of abandoned locks survive between invocations).
     - ``table``: the lock table, else the ``DYNALEASE_TABLE`` environment variable.
@@ -182,20 +184,20 @@ def lock_handler(
       ``0`` makes one immediate attempt.
     - ``reserve_time``: seconds the handler's own work needs after acquiring.
     - ``on_contention(event, context, error)``: called instead of raising
-      :class:`~dynalease.exceptions.LockNotAcquired` (contention, too little
+      `LockNotAcquired` (contention, too little
       time left, or DynamoDB unreachable); its return value is the handler's
-      response. ``error`` is a :class:`~dynalease.exceptions.LockUnavailable`
+      response. ``error`` is a `LockUnavailable`
       when DynamoDB answered none of the requests: answer ``503`` for it and
       ``409`` for the rest (``examples/lambda/apigw_rest_handler.py``).
     - ``logger`` / ``metrics``: a Powertools ``Logger`` (one structured line per
       lock: outcome, table, template, key hash, wait_ms, renewals) and
       ``Metrics`` (LockAcquired, LockContention, LockUnavailable, LockWaitMs,
       LockRenewals, LockLost, LockInsufficientTime). ``log_key="key"`` logs the
-      key itself instead of :func:`key_hash` of it, ``"hash"`` the hash; by
+      key itself instead of `key_hash` of it, ``"hash"`` the hash; by
       default the ``DYNALEASE_LOG_KEYS`` environment variable decides, as it
       does for the engine's own log lines (hash unless it is ``key``).
     - ``permits``: with ``N`` > 1, hold one of N permits of a semaphore
-      (:class:`~dynalease.SyncDistributedSemaphore`) instead of the lock: at most
+      (`SyncDistributedSemaphore`) instead of the lock: at most
       N invocations run at once for a key. ``current_lock()`` returns that guard.
     - ``fencing``: ``True`` takes a fenced (protocol-2) lock; the handler reads
       ``current_lock().fencing_token`` and sends it with its writes
@@ -272,7 +274,7 @@ def lock_record(
     ``SqsFifoPartialProcessor`` and ``process_partial_response``. ``fields``
     are evaluated on the record (e.g. ``{"customer_id":
     "powertools_json(body).customer_id"}`` for SQS). The options, and their
-    defaults, are :func:`lock_handler`'s but ``on_contention`` (``permits=N``: at
+    defaults, are `lock_handler`'s but ``on_contention`` (``permits=N``: at
     most N records of a key at once).
 
     The wait comes from the invocation's remaining time at each record, so pass
@@ -338,7 +340,7 @@ def current_lock() -> SyncDistributedLock:
     """The lock held for the current invocation or record by the middleware.
 
     Use it to check ownership before a side effect, or to add the ownership
-    condition to a transaction::
+    condition to a transaction:
 
         with SyncTransaction(client) as transaction:
             current_lock().check_in(transaction)

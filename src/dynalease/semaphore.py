@@ -87,10 +87,10 @@ class DistributedSemaphore(_SemaphoreGuard, DistributedLock):
     At most ``permits`` guards hold the same key at once, in any process;
     everything else (durations, ``LockNotAcquired`` when no permit is had within
     ``wait_timeout``, ``LockLost``, ``check_in``, metrics) is as for
-    :class:`~dynalease.DistributedLock`. Every caller must use the same number
+    `DistributedLock`. Every caller must use the same number
     of permits (docs/semaphores.md says what happens otherwise).
 
-    Example::
+    For example:
 
         async with DistributedSemaphore(client, table="locks", key="partner-api", permits=5):
             await call_partner()
@@ -98,9 +98,9 @@ class DistributedSemaphore(_SemaphoreGuard, DistributedLock):
 
 
 class SyncDistributedSemaphore(_SemaphoreGuard, SyncDistributedLock):
-    """The sync form of :class:`DistributedSemaphore`; waiting releases the GIL.
+    """The sync form of `DistributedSemaphore`; waiting releases the GIL.
 
-    Example::
+    For example:
 
         with SyncDistributedSemaphore(client, table="locks", key="reindex", permits=3):
             reindex()
@@ -120,10 +120,10 @@ def distributed_semaphore(
     """Run each call of a ``def`` or ``async def`` function holding one of ``permits`` permits.
 
     ``key`` is a template over the function's arguments, as for
-    :func:`~dynalease.distributed_lock`; errors in it, and a bad ``permits``,
+    `distributed_lock`; errors in it, and a bad ``permits``,
     are raised here, before any request.
 
-    Example::
+    For example:
 
         @distributed_semaphore(client, table="locks", key="reindex:{index}", permits=3)
         def reindex(index: str) -> None:

@@ -3,13 +3,13 @@
 ECS, Fargate and Kubernetes stop a task with ``SIGTERM`` and kill it a grace period
 later (30 s by default on ECS and Kubernetes). Python's default for ``SIGTERM`` ends
 the process at once, so a lock it held stays in the table until a contender has
-watched the row for a whole lease. After :func:`release_locks_on_sigterm`,
+watched the row for a whole lease. After `release_locks_on_sigterm`,
 ``SIGTERM``:
 
-- cancels every asyncio task that holds a :class:`~dynalease.lock.DistributedLock`
+- cancels every asyncio task that holds a `DistributedLock`
   (``async with`` or a decorated ``async def``), so ``CancelledError`` unwinds it;
-- raises :class:`Terminated` in the main thread when it holds a
-  :class:`~dynalease.lock.SyncDistributedLock` (``with`` or a decorated ``def``), so
+- raises `Terminated` in the main thread when it holds a
+  `SyncDistributedLock` (``with`` or a decorated ``def``), so
   the ``with`` block exits;
 - calls the handler that was installed before, if it was a Python function;
 - once every lock it unwound is released, ends the process with ``SIGTERM`` as the
@@ -21,7 +21,7 @@ thread): their work is not stopped, so releasing their rows would be unsafe. Wit
 lock held, ``SIGTERM`` does exactly what it did before. A ``SIGTERM`` that arrives
 while a lock is still being acquired is not caught here either.
 
-Example::
+For example:
 
     from dynalease.shutdown import release_locks_on_sigterm
 
@@ -47,7 +47,7 @@ Handler = Any  # what signal.getsignal returns: a callable, SIG_DFL, SIG_IGN or 
 class Terminated(SystemExit):
     """Raised in the main thread by ``SIGTERM`` to unwind its held locks.
 
-    A :class:`SystemExit` (exit status 143, as shells report ``SIGTERM``), so
+    A `SystemExit` (exit status 143, as shells report ``SIGTERM``), so
     ``except Exception`` in the locked code does not swallow it and, uncaught, it
     ends the program quietly.
     """
@@ -61,7 +61,7 @@ class _Holders:
 
     Plain dict operations only (atomic under the GIL): the signal handler runs
     between two bytecodes of the main thread, which may be in the middle of
-    :meth:`hold` or :meth:`drop`, so a lock here could deadlock.
+    `hold` or `drop`, so a lock here could deadlock.
     """
 
     def __init__(self, previous: Handler) -> None:

@@ -252,7 +252,7 @@ class SyncTransaction(_TransactionBase):
     ``client_request_token`` (1 to 36 characters) makes a retried commit
     idempotent for ten minutes; without it each commit gets a fresh token.
 
-    Example::
+    For example:
 
         with SyncTransaction(client) as transaction:
             lease.check_in(transaction)
@@ -291,5 +291,5 @@ class Transaction(_TransactionBase):
             await self.commit()
 
     async def commit(self) -> None:
-        """Async form of :meth:`SyncTransaction.commit`."""
+        """Async form of `SyncTransaction.commit`."""
         await self.client._in_pool(self._commit)

@@ -29,6 +29,9 @@ The convention the docs are written to:
   document unless the line before the block says why it is not run:
   ``<!-- not run by the docs tests: <reason> -->``.
 - ```text blocks are output; ```json and ```toml blocks must parse.
+- A line ``--8<-- "examples/FILE.py"`` in a block (pymdownx.snippets, as the site's build
+  includes it) stands for that file's text, which then runs as the block: code on the
+  site lives in files this test runs, not in copies.
 """
 
 from __future__ import annotations
@@ -57,14 +60,16 @@ from dynalease._tooling.local_server import LocalServer
 from dynalease.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]  # the site's pages
 SHELL = {"", "console", "bash", "sh", "shell"}
 DISPLAY = {"text"}
 PARSED = {"json", "toml"}
-_FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
+# Any indentation: a block in a list item, or in a content tab (``=== "CDK"``, four spaces).
+_FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
 _SEPARATORS = {"&&", "||", ";", "|"}
 _NOT_RUN = re.compile(r"^<!-- not run by the docs tests: (?P<reason>\S.*?) -->$")
 _ACTIVATED = "_DOCS_VENV_ACTIVATED"  # set once a document has sourced .venv/bin/activate
+_SNIPPET = re.compile(r'^\s*-{1,}8<-{1,}\s+"(?P<path>[^"]+)"\s*$')  # pymdownx.snippets
 
 
 @dataclass(frozen=True)
@@ -99,12 +104,19 @@ def fenced_blocks(document: Path) -> list[Block]:
             lines[index].strip().startswith(fence) and not lines[index].strip().strip(fence[0])
         ):
             line = lines[index]  # content loses up to the fence's own indentation
-            body.append(line[min(indent, len(line) - len(line.lstrip(" "))) :])
+            line = line[min(indent, len(line) - len(line.lstrip(" "))) :]
+            snippet = _SNIPPET.match(line)
+            body.extend(included(snippet["path"]) if snippet else [line])
             index += 1
         text = "\n".join(body) + "\n"
         blocks.append(Block(document, start, language, text, before and before["reason"]))
         index += 1
     return blocks
+
+
+def included(path: str) -> list[str]:
+    """The lines of a file a block includes, as the site's build reads it (from the root)."""
+    return (ROOT / path).read_text(encoding="utf-8").splitlines()
 
 
 # --- python -------------------------------------------------------------------
@@ -398,6 +410,15 @@ def test_the_block_reader_finds_languages_prompts_and_continuations(tmp_path: Pa
         ["make", "demo"],
         ["make", "test"],
     ]
+
+
+def test_a_snippet_line_in_a_block_stands_for_the_included_files_text(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text('```python\nbefore = 1\n--8<-- "examples/first_lock.py"\n```\n')
+    (block,) = fenced_blocks(page)
+    example = (ROOT / "examples" / "first_lock.py").read_text()
+    assert block.text == "before = 1\n" + example
+    assert "--8<--" not in block.text
 
 
 def test_crontab_blocks_run_each_entrys_command_with_the_lines_above_it(tmp_path: Path) -> None:

@@ -47,6 +47,8 @@ ALLOWED: dict[str, set[str]] = {
     "transaction": BASE | {"_engine", "_values", "client"},
     "client": BASE | {"_engine", "_transport", "_values"},
     "semaphore": BASE | {"_engine", "keys", "client", "lock", "_calls"},
+    "_election": BASE | {"_engine", "client"},
+    "election": BASE | {"_engine", "_election", "keys", "client", "lock"},
     # _lambda: SnapStart's hooks, registered on import where the runtime runs them.
     "__init__": BASE | {"client", "lock", "semaphore", "transaction", "metrics", "_lambda"},
     "_lambda": BASE
@@ -66,6 +68,7 @@ ALLOWED: dict[str, set[str]] = {
         "client",
         "lock",
         "semaphore",
+        "election",
         "transaction",
         "keys",
         "_keyset",

@@ -83,6 +83,8 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("client.py", "DynamoDBClient.from_client", "._transport.factory"): _FACTORY,
     ("client.py", "DynamoDBClient._in_pool", "asyncio"): _ASYNC_FACE,
     ("lock.py", "_Guard.until_lost", "asyncio"): _ASYNC_FACE,
+    ("election.py", "Election.lead", "asyncio"): _ASYNC_FACE,
+    ("election.py", "Election.observe", "asyncio"): _ASYNC_FACE,
     ("lock.py", "_Guard.check_in", ".transaction"): (
         "transaction imports lock: the cycle is broken here"
     ),

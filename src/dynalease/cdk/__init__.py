@@ -3,7 +3,7 @@
 Needs the ``cdk`` extra (``pip install 'dynalease[cdk]'``). ``import dynalease``
 never imports this package, so Lambda cold starts do not pay for aws_cdk.
 
-Example::
+For example:
 
     from dynalease.cdk import LockLayer, LockTable
 
@@ -11,7 +11,7 @@ Example::
     layer = LockLayer(self, "LockLayer")
     locks.configure_function(worker, layer=layer)
 
-The constructs are imported on first use: :mod:`dynalease.cdk.build` (the layer
+The constructs are imported on first use: `dynalease.cdk.build` (the layer
 builder) lives here too, and ``layer/build.py`` imports it without aws_cdk.
 """
 

@@ -1,7 +1,7 @@
 """The Lambda layer's content: one deterministic builder for every caller.
 
 ``LockLayer`` (at synth time) and ``layer/build.py`` (for a zip on disk) both
-call :func:`build_layer`, so the asset CDK uploads and the zip a person
+call `build_layer`, so the asset CDK uploads and the zip a person
 inspects are the same bytes. The builder never downloads anything and never
 needs Docker: it copies the installed ``dynalease`` and the installed runtime
 dependency closure into ``python/``, leaving out the packages every Lambda
@@ -14,7 +14,7 @@ extension would be wrong for at least one of them.
 A zip carries, beside every ``.py``, the bytecode an interpreter of each of its
 Python versions compiles (unchecked-hash ``.pyc`` in ``__pycache__``, one file per
 version side by side: ``x.cpython-312.pyc`` beside ``x.cpython-313.pyc``, see
-:mod:`._bytecode`), because Lambda's ``/opt`` is read-only and a module without
+`_bytecode`), because Lambda's ``/opt`` is read-only and a module without
 bytecode is compiled from source on every cold start. A zip for several versions
 may leave a version without bytecode when no interpreter of it is found
 (``allow_source_only``): its runtime still imports the modules, from source.
@@ -25,7 +25,7 @@ ourselves. The finished zip is kept in a cache directory under the hash of its
 content, and reused only after its members are checked to equal what this
 build would write; anything else under that name is replaced, never shipped.
 
-Example::
+For example:
 
     from dynalease.cdk.build import build_layer
 
@@ -112,7 +112,7 @@ class LayerBuild:
     pythons: tuple[str, ...]
     """The Python versions (``('3.13',)``) of the runtimes the layer is for, oldest first."""
     compiled_pythons: tuple[str, ...]
-    """Those of :attr:`pythons` whose bytecode it carries (all unless ``allow_source_only``)."""
+    """Those of `pythons` whose bytecode it carries (all unless ``allow_source_only``)."""
     bytecode_files: int
     """How many ``.pyc`` files the zip holds (one per ``.py`` and compiled version)."""
 
@@ -151,9 +151,9 @@ def build_layer(
     of them: dependencies are chosen by their environment markers and each
     version's bytecode is compiled by an interpreter of that version
     (``interpreter``, for one version only, or one found as
-    :mod:`dynalease.cdk._bytecode` says). Without one, :class:`LayerBuildError`
+    `dynalease.cdk._bytecode` says). Without one, `LayerBuildError`
     names the version and how to provide it, unless ``allow_source_only``: then
-    that version gets no bytecode (:attr:`LayerBuild.source_only_pythons`).
+    that version gets no bytecode (`LayerBuild.source_only_pythons`).
     ``include_powertools`` adds the ``lambda`` extra (AWS Lambda Powertools) and
     its dependencies. ``include_recovery`` adds the recovery extension's launcher
     as ``extensions/dynalease-recovery``.

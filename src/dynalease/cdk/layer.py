@@ -70,7 +70,7 @@ class LockLayer(lambda_.LayerVersion):
     functions work, and compile the modules at each cold start) and a synth
     warning naming what to install.
 
-    Example::
+    For example:
 
         layer = LockLayer(self, "LockLayer")  # python3.11 and newer
         fn = lambda_.Function(..., runtime=lambda_.Runtime.PYTHON_3_13, layers=[layer])
@@ -87,7 +87,7 @@ class LockLayer(lambda_.LayerVersion):
     :param runtime: build the layer for this one Python runtime only (python3.11 or
         newer): about a third of the default layer's size, and the synth fails unless
         it finds an interpreter of that version. By default the layer serves every
-        runtime in :data:`DEFAULT_RUNTIMES`.
+        runtime in `DEFAULT_RUNTIMES`.
     :param compatible_architectures: x86_64 and/or arm64.
     :param removal_policy: keep (RETAIN, default) or delete old layer versions.
     :param parameter_name: if given, an SSM StringParameter with this name holds the
@@ -169,7 +169,7 @@ class LockLayer(lambda_.LayerVersion):
         """The one runtime of a layer built with ``runtime=``: give it to the functions using it.
 
         A default layer serves several runtimes, so this raises ``ValueError``: choose
-        the functions' runtime yourself (any of :attr:`runtimes`).
+        the functions' runtime yourself (any of `runtimes`).
         """
         if not self._single:
             raise ValueError(

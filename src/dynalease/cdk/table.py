@@ -59,7 +59,7 @@ class LockTable(Construct):
     Partition key ``key`` (S), no sort key, no TTL and no stream: the lock rows
     are exactly the protocol's rows and expire by lease, never by TTL.
 
-    Example::
+    For example:
 
         locks = LockTable(self, "Locks")
         locks.configure_function(worker)  # sets DYNALEASE_TABLE and grants the lock actions
@@ -145,10 +145,10 @@ class LockTable(Construct):
         return self._encryption_key
 
     def grant_lock(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let ``grantee`` take, renew and release locks of every kind (with ``fencing``,
-        ``keys=[...]``, semaphores): exactly :data:`LOCK_ACTIONS`.
+        """Let ``grantee`` take, renew and release locks of every kind: exactly `LOCK_ACTIONS`.
 
-        The statement names this table's ARN only (no index ARNs, no wildcards).
+        Every kind: with ``fencing`` and ``keys=[...]``, and semaphores. The statement
+        names this table's ARN only (no index ARNs, no wildcards).
         With a customer managed key, it also grants the key use DynamoDB needs
         (``kms:Decrypt``, ``kms:DescribeKey``, ``kms:Encrypt``,
         ``kms:GenerateDataKey``) on that key only.
@@ -156,9 +156,9 @@ class LockTable(Construct):
         return self._grant(grantee, LOCK_ACTIONS, _KEY_LOCK_ACTIONS)
 
     def grant_semaphore(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let ``grantee`` hold locks and semaphore permits: the same as :meth:`grant_lock`.
+        """Let ``grantee`` hold locks and semaphore permits: the same as `grant_lock`.
 
-        Kept for the code that calls it: :meth:`grant_lock` covers semaphores too, since a
+        Kept for the code that calls it: `grant_lock` covers semaphores too, since a
         multi-key lock reads its rows with ``dynamodb:BatchGetItem`` as a semaphore reads
         its permits.
         """
@@ -177,7 +177,7 @@ class LockTable(Construct):
 
         Sets ``DYNALEASE_TABLE`` to the table name (the middleware's default table, and
         the table the recovery extension releases rows in; list other lock tables of the
-        function in ``DYNALEASE_RECOVERY_TABLES``), grants :meth:`grant_lock` to the
+        function in ``DYNALEASE_RECOVERY_TABLES``), grants `grant_lock` to the
         function's role, and adds ``layer`` (for example a ``LockLayer``) if given. A
         ``LockLayer`` is checked against the function's runtime and architecture, so a
         mismatch fails at synth time, not at the first cold start. Returns the lock grant.

@@ -31,6 +31,7 @@ from ..exceptions import LockLost, LockNotAcquired, LockReleaseError, LockUnavai
 from ..keys import permit_keys, validate_key
 from ..lock import SyncDistributedLock
 from ..semaphore import SyncDistributedSemaphore
+from . import run_elect
 from .command_group import CommandGroup
 from .common import (
     EXIT_FAILED,
@@ -142,6 +143,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         action="store_true",
         help="take a fenced lock; the command gets its token as DYNALEASE_FENCING_TOKEN",
     )
+    run_elect.add_option(parser)
     return parser
 
 
@@ -226,6 +228,7 @@ def _parse(options: list[str]) -> tuple[argparse.Namespace | None, int]:
 
 def _run(args: argparse.Namespace, command: list[str]) -> int:
     kill_after_source = "--kill-after" if args.kill_after is not None else "DYNALEASE_KILL_AFTER"
+    elect_bounded = run_elect.wait_given(args)
     _from_environment(args)
     args.kill_after = _kill_after(args.kill_after, args.lease, kill_after_source)
     if args.fencing and args.permits > 1:
@@ -252,6 +255,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
                 EXIT_USAGE,
             )
     _check_keys(keys, args)
+    run_elect.check(args, keys)
     client = make_client(args)
     if not client.sync_table_exists(args.table):
         raise CommandError(
@@ -271,7 +275,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
         else SyncDistributedLock(client, fencing=args.fencing, **options)
     )
     try:
-        guard.__enter__()
+        guard = run_elect.enter(guard, args, elect_bounded)
     except LockUnavailable as error:  # an outage, not contention: exit 1, not 75
         raise CommandError(_run_words(error), EXIT_FAILED) from None
     except LockNotAcquired as error:

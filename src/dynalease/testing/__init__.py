@@ -9,7 +9,7 @@ support, real error codes; no capacity figures (a lease's ``consumed_rcu`` and
 at a time. moto is imported when the first backend is created, never by
 ``import dynalease``.
 
-Example::
+For example:
 
     from dynalease.testing import MemoryBackend
     from dynalease.lock import SyncDistributedLock
@@ -35,11 +35,11 @@ class MemoryBackend:
     """DynamoDB in this process for tests; ``backend.client`` is a ready DynamoDBClient.
 
     Use it as a context manager (tables are dropped on exit) or call
-    :meth:`clear` between tests. Each backend's tables are its own: other
+    `clear` between tests. Each backend's tables are its own: other
     backends, ``moto.mock_aws`` and your other boto3 clients neither see nor
     change them.
 
-    Example::
+    For example:
 
         backend = MemoryBackend()
         backend.client.sync_create_table("jobs", partition_key=("id", "S"))
@@ -75,7 +75,7 @@ class MemoryBackend:
     def tables(self) -> dict[str, list[dict[str, Any]]]:
         """Every table's items as plain Python values (fresh copies), for assertions.
 
-        Items read as :meth:`DynamoDBClient.sync_get_item` returns them. Example::
+        Items read as `DynamoDBClient.sync_get_item` returns them. Example:
 
             {"locks": [{"key": "job", "owner": "...", "lease_ms": 30000, ...}]}
         """
