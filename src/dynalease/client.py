@@ -28,6 +28,7 @@ from ._engine.runtime import Runtime, get_runtime
 from ._engine.store import LockStore, Request, Transport
 from ._engine.targets import KeysTarget
 from ._redact import shown_url
+from ._transport import factory  # the lock request path: every client's construction needs it
 from ._transport.config import configured_endpoint
 from ._values import from_item, to_item
 from .exceptions import ForkedProcessError, LockLost, TableNotFoundError
@@ -42,14 +43,6 @@ T = TypeVar("T")
 P = ParamSpec("P")
 _KEY_TYPES = {"S", "N", "B"}
 _TABLE_WAIT_S = 300.0
-
-
-def load_request_path() -> None:
-    """Import what a client's first request imports, making nothing.
-
-    For callers whose start-up runs ahead of use: ``http.client`` and the lean transport.
-    """
-    from ._transport import factory, items  # noqa: F401  (the lock request path)
 
 
 def _async_form(
@@ -112,9 +105,7 @@ class DynamoDBClient:
         max_retries: int | None = None,
         transport: str | None = None,
     ) -> None:
-        from ._transport.factory import Settings, from_settings
-
-        settings = Settings(
+        settings = factory.Settings(
             region=region,
             endpoint_url=endpoint_url,
             access_key=access_key,
@@ -126,7 +117,7 @@ class DynamoDBClient:
             max_retries=max_retries,
             transport=transport,
         )
-        self._setup(*from_settings(settings.checked()))
+        self._setup(*factory.from_settings(settings.checked()))
 
     # --- construction -----------------------------------------------------
 
@@ -139,10 +130,8 @@ class DynamoDBClient:
         transport: str | None = None,
     ) -> DynamoDBClient:
         """Use an existing ``boto3.Session`` (its credentials, Region and profile)."""
-        from ._transport.factory import from_session
-
         client = cls.__new__(cls)
-        client._setup(*from_session(session, endpoint_url, transport))
+        client._setup(*factory.from_session(session, endpoint_url, transport))
         return client
 
     @classmethod
@@ -159,10 +148,8 @@ class DynamoDBClient:
             raise TypeError(
                 "from_client() needs a boto3 DynamoDB client, e.g. boto3.client('dynamodb')"
             )
-        from ._transport.factory import from_client
-
         client = cls.__new__(cls)
-        client._setup(*from_client(dynamodb, transport))
+        client._setup(*factory.from_client(dynamodb, transport))
         return client
 
     def _setup(

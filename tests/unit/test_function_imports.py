@@ -23,7 +23,6 @@ _CLI = "a CLI command's own heavy part, loaded by that command only (the CLI sta
 _RICH = "rich: optional, and only when output goes to a terminal"
 _COLD = "the middleware's cold import (MIDDLEWARE_COLD_MODULES) stays without it"
 _ATTEMPTS = "the acquire rules: a first create that wins never loads the driver's modules"
-_FACTORY = "the transports: loaded by a client's construction, not by importing the faces"
 _MOTO = "moto: a test dependency, loaded by a memory backend or a local server only"
 
 #: (module, function, what it imports) -> why it is imported there.
@@ -75,12 +74,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("cli/inspect.py", "run", "rich.live"): _RICH,
     ("cli/inspect.py", "rich_cells", "rich.markup"): _RICH,
     ("cli/local.py", "run", ".._tooling.local_server"): _CLI,
-    ("client.py", "load_request_path", "._transport"): (
-        "its purpose: importing the request path ahead of use"
-    ),
-    ("client.py", "DynamoDBClient.__init__", "._transport.factory"): _FACTORY,
-    ("client.py", "DynamoDBClient.from_session", "._transport.factory"): _FACTORY,
-    ("client.py", "DynamoDBClient.from_client", "._transport.factory"): _FACTORY,
     ("client.py", "DynamoDBClient._in_pool", "asyncio"): _ASYNC_FACE,
     ("lock.py", "_Guard.until_lost", "asyncio"): _ASYNC_FACE,
     ("election.py", "Election.lead", "asyncio"): _ASYNC_FACE,

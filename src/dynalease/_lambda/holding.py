@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from .. import _tracing
-from ..client import DynamoDBClient, load_request_path
+from ..client import DynamoDBClient
 from ..exceptions import LockNotAcquired
 from ..lock import SyncDistributedLock
 from ..semaphore import SyncDistributedSemaphore
@@ -21,7 +21,7 @@ from .budget import NoTimeLeft, acquisition_wait, remaining_seconds, usable_time
 from .invocation import lambda_context_of
 from .plan import CURRENT_LOCK, LockPlan
 
-__all__ = ["Holding", "load_request_path", "shared_client"]
+__all__ = ["Holding", "shared_client"]
 
 # The settings a client is built from: fixed in Lambda, but a local run that changes them
 # gets a new client.
