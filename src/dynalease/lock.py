@@ -106,12 +106,8 @@ class _Guard:
         resolved = key_set(key, keys, fencing=fencing)
         self._client = client
         self._lease: Lease = client._new_lease(
-            table, resolved[0], lease_s, wait_s, on_lost, fencing=fencing, keys=resolved
+            table, resolved[0], lease_s, wait_s, on_lost, fencing=fencing, keys=resolved, fair=fair
         )
-        if fair is not False:  # the queue's module loads only for a fair guard
-            from ._engine.queue import get_in_line
-
-            get_in_line(self._lease, fair, client._lock_store, client._observations)
 
     @property
     def table(self) -> str:
@@ -281,10 +277,6 @@ class _Guard:
         finally:
             shutdown.drop(self)
 
-    def _limit_single_attempt(self, seconds: float) -> None:
-        """Cap the network budget of a ``wait_timeout=0`` attempt (the Lambda budget)."""
-        self._lease.acquirer.single_attempt_cap = seconds
-
     def __del__(self) -> None:
         """Release in the background a held guard dropped unexited: it would renew forever.
 
@@ -348,8 +340,16 @@ class SyncDistributedLock(_Guard):
     """
 
     def __enter__(self) -> Self:
+        return self._enter()
+
+    def _enter(self, attempt_cap: float | None = None) -> Self:
+        """Acquire, as ``with`` does.
+
+        ``attempt_cap`` caps the network budget of a ``wait_timeout=0`` attempt (the Lambda
+        middleware's, from the invocation's time left).
+        """
         with self._acquiring(None) as runtime:
-            self._lease.caller.hold(runtime)
+            self._lease.caller.hold(runtime, attempt_cap)
         return self
 
     def __exit__(self, exc_type: object, exc: BaseException | None, traceback: object) -> None:

@@ -88,9 +88,8 @@ def _import_ahead() -> None:
     made here can be copied into a SnapStart snapshot.
     """
     if init_runs_ahead():
-        from ._lambda import holding
-
-        holding.load_request_path()
+        # The hold's part imports the client module, which imports the lock request path.
+        from ._lambda import holding  # noqa: F401
 
 
 # SnapStart's runtime hooks, where the runtime ships snapshot_restore_py (a no-op elsewhere).

@@ -49,12 +49,11 @@ class _SemaphoreGuard(_Guard):
         lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
         keys = permit_keys(key, permits)
         self._client = client
-        self._lease = client._new_lease(table, key, lease_s, wait_s, on_lost, keys)
-        if fair is not False:  # one queue for all the permits, loaded only for a fair guard
-            from ._engine.queue import get_in_line
-
-            queue = (f"{PERMIT_PREFIX}{key}",)
-            get_in_line(self._lease, fair, client._lock_store, client._observations, queue)
+        # A fair semaphore has one queue for all its permits.
+        queue = (f"{PERMIT_PREFIX}{key}",)
+        self._lease = client._new_lease(
+            table, key, lease_s, wait_s, on_lost, keys, fair=fair, queues=queue
+        )
 
     @property
     def _permit(self) -> PermitTarget:

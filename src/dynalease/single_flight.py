@@ -38,6 +38,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
+from ._lambda.holding import shared_client
+from ._lambda.invocation import lambda_context_of
 from ._redact import logged_key
 from ._results import ITEM_LIMIT, JSONSerializer, Outcome, Serializer, item_size, result_key
 from .exceptions import SharedCallFailed, SharedResultTooLarge
@@ -166,9 +168,6 @@ class SingleFlight:
         The key is resolved as its hold resolves it; the client is built now only to read
         a fresh result.
         """
-        from ._lambda.holding import shared_client  # loaded by the hold anyway
-        from ._lambda.invocation import lambda_context_of
-
         key = plan.event_key.resolve(event, lambda_context_of(context))[0]
         client = plan._client
         if client is None and self.result_ttl > 0:

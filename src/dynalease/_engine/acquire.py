@@ -70,33 +70,31 @@ class Acquirer:
         self._events = events
         #: Every set of rows this guard aimed a write at (the releaser's cleanup reads it).
         self.written = written
-        #: A tighter network budget for a ``wait_s == 0`` attempt (the Lambda middleware's,
-        #: set by the face once it knows the invocation's time left).
-        self.single_attempt_cap: float | None = None
         #: Where the acquisition waits its turn first (a fair lock's queue; a plain lock's
         #: turn is always now).
         self.line: Line = NO_LINE
 
-    def begin(self) -> tuple[float, float, bool]:
-        """Leave NEW; (start, deadline, single attempt) of this acquisition."""
+    def begin(self, attempt_cap: float | None = None) -> tuple[float, float, bool]:
+        """Leave NEW; (start, deadline, single attempt) of this acquisition.
+
+        ``attempt_cap``: a tighter network budget for a ``wait_s == 0`` attempt (the Lambda
+        middleware's, from the invocation's time left); it never raises the budget.
+        """
         core = self.core
         if core.state is not State.NEW:
             raise GuardReused(
                 f"this guard for {logged_key(core.key)} was already used ({core.state.value}); "
                 "guards are single use, create a new one"
             )
-        core.move(Event.START)
-        deadline = deadline_on(core.clock)
-        if deadline is not None:
-            core.deadline = deadline
+        core.start(deadline_on(core.clock))
         # The first request may commit unanswered.
         core.journal_rows(core.key, self.target.rows(core.key))
         start = core.clock.monotonic()
         if core.wait_s != 0:
             return start, self._by_deadline(start + core.wait_s), False
         budget = p.zero_wait_budget(core.lease_s)
-        if self.single_attempt_cap is not None:
-            budget = min(budget, self.single_attempt_cap)
+        if attempt_cap is not None:
+            budget = min(budget, attempt_cap)
         return start, self._by_deadline(start + budget), True
 
     def _by_deadline(self, end: float) -> float:
@@ -104,14 +102,17 @@ class Acquirer:
         deadline = self.core.deadline
         return end if deadline is None else min(end, deadline)
 
-    async def acquire(self, first: FirstWrite | None = None) -> None:
+    async def acquire(
+        self, first: FirstWrite | None = None, attempt_cap: float | None = None
+    ) -> None:
         """Acquire within the wait budget or raise LockNotAcquired; go on from ``first``
-        when a sync caller's first create did not end the acquisition."""
+        when a sync caller's first create did not end the acquisition (``attempt_cap``: as
+        for :meth:`begin`)."""
         from .driver import CancelledError, Driver  # the loop side of an acquisition
 
         core = self.core
         if first is None:
-            start, deadline, single = self.begin()
+            start, deadline, single = self.begin(attempt_cap)
         else:
             start, deadline, single = first.start, first.deadline, first.single
         try:

@@ -13,14 +13,15 @@ import time
 from typing import Any, cast
 
 from .. import _tracing
-from ..client import DynamoDBClient, load_request_path
+from ..client import DynamoDBClient
 from ..exceptions import LockNotAcquired
 from ..lock import SyncDistributedLock
+from ..semaphore import SyncDistributedSemaphore
 from .budget import NoTimeLeft, acquisition_wait, remaining_seconds, usable_time
 from .invocation import lambda_context_of
 from .plan import CURRENT_LOCK, LockPlan
 
-__all__ = ["Holding", "load_request_path", "shared_client"]
+__all__ = ["Holding", "shared_client"]
 
 # The settings a client is built from: fixed in Lambda, but a local run that changes them
 # gets a new client.
@@ -86,8 +87,6 @@ class Holding:
                 fencing=plan._fencing,
             )
         else:
-            from ..semaphore import SyncDistributedSemaphore  # loaded for a handler with permits
-
             guard = SyncDistributedSemaphore(
                 client,
                 table=table,
@@ -96,13 +95,12 @@ class Holding:
                 lease_duration=lease,
                 wait_timeout=wait,
             )
+        # One immediate attempt still has a network budget: keep it within the usable time.
+        cap = None
         if wait == 0 and remaining is not None:
-            # One immediate attempt still has a network budget: keep it within the usable time.
-            guard._limit_single_attempt(
-                usable_time(remaining, reserve_s=plan._reserve_s, lease_s=lease)
-            )
+            cap = usable_time(remaining, reserve_s=plan._reserve_s, lease_s=lease)
         try:
-            guard.__enter__()
+            guard._enter(attempt_cap=cap)
         except LockNotAcquired as error:
             plan._reporter.not_acquired(table, key, guard.metrics, remaining, error)
             raise
