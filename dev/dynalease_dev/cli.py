@@ -25,6 +25,7 @@ from dynalease.cli.common import (
     count,
     exit_status,
     moto_missing,
+    parsed_command,
     positive_seconds,
     run_command,
     table_name,
@@ -157,14 +158,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["invoke"]:  # it parses its own arguments (handler and event)
         return invoke(args_list[1:])
-    parser = build_parser()
-    try:
-        args = parser.parse_args(args_list)
-    except SystemExit as exit_:
-        return exit_status(exit_)
-    if args.command is None:
-        parser.print_help()
-        return EXIT_USAGE
+    args = parsed_command(build_parser(), args_list)
+    if isinstance(args, int):
+        return args
     return run_command("demo", lambda: demo(args), prog=PROG)
 
 

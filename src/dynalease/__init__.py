@@ -36,6 +36,14 @@ if TYPE_CHECKING:
     )
     from .lock import DistributedLock, SyncDistributedLock, distributed_lock
     from .metrics import LockMetrics
+    from .rwlock import (
+        ReadLock,
+        SyncReadLock,
+        SyncWriteLock,
+        WriteLock,
+        distributed_read_lock,
+        distributed_write_lock,
+    )
     from .semaphore import DistributedSemaphore, SyncDistributedSemaphore, distributed_semaphore
     from .transaction import SyncTransaction, Transaction
 
@@ -59,6 +67,15 @@ __all__ = [
     "distributed_lock",
     "distributed_semaphore",
 ]
+# Read/write locks (docs/rwlocks.md).
+__all__ += [
+    "ReadLock",
+    "SyncReadLock",
+    "SyncWriteLock",
+    "WriteLock",
+    "distributed_read_lock",
+    "distributed_write_lock",
+]
 
 _HOMES = {
     "DynamoDBClient": "client",
@@ -79,6 +96,7 @@ _HOMES = {
     "TransactionCanceledError": "exceptions",
     "TransactionCanceledException": "exceptions",
 }
+_HOMES.update(dict.fromkeys(__all__[-6:], "rwlock"))
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 

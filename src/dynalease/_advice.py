@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 
 from ._redact import logged_key, shown_url
+from ._transport.config import regional_endpoint
 from .exceptions import DynamoDBError, TableNotFoundError, ValidationError
 
 __all__ = ["explain", "where"]
@@ -40,8 +41,6 @@ def explain(
 
 def where(region: str | None, endpoint: str | None) -> str:
     """``Region 'us-east-1' at URL``: the endpoint given or configured, else the Region's."""
-    from ._transport.config import regional_endpoint
-
     shown = (
         (endpoint and shown_url(endpoint))
         or (region and regional_endpoint(region))

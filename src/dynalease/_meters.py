@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +24,9 @@ _DEFAULT_PROVIDERS = ("_ProxyMeterProvider", "NoOpMeterProvider")
 _UNMETERED = contextlib.nullcontext()
 #: The last provider seen and its instruments (made once per provider).
 _cached: tuple[Any, dict[str, Any]] | None = None
+#: When each metered guard's acquisition was won, for its hold time (weak: a dropped guard
+#: takes its entry with it).
+_held_since: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
 
 
 def _instruments() -> dict[str, Any] | None:
@@ -73,7 +77,7 @@ def acquiring(lease: Any) -> Any:
 def releasing(lease: Any) -> Any:
     """Around a release: the hold time, a loss and the guard's throttled requests."""
     instruments = _instruments()
-    if instruments is None or lease.held_since is None:
+    if instruments is None or lease not in _held_since:
         return _UNMETERED
     return _release(instruments, lease)
 
@@ -88,6 +92,7 @@ def _acquisition(instruments: dict[str, Any], lease: Any) -> Iterator[None]:
         _acquired(instruments, lease, {**table, "dynalease.outcome": outcome})
         _throttled(instruments, lease, table)
         raise
+    _held_since[lease] = lease.clock.monotonic()
     _acquired(instruments, lease, {**table, "dynalease.outcome": "acquired"})
     stats = lease.counters()
     if stats.read_requests or stats.conditional_failures:  # it found the row held first
@@ -107,7 +112,7 @@ def _release(instruments: dict[str, Any], lease: Any) -> Iterator[None]:
     try:
         yield
     finally:
-        held = lease.clock.monotonic() - lease.held_since
+        held = lease.clock.monotonic() - _held_since.pop(lease, lease.clock.monotonic())
         instruments["hold"].record(max(0.0, held), table)
         if lease.loss is not None:
             instruments["losses"].add(1, table)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+from urllib.parse import urlsplit  # loaded by Powertools, and by every lock's transport
 
 from .constants import ENV_LOG_KEY_SECRET, ENV_LOG_KEYS
 
@@ -57,8 +58,6 @@ def shown_url(url: str) -> str:
         >>> shown_url("http://user:secret@127.0.0.1:8000/")
         'http://127.0.0.1:8000 (its user info, path or query not shown)'
     """
-    from urllib.parse import urlsplit  # a failure path, not every import of dynalease
-
     try:
         parts = urlsplit(url)
         port = f":{parts.port}" if parts.port else ""

@@ -131,7 +131,6 @@ def _held_row(item: dict[str, Any] | None, table: str, key: str) -> p.LockRow:
             f"lock {key!r} in table {table!r} was not broken: its row is not a lock row "
             f"({error.problem}); check who writes it, then delete it with "
             "client.sync_delete_item if nothing depends on it",
-            reason="not a lock row",
             table=table,
             key=key,
         ) from None
@@ -141,7 +140,6 @@ def _not_broken(reason: str, table: str, key: str) -> LockNotBroken:
     return LockNotBroken(
         f"lock {key!r} in table {table!r} was not broken: {reason}. Nothing was deleted; "
         "look at the row again (dynalease ls) before breaking it",
-        reason=reason,
         table=table,
         key=key,
     )

@@ -28,6 +28,8 @@ from ._engine.runtime import Runtime, get_runtime
 from ._engine.store import LockStore, Request, Transport
 from ._engine.targets import KeysTarget
 from ._redact import shown_url
+from ._transport import factory  # the lock request path: every client's construction needs it
+from ._transport.config import configured_endpoint
 from ._values import from_item, to_item
 from .exceptions import ForkedProcessError, LockLost, TableNotFoundError
 
@@ -41,14 +43,6 @@ T = TypeVar("T")
 P = ParamSpec("P")
 _KEY_TYPES = {"S", "N", "B"}
 _TABLE_WAIT_S = 300.0
-
-
-def load_request_path() -> None:
-    """Import what a client's first request imports, making nothing.
-
-    For callers whose start-up runs ahead of use: ``http.client`` and the lean transport.
-    """
-    from ._transport import factory, items  # noqa: F401  (the lock request path)
 
 
 def _async_form(
@@ -111,9 +105,7 @@ class DynamoDBClient:
         max_retries: int | None = None,
         transport: str | None = None,
     ) -> None:
-        from ._transport.factory import Settings, from_settings
-
-        settings = Settings(
+        settings = factory.Settings(
             region=region,
             endpoint_url=endpoint_url,
             access_key=access_key,
@@ -125,7 +117,7 @@ class DynamoDBClient:
             max_retries=max_retries,
             transport=transport,
         )
-        self._setup(*from_settings(settings.checked()))
+        self._setup(*factory.from_settings(settings.checked()))
 
     # --- construction -----------------------------------------------------
 
@@ -138,10 +130,8 @@ class DynamoDBClient:
         transport: str | None = None,
     ) -> DynamoDBClient:
         """Use an existing ``boto3.Session`` (its credentials, Region and profile)."""
-        from ._transport.factory import from_session
-
         client = cls.__new__(cls)
-        client._setup(*from_session(session, endpoint_url, transport))
+        client._setup(*factory.from_session(session, endpoint_url, transport))
         return client
 
     @classmethod
@@ -158,10 +148,8 @@ class DynamoDBClient:
             raise TypeError(
                 "from_client() needs a boto3 DynamoDB client, e.g. boto3.client('dynamodb')"
             )
-        from ._transport.factory import from_client
-
         client = cls.__new__(cls)
-        client._setup(*from_client(dynamodb, transport))
+        client._setup(*factory.from_client(dynamodb, transport))
         return client
 
     def _setup(
@@ -198,8 +186,6 @@ class DynamoDBClient:
         (``AWS_ENDPOINT_URL_DYNAMODB``, ``AWS_ENDPOINT_URL``); None: AWS's endpoint for the
         Region.
         """
-        from ._transport.config import configured_endpoint  # messages only: off the cold path
-
         return configured_endpoint(self._endpoint_url)
 
     def _check_process(self) -> None:
@@ -224,9 +210,14 @@ class DynamoDBClient:
         permit_keys: tuple[str, ...] = (),
         fencing: bool = False,
         keys: tuple[str, ...] = (),
-        metadata: dict[str, Any] | None = None,
+        fair: object = False,
+        queues: tuple[str, ...] = (),
     ) -> Lease:
-        """A lease on ``key``, a semaphore's (``permit_keys``) or a multi-key lock's (``keys``)."""
+        """A lease on ``key``, a semaphore's (``permit_keys``) or a multi-key lock's (``keys``).
+
+        ``fair=True``: its acquisition first waits its turn in the queues of its keys, or of
+        ``queues`` (a semaphore's one name for all its permits; docs/fairness.md).
+        """
         self._check_process()
         target = KeysTarget(keys) if len(keys) > 1 else None
         lease = Lease(
@@ -236,15 +227,13 @@ class DynamoDBClient:
             key=key,
             target=PermitTarget(key, permit_keys) if permit_keys else target,
             spec=LeaseSpec(
-                table,
-                lease_s,
-                wait_s,
-                fencing=fencing,
-                journal=self._journal,
-                on_lost=on_lost,
-                metadata=metadata,
+                table, lease_s, wait_s, fencing=fencing, journal=self._journal, on_lost=on_lost
             ),
         )
+        if fair is not False:  # the queue's module loads only for a fair guard
+            from ._engine.queue import get_in_line
+
+            get_in_line(lease, fair, self._lock_store, self._observations, queues)
         self._leases.add(lease)
         return lease
 

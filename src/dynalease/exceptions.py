@@ -16,8 +16,10 @@ The tree::
     │   ├── LockLost
     │   ├── LockReleaseError
     │   ├── LockNotBroken          (reason: break_lock changed nothing)
-    │   └── MalformedLockRow       (problem)
-    │       └── FencingMismatch
+    │   ├── MalformedLockRow       (problem)
+    │   │   └── FencingMismatch
+    │   ├── SharedCallFailed       (error_type, error_message: the single-flight holder's)
+    │   └── SharedResultTooLarge   (result, size; also a ValueError)
     ├── DynamoDBError              (code, operation)
     │   ├── TableNotFoundError
     │   ├── AccessDeniedError
@@ -59,6 +61,8 @@ __all__ = [
     "LockUnavailable",
     "MalformedLockRow",
     "RequestFailedError",
+    "SharedCallFailed",
+    "SharedResultTooLarge",
     "TableNotFoundError",
     "ThrottledError",
     "TransactionCanceledError",
@@ -153,26 +157,15 @@ class LockReleaseError(LockError):
 
 
 class LockNotBroken(LockError):
-    """`dynalease.admin.break_lock` deleted nothing.
-
-    There was no holder to break, or the row changed (a renewal, a release, a takeover)
-    after it was read or shown; ``reason`` says which. Look at the row again
-    (``dynalease ls``) before retrying.
-    """
-
-    def __init__(self, message: str, *, reason: str, **context: str | None) -> None:
-        super().__init__(message, **context)  # table, key, owner, request_id
-        #: Why nothing was broken, without the advice around it.
-        self.reason = reason
+    """`dynalease.admin.break_lock` deleted nothing: no holder, or the row changed since read."""
 
 
 class MalformedLockRow(LockError):
     """The lock row is not a protocol-1 row; it is never taken over.
 
-    Someone wrote the row by hand or another program shares the table. Remove the
-    row after checking that no holder depends on it, or use a dedicated table.
-    ``problem`` says what is wrong with the row, e.g. ``"lease_ms is missing,
-    expected an integer in 100..86400000"``.
+    Someone wrote the row by hand or another program shares the table. Remove the row after
+    checking that no holder depends on it, or use a dedicated table. ``problem`` says what is
+    wrong with the row, e.g. ``"lease_ms is missing, expected an integer in 100..86400000"``.
     """
 
     def __init__(self, message: str, *, problem: str, **context: str | None) -> None:
@@ -190,12 +183,48 @@ class FencingMismatch(MalformedLockRow):
     """
 
 
+class SharedCallFailed(LockError):
+    """The single-flight holder this caller waited for raised; its error, by name.
+
+    ``error_type`` is the holder's exception class name (``"TimeoutError"``) and
+    ``error_message`` its ``str()``: the exception itself ran in another process.
+    Retry the call, or decorate with ``on_failure="run"`` so that the next
+    waiter runs the function itself instead (docs/single-flight.md).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        error_type: str,
+        error_message: str,
+        table: str | None = None,
+        key: str | None = None,
+    ) -> None:
+        super().__init__(message, table=table, key=key)
+        self.error_type = error_type
+        self.error_message = error_message
+
+
+class SharedResultTooLarge(LockError, ValueError):
+    """A single-flight result is too large to store in the lock table (400 KB items).
+
+    Raised to the caller that ran the function, at store time: ``result`` is what the function
+    returned, so it is not lost. Return a reference (an S3 key) instead of the data, or pass a
+    ``serializer`` that compresses it. The waiters get `SharedCallFailed` naming this error.
+    """
+
+    def __init__(self, message: str, *, result: object, size: int, table: str, key: str) -> None:
+        super().__init__(message, table=table, key=key)
+        self.result = result
+        self.size = size
+
+
 class FencingUnavailable(DynaleaseError):
     """A guard was asked for ``fencing_token`` that has none.
 
-    Either the lock was created without ``fencing=True``, or the guard has not
-    acquired the lock (yet). Create the lock with ``fencing=True`` and read the
-    token inside its ``with`` block.
+    Either the lock was created without ``fencing=True``, or the guard has not acquired the lock
+    (yet). Create the lock with ``fencing=True`` and read the token inside its ``with`` block.
     """
 
 
@@ -368,11 +397,10 @@ TransactionCanceledException = TransactionCanceledError
 class LockOwnershipLost(TransactionCanceledError):
     """A transaction was rejected because the lock it checked in is no longer ours.
 
-    Nothing in the transaction was written and the guard is marked lost (its
-    ``lost`` is true, ``raise_if_lost()`` raises `LockLost`). Raised by the
-    commit, so ``except TransactionCanceledError`` (pydynox's
-    ``TransactionCanceledException``) catches it; it names the lock's ``table``,
-    ``key`` and ``owner``.
+    Nothing in the transaction was written and the guard is marked lost (its ``lost`` is true,
+    ``raise_if_lost()`` raises `LockLost`). Raised by the commit, so ``except
+    TransactionCanceledError`` (pydynox's ``TransactionCanceledException``) catches it; it names
+    the lock's ``table``, ``key`` and ``owner``.
     """
 
     def __init__(

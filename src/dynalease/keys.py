@@ -34,6 +34,9 @@ MAX_KEY_BYTES = 2048
 PERMIT_PREFIX = "dynalease-permit:"
 """Reserved for semaphore permit rows (``dynalease-permit:<i>:<key>``): no lock key starts so."""
 
+RESULT_PREFIX = "dynalease-result:"
+"""Reserved for single-flight result items (``dynalease-result:<key>``): no lock key starts so."""
+
 MAX_PERMITS = 100
 """Most permits a semaphore may have: one ``BatchGetItem`` reads at most 100 rows."""
 
@@ -102,6 +105,11 @@ def validate_key(key: object, *, parameter: str = "key") -> str:
             f"{parameter} {key!r} starts with {PERMIT_PREFIX!r}, which is reserved for "
             "semaphore permit rows (docs/semaphores.md); lock the semaphore's own key with "
             "DistributedSemaphore, or choose a key without that prefix"
+        )
+    if key.startswith(RESULT_PREFIX):
+        raise ValueError(
+            f"{parameter} {key!r} starts with {RESULT_PREFIX!r}, which is reserved for "
+            "single-flight result items (docs/single-flight.md); choose a key without it"
         )
     return key
 

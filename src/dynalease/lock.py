@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar, cast
 
@@ -15,7 +16,6 @@ from . import _meters, _tracing, shutdown
 from ._advice import explain
 from ._calls import CALL, guarded_calls
 from ._engine.deadline import suspension_warning
-from ._engine.holder import check_metadata
 from ._engine.lease import Lease
 from ._engine.protocol import check_durations, check_table_name
 from ._engine.states import State
@@ -98,6 +98,7 @@ class _Guard:
         on_lost: OnLost | None = None,
         fencing: bool = False,
         keys: Sequence[str] | None = None,
+        fair: bool = False,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
         lease_s, wait_s = _check_options(
@@ -105,10 +106,10 @@ class _Guard:
         )
         resolved = key_set(key, keys, fencing=fencing)
         self._client = client
-        checked = check_metadata(metadata)
         self._lease: Lease = client._new_lease(
-            table, resolved[0], lease_s, wait_s, on_lost, (), fencing, resolved, checked
+            table, resolved[0], lease_s, wait_s, on_lost, fencing=fencing, keys=resolved, fair=fair
         )
+        self.set_metadata(metadata)  # checked here, before any request
 
     @property
     def table(self) -> str:
@@ -170,16 +171,16 @@ class _Guard:
     def raise_if_lost(self) -> None:
         """Raise `LockLost` unless this guard holds a valid lease right now.
 
-        A local check: it cannot make a later side effect atomic with ownership.
-        Use `check_in` to protect DynamoDB writes.
+        A local check: it cannot make a later side effect atomic with ownership. Use `check_in`
+        to protect DynamoDB writes.
         """
         self._lease.raise_if_lost()
 
     def wait_lost(self, timeout: float | None = None) -> bool:
         """Block up to ``timeout`` seconds until the guard is lost; True if it was.
 
-        Long-running sync work can run this in a watcher thread, or poll with
-        ``timeout=0``, to stop early instead of finding out at its next write.
+        Long-running sync work can run this in a watcher thread, or poll with ``timeout=0``, to
+        stop early instead of finding out at its next write.
         """
         try:
             self._lease.lost_signal.result(timeout)
@@ -224,20 +225,22 @@ class _Guard:
 
     @property
     def metrics(self) -> LockMetrics:
-        """A snapshot of this guard's requests, renewals, wait and capacity."""
-        return self._lease.counters()
+        """A snapshot of this guard's requests, renewals, wait and capacity.
 
-    def set_metadata(self, metadata: Mapping[str, Any]) -> None:
-        """Replace the ``metadata`` in the holder map on this guard's rows.
-
-        JSON values, at most 512 bytes as JSON, checked here; for people, so never secrets.
-        Held, the next renewal sends it: no request of its own, on the row within a third of
-        the lease. Example: ``lease.set_metadata({"batch": 3, "of": 10})``.
+        A fair guard's queue requests are included.
         """
-        checked = check_metadata(metadata)
-        if checked is None:
-            raise TypeError("metadata must be a dict of str to JSON values, got None")
-        self._lease.holder.set_metadata(checked)
+        counters, line = self._lease.counters(), self._lease.acquirer.line
+        if not line.reads and not line.writes:
+            return counters
+        return dataclasses.replace(
+            counters,
+            read_requests=counters.read_requests + line.reads,
+            write_requests=counters.write_requests + line.writes,
+        )
+
+    def set_metadata(self, metadata: Mapping[str, Any] | None) -> None:
+        """Replace the rows' holder ``metadata`` (JSON, <= 512 bytes); the next renewal sends it."""
+        self._lease.spec.holder.set_metadata(metadata)
 
     @contextlib.contextmanager
     def _acquiring(self, task: asyncio.Task[Any] | None) -> Iterator[Runtime]:
@@ -279,10 +282,6 @@ class _Guard:
             exc.add_note(f"dynalease: lock cleanup also failed: {cleanup_error}")
         finally:
             shutdown.drop(self)
-
-    def _limit_single_attempt(self, seconds: float) -> None:
-        """Cap the network budget of a ``wait_timeout=0`` attempt (the Lambda budget)."""
-        self._lease.acquirer.single_attempt_cap = seconds
 
     def __del__(self) -> None:
         """Release in the background a held guard dropped unexited: it would renew forever.
@@ -347,8 +346,16 @@ class SyncDistributedLock(_Guard):
     """
 
     def __enter__(self) -> Self:
+        return self._enter()
+
+    def _enter(self, attempt_cap: float | None = None) -> Self:
+        """Acquire, as ``with`` does.
+
+        ``attempt_cap`` caps the network budget of a ``wait_timeout=0`` attempt (the Lambda
+        middleware's, from the invocation's time left).
+        """
         with self._acquiring(None) as runtime:
-            self._lease.caller.hold(runtime)
+            self._lease.caller.hold(runtime, attempt_cap)
         return self
 
     def __exit__(self, exc_type: object, exc: BaseException | None, traceback: object) -> None:
@@ -378,15 +385,15 @@ def distributed_lock(
     on_lost: OnLost | None = None,
     fencing: bool = False,
     keys: Sequence[str] | None = None,
-    metadata: Mapping[str, Any] | None = None,
+    fair: bool = False,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Run each call of a ``def`` or ``async def`` function under a lock.
 
     ``key`` (or each entry of ``keys``) is a template over the function's arguments, e.g.
-    ``"customer:{customer_id}"``; referenced arguments must be ``str``. Several
-    placeholders are length-framed (``"{tenant}:{id}"`` -> ``"4:acme:3:123"``).
-    Template errors are raised here; argument errors at call time, before any
-    request. Decorating (or creating an unawaited coroutine) makes no request.
+    ``"customer:{customer_id}"``; referenced arguments must be ``str``. Several placeholders are
+    length-framed (``"{tenant}:{id}"`` -> ``"4:acme:3:123"``). Template errors are raised here;
+    argument errors at call time, before any request. Decorating (or creating an unawaited
+    coroutine) makes no request.
 
     For example:
 
@@ -395,14 +402,13 @@ def distributed_lock(
             ...
     """
     lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost, fencing)
-    check_metadata(metadata)
     options: dict[str, Any] = {
         "table": table,
         "lease_duration": lease_s,
         "wait_timeout": wait_s,
         "on_lost": on_lost,
         "fencing": fencing,
-        "metadata": metadata,
+        "fair": fair,
     }
     template = KeyTemplate(cast(str, key)) if keys is None else KeysTemplate(keys, key)
     name = "key" if keys is None else "keys"

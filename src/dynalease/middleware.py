@@ -41,7 +41,7 @@ import functools
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 try:
     from aws_lambda_powertools.middleware_factory import lambda_handler_decorator
@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from ._lambda.holding import Holding
     from .client import DynamoDBClient
     from .lock import SyncDistributedLock
+    from .single_flight import SingleFlight
 
 __all__ = ["bound_locks", "current_lock", "key_hash", "lock_handler", "lock_record"]
 
@@ -87,9 +88,8 @@ def _import_ahead() -> None:
     made here can be copied into a SnapStart snapshot.
     """
     if init_runs_ahead():
-        from ._lambda import holding
-
-        holding.load_request_path()
+        # The hold's part imports the client module, which imports the lock request path.
+        from ._lambda import holding  # noqa: F401
 
 
 # SnapStart's runtime hooks, where the runtime ships snapshot_restore_py (a no-op elsewhere).
@@ -105,16 +105,25 @@ def dynalease_lock_handler(
     *,
     dynalease_plan: LockPlan,
     dynalease_on_contention: OnContention | None,
+    dynalease_single_flight: SingleFlight | None = None,
     **handler_kwargs: Any,
 ) -> Any:
     """The middleware behind `lock_handler` (its name shows in Powertools' logs)."""
+    flight = None
+    if dynalease_single_flight is not None:
+        flight = dynalease_single_flight._begin(dynalease_plan, event, context)
+        if (fresh := flight.peek()) is not None:
+            return fresh[0]  # a fresh stored response, without the lock
     with bounded(context), contextlib.ExitStack() as stack:
         try:
-            stack.enter_context(_hold(dynalease_plan, event, context))
+            guard = stack.enter_context(_hold(dynalease_plan, event, context))
         except LockNotAcquired as error:
             if dynalease_on_contention is None:
                 raise
             return dynalease_on_contention(event, context, error)
+        if flight is not None:
+            run = functools.partial(handler, event, context, **handler_kwargs)
+            return flight.settle_or_run(guard, run)
         return handler(event, context, **handler_kwargs)
 
 
@@ -159,6 +168,8 @@ def lock_handler(
     log_key: str | None = None,
     permits: int = 1,
     fencing: bool = False,
+    single_flight: SingleFlight | None = None,
+    mode: Literal["read", "write"] | None = None,
 ) -> Callable[[H], H]:
     """Run each invocation of a Lambda handler under a lock resolved from the event.
 
@@ -205,6 +216,13 @@ def lock_handler(
     - ``keys``: instead of ``key``, a list of templates, each resolved from the
       event as ``key`` is: the invocation holds every resolved key at once, all or
       nothing (a multi-key lock, docs/locks.md); not with ``permits`` or ``fencing``.
+    - ``single_flight``: a `SingleFlight`: invocations
+      that waited for the lock return the response the holder stored instead of running
+      the handler again, as do later ones while it is fresh (``result_ttl``); the
+      response must fit its serializer (JSON) and an item (docs/single-flight.md).
+    - ``mode``: ``"read"`` or ``"write"`` holds the key as a reader or the writer of a
+      read/write lock (docs/rwlocks.md); ``current_lock()`` returns that guard (a
+      writer's has ``fencing_token``). Not with ``keys``, ``permits`` or ``fencing``.
 
     Built with Powertools' ``lambda_handler_decorator``, so it stacks with
     ``Logger.inject_lambda_context``, ``Tracer``, ``Metrics.log_metrics`` and
@@ -225,7 +243,14 @@ def lock_handler(
         log_key=log_key,
         permits=permits,
         fencing=fencing,
+        mode=mode,
     )
+    if single_flight is not None:
+        from .single_flight import SingleFlight  # only for handlers that share results
+
+        if not isinstance(single_flight, SingleFlight):
+            raise TypeError(f"single_flight must be a SingleFlight, got {single_flight!r}")
+        single_flight._check_handler(permits=permits, keys=keys, mode=mode)
     if on_contention is not None and not callable(on_contention):
         raise TypeError(
             "on_contention must be a callable (event, context, error) -> response, "
@@ -244,7 +269,10 @@ def lock_handler(
                 "synchronously; run your coroutine with asyncio.run inside a def handler"
             )
         wrapped = dynalease_lock_handler(
-            handler, dynalease_plan=plan, dynalease_on_contention=on_contention
+            handler,
+            dynalease_plan=plan,
+            dynalease_on_contention=on_contention,
+            dynalease_single_flight=single_flight,
         )
         return cast(H, wrapped)
 
@@ -266,6 +294,7 @@ def lock_record(
     log_key: str | None = None,
     permits: int = 1,
     fencing: bool = False,
+    mode: Literal["read", "write"] | None = None,
 ) -> Callable[[H], H]:
     """Process each SQS, Kinesis or DynamoDB-stream record under its own lock.
 
@@ -299,6 +328,7 @@ def lock_record(
         log_key=log_key,
         permits=permits,
         fencing=fencing,
+        mode=mode,
     )
     warned: list[bool] = []
 

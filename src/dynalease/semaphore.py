@@ -11,11 +11,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, ParamSpec, TypeVar, cast
 
 from ._calls import guarded_calls
-from ._engine.holder import check_metadata
 from ._engine.permits import PermitTarget
 from ._engine.states import State
 from .client import DynamoDBClient
-from .keys import KeyTemplate, permit_keys
+from .keys import PERMIT_PREFIX, KeyTemplate, permit_keys
 from .lock import (
     DistributedLock,
     OnLost,
@@ -45,14 +44,18 @@ class _SemaphoreGuard(_Guard):
         lease_duration: float = 30.0,
         wait_timeout: float = 35.0,
         on_lost: OnLost | None = None,
+        fair: bool = False,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
         lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
         keys = permit_keys(key, permits)
         self._client = client
+        # A fair semaphore has one queue for all its permits.
+        queue = (f"{PERMIT_PREFIX}{key}",)
         self._lease = client._new_lease(
-            table, key, lease_s, wait_s, on_lost, keys, metadata=check_metadata(metadata)
+            table, key, lease_s, wait_s, on_lost, keys, fair=fair, queues=queue
         )
+        self.set_metadata(metadata)  # checked here, before any request
 
     @property
     def _permit(self) -> PermitTarget:
@@ -120,7 +123,7 @@ def distributed_semaphore(
     lease_duration: float = 30.0,
     wait_timeout: float = 35.0,
     on_lost: OnLost | None = None,
-    metadata: Mapping[str, Any] | None = None,
+    fair: bool = False,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Run each call of a ``def`` or ``async def`` function holding one of ``permits`` permits.
 
@@ -135,7 +138,6 @@ def distributed_semaphore(
             ...
     """
     lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
-    check_metadata(metadata)
     template = KeyTemplate(key)
     # A fixed key is checked whole now; else the count now, each resolved key at call time.
     permit_keys(template.resolve({}) if not template.placeholders else "k", permits)
@@ -145,7 +147,7 @@ def distributed_semaphore(
         "lease_duration": lease_s,
         "wait_timeout": wait_s,
         "on_lost": on_lost,
-        "metadata": metadata,
+        "fair": fair,
     }
     return guarded_calls(
         "distributed_semaphore",

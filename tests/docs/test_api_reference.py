@@ -19,6 +19,7 @@ PUBLIC_MODULES = [
     "dynalease.exceptions",
     "dynalease.metrics",
     "dynalease.semaphore",
+    "dynalease.single_flight",
     "dynalease.election",
     "dynalease.keys",
     "dynalease.shutdown",

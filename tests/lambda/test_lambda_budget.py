@@ -11,6 +11,7 @@ import pytest
 from dynalease_dev.invoke import CountdownContext
 
 from dynalease import DynamoDBClient
+from dynalease._engine.acquire import Acquirer
 from dynalease._engine.protocol import cleanup_budget
 from dynalease._lambda.budget import (
     DEFAULT_WAIT_S,
@@ -162,15 +163,25 @@ def test_wait_timeout_zero_makes_one_attempt_on_a_held_lock(
 
 
 def test_a_single_attempt_never_spends_more_than_the_invocation_can_afford(
-    lock_table: str, counted_client: DynamoDBClient
+    lock_table: str, counted_client: DynamoDBClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # 12 s left, 5 s reserved, a 10 s lease's cleanup budget is 6 s: about 1 s usable,
     # well under the 5 s network budget a wait_timeout=0 attempt has on its own.
+    caps: list[float | None] = []
+    begin = Acquirer.begin
+
+    def noting_begin(self: Acquirer, attempt_cap: float | None = None) -> Any:
+        caps.append(attempt_cap)  # the cap the middleware passed to the acquisition
+        return begin(self, attempt_cap)
+
+    monkeypatch.setattr(Acquirer, "begin", noting_begin)
+
     @lock_handler(
         counted_client, key="job:{job_id}", wait_timeout=0, lease_duration=10, reserve_time=5
     )
     def handler(event: dict[str, str], context: object) -> float | None:
-        return current_lock()._lease.acquirer.single_attempt_cap
+        current_lock().raise_if_lost()
+        return caps[-1]
 
     cap = handler({"job_id": _key()}, CountdownContext(12))
     assert cap is not None and 0.5 < cap <= 1.0

@@ -632,7 +632,7 @@ def test_both_decorators_show_every_option_to_an_editor() -> None:
     handler = inspect.signature(middleware.lock_handler).parameters
     record = inspect.signature(middleware.lock_record).parameters
     assert {"key", "table", "fields", "lease_duration", "wait_timeout", "permits"} <= set(record)
-    assert set(handler) - set(record) == {"on_contention"}
+    assert set(handler) - set(record) == {"on_contention", "single_flight"}  # responses only
     for name, parameter in record.items():
         if name != "client":
             assert parameter.kind is inspect.Parameter.KEYWORD_ONLY

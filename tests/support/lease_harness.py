@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynalease import DynamoDBClient
+from dynalease._engine.holder import Holder
 from dynalease._engine.journal import Journal
 from dynalease._engine.lease import Lease, LeaseSpec
 from dynalease._engine.observations import Observations
@@ -253,10 +254,16 @@ class Harness:
         on_lost: Callable[[LockLost], object] | None = None,
         fencing: bool = False,
         journal: Journal | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: object = None,
     ) -> Lease:
         spec = LeaseSpec(
-            TABLE, lease, wait, fencing=fencing, journal=journal, on_lost=on_lost, metadata=metadata
+            TABLE,
+            lease,
+            wait,
+            fencing=fencing,
+            journal=journal,
+            on_lost=on_lost,
+            holder=Holder(metadata),
         )
         return Lease(
             store=LockStore(self.transport),

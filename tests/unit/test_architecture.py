@@ -50,18 +50,28 @@ ALLOWED: dict[str, set[str]] = {
     "transaction": BASE | {"_engine", "_values", "client"},
     "client": BASE | {"_engine", "_transport", "_values"},
     "semaphore": BASE | {"_engine", "keys", "client", "lock", "_calls"},
+    "_results": BASE | {"keys"},
+    "single_flight": BASE | {"_results", "keys", "client", "lock", "_lambda"},
     "_election": BASE | {"_engine", "client"},
     "election": BASE | {"_engine", "_election", "keys", "client", "lock"},
+    "fair": BASE | {"_engine", "client", "lock"},
+    "_rwguards": BASE | {"_engine", "keys", "client", "lock", "metrics"},
+    "rwlock": BASE | {"_engine", "keys", "client", "lock", "_calls", "_rwguards"},
     # _lambda: SnapStart's hooks, registered on import where the runtime runs them.
-    "__init__": BASE | {"client", "lock", "semaphore", "transaction", "metrics", "_lambda"},
+    "__init__": BASE
+    | {"client", "lock", "semaphore", "transaction", "metrics", "_lambda"}
+    | {"rwlock"},
     "_lambda": BASE
-    | {"_engine", "client", "lock", "semaphore", "keys", "_keyset", "metrics", "_calls"},
-    "middleware": BASE | {"_lambda", "client", "lock", "keys", "_keyset", "metrics"},
+    | {"_engine", "client", "lock", "semaphore", "keys", "_keyset", "metrics", "_calls"}
+    | {"rwlock"},
+    "middleware": BASE
+    | {"_lambda", "client", "lock", "keys", "_keyset", "metrics"}
+    | {"single_flight"},
     "admin": BASE | {"_engine", "_values", "client", "keys"},
     "testing": BASE | {"_engine", "_transport", "_values", "client"},
     "cdk": BASE,
     "_extension": BASE | {"_engine", "_transport", "client"},
-    "_tooling": BASE | {"_engine", "client", "testing", "_advice"},
+    "_tooling": BASE | {"_engine", "client", "testing", "_advice", "_results"},
     "cli": BASE
     | {
         "__init__",

@@ -36,6 +36,8 @@ PUBLIC_MODULES = [
     "dynalease.metrics",
     "dynalease.keys",
     "dynalease.testing",
+    "dynalease.rwlock",
+    "dynalease.fair",
 ]
 
 
@@ -115,6 +117,7 @@ LOCK_PARAMETERS = [
     ("on_lost", KW, None),
     ("fencing", KW, False),  # beyond the reference: fenced (protocol-2) rows, opt-in
     ("keys", KW, None),  # beyond the reference: several keys at once, exclusive with key
+    ("fair", KW, False),  # beyond the reference: waiters in arrival order (docs/fairness.md)
     ("metadata", KW, None),  # beyond the reference: the user's part of the rows' holder map
 ]
 
@@ -127,7 +130,9 @@ def test_lock_classes_take_a_client_then_keyword_options_with_the_reference_defa
 
 
 def test_the_decorator_has_the_same_options_and_defaults() -> None:
-    assert parameters(distributed_lock) == [("client", POS, EMPTY), *LOCK_PARAMETERS]
+    # but metadata: a decorated call sets it with current_guard().set_metadata(...)
+    options = [option for option in LOCK_PARAMETERS if option[0] != "metadata"]
+    assert parameters(distributed_lock) == [("client", POS, EMPTY), *options]
 
 
 def test_the_async_lock_is_an_async_context_and_the_sync_lock_a_sync_one() -> None:
@@ -244,6 +249,8 @@ def test_the_exceptions_module_exports_exactly_its_errors() -> None:
         "LockUnavailable",
         "MalformedLockRow",
         "RequestFailedError",
+        "SharedCallFailed",
+        "SharedResultTooLarge",
         "TableNotFoundError",
         "ThrottledError",
         "TransactionCanceledError",
@@ -410,6 +417,8 @@ def test_the_package_exports_exactly_its_public_names() -> None:
             "__version__",
             "distributed_lock",
             "distributed_semaphore",
+            *("ReadLock", "SyncReadLock", "SyncWriteLock", "WriteLock"),
+            *("distributed_read_lock", "distributed_write_lock"),
         ]
     )
     for name in dynalease.__all__:

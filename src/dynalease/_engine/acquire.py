@@ -3,6 +3,8 @@ does the rest on the runtime's loop."""
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from ..exceptions import GuardReused, LockNotAcquired, LockUnavailable
 from . import protocol as p
 from .base import LeaseCore, LeaseEvents, logged_key
@@ -12,7 +14,43 @@ from .states import Event, State
 from .store import FirstWrite
 from .targets import Target, gave_up
 
-__all__ = ["Acquirer"]
+__all__ = ["NO_LINE", "Acquirer", "Line"]
+
+
+class Line(Protocol):
+    """Where an acquisition waits its turn before it writes: nowhere (:data:`NO_LINE`, a
+    plain lock), or a fair guard's place in its keys' queues (``_engine/queue.py``)."""
+
+    #: True when the turn comes at once, with no request: a sync caller may then send
+    #: its first create from its own thread.
+    immediate: bool
+    #: The requests the line sent (the guard's metrics add them).
+    reads: int
+    writes: int
+
+    async def wait_turn(self, deadline: float, single: bool) -> bool:
+        """Wait until it is this acquisition's turn (True) or the wait is over (False)."""
+        ...
+
+    async def leave(self) -> None:
+        """Out of the line: the acquisition holds its rows, or gave up."""
+        ...
+
+
+class _NoLine:
+    """A plain lock's line: its turn is always now."""
+
+    immediate = True
+    reads = writes = 0
+
+    async def wait_turn(self, deadline: float, single: bool) -> bool:
+        return True
+
+    async def leave(self) -> None:
+        return None
+
+
+NO_LINE: Line = _NoLine()
 
 
 class Acquirer:
@@ -32,30 +70,31 @@ class Acquirer:
         self._events = events
         #: Every set of rows this guard aimed a write at (the releaser's cleanup reads it).
         self.written = written
-        #: A tighter network budget for a ``wait_s == 0`` attempt (the Lambda middleware's,
-        #: set by the face once it knows the invocation's time left).
-        self.single_attempt_cap: float | None = None
+        #: Where the acquisition waits its turn first (a fair lock's queue; a plain lock's
+        #: turn is always now).
+        self.line: Line = NO_LINE
 
-    def begin(self) -> tuple[float, float, bool]:
-        """Leave NEW; (start, deadline, single attempt) of this acquisition."""
+    def begin(self, attempt_cap: float | None = None) -> tuple[float, float, bool]:
+        """Leave NEW; (start, deadline, single attempt) of this acquisition.
+
+        ``attempt_cap``: a tighter network budget for a ``wait_s == 0`` attempt (the Lambda
+        middleware's, from the invocation's time left); it never raises the budget.
+        """
         core = self.core
         if core.state is not State.NEW:
             raise GuardReused(
                 f"this guard for {logged_key(core.key)} was already used ({core.state.value}); "
                 "guards are single use, create a new one"
             )
-        core.move(Event.START)
-        deadline = deadline_on(core.clock)
-        if deadline is not None:
-            core.deadline = deadline
+        core.start(deadline_on(core.clock))
         # The first request may commit unanswered.
         core.journal_rows(core.key, self.target.rows(core.key))
         start = core.clock.monotonic()
         if core.wait_s != 0:
             return start, self._by_deadline(start + core.wait_s), False
         budget = p.zero_wait_budget(core.lease_s)
-        if self.single_attempt_cap is not None:
-            budget = min(budget, self.single_attempt_cap)
+        if attempt_cap is not None:
+            budget = min(budget, attempt_cap)
         return start, self._by_deadline(start + budget), True
 
     def _by_deadline(self, end: float) -> float:
@@ -63,20 +102,31 @@ class Acquirer:
         deadline = self.core.deadline
         return end if deadline is None else min(end, deadline)
 
-    async def acquire(self, first: FirstWrite | None = None) -> None:
+    async def acquire(
+        self, first: FirstWrite | None = None, attempt_cap: float | None = None
+    ) -> None:
         """Acquire within the wait budget or raise LockNotAcquired; go on from ``first``
-        when a sync caller's first create did not end the acquisition."""
+        when a sync caller's first create did not end the acquisition (``attempt_cap``: as
+        for :meth:`begin`)."""
         from .driver import CancelledError, Driver  # the loop side of an acquisition
 
         core = self.core
         if first is None:
-            start, deadline, single = self.begin()
+            start, deadline, single = self.begin(attempt_cap)
         else:
             start, deadline, single = first.start, first.deadline, first.single
         try:
             # Setup counts toward the wait, not the first request's timeout: a cold client
             # with a short budget would otherwise time out before it sent.
             await core.store.prepare()
+            if not await self.line.wait_turn(deadline, single):
+                core.tally.wait_timeouts += 1
+                raise gave_up(
+                    core,
+                    self.target,
+                    "fair waiters that arrived earlier were still ahead when its wait ran "
+                    f"out. {self.target.advice}",
+                )
             driver = Driver(core, self._events, self.target, self.written)
             core.hold(await driver.run(deadline, single, first))
             self.complete()
@@ -88,6 +138,7 @@ class Acquirer:
             raise
         finally:
             core.tally.wait_ms = (core.clock.monotonic() - start) * 1000
+            await self.line.leave()
         self.renewer.defer(driver.loop)
 
     def complete(self) -> None:

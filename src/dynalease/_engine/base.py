@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeGuard
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypedDict, TypeGuard
 
 from .._redact import escaped, logged_key
 from ..exceptions import LockLost
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import asyncio
     import concurrent.futures
 
-__all__ = ["Held", "LeaseCore", "LeaseEvents", "LeaseSpec", "logged_key"]
+__all__ = ["Held", "LeaseCore", "LeaseEvents", "LeaseParts", "LeaseSpec", "logged_key"]
 
 log = logging.getLogger("dynalease")
 DEADLINE_PASSED = (
@@ -69,8 +69,9 @@ class LeaseSpec:
     journal: Journal | None = None
     #: Called (on a thread of its own) once ownership is lost.
     on_lost: Callable[[LockLost], object] | None = None
-    #: The user's metadata for the rows' holder map (``holder.check_metadata``'s form).
-    metadata: dict[str, Any] | None = None
+    #: Who holds the rows, written with each create and takeover (``holder.py``): the
+    #: one part of the spec that changes (``set_metadata``), and only its metadata.
+    holder: Holder = field(default_factory=Holder)
 
     @property
     def protocol(self) -> int:
@@ -90,6 +91,9 @@ class LeaseSpec:
 class Held(NamedTuple):
     """What a won acquisition holds: its rows, the version written, when it was sent, and
     the answer that shows a fenced write's counter (the first row's).
+
+    The guard keeps it (:attr:`LeaseCore.held`) while it holds the rows: each confirmed
+    renewal replaces ``version`` and ``stamp``, and :meth:`LeaseCore.hold` fills ``token``.
     """
 
     keys: tuple[str, ...]
@@ -97,6 +101,18 @@ class Held(NamedTuple):
     stamp: Stamp
     item: dict[str, Any] | None
     took_over: bool = False
+    #: A fenced guard's token, the counter in ``item``.
+    token: int | None = None
+
+
+class LeaseParts(TypedDict):
+    """What a lease is made of besides its rows: the client's store, clock and observation
+    cache, and the guard's settings (``Lease`` passes them on to :class:`LeaseCore`)."""
+
+    store: LockStore
+    clock: Clock
+    observations: Observations
+    spec: LeaseSpec
 
 
 class LeaseCore:
@@ -119,23 +135,16 @@ class LeaseCore:
         #: written, renewed and deleted together with one version: set by :meth:`hold`.
         self.keys = keys
         self.owner = p.new_token()
-        #: Who holds the rows, written with each create and takeover (``holder.py``).
-        self.holder = Holder(spec.metadata)
         self.state = State.NEW
         #: Why ownership was lost: written only by :meth:`lose`.
         self.loss: str | None = None
         self.tally = Tally()
-        self.fencing_token: int | None = None
-        #: The confirmed version and when the write that made it was sent.
-        self.version: str | None = None
-        self.validity: Stamp | None = None
+        #: What the won acquisition holds, with the confirmed version and when the write
+        #: that made it was sent: set by :meth:`hold`, renewed by :meth:`confirm`.
+        self.held: Held | None = None
         self.last_request_id: str | None = None
-        self.took_over = False
-        #: When the acquisition was won (on the lease's clock; for the hold time metric).
-        self.held_since: float | None = None
-        #: The caller's deadline (``deadline.py``), and whether it ended the hold.
+        #: The caller's deadline (``deadline.py``): set by :meth:`start`.
         self.deadline: float | None = None
-        self.released_at_deadline = False
         #: Versions written but not yet confirmed, with when each was sent.
         self.pending: dict[str, Stamp] = {}
         #: Writes that may still land after we stopped waiting (see ``requests``).
@@ -160,6 +169,28 @@ class LeaseCore:
     def fencing(self) -> bool:
         return self.spec.fencing
 
+    # --- what is held, as the parts read it ------------------------------------
+
+    @property
+    def version(self) -> str | None:
+        """The confirmed version of the rows held, or None."""
+        return None if self.held is None else self.held.version
+
+    @property
+    def validity(self) -> Stamp | None:
+        """When the write that made the confirmed version was sent, or None."""
+        return None if self.held is None else self.held.stamp
+
+    @property
+    def took_over(self) -> bool:
+        """True when the acquisition took over an abandoned row."""
+        return self.held is not None and self.held.took_over
+
+    @property
+    def fencing_token(self) -> int | None:
+        """A fenced guard's token once held, else None."""
+        return None if self.held is None else self.held.token
+
     @property
     def resource(self) -> tuple[str, str]:
         """The (table, key) the client's observation cache knows this guard's row by."""
@@ -179,6 +210,12 @@ class LeaseCore:
         return signal
 
     # --- the state machine ------------------------------------------------------
+
+    def start(self, deadline: float | None) -> None:
+        """Leave NEW: an acquisition starts, bounded by the caller's ``deadline`` (monotonic
+        time, ``deadline.deadline_on``), if any."""
+        self.move(Event.START)
+        self.deadline = deadline
 
     def move(self, event: Event) -> None:
         """The one way the state changes: along ``states.TRANSITIONS``, or raise."""
@@ -212,9 +249,9 @@ class LeaseCore:
     # --- validity ----------------------------------------------------------------
 
     def confirm(self, version: str, stamp: Stamp) -> None:
-        """A write of ``version``, sent at ``stamp``, is confirmed: validity runs from there."""
-        self.version = version
-        self.validity = stamp
+        """A renewal of ``version``, sent at ``stamp``, is confirmed: validity runs from there."""
+        assert self.held is not None
+        self.held = self.held._replace(version=version, stamp=stamp)
         self.pending.clear()
 
     def hold(self, held: Held) -> None:
@@ -224,13 +261,13 @@ class LeaseCore:
         ``item`` may be a reconciling read's: it still shows our write's counter,
         since only a change of owner changes it.
         """
-        self.keys, self.took_over = held.keys, held.took_over
-        self.held_since = self.clock.monotonic()
-        self.confirm(held.version, held.stamp)
-        item = held.item
+        # Held first: a broken answer below still leaves rows to clean up (their validity).
+        self.keys, self.held = held.keys, held
+        self.pending.clear()
         if self.fencing:
             # UPDATED_NEW always returns the counter it changed; nothing back is a broken server.
-            self.fencing_token = p.fence_of(item or {}, table=self.table, key=self.key)
+            token = p.fence_of(held.item or {}, table=self.table, key=self.key)
+            self.held = held._replace(token=token)
 
     def owns(self, item: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
         """True when ``item`` is a row that names this guard's owner."""
@@ -244,7 +281,8 @@ class LeaseCore:
     def new_write(self, key: str) -> tuple[p.LockRow, Stamp]:
         """The row of our next create or takeover at ``key``, stamped and noted as pending."""
         version, stamp = self.new_version()
-        spec, holder = self.spec, self.holder.for_write()
+        spec = self.spec
+        holder = spec.holder.for_write()
         row = p.LockRow(key, self.owner, version, spec.lease_ms, spec.protocol, None, holder)
         return row, stamp
 

@@ -39,13 +39,17 @@ class CallerPath:
         self._late_write: Any = None
         self._interrupted: FirstWrite | None = None
 
-    def hold(self, runtime: Runtime) -> None:
-        """Acquire for a sync caller, blocking; the first create goes out from this thread."""
-        if not self.core.store.blocking_for(self.core.keys):
-            runtime.run(self.acquirer.acquire())
+    def hold(self, runtime: Runtime, attempt_cap: float | None = None) -> None:
+        """Acquire for a sync caller, blocking; the first create goes out from this thread.
+
+        Unless the acquisition waits its turn in a line first: all of it then runs on the
+        loop. ``attempt_cap``: as for ``Acquirer.begin``.
+        """
+        if not self.core.store.blocking_for(self.core.keys) or not self.acquirer.line.immediate:
+            runtime.run(self.acquirer.acquire(attempt_cap=attempt_cap))
             return
         try:
-            first = self.acquire_blocking()
+            first = self.acquire_blocking(attempt_cap)
         except BaseException as stop:
             # An error (a refused hand-over among them) ends the acquisition; an interrupt
             # cancels it, and may come after it was held.
@@ -77,7 +81,7 @@ class CallerPath:
             return
         if self.after_blocking_release():
             runtime.call_soon(self.released_elsewhere)
-        if self.core.state is State.LOST or self.core.released_at_deadline:
+        if self.core.state is State.LOST or self.releaser.released_at_deadline:
             raise self.core.lost_error()
 
     def _adopt_late(self, late: Any) -> None:
@@ -87,10 +91,10 @@ class CallerPath:
         late, self._late_write = self._late_write, None
         return late
 
-    def acquire_blocking(self) -> FirstWrite | None:
+    def acquire_blocking(self, attempt_cap: float | None = None) -> FirstWrite | None:
         """Try the first create from the calling thread; None when the lock is now held."""
         core = self.core
-        start, deadline, single = self.acquirer.begin()
+        start, deadline, single = self.acquirer.begin(attempt_cap)
         timeout = p.request_timeout(core.lease_s, deadline - core.clock.monotonic())
         operation = create_operation(core.fencing)
         if timeout <= 0:

@@ -130,9 +130,9 @@ def _read_task_arn(uri: str) -> None:
 class Holder:
     """One guard's holder map: its facts, its user metadata, and a change not yet sent."""
 
-    def __init__(self, metadata: dict[str, Any] | None = None) -> None:
+    def __init__(self, metadata: object = None) -> None:
         self._facts = _facts()
-        self._metadata = metadata
+        self._metadata = check_metadata(metadata)
         self._written: dict[str, Any] | None = None
         #: The whole map to send with the next renewal (``set_metadata`` while held).
         self.unsent: dict[str, Any] | None = None
@@ -146,11 +146,16 @@ class Holder:
         self.unsent = None  # a new write carries the latest metadata
         return {"M": self._written}
 
-    def set_metadata(self, metadata: dict[str, Any]) -> None:
-        """Replace the user metadata; the next write (a renewal's) sends the map."""
+    def set_metadata(self, metadata: object) -> None:
+        """Replace the user metadata (None: none), checked (``check_metadata``) before anything;
+        the next write (a renewal's while held) sends the map."""
+        metadata = check_metadata(metadata)
         self._metadata = metadata
         if self._written is not None:
-            self.unsent = {"M": {**self._written, "metadata": {"M": metadata}}}
+            written = {name: value for name, value in self._written.items() if name != "metadata"}
+            if metadata is not None:
+                written["metadata"] = {"M": metadata}
+            self.unsent = {"M": written}
 
     def sent(self, holder: dict[str, Any] | None) -> None:
         """A renewal carrying ``holder`` was confirmed: it is on the rows."""

@@ -6,14 +6,14 @@ its lost signal, except a sync caller's own-thread path (``caller.py``).
 
 from __future__ import annotations
 
+from typing import Unpack
+
 from .acquire import Acquirer
-from .base import LeaseCore, LeaseSpec
+from .base import LeaseCore, LeaseParts, LeaseSpec
 from .caller import CallerPath
-from .clock import Clock
-from .observations import Observations
 from .release import Releaser
 from .renew import Renewer
-from .store import FirstWrite, LockStore
+from .store import FirstWrite
 from .targets import KeyTarget, Target
 
 __all__ = ["Lease", "LeaseSpec"]
@@ -26,23 +26,10 @@ class Lease(LeaseCore):
     """
 
     def __init__(
-        self,
-        *,
-        store: LockStore,
-        clock: Clock,
-        observations: Observations,
-        spec: LeaseSpec,
-        key: str = "",
-        target: Target | None = None,
+        self, *, key: str = "", target: Target | None = None, **parts: Unpack[LeaseParts]
     ) -> None:
         aim: Target = KeyTarget(key) if target is None else target
-        super().__init__(
-            store=store,
-            clock=clock,
-            observations=observations,
-            spec=spec,
-            keys=aim.rows(aim.first_key),
-        )
+        super().__init__(keys=aim.rows(aim.first_key), **parts)
         written = [aim.rows(aim.first_key)]
         # The releaser hears from the parts it releases through (``LeaseEvents``).
         self.releaser = Releaser(self, written)
@@ -51,9 +38,11 @@ class Lease(LeaseCore):
         self.acquirer = Acquirer(self, self.renewer, aim, self.releaser, written)
         self.caller = CallerPath(self, self.acquirer, self.renewer, self.releaser)
 
-    async def acquire(self, first: FirstWrite | None = None) -> None:
+    async def acquire(
+        self, first: FirstWrite | None = None, attempt_cap: float | None = None
+    ) -> None:
         """Acquire within the wait budget or raise LockNotAcquired (``Acquirer.acquire``)."""
-        await self.acquirer.acquire(first)
+        await self.acquirer.acquire(first, attempt_cap)
 
     async def release(self, first: FirstWrite | None = None) -> None:
         """Stop renewing and delete the row if still ours (``Releaser.release``)."""

@@ -290,6 +290,12 @@ def request_timeout(lease_s: float, time_left: float) -> float:
     return max(0.0, min(time_left, lease_s / 3, MAX_REQUEST_TIMEOUT_S))
 
 
+def wait_left(wait_s: float, waited: float) -> float:
+    """What is left of a ``wait_timeout`` of ``wait_s`` after ``waited`` seconds, for a guard
+    taken after a first wait (a writer's lock row, a fair guard's): 0 stays one attempt."""
+    return max(0.0, wait_s - waited) if wait_s else 0.0
+
+
 def zero_wait_budget(lease_s: float) -> float:
     """Network budget of a ``wait_timeout=0`` call: one attempt, bounded requests."""
     return min(0.6 * lease_s, MAX_ZERO_WAIT_BUDGET_S)

@@ -37,6 +37,8 @@ class Releaser:
         self.core = core
         self._written = written
         self._on_loop: ReleaseLoop | None = None
+        #: The caller's deadline ended the hold (:meth:`end_at_deadline`).
+        self.released_at_deadline = False
 
     def serve(self, renewer: Renewer) -> None:
         """Release stopping ``renewer`` (which reports to us)."""
@@ -68,7 +70,7 @@ class Releaser:
         """Enter RELEASING; the cleanup deadline, or None when there is nothing to release."""
         core = self.core
         state = core.state
-        if (state is not State.HELD and state is not State.LOST) or core.released_at_deadline:
+        if (state is not State.HELD and state is not State.LOST) or self.released_at_deadline:
             return None  # never held, or already released (or being released)
         if state is State.HELD and core.time_left() <= 0:
             past = core.deadline_passed()
@@ -91,7 +93,7 @@ class Releaser:
         core = self.core
         deadline = self.begin() if first is None else first.deadline
         if deadline is None:
-            if core.released_at_deadline:
+            if self.released_at_deadline:
                 raise core.lost_error()
             return
         await self._release_row(deadline, first)
@@ -221,7 +223,7 @@ class Releaser:
             return
         core.lose(DEADLINE_PASSED)
         cleanup = self.begin()
-        core.released_at_deadline = True
+        self.released_at_deadline = True
         if cleanup is not None:
             self.on_loop.background(self._release_at_deadline(cleanup))
 

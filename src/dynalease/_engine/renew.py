@@ -123,7 +123,7 @@ class Renewer:
         core = self.core
         assert core.validity is not None and core.version is not None
         deadline = core.clock.monotonic() + core.validity.remaining(core.clock, core.spec.span)
-        current, store, holder = core.version, core.store, core.holder.unsent
+        current, store, holder = core.version, core.store, core.spec.holder.unsent
         version, stamp = core.new_version()
         try:
             reply = await requests.send(
@@ -148,7 +148,7 @@ class Renewer:
             )
         if core.state is State.HELD:
             core.confirm(version, stamp)
-            core.holder.sent(holder)
+            core.spec.holder.sent(holder)
             core.tally.renewals += 1
         return True
 

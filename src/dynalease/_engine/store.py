@@ -120,6 +120,15 @@ class LockStore:
     async def prepare(self) -> None:
         await self.transport.prepare()
 
+    async def send(self, operation: str, params: dict[str, Any], limit: Limit | None) -> Reply:
+        """One request whose parameters another kind's shapes built (a read/write lock's
+        shared row); a failed condition is :class:`ConditionFailed`."""
+        return reply_of(operation, await self._send(operation, params, limit))
+
+    async def transact(self, actions: list[dict[str, Any]], limit: Limit | None) -> Reply:
+        """One ``TransactWriteItems`` of ``actions`` (as :meth:`write_rows` sends them)."""
+        return await self._transact(actions, limit)
+
     async def read(self, table: str, key: str, limit: Limit | None = None) -> Reply:
         """Strongly consistent read of the lock row."""
         return reply_of(

@@ -10,17 +10,18 @@ import contextvars
 import os
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 from .. import _tracing
-from ..client import DynamoDBClient, load_request_path
+from ..client import DynamoDBClient
 from ..exceptions import LockNotAcquired
 from ..lock import SyncDistributedLock
+from ..semaphore import SyncDistributedSemaphore
 from .budget import NoTimeLeft, acquisition_wait, remaining_seconds, usable_time
 from .invocation import lambda_context_of
 from .plan import CURRENT_LOCK, LockPlan
 
-__all__ = ["Holding", "load_request_path", "shared_client"]
+__all__ = ["Holding", "shared_client"]
 
 # The settings a client is built from: fixed in Lambda, but a local run that changes them
 # gets a new client.
@@ -74,7 +75,9 @@ class Holding:
         client._prepare_locks()
         lease, wait, remaining = self._wait(table, key)  # measured after the build
         guard: SyncDistributedLock
-        if plan._permits == 1:
+        if plan._mode is not None:
+            guard = _rw_guard(plan._mode, client, table, key, lease, wait)
+        elif plan._permits == 1:
             guard = SyncDistributedLock(
                 client,
                 table=table,
@@ -84,8 +87,6 @@ class Holding:
                 fencing=plan._fencing,
             )
         else:
-            from ..semaphore import SyncDistributedSemaphore  # loaded for a handler with permits
-
             guard = SyncDistributedSemaphore(
                 client,
                 table=table,
@@ -94,13 +95,12 @@ class Holding:
                 lease_duration=lease,
                 wait_timeout=wait,
             )
+        # One immediate attempt still has a network budget: keep it within the usable time.
+        cap = None
         if wait == 0 and remaining is not None:
-            # One immediate attempt still has a network budget: keep it within the usable time.
-            guard._limit_single_attempt(
-                usable_time(remaining, reserve_s=plan._reserve_s, lease_s=lease)
-            )
+            cap = usable_time(remaining, reserve_s=plan._reserve_s, lease_s=lease)
         try:
-            guard.__enter__()
+            guard._enter(attempt_cap=cap)
         except LockNotAcquired as error:
             plan._reporter.not_acquired(table, key, guard.metrics, remaining, error)
             raise
@@ -138,3 +138,19 @@ class Holding:
         finally:
             held_ms = (time.monotonic() - self._start) * 1000
             self._plan._reporter.finished(self._table, guard.key, guard.metrics, held_ms)
+
+
+def _rw_guard(
+    mode: str, client: DynamoDBClient, table: str, key: str, lease: float, wait: float
+) -> SyncDistributedLock:
+    """A reader's or writer's guard (``lock_handler(mode=...)``), loaded for such a handler.
+
+    Typed as the lock guard ``current_lock()`` returns: it has the parts the hold uses
+    (``metrics``, ``key``, ``_limit_single_attempt``, the context manager); its own type
+    is :class:`~dynalease.rwlock.SyncReadLock` or :class:`~dynalease.rwlock.SyncWriteLock`.
+    """
+    from ..rwlock import SyncReadLock, SyncWriteLock
+
+    kind = SyncReadLock if mode == "read" else SyncWriteLock
+    guard = kind(client, table=table, key=key, lease_duration=lease, wait_timeout=wait)
+    return cast("SyncDistributedLock", guard)

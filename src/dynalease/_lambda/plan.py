@@ -49,6 +49,7 @@ class LockPlan:
         "_client",
         "_fencing",
         "_lease_s",
+        "_mode",
         "_permits",
         "_reporter",
         "_reserve_s",
@@ -75,6 +76,7 @@ class LockPlan:
         log_key: str | None,
         permits: int,
         fencing: bool,
+        mode: str | None = None,
     ) -> None:
         """Check every option of ``lock_handler`` (``what="event"``) or ``lock_record``
         (``"record"``), whose signatures hold the defaults."""
@@ -104,6 +106,7 @@ class LockPlan:
                 "fencing=True is for locks: a semaphore's permits carry no fencing token; "
                 "pass permits=1 with fencing=True, or leave fencing off"
             )
+        self._mode = _check_mode(mode, keys, permits, fencing)
         self._client: DynamoDBClient | None = client
         self._table = table
         self._lease_s: float | None = None if lease_duration is None else lease_s
@@ -132,6 +135,22 @@ class LockPlan:
     def lease(self, remaining_s: float | None) -> float:
         """``lease_duration``, else sized from the invocation's remaining time."""
         return invocation_lease(remaining_s) if self._lease_s is None else self._lease_s
+
+
+def _check_mode(
+    mode: object, keys: Sequence[str] | None, permits: int, fencing: bool
+) -> str | None:
+    """``mode``: None (a lock), or "read"/"write" (a read/write lock on the one key)."""
+    if mode is None:
+        return None
+    if mode not in ("read", "write"):
+        raise ValueError(f'mode must be "read", "write" or None (a plain lock), got {mode!r}')
+    if keys is not None or permits != 1 or fencing:
+        raise ValueError(
+            f"mode={mode!r} takes a read/write lock on one key: not with keys=[...], permits "
+            "or fencing=True (a writer's fencing_token is always there)"
+        )
+    return str(mode)
 
 
 def _is_client(client: object) -> bool:

@@ -15,6 +15,7 @@ from .._advice import where as where_requests_go
 from .._engine.protocol import KEY_ATTR
 from .._engine.store import Request
 from .._redact import shown_url
+from .._results import EXPIRES_ATTRIBUTE as RESULT_EXPIRY_ATTRIBUTE
 from ..client import DynamoDBClient
 from ..exceptions import (
     AccessDeniedError,
@@ -184,6 +185,8 @@ def _ttl(client: DynamoDBClient, table: str) -> Finding:
     if status in ("DISABLED", "DISABLING"):
         return Finding(OK, "TTL", status.lower())
     attribute = ttl.get("AttributeName", "?")
+    if attribute == RESULT_EXPIRY_ATTRIBUTE:  # lock rows never carry it
+        return Finding(OK, "TTL", f"{status.lower()} on {attribute!r} (single-flight results only)")
     return Finding(
         PROBLEM,
         "TTL",

@@ -75,8 +75,7 @@ class BotoTransport(LoopTransport):
     def handle(self, request: Request) -> dict[str, Any]:
         """Through the client's public method, so hooks and tracers (X-Ray, OpenTelemetry)
         see the call; botocore's own timeouts bound it (``blocking`` is False)."""
-        import botocore  # loaded by the time a client exists
-        import botocore.exceptions
+        import botocore.exceptions  # loaded by the time a client exists (binds botocore)
 
         operation = request.operation
         try:

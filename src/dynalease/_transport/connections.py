@@ -9,8 +9,10 @@ whether anything reached the server).
 
 from __future__ import annotations
 
+import base64
 import functools
 import http.client
+import importlib.util
 import os
 import select
 import socket
@@ -326,16 +328,12 @@ def _default_ca_bundle() -> str:
 
         return str(certifi.where())
     except ImportError:
-        import importlib.util
-
         spec = importlib.util.find_spec("botocore")
         assert spec is not None and spec.origin is not None
         return os.path.join(os.path.dirname(spec.origin), "cacert.pem")
 
 
 def _proxy_authorization(proxy: str) -> dict[str, str]:
-    import base64
-
     parts = urlsplit(proxy)
     if not (parts.username and parts.password):
         return {}

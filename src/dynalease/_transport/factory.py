@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .boto import LOCK_CONNECT_TIMEOUT_S, BotoTransport, lock_config
 from .botocore_internals import endpoint_verify, share_credentials
+from .config import DirectConfig, direct_config
+from .items import ItemTransport, lean_items_allowed
 from .lean import LeanTransport, lock_transport, transport_choice
 
 if TYPE_CHECKING:
@@ -21,7 +23,6 @@ if TYPE_CHECKING:
     from botocore.client import BaseClient
 
     from .._engine.store import Transport
-    from .config import DirectConfig
 
 
 # Named tuples, not dataclasses: a frozen dataclass is slow to define on a cold start.
@@ -32,6 +33,17 @@ class Transports(NamedTuple):
     locks: Transport
     region: str | None
     endpoint_url: str | None
+
+
+#: The settings the lean path reads from a client's arguments (``config.direct_config``).
+_DIRECT_SETTINGS = (
+    "region",
+    "endpoint_url",
+    "access_key",
+    "secret_key",
+    "session_token",
+    "profile",
+)
 
 
 class Settings(NamedTuple):
@@ -122,16 +134,10 @@ def from_settings(settings: Settings) -> Transports:
 
     direct = None
     if choice == "lean":
-        from .config import direct_config
-
         connect = settings.connect_timeout or LOCK_CONNECT_TIMEOUT_S
+        given = settings._asdict()
         direct = direct_config(
-            region=settings.region,
-            endpoint_url=settings.endpoint_url,
-            access_key=settings.access_key,
-            secret_key=settings.secret_key,
-            session_token=settings.session_token,
-            profile=settings.profile,
+            **{name: given[name] for name in _DIRECT_SETTINGS},
             connect_timeout=min(LOCK_CONNECT_TIMEOUT_S, connect),
         )
     if direct is None:
@@ -203,8 +209,6 @@ def _direct(
     settings: Settings,
     direct: DirectConfig,
 ) -> Transports:
-    from .items import ItemTransport, lean_items_allowed
-
     made: list[tuple[Any, Any]] = []
 
     def session_and_config() -> tuple[Any, Any]:

@@ -51,6 +51,9 @@ _KEY_LOCK_ACTIONS = ("kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:Gener
 _KEY_INSPECT_ACTIONS = ("kms:Decrypt", "kms:DescribeKey")
 
 _PARTITION_KEY = "key"
+#: The TTL attribute of single-flight result items (``dynalease._results.EXPIRES_ATTRIBUTE``):
+#: lock rows never carry it, so TTL on it can never delete a lock row.
+RESULT_EXPIRY_ATTRIBUTE = "dynalease_expires"
 _TABLE_NAME = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
 
 
@@ -72,6 +75,9 @@ class LockTable(Construct):
         mistaken ``cdk destroy`` or console delete cannot drop held locks; pass
         ``False`` for throwaway stacks).
     :param encryption_key: a customer managed KMS key; by default the AWS owned key.
+    :param result_expiry: enable TTL on ``dynalease_expires``, the attribute only
+        single-flight result items carry, so DynamoDB deletes stale results
+        (docs/single-flight.md); lock rows never carry it. Off by default.
     :param dashboard: add a CloudWatch dashboard and alarms (`LockDashboard`) over
         the middleware's EMF metrics in ``metrics_namespace`` / ``metrics_service`` (your
         Powertools ``Metrics`` namespace and service), alarming at a lost lock, a throttled
@@ -90,6 +96,7 @@ class LockTable(Construct):
         point_in_time_recovery: bool = True,
         deletion_protection: bool = True,
         encryption_key: kms.IKey | None = None,
+        result_expiry: bool = False,
         dashboard: bool = False,
         metrics_namespace: str = "dynalease",
         metrics_service: str = "dynalease",
@@ -108,6 +115,7 @@ class LockTable(Construct):
         for name, value in (
             ("point_in_time_recovery", point_in_time_recovery),
             ("deletion_protection", deletion_protection),
+            ("result_expiry", result_expiry),
             ("dashboard", dashboard),
             ("contributor_insights", contributor_insights),
         ):
@@ -140,6 +148,7 @@ class LockTable(Construct):
             ),
             encryption_key=encryption_key,
             removal_policy=removal_policy,
+            time_to_live_attribute=RESULT_EXPIRY_ATTRIBUTE if result_expiry else None,
             contributor_insights_specification=(
                 dynamodb.ContributorInsightsSpecification(
                     enabled=True, mode=dynamodb.ContributorInsightsMode.THROTTLED_KEYS

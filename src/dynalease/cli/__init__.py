@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from . import breaking, doctor, gc, inspect, local, ls, run, top
-from .common import EXIT_USAGE, Parser, exit_status, run_command
+from .common import Parser, parsed_command, run_command
 
 __all__ = ["main"]
 
@@ -64,14 +64,9 @@ def _dispatch(args_list: list[str]) -> int:
     # `run` splits its options from the command at `--` itself.
     if args_list[:1] == ["run"]:
         return run.main(args_list[1:])
-    parser = build_parser()
-    try:
-        args = parser.parse_args(args_list)
-    except SystemExit as exit_:
-        return exit_status(exit_)
-    if args.command is None:
-        parser.print_help()
-        return EXIT_USAGE
+    args = parsed_command(build_parser(), args_list)
+    if isinstance(args, int):
+        return args
     commands = {"inspect": inspect, "doctor": doctor, "local": local}
     commands.update({"break": breaking, "ls": ls, "top": top, "gc": gc})
     command = commands[args.command]

@@ -226,6 +226,20 @@ def exit_status(exit_: SystemExit) -> int:
     return EXIT_FAILED
 
 
+def parsed_command(parser: argparse.ArgumentParser, args: list[str]) -> argparse.Namespace | int:
+    """``args`` parsed into a command and its options, or the exit status to return: an
+    argparse exit's (usage errors, ``--help``), or a usage error after the help when no
+    command was named."""
+    try:
+        parsed = parser.parse_args(args)
+    except SystemExit as exit_:
+        return exit_status(exit_)
+    if parsed.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    return parsed
+
+
 def run_command(command: str, action: Callable[[], int], *, prog: str = "dynalease") -> int:
     """Run ``prog``'s subcommand, turning every expected failure into one line."""
     import botocore.exceptions  # when a command runs: `--help` loads no botocore

@@ -27,7 +27,8 @@ def add_parser(commands: Any) -> None:
         "doctor",
         "check that a table is usable as a lock table, with a fix for each problem",
         "Check a lock table: reachable with these credentials, partition key 'key' "
-        "of type S, no sort key, TTL disabled, no global-table replicas. Prints each finding "
+        "of type S, no sort key, TTL disabled (or on dynalease_expires, single-flight "
+        "results only), no global-table replicas. Prints each finding "
         "with its fix; exits 1 when there is a problem. Read-only, unless --measure.",
     )
     parser.add_argument(

@@ -33,6 +33,8 @@ from moto.dynamodb.models.dynamo_type import DynamoType, Item
 from moto.dynamodb.models.table import Table
 from moto.dynamodb.responses import DynamoHandler
 
+from .._transport.errors import map_error_code
+
 _REGION = "us-east-1"
 _ACCOUNT = "123456789012"
 _HOST = f"dynamodb.{_REGION}.amazonaws.com"
@@ -44,15 +46,6 @@ _ONE_AT_A_TIME = threading.Lock()
 
 #: Schema checks must be redone after these.
 TABLE_OPERATIONS = frozenset({"CreateTable", "DeleteTable", "UpdateTable"})
-
-
-class DynamoDBAnswer(Exception):
-    def __init__(self, code: str, message: str, status: int, response: dict[str, Any]) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-        self.status = status
-        self.response = response
 
 
 class _Snapshot(NamedTuple):
@@ -228,14 +221,13 @@ class InProcessDynamoDB(ServedDynamoDB):
         try:
             operation_model = model.operation_model(operation)
         except botocore.model.OperationNotFoundError:
-            raise DynamoDBAnswer(
-                "UnknownOperationException", f"DynamoDB has no operation {operation}", 400, {}
-            ) from None
+            message = f"DynamoDB has no operation {operation}"
+            raise map_error_code("UnknownOperationException", message, operation, 400, {}) from None
         try:
             request = serializer.serialize_to_request(params, operation_model)
         except botocore.exceptions.ParamValidationError as error:
             # An SDK refuses these before sending; the closest DynamoDB answer.
-            raise DynamoDBAnswer("ValidationException", str(error), 400, {}) from None
+            raise map_error_code("ValidationException", str(error), operation, 400, {}) from None
         if operation in TABLE_OPERATIONS:
             self.lock_tables.clear()
         status, headers, body = self.answer(_environ(request))
@@ -251,7 +243,8 @@ class InProcessDynamoDB(ServedDynamoDB):
         shape = model.shape_for_error_code(cast(Any, code))  # the stubs say int; it is the code
         if shape is not None:
             parsed.update(parser.parse(answer, shape))
-        raise DynamoDBAnswer(code, str(failure.get("Message", "")), status, parsed)
+        # Mapped here, as the lean transport maps an answer: no exception to map again.
+        raise map_error_code(code, str(failure.get("Message", "")), operation, status, parsed)
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:
         """Every table's items, in AttributeValue form."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from .._engine.store import LoopTransport, Request
-from .._transport.errors import map_error_code
-from ._moto import DynamoDBAnswer, InProcessDynamoDB
+from ..exceptions import DynamoDBError
+from ._moto import InProcessDynamoDB
 
 _LOCK_OPERATIONS = frozenset({"GetItem", "PutItem", "UpdateItem", "DeleteItem"})
 
@@ -29,12 +29,7 @@ class MemoryTransport(LoopTransport):
         elif self._lock_requests and operation == "BatchGetItem":  # a semaphore's permits
             for table in params.get("RequestItems") or {}:
                 self._check_lock_table(str(table))
-        try:
-            response = self.db.call(operation, params)
-        except DynamoDBAnswer as answer:
-            raise map_error_code(
-                answer.code, answer.message, operation, answer.status, answer.response
-            ) from None
+        response = self.db.call(operation, params)  # raises the error a lock raises
         response.pop("ConsumedCapacity", None)
         return response
 
@@ -47,7 +42,7 @@ class MemoryTransport(LoopTransport):
             return
         try:
             description: dict[str, Any] = self.db.call("DescribeTable", {"TableName": table})
-        except DynamoDBAnswer:
+        except DynamoDBError:
             return  # a missing table: the request itself reports it, under its own name
         schema = [(k["AttributeName"], k["KeyType"]) for k in description["Table"]["KeySchema"]]
         types = {

@@ -19,6 +19,7 @@ from typing import Any
 
 from dynalease import DistributedLock, DynamoDBClient, SyncDistributedLock, distributed_lock
 from dynalease.middleware import current_lock, lock_handler
+from dynalease.single_flight import SingleFlight
 
 TABLE = os.environ["DYNALEASE_TABLE"]
 client = DynamoDBClient()  # Region, endpoint and credentials from the function's environment
@@ -143,3 +144,33 @@ def defaults(event: dict[str, Any], context: Any) -> Any:
         "lease_ms": int(row["lease_ms"]),
         "remaining_ms": context.get_remaining_time_in_millis(),
     }
+
+
+# Single flight (tests/lambda/test_single_flight_lambda.py): each process that imports
+# this module arrives in FLIGHT_ARRIVALS, so a holder can wait until every one is here.
+if os.environ.get("FLIGHT_ARRIVALS"):
+    open(os.path.join(os.environ["FLIGHT_ARRIVALS"], str(os.getpid())), "w").close()
+
+
+@lock_handler(
+    key="{key}",
+    lease_duration=float(os.environ.get("FLIGHT_LEASE", "5")),
+    single_flight=SingleFlight(result_ttl=float(os.environ.get("FLIGHT_RESULT_TTL", "0"))),
+)
+def flight(event: dict[str, Any], context: Any) -> Any:
+    """A single-flight handler: notes its run in ``event["runs"]`` (a directory), waits for
+    ``event["arrivals"]`` processes, sleeps ``event["sleep"]``, then returns its pid, raises
+    ``event["raise"]`` or does ``event["then"]`` (after ``event["mark"]``)."""
+    with open(os.path.join(event["runs"], f"{event['key']}-pid{os.getpid()}"), "w"):
+        pass
+    deadline = time.monotonic() + 60
+    while len(os.listdir(os.environ.get("FLIGHT_ARRIVALS", "."))) < event.get("arrivals", 0):
+        assert time.monotonic() < deadline, "the other invocations never arrived"
+        time.sleep(0.05)
+    time.sleep(event.get("sleep", 0))
+    if "raise" in event:
+        raise ValueError(event["raise"])
+    if "mark" in event:
+        _mark(event, current_lock().owner)
+        return _then(event)
+    return {"ran_in": os.getpid()}

@@ -84,17 +84,17 @@ def test_a_caller_can_cut_the_single_attempt_network_budget_but_not_raise_it() -
         h.transport.always["PutItem"] = hang("PutItem", commit=False)
         h.transport.always["GetItem"] = hang("GetItem")
         cut = h.lease(lease=30, wait=0)
-        cut.acquirer.single_attempt_cap = 0.4  # what a Lambda invocation can still afford
         start = h.clock.monotonic()
         with pytest.raises(LockNotAcquired, match="network budget"):
-            await h.clock.run(cut.acquire())
+            # 0.4 s: what a Lambda invocation can still afford
+            await h.clock.run(cut.acquire(attempt_cap=0.4))
         assert h.clock.monotonic() - start == pytest.approx(0.4)
 
         kept = h.lease(lease=1, wait=0)
-        kept.acquirer.single_attempt_cap = 60.0  # larger than 0.6 x lease: the rule still wins
         start = h.clock.monotonic()
         with pytest.raises(LockNotAcquired, match="network budget"):
-            await h.clock.run(kept.acquire())
+            # 60 s: larger than 0.6 x lease, so the rule still wins
+            await h.clock.run(kept.acquire(attempt_cap=60.0))
         assert h.clock.monotonic() - start == pytest.approx(0.6)
 
     run(scenario)

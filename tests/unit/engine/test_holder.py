@@ -30,10 +30,10 @@ def holder_of(item: dict[str, Any] | None) -> dict[str, Any]:
 async def cycle(h: Harness, *, metadata: dict[str, Any] | None, update: bool) -> list[str]:
     """Acquire, hold over three renewals (updating the metadata if asked), release."""
     start = len(h.transport.sent)
-    lease = h.lease(lease=9, metadata=check_metadata(metadata))
+    lease = h.lease(lease=9, metadata=metadata)
     await lease.acquire()
     if update:
-        lease.holder.set_metadata(check_metadata({"step": 2}) or {})
+        lease.spec.holder.set_metadata({"step": 2})
     await h.clock.advance(10.0)  # renewals at 3, 6 and 9
     assert lease.counters().renewals == 3
     await lease.release()
@@ -42,7 +42,7 @@ async def cycle(h: Harness, *, metadata: dict[str, Any] | None, update: bool) ->
 
 def test_the_acquire_writes_host_pid_and_when_and_renewals_keep_it() -> None:
     async def scenario(h: Harness) -> None:
-        lease = h.lease(lease=9, metadata=check_metadata({"job": "nightly", "n": 3}))
+        lease = h.lease(lease=9, metadata={"job": "nightly", "n": 3})
         await lease.acquire()
         first = holder_of(h.row())
         assert first["host"] == os.uname().nodename and first["pid"] == os.getpid()
@@ -79,10 +79,10 @@ def test_set_metadata_rides_on_the_next_renewal_at_no_extra_request_per_cycle() 
 
 def test_the_updated_metadata_is_on_the_row_and_the_rest_of_the_holder_is_kept() -> None:
     async def scenario(h: Harness) -> None:
-        lease = h.lease(lease=9, metadata=check_metadata({"step": 1}))
+        lease = h.lease(lease=9, metadata={"step": 1})
         await lease.acquire()
         before = holder_of(h.row())
-        lease.holder.set_metadata(check_metadata({"step": 2, "of": 5}) or {})
+        lease.spec.holder.set_metadata({"step": 2, "of": 5})
         await h.clock.advance(4.0)
         after = holder_of(h.row())
         assert after == {**before, "metadata": {"step": 2, "of": 5}}
@@ -92,7 +92,7 @@ def test_the_updated_metadata_is_on_the_row_and_the_rest_of_the_holder_is_kept()
 
 def test_fenced_rows_carry_the_holder_and_a_release_leaves_none_behind() -> None:
     async def scenario(h: Harness) -> None:
-        lease = h.lease(fencing=True, metadata=check_metadata({"a": True}))
+        lease = h.lease(fencing=True, metadata={"a": True})
         await lease.acquire()
         assert holder_of(h.row())["metadata"] == {"a": True}
         await lease.release()
@@ -111,11 +111,11 @@ def test_permit_and_multi_key_rows_carry_the_holder() -> None:
             clock=h.clock,
             observations=h.observations,
             target=KeysTarget(("a", "b")),
-            spec=LeaseSpec(TABLE, 9.0, 10.0, metadata=check_metadata({"m": 1})),
+            spec=LeaseSpec(TABLE, 9.0, 10.0, holder=h_module.Holder({"m": 1})),
         )
         await keys.acquire()
         assert [holder_of(h.row(k))["metadata"] for k in ("a", "b")] == [{"m": 1}, {"m": 1}]
-        keys.holder.set_metadata(check_metadata({"m": 2}) or {})
+        keys.spec.holder.set_metadata({"m": 2})
         await h.clock.advance(4.0)  # the renewal transaction carries it to both rows
         assert [holder_of(h.row(k))["metadata"] for k in ("a", "b")] == [{"m": 2}, {"m": 2}]
 

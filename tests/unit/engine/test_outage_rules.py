@@ -239,9 +239,8 @@ def test_a_definite_error_is_still_raised_as_itself_and_counts_no_wait_timeout()
 def test_a_budget_spent_before_any_request_is_not_called_an_outage() -> None:
     async def scenario(h: Harness) -> None:
         lease = h.lease(wait=0)
-        lease.acquirer.single_attempt_cap = 0.0  # no time for a request at all
         with pytest.raises(LockNotAcquired) as caught:
-            await lease.acquire()
+            await lease.acquire(attempt_cap=0.0)  # no time for a request at all
         assert type(caught.value) is LockNotAcquired
         assert h.transport.operations() == []
 

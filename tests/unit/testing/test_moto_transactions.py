@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from moto.dynamodb.models.dynamo_type import Item
 
-from dynalease.testing._moto import DynamoDBAnswer, InProcessDynamoDB
+from dynalease.exceptions import DynamoDBError
+from dynalease.testing._moto import InProcessDynamoDB
 
 
 def _table(db: InProcessDynamoDB, name: str, *, sort_key: bool = False) -> None:
@@ -106,7 +107,7 @@ def test_a_failed_transaction_leaves_every_item_as_before(
     db: InProcessDynamoDB, last: dict[str, Any], code: str
 ) -> None:
     before = db.tables()
-    with pytest.raises(DynamoDBAnswer) as failed:
+    with pytest.raises(DynamoDBError) as failed:
         db.call("TransactWriteItems", {"TransactItems": _changes_then(last)})
     assert failed.value.code == code
     assert db.tables() == before
@@ -141,7 +142,7 @@ def _check_in(db: InProcessDynamoDB, n: int, *, cancelled: bool) -> None:
     ]
     try:
         db.call("TransactWriteItems", {"TransactItems": items})
-    except DynamoDBAnswer:
+    except DynamoDBError:
         assert cancelled
 
 

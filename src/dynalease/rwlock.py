@@ -1,0 +1,233 @@
+"""Read/write locks: any number of readers, or one writer, per key; waiting writers first.
+
+Readers hold the key's lock row together (``_engine/shared_rows.py``); a writer holds
+the key's writer row (fenced: its token) and then the lock row itself, each an ordinary
+lock of the engine. A pydynox 1.8 lock on the key therefore excludes readers and
+writers, and any reader or writer keeps pydynox out (docs/rwlocks.md).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, ParamSpec, Self, TypeVar
+
+from ._calls import guarded_calls
+from ._rwguards import ReadGuard, WriteGuard, rw_key
+from .client import DynamoDBClient
+from .keys import KeyTemplate
+from .lock import DistributedLock, OnLost, SyncDistributedLock, _check_options
+
+__all__ = [
+    "ReadLock",
+    "SyncReadLock",
+    "SyncWriteLock",
+    "WriteLock",
+    "distributed_read_lock",
+    "distributed_write_lock",
+]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class ReadLock(ReadGuard):
+    """An async context manager holding a key for reading, beside other readers.
+
+    Any number of readers hold a key at once; a writer waits until they have left,
+    and while it waits no new reader enters. A pydynox lock on the key keeps readers
+    out, and readers keep it out. Every guard of a key must use the same
+    ``lease_duration``.
+
+    For example:
+
+        async with ReadLock(client, table="locks", key="tenant:42:config"):
+            config = await load_config()
+    """
+
+    async def __aenter__(self) -> Self:
+        self._begin()
+        await self._client._runtime().run_async(self._reader.acquire())
+        return self
+
+    async def __aexit__(
+        self, exc_type: object, exc: BaseException | None, traceback: object
+    ) -> None:
+        await self._client._runtime().run_async(self._reader.release(), shield=True)
+        self._ended(exc)
+
+    async def writer_token(self) -> int | None:
+        """The fencing token of the key's latest writer, in one read.
+
+        None if no writer ever held the key.
+        """
+        return await self._client._runtime().run_async(self._writer_token())
+
+
+class SyncReadLock(ReadGuard):
+    """The sync form of `ReadLock`.
+
+    For example:
+
+        with SyncReadLock(client, table="locks", key="tenant:42:config"):
+            config = load_config()
+    """
+
+    def __enter__(self) -> Self:
+        self._begin()
+        self._client._runtime().run(self._reader.acquire())
+        return self
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, traceback: object) -> None:
+        self._client._runtime().run(self._reader.release())
+        self._ended(exc)
+
+    def writer_token(self) -> int | None:
+        """The fencing token of the key's latest writer, in one read.
+
+        None if no writer ever held the key.
+        """
+        return self._client._runtime().run(self._writer_token())
+
+
+class WriteLock(WriteGuard):
+    """An async context manager holding a key alone, for writing.
+
+    It first takes the key's writer row (from then on no new reader enters), then the
+    key's lock row once the readers in have left. ``fencing_token`` grows with every
+    writer.
+
+    For example:
+
+        async with WriteLock(client, table="locks", key="tenant:42:config") as writer:
+            await save_config(token=writer.fencing_token)
+    """
+
+    _main_class = DistributedLock
+
+    async def __aenter__(self) -> Self:
+        self._began = time.monotonic()
+        await self._gate.__aenter__()
+        try:
+            await self._next().__aenter__()
+        except BaseException as error:
+            await self._gate.__aexit__(type(error), error, None)
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: object, exc: BaseException | None, traceback: object
+    ) -> None:
+        try:
+            await self._main.__aexit__(exc_type, exc, traceback)
+        finally:
+            await self._gate.__aexit__(exc_type, exc, traceback)
+
+
+class SyncWriteLock(WriteGuard):
+    """The sync form of `WriteLock`.
+
+    For example:
+
+        with SyncWriteLock(client, table="locks", key="tenant:42:config") as writer:
+            save_config(token=writer.fencing_token)
+    """
+
+    _main_class = SyncDistributedLock
+
+    def __enter__(self) -> Self:
+        self._began = time.monotonic()
+        self._gate.__enter__()
+        try:
+            self._next().__enter__()
+        except BaseException as error:
+            self._gate.__exit__(type(error), error, None)
+            raise
+        return self
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, traceback: object) -> None:
+        try:
+            self._main.__exit__(exc_type, exc, traceback)
+        finally:
+            self._gate.__exit__(exc_type, exc, traceback)
+
+
+def _decorator(
+    name: str,
+    async_guard: type[ReadLock] | type[WriteLock],
+    sync_guard: type[SyncReadLock] | type[SyncWriteLock],
+    client: DynamoDBClient,
+    options: dict[str, Any],
+    key: str,
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    _check_options(
+        client,
+        options["table"],
+        options["lease_duration"],
+        options["wait_timeout"],
+        options["on_lost"],
+    )
+    template = KeyTemplate(key)
+    if not template.placeholders:
+        rw_key(template.resolve({}))
+    return guarded_calls(
+        name,
+        template,
+        lambda resolved: async_guard(client, key=resolved, **options),
+        lambda resolved: sync_guard(client, key=resolved, **options),
+    )
+
+
+def distributed_read_lock(
+    client: DynamoDBClient,
+    *,
+    table: str,
+    key: str,
+    lease_duration: float = 30.0,
+    wait_timeout: float = 35.0,
+    on_lost: OnLost | None = None,
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Run each call of a ``def`` or ``async def`` function as a reader of ``key``.
+
+    ``key`` is a template over the function's arguments, as for `distributed_lock`.
+
+    For example:
+
+        @distributed_read_lock(client, table="locks", key="config:{tenant}")
+        def read_config(tenant: str) -> None:
+            ...
+    """
+    options = _options(table, lease_duration, wait_timeout, on_lost)
+    return _decorator("distributed_read_lock", ReadLock, SyncReadLock, client, options, key)
+
+
+def distributed_write_lock(
+    client: DynamoDBClient,
+    *,
+    table: str,
+    key: str,
+    lease_duration: float = 30.0,
+    wait_timeout: float = 35.0,
+    on_lost: OnLost | None = None,
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Run each call of a ``def`` or ``async def`` function as the writer of ``key``.
+
+    For example:
+
+        @distributed_write_lock(client, table="locks", key="config:{tenant}")
+        def write_config(tenant: str) -> None:
+            ...
+    """
+    options = _options(table, lease_duration, wait_timeout, on_lost)
+    return _decorator("distributed_write_lock", WriteLock, SyncWriteLock, client, options, key)
+
+
+def _options(
+    table: str, lease_duration: float, wait_timeout: float, on_lost: OnLost | None
+) -> dict[str, Any]:
+    return {
+        "table": table,
+        "lease_duration": lease_duration,
+        "wait_timeout": wait_timeout,
+        "on_lost": on_lost,
+    }
