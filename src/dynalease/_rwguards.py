@@ -111,10 +111,6 @@ class ReadGuard:
             lost=reader.lost is not None,
         )
 
-    def _limit_single_attempt(self, seconds: float) -> None:
-        """Cap the network budget of a ``wait_timeout=0`` attempt (the Lambda budget)."""
-        self._reader.single_cap = seconds
-
     def raise_if_lost(self) -> None:
         """Raise :class:`LockLost` unless this reader's lease is valid right now."""
         reader = self._reader
@@ -186,7 +182,6 @@ class WriteGuard:
         )
         self._main: Any = None
         self._began = 0.0
-        self._single_cap: float | None = None
 
     @property
     def table(self) -> str:
@@ -223,11 +218,6 @@ class WriteGuard:
         lost = any(part.lost for part in parts)
         return LockMetrics(**summed, lost=lost, throttling_reasons=tuple(reasons))
 
-    def _limit_single_attempt(self, seconds: float) -> None:
-        """Cap the network budget of a ``wait_timeout=0`` attempt (the Lambda budget)."""
-        self._single_cap = seconds
-        self._gate._limit_single_attempt(seconds)
-
     def raise_if_lost(self) -> None:
         """Raise :class:`LockLost` unless both rows are held validly right now."""
         self._gate.raise_if_lost()
@@ -247,8 +237,6 @@ class WriteGuard:
             wait_timeout=left,
             on_lost=self._on_lost,
         )
-        if self._single_cap is not None and not left:
-            self._main._limit_single_attempt(self._single_cap)
         return self._main
 
     def __repr__(self) -> str:

@@ -74,6 +74,11 @@ class SyncReadLock(ReadGuard):
     """
 
     def __enter__(self) -> Self:
+        return self._enter()
+
+    def _enter(self, attempt_cap: float | None = None) -> Self:
+        """Acquire; ``attempt_cap``: as for the lock guard's (the Lambda middleware's)."""
+        self._reader.single_cap = attempt_cap
         self._begin()
         self._client._runtime().run(self._reader.acquire())
         return self
@@ -136,10 +141,14 @@ class SyncWriteLock(WriteGuard):
     _main_class = SyncDistributedLock
 
     def __enter__(self) -> Self:
+        return self._enter()
+
+    def _enter(self, attempt_cap: float | None = None) -> Self:
+        """Acquire both rows; ``attempt_cap``: as for the lock guard's (the middleware's)."""
         self._began = time.monotonic()
-        self._gate.__enter__()
+        self._gate._enter(attempt_cap)
         try:
-            self._next().__enter__()
+            self._next()._enter(attempt_cap)
         except BaseException as error:
             self._gate.__exit__(type(error), error, None)
             raise

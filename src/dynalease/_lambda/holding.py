@@ -146,7 +146,7 @@ def _rw_guard(
     """A reader's or writer's guard (``lock_handler(mode=...)``), loaded for such a handler.
 
     Typed as the lock guard ``current_lock()`` returns: it has the parts the hold uses
-    (``metrics``, ``key``, ``_limit_single_attempt``, the context manager); its own type
+    (``metrics``, ``key``, ``_enter``, the context manager); its own type
     is :class:`~dynalease.rwlock.SyncReadLock` or :class:`~dynalease.rwlock.SyncWriteLock`.
     """
     from ..rwlock import SyncReadLock, SyncWriteLock
