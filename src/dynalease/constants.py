@@ -79,6 +79,5 @@ ENV_FUNCTION_VERSION = "AWS_LAMBDA_FUNCTION_VERSION"
 """Set by Lambda: the function version running (``$LATEST`` or a number), for the holder."""
 
 ENV_ECS_METADATA = "ECS_CONTAINER_METADATA_URI_V4"
-"""Set by ECS (and Fargate) in every container: the task metadata endpoint. The task ARN is
-behind an HTTP request there, read once per process in the background: guards made after
-it answered name the task in their holder."""
+"""Set by ECS (and Fargate) in every container: the task metadata endpoint. The task ARN
+is behind an HTTP request there, which no acquisition waits for: a holder says ``ecs``."""

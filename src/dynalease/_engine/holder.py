@@ -11,20 +11,18 @@ Nothing secret by default: no environment, no event, no command arguments.
 
 from __future__ import annotations
 
-import contextvars
+import json
 import os
-import threading
 import time
 from collections.abc import Mapping
 from typing import Any
 
+from .._values import to_attribute
 from ..constants import ENV_ECS_METADATA, ENV_FUNCTION_NAME, ENV_FUNCTION_VERSION
+from .invocation_id import INVOCATION
 
-__all__ = ["INVOCATION", "MAX_METADATA_BYTES", "Holder", "check_metadata", "set_command"]
+__all__ = ["MAX_METADATA_BYTES", "Holder", "check_metadata", "set_command"]
 
-#: The request id of the Lambda invocation a guard is made in (the middleware sets it with
-#: the invocation's deadline): the holder of its rows names the invocation holding them.
-INVOCATION: contextvars.ContextVar[str] = contextvars.ContextVar("dynalease_invocation")
 
 #: The largest user metadata (as compact JSON, in UTF-8 bytes): with the rest of the
 #: holder it keeps a lock row within the 1 KB of one write capacity unit.
@@ -32,12 +30,8 @@ MAX_METADATA_BYTES = 512
 #: The longest command name a ``dynalease run`` holder names.
 _MAX_COMMAND = 128
 
-#: What this process says about itself beyond host and PID (``dynalease run``'s command,
-#: the ECS task ARN once read).
+#: What this process says about itself beyond host and PID (``dynalease run``'s command).
 _PROCESS: dict[str, str] = {}
-_ECS_READ = threading.Lock()
-#: The task metadata endpoint answers locally; a read that takes longer is given up.
-_ECS_TIMEOUT_S = 2.0
 
 
 def set_command(command: str) -> None:
@@ -55,8 +49,6 @@ def check_metadata(metadata: object, *, parameter: str = "metadata") -> dict[str
             f"{parameter} must be a dict of str to JSON values (str, int, float, bool, None, "
             f"list, dict), got {type(metadata).__name__}"
         )
-    import json  # only a guard given metadata pays for it
-
     try:
         text = json.dumps(metadata, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as error:
@@ -71,8 +63,6 @@ def check_metadata(metadata: object, *, parameter: str = "metadata") -> dict[str
             "keep it to a few short facts (a job id, a URL), so that the lock row stays "
             "within one write capacity unit"
         )
-    from .._values import to_attribute  # JSON values, as the item helpers store them
-
     converted: dict[str, Any] = to_attribute(metadata, path=parameter)["M"]
     return converted
 
@@ -90,41 +80,12 @@ def _facts() -> dict[str, Any]:
         if request_id:
             where["request_id"] = {"S": request_id}
         facts["lambda"] = {"M": where}
-    elif uri := os.environ.get(ENV_ECS_METADATA):
-        facts["platform"] = {"S": "ecs"}
-        arn = _task_arn(uri)
-        if arn:
-            facts["ecs_task"] = {"S": arn}
+    elif os.environ.get(ENV_ECS_METADATA):
+        facts["platform"] = {"S": "ecs"}  # the task ARN is behind an HTTP request: not read
     command = _PROCESS.get("command")
     if command:
         facts["command"] = {"S": command}
     return facts
-
-
-def _task_arn(uri: str) -> str | None:
-    """The ECS task ARN once known. It is behind an HTTP request to the task metadata
-    endpoint, so the first guard of a process starts one read on a thread of its own and
-    never waits for it: the guards made after it has answered name the task."""
-    with _ECS_READ:
-        if "ecs_read" not in _PROCESS:
-            _PROCESS["ecs_read"] = "started"
-            threading.Thread(
-                target=_read_task_arn, args=(uri,), name="dynalease-ecs-metadata", daemon=True
-            ).start()
-    return _PROCESS.get("ecs_task")
-
-
-def _read_task_arn(uri: str) -> None:
-    import json
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(f"{uri}/task", timeout=_ECS_TIMEOUT_S) as answer:
-            arn = json.load(answer).get("TaskARN")
-    except (OSError, ValueError, AttributeError):
-        return  # no ARN: the holder says "ecs" only
-    if isinstance(arn, str) and arn:
-        _PROCESS["ecs_task"] = arn[: _MAX_COMMAND * 2]
 
 
 class Holder:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .._engine.deadline import TIME_LEFT
-from .._engine.holder import INVOCATION
+from .._engine.invocation_id import INVOCATION
 from .budget import remaining_seconds
 
 __all__ = ["bounded", "lambda_context_of"]

@@ -13,7 +13,10 @@ import os
 import sys
 from typing import Any
 
+from ..admin import break_lock, holder_of, read_lock_row
+from ..keys import validate_key
 from .common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, make_client, table_command
+from .lock_rows import Row, holder_text, row_of
 
 
 def add_parser(commands: Any) -> None:
@@ -33,10 +36,6 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Show the holder, confirm, break; the audit line goes to stdout."""
-    from ..admin import break_lock, holder_of, read_lock_row
-    from ..keys import validate_key
-    from .lock_rows import Row, holder_text, row_of
-
     validate_key(args.key, parameter="KEY")
     if not args.yes and not sys.stdin.isatty():
         raise CommandError(
