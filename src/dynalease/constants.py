@@ -6,7 +6,10 @@ An explicit argument always wins over the environment.
 from __future__ import annotations
 
 __all__ = [
+    "ENV_ECS_METADATA",
     "ENV_EXTENSIONS_DIR",
+    "ENV_FUNCTION_NAME",
+    "ENV_FUNCTION_VERSION",
     "ENV_INITIALIZATION_TYPE",
     "ENV_JOURNAL_DIR",
     "ENV_LOG_KEYS",
@@ -68,3 +71,13 @@ separated by commas; a journal entry naming any other table is skipped."""
 
 RECOVERY_EXTENSION = "dynalease-recovery"
 """The recovery extension's file name in the extensions directory (and its registered name)."""
+
+ENV_FUNCTION_NAME = "AWS_LAMBDA_FUNCTION_NAME"
+"""Set by Lambda: the function's name, written in the holder of the rows its guards hold."""
+
+ENV_FUNCTION_VERSION = "AWS_LAMBDA_FUNCTION_VERSION"
+"""Set by Lambda: the function version running (``$LATEST`` or a number), for the holder."""
+
+ENV_ECS_METADATA = "ECS_CONTAINER_METADATA_URI_V4"
+"""Set by ECS (and Fargate) in every container: the task metadata endpoint. The task ARN
+is behind an HTTP request there, which no acquisition waits for: a holder says ``ecs``."""

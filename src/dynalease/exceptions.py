@@ -15,6 +15,7 @@ The tree::
     │   │   └── LockUnavailable    (an outage, not contention)
     │   ├── LockLost
     │   ├── LockReleaseError
+    │   ├── LockNotBroken          (reason: break_lock changed nothing)
     │   ├── MalformedLockRow       (problem)
     │   │   └── FencingMismatch
     │   ├── SharedCallFailed       (error_type, error_message: the single-flight holder's)
@@ -54,6 +55,7 @@ __all__ = [
     "LockHeldAtSnapshot",
     "LockLost",
     "LockNotAcquired",
+    "LockNotBroken",
     "LockOwnershipLost",
     "LockReleaseError",
     "LockUnavailable",
@@ -154,13 +156,16 @@ class LockReleaseError(LockError):
     """
 
 
+class LockNotBroken(LockError):
+    """`dynalease.admin.break_lock` deleted nothing: no holder, or the row changed since read."""
+
+
 class MalformedLockRow(LockError):
     """The lock row is not a protocol-1 row; it is never taken over.
 
-    Someone wrote the row by hand or another program shares the table. Remove the
-    row after checking that no holder depends on it, or use a dedicated table.
-    ``problem`` says what is wrong with the row, e.g. ``"lease_ms is missing,
-    expected an integer in 100..86400000"``.
+    Someone wrote the row by hand or another program shares the table. Remove the row after
+    checking that no holder depends on it, or use a dedicated table. ``problem`` says what is
+    wrong with the row, e.g. ``"lease_ms is missing, expected an integer in 100..86400000"``.
     """
 
     def __init__(self, message: str, *, problem: str, **context: str | None) -> None:
@@ -204,10 +209,9 @@ class SharedCallFailed(LockError):
 class SharedResultTooLarge(LockError, ValueError):
     """A single-flight result is too large to store in the lock table (400 KB items).
 
-    Raised to the caller that ran the function, at store time: ``result`` is what
-    the function returned, so it is not lost. Return a reference (an S3 key)
-    instead of the data, or pass a ``serializer`` that compresses it. The
-    waiters get `SharedCallFailed` naming this error.
+    Raised to the caller that ran the function, at store time: ``result`` is what the function
+    returned, so it is not lost. Return a reference (an S3 key) instead of the data, or pass a
+    ``serializer`` that compresses it. The waiters get `SharedCallFailed` naming this error.
     """
 
     def __init__(self, message: str, *, result: object, size: int, table: str, key: str) -> None:
@@ -219,9 +223,8 @@ class SharedResultTooLarge(LockError, ValueError):
 class FencingUnavailable(DynaleaseError):
     """A guard was asked for ``fencing_token`` that has none.
 
-    Either the lock was created without ``fencing=True``, or the guard has not
-    acquired the lock (yet). Create the lock with ``fencing=True`` and read the
-    token inside its ``with`` block.
+    Either the lock was created without ``fencing=True``, or the guard has not acquired the lock
+    (yet). Create the lock with ``fencing=True`` and read the token inside its ``with`` block.
     """
 
 
@@ -394,11 +397,10 @@ TransactionCanceledException = TransactionCanceledError
 class LockOwnershipLost(TransactionCanceledError):
     """A transaction was rejected because the lock it checked in is no longer ours.
 
-    Nothing in the transaction was written and the guard is marked lost (its
-    ``lost`` is true, ``raise_if_lost()`` raises `LockLost`). Raised by the
-    commit, so ``except TransactionCanceledError`` (pydynox's
-    ``TransactionCanceledException``) catches it; it names the lock's ``table``,
-    ``key`` and ``owner``.
+    Nothing in the transaction was written and the guard is marked lost (its ``lost`` is true,
+    ``raise_if_lost()`` raises `LockLost`). Raised by the commit, so ``except
+    TransactionCanceledError`` (pydynox's ``TransactionCanceledException``) catches it; it names
+    the lock's ``table``, ``key`` and ``owner``.
     """
 
     def __init__(

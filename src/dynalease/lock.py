@@ -9,10 +9,10 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar, cast
 
-from . import _tracing, shutdown
+from . import _meters, _tracing, shutdown
 from ._advice import explain
 from ._calls import CALL, guarded_calls
 from ._engine.deadline import suspension_warning
@@ -99,6 +99,7 @@ class _Guard:
         fencing: bool = False,
         keys: Sequence[str] | None = None,
         fair: bool = False,
+        metadata: Mapping[str, Any] | None = None,
     ) -> None:
         lease_s, wait_s = _check_options(
             client, table, lease_duration, wait_timeout, on_lost, fencing
@@ -108,6 +109,7 @@ class _Guard:
         self._lease: Lease = client._new_lease(
             table, resolved[0], lease_s, wait_s, on_lost, fencing=fencing, keys=resolved, fair=fair
         )
+        self.set_metadata(metadata)  # checked here, before any request
 
     @property
     def table(self) -> str:
@@ -169,16 +171,16 @@ class _Guard:
     def raise_if_lost(self) -> None:
         """Raise `LockLost` unless this guard holds a valid lease right now.
 
-        A local check: it cannot make a later side effect atomic with ownership.
-        Use `check_in` to protect DynamoDB writes.
+        A local check: it cannot make a later side effect atomic with ownership. Use `check_in`
+        to protect DynamoDB writes.
         """
         self._lease.raise_if_lost()
 
     def wait_lost(self, timeout: float | None = None) -> bool:
         """Block up to ``timeout`` seconds until the guard is lost; True if it was.
 
-        Long-running sync work can run this in a watcher thread, or poll with
-        ``timeout=0``, to stop early instead of finding out at its next write.
+        Long-running sync work can run this in a watcher thread, or poll with ``timeout=0``, to
+        stop early instead of finding out at its next write.
         """
         try:
             self._lease.lost_signal.result(timeout)
@@ -236,6 +238,10 @@ class _Guard:
             write_requests=counters.write_requests + line.writes,
         )
 
+    def set_metadata(self, metadata: Mapping[str, Any] | None) -> None:
+        """Replace the rows' holder ``metadata`` (JSON, <= 512 bytes); the next renewal sends it."""
+        self._lease.spec.holder.set_metadata(metadata)
+
     @contextlib.contextmanager
     def _acquiring(self, task: asyncio.Task[Any] | None) -> Iterator[Runtime]:
         """Around a face's acquisition: the checks, the span, the errors; then it is held."""
@@ -246,7 +252,7 @@ class _Guard:
             )
         runtime = self._client._runtime()
         try:
-            with _tracing.acquiring(self._lease) as link:
+            with _tracing.acquiring(self._lease) as link, _meters.acquiring(self._lease):
                 self._lease.renewer.trace_link = link
                 yield runtime
         except DynamoDBError as error:
@@ -268,7 +274,7 @@ class _Guard:
         if exc is not None and not isinstance(exc, Exception):
             suspension_warning(self._lease, exc)
         try:
-            with _tracing.releasing(self._lease):
+            with _tracing.releasing(self._lease), _meters.releasing(self._lease):
                 yield
         except Exception as cleanup_error:
             if exc is None:
@@ -384,10 +390,10 @@ def distributed_lock(
     """Run each call of a ``def`` or ``async def`` function under a lock.
 
     ``key`` (or each entry of ``keys``) is a template over the function's arguments, e.g.
-    ``"customer:{customer_id}"``; referenced arguments must be ``str``. Several
-    placeholders are length-framed (``"{tenant}:{id}"`` -> ``"4:acme:3:123"``).
-    Template errors are raised here; argument errors at call time, before any
-    request. Decorating (or creating an unawaited coroutine) makes no request.
+    ``"customer:{customer_id}"``; referenced arguments must be ``str``. Several placeholders are
+    length-framed (``"{tenant}:{id}"`` -> ``"4:acme:3:123"``). Template errors are raised here;
+    argument errors at call time, before any request. Decorating (or creating an unawaited
+    coroutine) makes no request.
 
     For example:
 

@@ -7,7 +7,7 @@ permit is held, the guard behaves exactly like a lock guard on that row.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ParamSpec, TypeVar, cast
 
 from ._calls import guarded_calls
@@ -45,6 +45,7 @@ class _SemaphoreGuard(_Guard):
         wait_timeout: float = 35.0,
         on_lost: OnLost | None = None,
         fair: bool = False,
+        metadata: Mapping[str, Any] | None = None,
     ) -> None:
         lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
         keys = permit_keys(key, permits)
@@ -54,6 +55,7 @@ class _SemaphoreGuard(_Guard):
         self._lease = client._new_lease(
             table, key, lease_s, wait_s, on_lost, keys, fair=fair, queues=queue
         )
+        self.set_metadata(metadata)  # checked here, before any request
 
     @property
     def _permit(self) -> PermitTarget:

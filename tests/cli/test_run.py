@@ -617,3 +617,20 @@ def test_on_a_terminal_the_command_reads_it_and_ctrl_c_or_ctrl_z_ends_it(
             runner.kill()
             runner.wait()
         terminal.close()
+
+
+def test_the_row_names_the_command_by_its_program_never_its_arguments(
+    endpoint: str, lock_table: str, client: DynamoDBClient
+) -> None:
+    process = start(endpoint, lock_table, "--", "sleep", "17.5")
+    try:
+        deadline = time.monotonic() + BOUND_S
+        while (item := row(client, lock_table)) is None:
+            assert time.monotonic() < deadline, "run did not acquire"
+            time.sleep(0.05)
+        holder: Any = item["holder"]
+        assert holder["command"] == "sleep" and "17.5" not in str(holder)
+        assert holder["pid"] == process.pid
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(BOUND_S)

@@ -25,6 +25,7 @@ PUBLIC_MODULES = [
     "dynalease.shutdown",
     "dynalease.testing",
     "dynalease.constants",
+    "dynalease.admin",
     "dynalease.middleware",
     "dynalease.cdk",
 ]

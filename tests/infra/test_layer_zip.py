@@ -349,11 +349,13 @@ RUNTIME_ROOMS = frozenset({"_engine", "_transport"})
 RUNTIME_MODULES = frozenset(
     {
         "__init__",
+        "admin",  # break_lock, for an operator's own function too
         "_advice",
         "_calls",
         "_compute_modes",
         "_election",
         "_keyset",
+        "_meters",
         "_redact",
         "_results",
         "_rwguards",

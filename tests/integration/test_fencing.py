@@ -47,7 +47,7 @@ def test_tokens_increase_across_acquisitions_and_releases_leave_a_free_row(
         with SyncDistributedLock(client, table=table, key="job", fencing=True) as lease:
             tokens.append(lease.fencing_token)
             live = row(client, table, "job")
-            assert live is not None and set(live) == p.FENCED_ROW_ATTRS
+            assert live is not None and set(live) == p.FENCED_ROW_ATTRS | {p.HOLDER_ATTR}
             assert live["protocol"] == {"N": "2"}
             assert live["fence"] == {"N": str(lease.fencing_token)}
             assert live["owner"] == {"S": lease.owner}

@@ -333,7 +333,12 @@ def test_it_stacks_under_logger_and_metrics_with_one_log_line_and_emf_metrics_pe
 
     emf = observed.emf()
     names = {m["Name"]: m["Unit"] for m in emf["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
-    assert names == {"LockAcquired": "Count", "LockWaitMs": "Milliseconds", "LockRenewals": "Count"}
+    assert names == {
+        "LockAcquired": "Count",
+        "LockWaitMs": "Milliseconds",
+        "LockRenewals": "Count",
+        "LockHeldMs": "Milliseconds",
+    }
     assert emf["LockAcquired"] == [1.0] and emf["LockRenewals"] == [0.0]
     assert emf["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "DynaleaseTests"
 
@@ -678,3 +683,49 @@ def test_event_data_never_reaches_an_error_message_only_types_sizes_and_indices(
     message = str(raised.value)
     assert shown in message
     assert CARD[:6] not in message and "'123'" not in message, message
+
+
+# --- who holds the row -------------------------------------------------------------
+
+
+def test_an_invocations_row_names_its_function_version_and_request_id(
+    lock_table: str, other_client: DynamoDBClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "orders-sync")
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_VERSION", "12")
+    seen: dict[str, Any] = {}
+
+    @lock_handler(key="order:{id}")
+    def handler(event: Any, context: Any) -> None:
+        key = current_lock().key
+        item = other_client.sync_get_item(lock_table, {"key": key}, consistent_read=True)
+        seen.update(item["holder"] if item else {})
+
+    handler({"id": _id()}, CountdownContext(60, aws_request_id="8f5c3e2a-invocation"))
+    assert seen["lambda"] == {
+        "function": "orders-sync",
+        "version": "12",
+        "request_id": "8f5c3e2a-invocation",
+    }
+
+
+def test_a_takeover_of_an_abandoned_row_is_counted_as_contended_and_as_a_takeover(
+    lock_table: str, other_client: DynamoDBClient, observed: _Observed
+) -> None:
+    key = f"order:{_id()}"
+    other_client.sync_put_item(  # a holder that died: pydynox's row shape, a 0.1 s lease
+        lock_table,
+        {"key": key, "owner": str(uuid.uuid4()), "version": "v", "lease_ms": 100, "protocol": 1},
+    )
+
+    @observed.metrics.log_metrics
+    @lock_handler(key="{key}", metrics=observed.metrics)
+    def handler(event: Any, context: Any) -> None:
+        pass
+
+    handler({"key": key}, CountdownContext(60))
+    emf = observed.emf()
+    assert emf["LockAcquired"] == [1.0]
+    assert emf["LockContended"] == [1.0] and emf["LockTakeover"] == [1.0]
+    assert emf["LockWaitMs"][0] >= 100  # it watched the row for the stored lease
+    assert len(emf["LockHeldMs"]) == 1

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynalease import DynamoDBClient
+from dynalease._engine.holder import Holder
 from dynalease._engine.journal import Journal
 from dynalease._engine.lease import Lease, LeaseSpec
 from dynalease._engine.observations import Observations
@@ -253,13 +254,23 @@ class Harness:
         on_lost: Callable[[LockLost], object] | None = None,
         fencing: bool = False,
         journal: Journal | None = None,
+        metadata: object = None,
     ) -> Lease:
+        spec = LeaseSpec(
+            TABLE,
+            lease,
+            wait,
+            fencing=fencing,
+            journal=journal,
+            on_lost=on_lost,
+            holder=Holder(metadata),
+        )
         return Lease(
             store=LockStore(self.transport),
             clock=self.clock,
             observations=self.observations if observations is None else observations,
             key=key,
-            spec=LeaseSpec(TABLE, lease, wait, fencing=fencing, journal=journal, on_lost=on_lost),
+            spec=spec,
         )
 
     def permit_lease(

@@ -35,9 +35,22 @@ _WRITE = {
     "ReturnConsumedCapacity",
 }
 #: Fenced rows' writes (dynalease._engine.shapes), recognized by their exact text.
-_FENCED_ACQUIRE = "SET #o = :owner, #v = :version, #l = :lease, #p = :protocol ADD #f :one"
-_FENCED_RELEASE = "REMOVE #o, #v, #l"
-_FENCED_NAMES = {"#o": "owner", "#v": "version", "#l": "lease_ms", "#p": "protocol", "#f": "fence"}
+_FENCED_ACQUIRE = (
+    "SET #o = :owner, #v = :version, #l = :lease, #p = :protocol, #h = :holder ADD #f :one"
+)
+_FENCED_RELEASE = "REMOVE #o, #v, #l, #h"
+_FENCED_NAMES = {
+    "#o": "owner",
+    "#v": "version",
+    "#l": "lease_ms",
+    "#p": "protocol",
+    "#f": "fence",
+    "#h": "holder",
+}
+#: A renewal's update, and the one that also replaces the holder map (``set_metadata``).
+_RENEW = "SET #v = :new"
+_RENEW_HOLDER = "SET #v = :new, #h = :h"
+_RENEW_NAMES = {"#o": "owner", "#v": "version"}
 _PARAMS = {
     "GetItem": {"TableName", "Key", "ConsistentRead", "ReturnConsumedCapacity"},
     "PutItem": _WRITE | {"Item"},
@@ -142,8 +155,8 @@ def _condition(params: dict[str, Any], table: _Table) -> Callable[[Item | None],
         return lambda row: row is not None and row.get("owner") == values[":o"]
     if (
         text == "#o = :o AND #v = :v"
-        and names == {"#o": "owner", "#v": "version"}
-        and set(values) <= {":o", ":v", ":new"}
+        and names in ({"#o": "owner", "#v": "version"}, {**_RENEW_NAMES, "#h": "holder"})
+        and set(values) <= {":o", ":v", ":new", ":h"}
         and {":o", ":v"} <= set(values)
     ):
         return lambda row: (
@@ -292,17 +305,18 @@ class MemoryDynamoDB:
         fenced = _fenced_update(params)
         if fenced is not None:
             return _Write(table, row_key, holds, fenced, return_old)
+        expression = params.get("UpdateExpression")
         if (
-            params.get("UpdateExpression") != "SET #v = :new"
+            expression not in (_RENEW, _RENEW_HOLDER)
             or params.get("ConditionExpression") is None
             or (names or {}).get("#v") != "version"
             or ":new" not in (values or {})
         ):
             raise _unsupported("this update (only the renewal's is known)", params)
-        new = copy.deepcopy(values[":new"])  # type: ignore[index]
-        return _Write(
-            table, row_key, holds, lambda row: {**(row or {}), "version": new}, return_old
-        )
+        changes = {"version": copy.deepcopy(values[":new"])}  # type: ignore[index]
+        if expression == _RENEW_HOLDER:
+            changes["holder"] = copy.deepcopy(values[":h"])  # type: ignore[index]
+        return _Write(table, row_key, holds, lambda row: {**(row or {}), **changes}, return_old)
 
     def _single_write(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         write = self._write(operation, params)
@@ -375,11 +389,10 @@ def _fenced_update(params: dict[str, Any]) -> Callable[[Item | None], Item | Non
     names = params.get("ExpressionAttributeNames") or {}
     values = params.get("ExpressionAttributeValues") or {}
     if expression == _FENCED_RELEASE and names == {
-        key: _FENCED_NAMES[key] for key in ("#o", "#v", "#l")
+        key: _FENCED_NAMES[key] for key in ("#o", "#v", "#l", "#h")
     }:
-        return lambda row: {
-            k: v for k, v in (row or {}).items() if k not in {"owner", "version", "lease_ms"}
-        }
+        gone = {"owner", "version", "lease_ms", "holder"}
+        return lambda row: {k: v for k, v in (row or {}).items() if k not in gone}
     if expression != _FENCED_ACQUIRE or not _FENCED_NAMES.items() <= names.items():
         return None
     if values.get(":one") != {"N": "1"} or params.get("ReturnValues") not in (None, "UPDATED_NEW"):
@@ -395,6 +408,7 @@ def _fenced_update(params: dict[str, Any]) -> Callable[[Item | None], Item | Non
             "version": copy.deepcopy(values[":version"]),
             "lease_ms": copy.deepcopy(values[":lease"]),
             "protocol": copy.deepcopy(values[":protocol"]),
+            "holder": copy.deepcopy(values[":holder"]),
             "fence": {"N": str(fence + 1)},
         }
 

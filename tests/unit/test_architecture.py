@@ -30,20 +30,23 @@ ALLOWED: dict[str, set[str]] = {
     # _spans: the spans themselves, loaded (with OpenTelemetry) only once someone traces.
     "_tracing": {"_redact", "exceptions", "_spans"},
     "_spans": {"_redact", "exceptions"},
+    # _meters: OpenTelemetry metrics, imported from nobody's cold path but the guards'.
+    "_meters": {"_redact", "exceptions"},
     "metrics": BASE,
     "keys": BASE,
     "fencing": BASE,
     "shutdown": BASE,
     "_calls": BASE | {"keys"},
     "_keyset": BASE | {"keys"},
-    "_engine": BASE | {"metrics"},
+    # _engine: _values only for the holder's user metadata, when a guard is given some.
+    "_engine": BASE | {"metrics", "_values"},
     "_values": BASE,
     "_transport": BASE | {"_engine", "_values"},
     # _transport: the endpoint requests went to, for messages that name it.
     "_advice": BASE | {"_transport"},
     "lock": BASE
     | {"_engine", "metrics", "keys", "client", "transaction", "shutdown", "_calls", "_advice"}
-    | {"_keyset"},
+    | {"_keyset", "_meters"},
     "transaction": BASE | {"_engine", "_values", "client"},
     "client": BASE | {"_engine", "_transport", "_values"},
     "semaphore": BASE | {"_engine", "keys", "client", "lock", "_calls"},
@@ -64,6 +67,7 @@ ALLOWED: dict[str, set[str]] = {
     "middleware": BASE
     | {"_lambda", "client", "lock", "keys", "_keyset", "metrics"}
     | {"single_flight"},
+    "admin": BASE | {"_engine", "_values", "client", "keys"},
     "testing": BASE | {"_engine", "_transport", "_values", "client"},
     "cdk": BASE,
     "_extension": BASE | {"_engine", "_transport", "client"},
@@ -83,7 +87,7 @@ ALLOWED: dict[str, set[str]] = {
         "keys",
         "_keyset",
     }
-    | {"metrics", "testing"},
+    | {"metrics", "testing", "admin"},
 }
 
 

@@ -104,6 +104,7 @@ MIDDLEWARE_COLD_MODULES = [
     "dynalease._compute_modes",
     "dynalease._engine",
     "dynalease._engine.deadline",
+    "dynalease._engine.invocation_id",
     "dynalease._engine.protocol",
     "dynalease._engine.states",
     "dynalease._keyset",

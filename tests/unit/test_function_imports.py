@@ -81,7 +81,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("cli/command_group.py", "_become_subreaper", "ctypes"): "Linux only, one command's",
     ("cli/common.py", "run_command", "botocore.exceptions"): _BOTOCORE,
     ("cli/doctor.py", "run", ".._tooling.diagnose"): _CLI,
-    ("cli/inspect.py", "run", "rich.live"): _RICH,
+    ("cli/inspect.py", "follow", "rich.live"): _RICH,
     ("cli/inspect.py", "rich_cells", "rich.markup"): _RICH,
     ("cli/local.py", "run", ".._tooling.local_server"): _CLI,
     ("client.py", "DynamoDBClient._in_pool", "asyncio"): _ASYNC_FACE,

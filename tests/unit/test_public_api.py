@@ -118,6 +118,7 @@ LOCK_PARAMETERS = [
     ("fencing", KW, False),  # beyond the reference: fenced (protocol-2) rows, opt-in
     ("keys", KW, None),  # beyond the reference: several keys at once, exclusive with key
     ("fair", KW, False),  # beyond the reference: waiters in arrival order (docs/fairness.md)
+    ("metadata", KW, None),  # beyond the reference: the user's part of the rows' holder map
 ]
 
 
@@ -129,7 +130,9 @@ def test_lock_classes_take_a_client_then_keyword_options_with_the_reference_defa
 
 
 def test_the_decorator_has_the_same_options_and_defaults() -> None:
-    assert parameters(distributed_lock) == [("client", POS, EMPTY), *LOCK_PARAMETERS]
+    # but metadata: a decorated call sets it with current_guard().set_metadata(...)
+    options = [option for option in LOCK_PARAMETERS if option[0] != "metadata"]
+    assert parameters(distributed_lock) == [("client", POS, EMPTY), *options]
 
 
 def test_the_async_lock_is_an_async_context_and_the_sync_lock_a_sync_one() -> None:
@@ -144,6 +147,7 @@ def test_the_async_lock_is_an_async_context_and_the_sync_lock_a_sync_one() -> No
 def test_guards_offer_the_named_checks_signals_and_metrics(face: Any) -> None:
     assert parameters(face.raise_if_lost) == []
     assert [p[0] for p in parameters(face.check_in)] == ["transaction"]
+    assert parameters(face.set_metadata) == [("metadata", POS, EMPTY)]
     assert parameters(face.wait_lost) == [("timeout", POS, None)]
     assert inspect.iscoroutinefunction(face.until_lost)
     for name in ("metrics", "lost", "time_left", "owner", "key", "table"):
@@ -239,6 +243,7 @@ def test_the_exceptions_module_exports_exactly_its_errors() -> None:
         "LockHeldAtSnapshot",
         "LockLost",
         "LockNotAcquired",
+        "LockNotBroken",
         "LockOwnershipLost",
         "LockReleaseError",
         "LockUnavailable",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypedDict, TypeGuard
 
 from .._redact import escaped, logged_key
@@ -18,6 +18,7 @@ from ..metrics import LockMetrics
 from . import protocol as p
 from .clock import Clock, Stamp
 from .counters import Tally
+from .holder import Holder
 from .journal import Journal
 from .observations import Observations
 from .shapes import condition_item
@@ -68,6 +69,9 @@ class LeaseSpec:
     journal: Journal | None = None
     #: Called (on a thread of its own) once ownership is lost.
     on_lost: Callable[[LockLost], object] | None = None
+    #: Who holds the rows, written with each create and takeover (``holder.py``): the
+    #: one part of the spec that changes (``set_metadata``), and only its metadata.
+    holder: Holder = field(default_factory=Holder)
 
     @property
     def protocol(self) -> int:
@@ -277,7 +281,10 @@ class LeaseCore:
     def new_write(self, key: str) -> tuple[p.LockRow, Stamp]:
         """The row of our next create or takeover at ``key``, stamped and noted as pending."""
         version, stamp = self.new_version()
-        return p.LockRow(key, self.owner, version, self.spec.lease_ms, self.spec.protocol), stamp
+        spec = self.spec
+        holder = spec.holder.for_write()
+        row = p.LockRow(key, self.owner, version, spec.lease_ms, spec.protocol, None, holder)
+        return row, stamp
 
     def new_version(self) -> tuple[str, Stamp]:
         """A version for our next write (a renewal's), stamped now and noted as pending."""

@@ -40,6 +40,8 @@ VERSION_ATTR = "version"
 LEASE_ATTR = "lease_ms"
 PROTOCOL_ATTR = "protocol"
 FENCE_ATTR = "fence"
+#: Who holds the row, for people (``holder.py``); a map no protocol rule reads.
+HOLDER_ATTR = "holder"
 ROW_ATTRS = frozenset({KEY_ATTR, OWNER_ATTR, VERSION_ATTR, LEASE_ATTR, PROTOCOL_ATTR})
 #: A live fenced row; a free one holds only key, protocol and fence.
 FENCED_ROW_ATTRS = ROW_ATTRS | {FENCE_ATTR}
@@ -70,6 +72,8 @@ class LockRow(NamedTuple):
     protocol: int = PROTOCOL
     #: The fencing counter of a protocol-2 row (None for protocol 1).
     fence: int | None = None
+    #: The ``holder`` map written with the row (AttributeValue form); None on rows read.
+    holder: dict[str, Any] | None = None
 
     @property
     def fenced(self) -> bool:
@@ -81,15 +85,18 @@ class LockRow(NamedTuple):
         """What an observer compares: the row is abandoned only if this stays unchanged."""
         return (self.owner, self.version, self.lease_ms)
 
-    def to_item(self) -> dict[str, dict[str, str]]:
+    def to_item(self) -> dict[str, dict[str, Any]]:
         """The row in DynamoDB's AttributeValue form."""
-        return {
+        item: dict[str, dict[str, Any]] = {
             KEY_ATTR: {"S": self.key},
             OWNER_ATTR: {"S": self.owner},
             VERSION_ATTR: {"S": self.version},
             LEASE_ATTR: {"N": str(self.lease_ms)},
             PROTOCOL_ATTR: {"N": str(self.protocol)},
         }
+        if self.holder is not None:
+            item[HOLDER_ATTR] = self.holder
+        return item
 
 
 def parse_row(item: dict[str, Any], *, table: str, key: str, protocol: int = PROTOCOL) -> LockRow:

@@ -123,13 +123,13 @@ class Renewer:
         core = self.core
         assert core.validity is not None and core.version is not None
         deadline = core.clock.monotonic() + core.validity.remaining(core.clock, core.spec.span)
-        current, store = core.version, core.store
+        current, store, holder = core.version, core.store, core.spec.holder.unsent
         version, stamp = core.new_version()
         try:
             reply = await requests.send(
                 "write",
                 lambda limit: store.renew_rows(
-                    core.table, core.keys, core.owner, current, version, limit
+                    core.table, core.keys, core.owner, current, version, limit, holder
                 ),
                 deadline,
             )
@@ -148,6 +148,7 @@ class Renewer:
             )
         if core.state is State.HELD:
             core.confirm(version, stamp)
+            core.spec.holder.sent(holder)
             core.tally.renewals += 1
         return True
 

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from .protocol import (
     FENCE_ATTR,
     FENCED_PROTOCOL,
+    HOLDER_ATTR,
     KEY_ATTR,
     LEASE_ATTR,
     OWNER_ATTR,
@@ -127,9 +128,12 @@ def read_params(table: str, key: str) -> dict[str, Any]:
     }
 
 
-def renew_params(table: str, key: str, owner: str, current: str, new: str) -> dict[str, Any]:
-    """The ``UpdateItem`` that replaces our version with ``new`` if owner and version are ours."""
-    return {
+def renew_params(
+    table: str, key: str, owner: str, current: str, new: str, holder: Item | None = None
+) -> dict[str, Any]:
+    """The ``UpdateItem`` that replaces our version with ``new`` if owner and version are ours
+    (and sets the ``holder`` map when it changed)."""
+    params: dict[str, Any] = {
         "TableName": table,
         "Key": {KEY_ATTR: {"S": key}},
         "UpdateExpression": "SET #v = :new",
@@ -139,6 +143,11 @@ def renew_params(table: str, key: str, owner: str, current: str, new: str) -> di
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         "ReturnConsumedCapacity": "TOTAL",
     }
+    if holder is not None:
+        params["UpdateExpression"] += ", #h = :h"
+        params["ExpressionAttributeNames"]["#h"] = HOLDER_ATTR
+        params["ExpressionAttributeValues"][":h"] = holder
+    return params
 
 
 def condition_item(table: str, key: str, owner: str) -> dict[str, Any]:
@@ -194,13 +203,35 @@ def _delete_params(table: str, key: str, owner: str) -> dict[str, Any]:
     }
 
 
+def break_request(table: str, row: LockRow) -> tuple[str, dict[str, Any]]:
+    """A force release of exactly ``row`` (its owner and version still there), answering the
+    old row: a delete, or for a fenced row the release's update (the counter stays)."""
+    params: dict[str, Any] = {
+        "TableName": table,
+        "Key": {KEY_ATTR: {"S": row.key}},
+        "ConditionExpression": "#o = :o AND #v = :v",
+        "ExpressionAttributeNames": dict(_NAMES_OWNER_VERSION),
+        "ExpressionAttributeValues": {":o": {"S": row.owner}, ":v": {"S": row.version}},
+        "ReturnValues": "ALL_OLD",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+    if not row.fenced:
+        return "DeleteItem", params
+    params["UpdateExpression"] = RELEASE_UPDATE
+    params["ExpressionAttributeNames"].update({"#l": LEASE_ATTR, "#h": HOLDER_ATTR})
+    return "UpdateItem", params
+
+
 # --- protocol 2: the fenced writes --------------------------------------------
 
-ACQUIRE_UPDATE = "SET #o = :owner, #v = :version, #l = :lease, #p = :protocol ADD #f :one"
+ACQUIRE_UPDATE = (
+    "SET #o = :owner, #v = :version, #l = :lease, #p = :protocol, #h = :holder ADD #f :one"
+)
 #: Absent, or free (released: no owner). A live row of either protocol has an owner.
 ACQUIRE_CONDITION = "attribute_not_exists(#k) OR attribute_not_exists(#o)"
 TAKEOVER_CONDITION = "#o = :o AND #v = :v"
-RELEASE_UPDATE = "REMOVE #o, #v, #l"
+RELEASE_UPDATE = "REMOVE #o, #v, #l, #h"
 RELEASE_CONDITION = "#o = :o"
 
 _WRITE_NAMES = {
@@ -209,6 +240,7 @@ _WRITE_NAMES = {
     "#l": LEASE_ATTR,
     "#p": PROTOCOL_ATTR,
     "#f": FENCE_ATTR,
+    "#h": HOLDER_ATTR,
 }
 
 
@@ -220,6 +252,7 @@ def _fenced_write_params(table: str, row: LockRow, observed: LockRow | None) -> 
         ":lease": {"N": str(row.lease_ms)},
         ":protocol": {"N": str(FENCED_PROTOCOL)},
         ":one": {"N": "1"},
+        ":holder": {"M": {}} if row.holder is None else row.holder,
     }
     if observed is None:
         condition = ACQUIRE_CONDITION
@@ -247,7 +280,12 @@ def _fenced_release_params(table: str, key: str, owner: str) -> dict[str, Any]:
         "Key": {KEY_ATTR: {"S": key}},
         "UpdateExpression": RELEASE_UPDATE,
         "ConditionExpression": RELEASE_CONDITION,
-        "ExpressionAttributeNames": {"#o": OWNER_ATTR, "#v": VERSION_ATTR, "#l": LEASE_ATTR},
+        "ExpressionAttributeNames": {
+            "#o": OWNER_ATTR,
+            "#v": VERSION_ATTR,
+            "#l": LEASE_ATTR,
+            "#h": HOLDER_ATTR,
+        },
         "ExpressionAttributeValues": {":o": {"S": owner}},
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         "ReturnConsumedCapacity": "TOTAL",
@@ -272,9 +310,11 @@ def put_action(table: str, row: LockRow, observed: LockRow | None) -> dict[str, 
     return {"Put": _action(write_request(table, row, observed)[1])}
 
 
-def renew_action(table: str, key: str, owner: str, current: str, new: str) -> dict[str, Any]:
+def renew_action(
+    table: str, key: str, owner: str, current: str, new: str, holder: Item | None = None
+) -> dict[str, Any]:
     """The transaction's ``Update`` of one row's version (as :func:`renew_params`)."""
-    return {"Update": _action(renew_params(table, key, owner, current, new))}
+    return {"Update": _action(renew_params(table, key, owner, current, new, holder))}
 
 
 def delete_action(table: str, key: str, owner: str) -> dict[str, Any]:

@@ -152,10 +152,18 @@ class LockStore:
         return write_reply(await self._send(operation, params, limit))
 
     async def renew(
-        self, table: str, key: str, owner: str, current: str, new: str, limit: Limit | None = None
+        self,
+        table: str,
+        key: str,
+        owner: str,
+        current: str,
+        new: str,
+        limit: Limit | None = None,
+        holder: Item | None = None,
     ) -> Reply:
-        """Replace our version with a new one, only if owner and version are still ours."""
-        params = shapes.renew_params(table, key, owner, current, new)
+        """Replace our version with a new one, only if owner and version are still ours
+        (setting the ``holder`` map too when given)."""
+        params = shapes.renew_params(table, key, owner, current, new, holder)
         return write_reply(await self._send("UpdateItem", params, limit))
 
     async def delete(
@@ -207,11 +215,12 @@ class LockStore:
         current: str,
         new: str,
         limit: Limit | None = None,
+        holder: Item | None = None,
     ) -> Reply:
         """Renew every row (each only if owner and version are still ours). All or nothing."""
         if len(keys) == 1:
-            return await self.renew(table, keys[0], owner, current, new, limit)
-        actions = [shapes.renew_action(table, key, owner, current, new) for key in keys]
+            return await self.renew(table, keys[0], owner, current, new, limit, holder)
+        actions = [shapes.renew_action(table, key, owner, current, new, holder) for key in keys]
         return await self._transact(actions, limit)
 
     async def delete_rows(

@@ -105,7 +105,8 @@ class Holding:
             plan._reporter.not_acquired(table, key, guard.metrics, remaining, error)
             raise
         self._start = time.monotonic()
-        plan._reporter.acquired(guard.metrics)
+        held = getattr(guard, "_lease", None)  # a reader's or writer's guard has none
+        plan._reporter.acquired(guard.metrics, took_over=held is not None and held.took_over)
         self._guard = guard
         self._token = CURRENT_LOCK.set(guard)
         return guard

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .._engine.deadline import TIME_LEFT
+from .._engine.invocation_id import INVOCATION
 from .budget import remaining_seconds
 
 __all__ = ["bounded", "lambda_context_of"]
@@ -29,6 +30,8 @@ def bounded(context: Any) -> Iterator[None]:
     """Bound the guards acquired in the block by the deadline of ``context``, if it has one."""
     context = lambda_context_of(context)
     token = None
+    request_id = getattr(context, "aws_request_id", None)
+    named = INVOCATION.set(request_id) if isinstance(request_id, str) else None
     if callable(getattr(context, "get_remaining_time_in_millis", None)):
         token = TIME_LEFT.set(lambda: remaining_seconds(context) or 0.0)
     try:
@@ -36,3 +39,5 @@ def bounded(context: Any) -> Iterator[None]:
     finally:
         if token is not None:
             TIME_LEFT.reset(token)
+        if named is not None:
+            INVOCATION.reset(named)

@@ -56,9 +56,13 @@ class Reporter:
         self._metrics = metrics
         self._log_key = log_key
 
-    def acquired(self, stats: LockMetrics) -> None:
+    def acquired(self, stats: LockMetrics, *, took_over: bool = False) -> None:
         self._metric("LockAcquired", "Count", 1)
         self._metric("LockWaitMs", "Milliseconds", stats.wait_ms)
+        if stats.read_requests or stats.conditional_failures:  # it found the row held first
+            self._metric("LockContended", "Count", 1)
+        if took_over:
+            self._metric("LockTakeover", "Count", 1)
 
     def not_acquired(
         self,
@@ -90,8 +94,11 @@ class Reporter:
         else:
             outcome = "released"
         self._metric("LockRenewals", "Count", stats.renewals)
+        self._metric("LockHeldMs", "Milliseconds", held_ms)
         if stats.lost:
             self._metric("LockLost", "Count", 1)
+        if stats.throttled_requests:
+            self._metric("LockThrottled", "Count", stats.throttled_requests)
         self._line(outcome, table, key, stats, None, held_ms)
 
     def _metric(self, name: str, unit: str, value: float) -> None:

@@ -13,6 +13,7 @@ from constructs import Construct
 
 from ..constants import ENV_TABLE
 from ._checks import check_optional_name, check_removal_policy
+from .dashboard import LockDashboard
 from .layer import LockLayer
 
 __all__ = ["INSPECT_ACTIONS", "LOCK_ACTIONS", "SEMAPHORE_ACTIONS", "TABLE_ENV_VAR", "LockTable"]
@@ -77,6 +78,12 @@ class LockTable(Construct):
     :param result_expiry: enable TTL on ``dynalease_expires``, the attribute only
         single-flight result items carry, so DynamoDB deletes stale results
         (docs/single-flight.md); lock rows never carry it. Off by default.
+    :param dashboard: add a CloudWatch dashboard and alarms (`LockDashboard`) over
+        the middleware's EMF metrics in ``metrics_namespace`` / ``metrics_service`` (your
+        Powertools ``Metrics`` namespace and service), alarming at a lost lock, a throttled
+        lock request and a p99 wait over ``wait_p99_alarm_ms``.
+    :param contributor_insights: CloudWatch Contributor Insights on the table's throttled
+        keys (the hot lock keys); billed per event, so throttled keys only.
     """
 
     def __init__(
@@ -90,6 +97,11 @@ class LockTable(Construct):
         deletion_protection: bool = True,
         encryption_key: kms.IKey | None = None,
         result_expiry: bool = False,
+        dashboard: bool = False,
+        metrics_namespace: str = "dynalease",
+        metrics_service: str = "dynalease",
+        wait_p99_alarm_ms: float = 5_000.0,
+        contributor_insights: bool = False,
     ) -> None:
         check_optional_name(
             table_name,
@@ -104,6 +116,8 @@ class LockTable(Construct):
             ("point_in_time_recovery", point_in_time_recovery),
             ("deletion_protection", deletion_protection),
             ("result_expiry", result_expiry),
+            ("dashboard", dashboard),
+            ("contributor_insights", contributor_insights),
         ):
             if not isinstance(value, bool):
                 raise TypeError(f"{name} must be True or False, got {value!r}")
@@ -135,8 +149,26 @@ class LockTable(Construct):
             encryption_key=encryption_key,
             removal_policy=removal_policy,
             time_to_live_attribute=RESULT_EXPIRY_ATTRIBUTE if result_expiry else None,
+            contributor_insights_specification=(
+                dynamodb.ContributorInsightsSpecification(
+                    enabled=True, mode=dynamodb.ContributorInsightsMode.THROTTLED_KEYS
+                )
+                if contributor_insights
+                else None
+            ),
         )
         """The underlying ``aws_dynamodb.Table`` (construct ID ``Table``)."""
+        self.dashboard: LockDashboard | None = None
+        """With ``dashboard=True``: the dashboard and alarms (construct ID ``Dashboard``)."""
+        if dashboard:
+            self.dashboard = LockDashboard(
+                self,
+                "Dashboard",
+                table=self.table,
+                namespace=metrics_namespace,
+                service=metrics_service,
+                wait_p99_alarm_ms=wait_p99_alarm_ms,
+            )
 
     @property
     def table_name(self) -> str:

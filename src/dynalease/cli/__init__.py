@@ -1,4 +1,4 @@
-"""The ``dynalease`` command: inspect, doctor, local and run.
+"""The ``dynalease`` command: inspect, doctor, local, run, break, ls, top and gc.
 
 Importing this package loads argument parsing and the library's faces (which every
 command but ``--help`` uses); boto3, moto and rich are imported by the subcommand
@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import doctor, inspect, local, run
+from . import breaking, doctor, gc, inspect, local, ls, run, top
 from .common import Parser, parsed_command, run_command
 
 __all__ = ["main"]
@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"dynalease {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
-    for command in (inspect, doctor, local, run):
+    for command in (inspect, doctor, local, run, breaking, ls, top, gc):
         command.add_parser(commands)
     return parser
 
@@ -67,5 +67,7 @@ def _dispatch(args_list: list[str]) -> int:
     args = parsed_command(build_parser(), args_list)
     if isinstance(args, int):
         return args
-    command = {"inspect": inspect, "doctor": doctor, "local": local}[args.command]
+    commands = {"inspect": inspect, "doctor": doctor, "local": local}
+    commands.update({"break": breaking, "ls": ls, "top": top, "gc": gc})
+    command = commands[args.command]
     return run_command(args.command, lambda: command.run(args))

@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .._tooling.console import plain_table, rich_table, use_rich
@@ -39,21 +40,26 @@ def add_parser(commands: Any) -> None:
     which.add_argument("--key", help="show only this key (one strongly consistent read)")
     which.add_argument("--prefix", help="show only keys starting with this text")
     inspect.add_argument("--watch", action="store_true", help="re-read until interrupted")
-    inspect.add_argument(
+    follow_options(inspect, "with --watch, ", interval=1.0)
+
+
+def follow_options(parser: argparse.ArgumentParser, when: str, *, interval: float) -> None:
+    """``--interval``, ``--for`` and ``--plain``: the options of a view that re-reads."""
+    parser.add_argument(
         "--interval",
         type=positive_seconds,
-        default=1.0,
-        help="seconds between reads with --watch (default 1)",
+        default=interval,
+        help=f"{when}seconds between reads (default {interval:g})",
     )
-    inspect.add_argument(
+    parser.add_argument(
         "--for",
         dest="watch_for",
         metavar="SECONDS",
         type=positive_seconds,
         default=None,
-        help="with --watch, stop after this many seconds (default: until Ctrl-C)",
+        help=f"{when}stop after this many seconds (default: until Ctrl-C)",
     )
-    inspect.add_argument("--plain", action="store_true", help="plain text, no live view")
+    parser.add_argument("--plain", action="store_true", help="plain text, no live view")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,6 +75,23 @@ def run(args: argparse.Namespace) -> int:
         print(f"{count_rows(rows)} in {args.table}")
         return EXIT_OK
     watcher = Watcher(args.table)
+
+    def frame() -> tuple[str, list[tuple[str, ...]]]:
+        rows = read()
+        cells = watcher.update(rows, time.monotonic())
+        return f"{args.table} at {time.strftime('%H:%M:%S')}: {count_rows(rows)}", cells
+
+    return follow(args, WATCH_HEADERS, frame)
+
+
+def follow(
+    args: argparse.Namespace,
+    headers: tuple[str, ...],
+    frame: Callable[[], tuple[str, list[tuple[str, ...]]]],
+) -> int:
+    """Show ``frame()`` (a title and table cells) every ``args.interval`` seconds: a live
+    view on a terminal, plain text otherwise (or with ``--plain``); until ``--for`` ends
+    or Ctrl-C. Shared by ``inspect --watch`` and ``top``."""
     stop: float | None = None  # --for counts from the first view (the first read builds the client)
     view: Any = contextlib.nullcontext()  # as None: plain text
     if use_rich(args.plain):
@@ -78,16 +101,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         with view as live:
             while True:
-                rows = read()
-                cells = watcher.update(rows, time.monotonic())
+                title, cells = frame()
                 if stop is None and args.watch_for is not None:
                     stop = time.monotonic() + args.watch_for
-                title = f"{args.table} at {time.strftime('%H:%M:%S')}: {count_rows(rows)}"
                 if live is not None:
-                    live.update(rich_table(title, WATCH_HEADERS, rich_cells(cells)), refresh=True)
+                    live.update(rich_table(title, headers, rich_cells(cells)), refresh=True)
                 else:
                     print(title)
-                    print(plain_table(WATCH_HEADERS, cells), flush=True)
+                    print(plain_table(headers, cells), flush=True)
                 if stop is not None and time.monotonic() + args.interval > stop:
                     return EXIT_OK
                 time.sleep(args.interval)

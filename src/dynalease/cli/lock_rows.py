@@ -13,14 +13,17 @@ lease. A renewal shows as a new version with the same owner.
 
 from __future__ import annotations
 
+import calendar
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._engine import protocol as p
 from .._engine.observations import Observations
 from .._engine.store import Request
 from .._redact import escaped
+from ..admin import holder_of
 from ..client import DynamoDBClient
 from ..exceptions import MalformedLockRow
 
@@ -37,10 +40,29 @@ class Row:
     problem: str = ""
     #: The counter of a free (released) fenced row; None for any other row.
     free_fence: int | None = None
+    #: The row's ``holder`` map as plain values (empty: a pydynox row, or none).
+    holder: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ScanCost:
+    """What reading the rows cost, and the read rate it keeps to (``--max-rcu``)."""
+
+    #: Read capacity units per second the scan stays under; None: no limit.
+    max_rcu: float | None = None
+    #: Scan pages of at most this many items: a page is the unit the pacing waits after.
+    page_size: int = 100
+    pages: int = 0
+    rcu: float = 0.0
 
 
 def read_rows(
-    client: DynamoDBClient, table: str, *, key: str | None = None, prefix: str | None = None
+    client: DynamoDBClient,
+    table: str,
+    *,
+    key: str | None = None,
+    prefix: str | None = None,
+    cost: ScanCost | None = None,
 ) -> list[Row]:
     """The lock rows of ``table`` (one key, a key prefix, or all), sorted by key."""
     if key is not None:
@@ -52,25 +74,41 @@ def read_rows(
         )
         items = [answer["Item"]] if "Item" in answer else []
     else:
-        items = list(_scan(client, table, prefix))
-    return sorted((_row(item, table) for item in items), key=lambda row: row.key)
+        items = list(_scan(client, table, prefix, ScanCost() if cost is None else cost))
+    return sorted((row_of(item, table) for item in items), key=lambda row: row.key)
 
 
-def _scan(client: DynamoDBClient, table: str, prefix: str | None) -> Iterator[dict[str, Any]]:
-    params: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+def _scan(
+    client: DynamoDBClient, table: str, prefix: str | None, cost: ScanCost
+) -> Iterator[dict[str, Any]]:
+    """Strongly consistent Scan pages; with ``cost.max_rcu``, each page is followed by the
+    pause that keeps the scan under that rate, so it never throttles the locks' own table."""
+    params: dict[str, Any] = {
+        "TableName": table,
+        "ConsistentRead": True,
+        "Limit": cost.page_size,
+        "ReturnConsumedCapacity": "TOTAL",
+    }
     if prefix:
         params["FilterExpression"] = "begins_with(#k, :prefix)"
         params["ExpressionAttributeNames"] = {"#k": p.KEY_ATTR}
         params["ExpressionAttributeValues"] = {":prefix": {"S": prefix}}
     while True:
+        started = time.monotonic()
         page = client._items.handle(Request("Scan", params))
+        units = float((page.get("ConsumedCapacity") or {}).get("CapacityUnits") or 0.0)
+        cost.pages += 1
+        cost.rcu += units
         yield from page.get("Items", [])
         if "LastEvaluatedKey" not in page:
             return
         params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        if cost.max_rcu:
+            time.sleep(max(0.0, units / cost.max_rcu - (time.monotonic() - started)))
 
 
-def _row(item: dict[str, Any], table: str) -> Row:
+def row_of(item: dict[str, Any], table: str) -> Row:
+    """One item as a :class:`Row`: parsed, free, or not a lock row (and why)."""
     key_value = item.get(p.KEY_ATTR, {})
     key = key_value.get("S", repr(key_value)) if isinstance(key_value, dict) else repr(key_value)
     try:
@@ -79,7 +117,8 @@ def _row(item: dict[str, Any], table: str) -> Row:
             return Row(key, None, free_fence=fence)
         fenced = item.get(p.PROTOCOL_ATTR) == {"N": str(p.FENCED_PROTOCOL)}
         protocol = p.FENCED_PROTOCOL if fenced else p.PROTOCOL
-        return Row(key, p.parse_row(item, table=table, key=key, protocol=protocol))
+        parsed = p.parse_row(item, table=table, key=key, protocol=protocol)
+        return Row(key, parsed, holder=holder_of(item))
     except MalformedLockRow as error:
         return Row(key, None, error.problem)
 
@@ -182,3 +221,106 @@ class Watcher:
 def count_rows(rows: list[Row]) -> str:
     """ "3 lock rows", for a title or a footer."""
     return f"{len(rows)} lock row{'' if len(rows) == 1 else 's'}"
+
+
+def holder_text(holder: dict[str, Any]) -> str:
+    """A row's holder map on one line, for people; a row without one is pydynox's."""
+    if not holder:
+        return "not named (a pydynox row, or written before dynalease named holders)"
+    parts = [f"{holder.get('host', '?')} pid {holder.get('pid', '?')}"]
+    if "acquired_at" in holder:
+        parts.append(f"since {holder['acquired_at']}")
+    function = holder.get("lambda")
+    if isinstance(function, dict):
+        parts.append(
+            f"Lambda {function.get('function')}:{function.get('version', '?')} "
+            f"request {function.get('request_id', '?')}"
+        )
+    if "platform" in holder:
+        parts.append(str(holder["platform"]))
+    if "command" in holder:
+        parts.append(f"run {holder['command']}")
+    if "metadata" in holder:
+        parts.append(f"metadata {holder['metadata']}")
+    return escaped(", ".join(parts))
+
+
+#: The columns of ``dynalease ls`` (and the keys of its ``--json`` objects, besides more).
+LS_HEADERS = ("key", "kind", "holder", "held for", "lease", "fence")
+_PERMIT_PREFIX = "dynalease-permit:"
+
+
+def kind_of(row: Row) -> str:
+    """What the row is: a lock or a semaphore's permit, fenced or not, pydynox's, free..."""
+    if row.free_fence is not None:
+        return "free (fenced, released)"
+    if row.parsed is None:
+        return "not a lock row"
+    kind = "permit" if row.key.startswith(_PERMIT_PREFIX) else "lock"
+    if row.parsed.fenced:
+        return f"{kind}, fenced"
+    return kind if row.holder else f"{kind}, pydynox (no holder)"
+
+
+def held_for(row: Row, now: float) -> float | None:
+    """Seconds since the holder's ``acquired_at`` (wall clock, for people), if it has one."""
+    stamp = row.holder.get("acquired_at")
+    if not isinstance(stamp, str):
+        return None
+    try:
+        acquired = calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ"))
+    except ValueError:
+        return None
+    return max(0.0, now - acquired)
+
+
+def listed(row: Row, now: float) -> dict[str, Any]:
+    """One row as ``dynalease ls --json`` gives it."""
+    parsed = row.parsed
+    return {
+        "key": row.key,
+        "kind": kind_of(row),
+        "owner": parsed.owner if parsed else None,
+        "version": parsed.version if parsed else None,
+        "lease_s": parsed.lease_ms / 1000 if parsed else None,
+        "fence": parsed.fence if parsed else row.free_fence,
+        "holder": row.holder,
+        "held_for_s": held_for(row, now),
+        "problem": row.problem or None,
+    }
+
+
+def ls_cells(rows: list[Row], now: float) -> list[tuple[str, ...]]:
+    """Table cells for ``dynalease ls``."""
+    cells = []
+    for row in rows:
+        since = held_for(row, now)
+        fence = row.parsed.fence if row.parsed else row.free_fence
+        cells.append(
+            _shown(
+                (
+                    row.key,
+                    kind_of(row),
+                    holder_text(row.holder) if row.parsed else row.problem or "-",
+                    "-" if since is None else f"{since:.0f} s",
+                    _lease(row),
+                    "-" if fence is None else str(fence),
+                )
+            )
+        )
+    return cells
+
+
+def abandoned_rows(first: list[Row], second: list[Row], unchanged_for: float) -> list[Row]:
+    """The rows of ``second`` unchanged since ``first`` (same owner, version and lease) for
+    longer than their stored lease: ``unchanged_for`` is the time from the end of the first
+    read to the start of the second. A renewal writes a new random version, so a row seen
+    twice with one identity was not renewed in between: the engine's takeover rule."""
+    before = {row.key: row.parsed.identity for row in first if row.parsed is not None}
+    return [
+        row
+        for row in second
+        if row.parsed is not None
+        and before.get(row.key) == row.parsed.identity
+        and unchanged_for > row.parsed.lease_ms / 1000
+    ]

@@ -1,11 +1,10 @@
 """``dynalease run -- CMD ARGS...``: run a command holding a lock (or one permit of a semaphore).
 
-Acquire, start the command as a child in its own process group with the lock
-held and renewed, and release only after the child has exited. The exit status
-is the child's (a signal death is 128 + the signal's number, as shells report
-it); ``run``'s own outcomes have statuses of their own (``EXIT_NOT_ACQUIRED``,
-``EXIT_LEASE_LOST``). SIGINT, SIGTERM and SIGHUP sent to ``run`` are forwarded
-to the child's group.
+Acquire, start the command as a child in its own process group with the lock held and
+renewed, and release only after the child has exited. The exit status is the child's (a
+signal death is 128 + the signal's number, as shells report it); ``run``'s own outcomes
+have statuses of their own (``EXIT_NOT_ACQUIRED``, ``EXIT_LEASE_LOST``). SIGINT, SIGTERM
+and SIGHUP sent to ``run`` are forwarded to the child's group.
 
 The command's whole process group ends with ``run`` (:mod:`.command_group`), and
 before the lease can pass to another owner: once renewals have failed long enough
@@ -26,6 +25,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from .._engine.holder import set_command
 from .._redact import logged_key
 from ..exceptions import LockLost, LockNotAcquired, LockReleaseError, LockUnavailable
 from ..keys import permit_keys, validate_key
@@ -256,6 +256,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
             )
     _check_keys(keys, args)
     run_elect.check(args, keys)
+    set_command(os.path.basename(command[0]))  # the name only: arguments may hold secrets
     client = make_client(args)
     if not client.sync_table_exists(args.table):
         raise CommandError(

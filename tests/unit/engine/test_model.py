@@ -538,7 +538,8 @@ class LeaseModel(RuleBasedStateMachine):
                 continue
             protocol = p.FENCED_PROTOCOL if self.FENCING else p.PROTOCOL
             row = p.parse_row(item, table=TABLE, key=key, protocol=protocol)
-            if set(item) != (p.FENCED_ROW_ATTRS if self.FENCING else p.ROW_ATTRS):
+            expected = p.FENCED_ROW_ATTRS if self.FENCING else p.ROW_ATTRS
+            if set(item) != expected | {p.HOLDER_ATTR}:
                 raise self.violation(f"row {key!r} has attributes {sorted(item)}")
             guard = self.by_owner.get(row.owner)
             if guard is None or guard.lease.key != key:
