@@ -21,11 +21,14 @@ from typing import Any
 
 from .._engine import protocol as p
 from .._engine.observations import Observations
+from .._engine.queue_rows import QUEUE_PREFIX
+from .._engine.shared_rows import SHARED_OWNER, WRITER_PREFIX
 from .._engine.store import Request
 from .._redact import escaped
 from ..admin import holder_of
 from ..client import DynamoDBClient
 from ..exceptions import MalformedLockRow
+from ..keys import PERMIT_PREFIX, RESULT_PREFIX
 
 HEADERS = ("key", "owner", "version", "lease", "protocol")
 WATCH_HEADERS = ("key", "owner", "version", "lease", "unchanged for", "renewals", "state")
@@ -247,19 +250,38 @@ def holder_text(holder: dict[str, Any]) -> str:
 
 #: The columns of ``dynalease ls`` (and the keys of its ``--json`` objects, besides more).
 LS_HEADERS = ("key", "kind", "holder", "held for", "lease", "fence")
-_PERMIT_PREFIX = "dynalease-permit:"
+#: What a row is, by its key's reserved prefix (any other key is a lock's own row).
+_KINDS_BY_PREFIX = (
+    (PERMIT_PREFIX, "permit"),
+    (WRITER_PREFIX, "writer row"),
+    (QUEUE_PREFIX, "fair queue"),
+    (RESULT_PREFIX, "single-flight result"),
+)
+#: Rows that are never lock rows: a fair lock's queue and a single-flight result.
+_NOT_LOCK_ROWS = ("fair queue", "single-flight result")
 
 
 def kind_of(row: Row) -> str:
-    """What the row is: a lock or a semaphore's permit, fenced or not, pydynox's, free..."""
+    """What the row is: a lock, a permit, a read/write lock's rows, pydynox's, free..."""
     if row.free_fence is not None:
         return "free (fenced, released)"
+    kind = next((name for prefix, name in _KINDS_BY_PREFIX if row.key.startswith(prefix)), "lock")
     if row.parsed is None:
-        return "not a lock row"
-    kind = "permit" if row.key.startswith(_PERMIT_PREFIX) else "lock"
+        return kind if kind in _NOT_LOCK_ROWS else "not a lock row"
+    if row.parsed.owner == SHARED_OWNER:
+        return "read lock"
     if row.parsed.fenced:
         return f"{kind}, fenced"
     return kind if row.holder else f"{kind}, pydynox (no holder)"
+
+
+def who_holds(row: Row) -> str:
+    """The holder column: the holder map on one line, readers, or why it is not a lock row."""
+    if row.parsed is None:
+        return "-" if kind_of(row) in _NOT_LOCK_ROWS else row.problem or "-"
+    if row.parsed.owner == SHARED_OWNER:
+        return "readers together (any reader's renewal keeps it)"
+    return holder_text(row.holder)
 
 
 def held_for(row: Row, now: float) -> float | None:
@@ -301,7 +323,7 @@ def ls_cells(rows: list[Row], now: float) -> list[tuple[str, ...]]:
                 (
                     row.key,
                     kind_of(row),
-                    holder_text(row.holder) if row.parsed else row.problem or "-",
+                    who_holds(row),
                     "-" if since is None else f"{since:.0f} s",
                     _lease(row),
                     "-" if fence is None else str(fence),

@@ -16,7 +16,7 @@ from typing import Any
 from .._redact import escaped
 from .common import make_client, table_command
 from .inspect import follow, follow_options
-from .lock_rows import Row, ScanCost, count_rows, held_for, holder_text, kind_of
+from .lock_rows import Row, ScanCost, count_rows, held_for, kind_of, who_holds
 from .ls import scan, scan_options
 
 TOP_HEADERS = ("key", "kind", "holder", "held for", "renewals", "takeovers", "last event")
@@ -103,7 +103,7 @@ def _cells(row: Row, churn: Churn, wall: float) -> tuple[str, ...]:
     return (
         escaped(row.key),
         kind_of(row),
-        holder_text(row.holder),
+        who_holds(row),
         "-" if since is None else f"{since:.0f} s",
         str(churn.renewals.get(row.key, 0)),
         str(churn.takeovers.get(row.key, 0)),
