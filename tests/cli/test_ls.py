@@ -11,6 +11,9 @@ from pydynox.lock import SyncDistributedLock as PydynoxLock
 from support.cli_runner import Result
 
 from dynalease import DynamoDBClient, SyncDistributedLock, SyncDistributedSemaphore
+from dynalease.fair import SyncFairLock
+from dynalease.rwlock import SyncReadLock, SyncWriteLock
+from dynalease.single_flight import single_flight
 
 
 def test_json_lists_every_kind_of_row_with_its_holder(
@@ -51,6 +54,30 @@ def test_json_lists_every_kind_of_row_with_its_holder(
             "ls", "--table", lock_table, "--endpoint", endpoint, "--json", "--holder", "ticket"
         )
         assert [row["key"] for row in json.loads(only.out)["rows"]] == ["job:a"]
+
+
+def test_the_rows_of_read_write_fair_and_single_flight_guards_are_named(
+    dynalease: Callable[..., Result], endpoint: str, lock_table: str, client: DynamoDBClient
+) -> None:
+    @single_flight(client, table=lock_table, key="report:{day}")
+    def report(day: str) -> str:
+        return f"report of {day}"
+
+    assert report("monday") == "report of monday"
+    with (
+        SyncReadLock(client, table=lock_table, key="config"),
+        SyncWriteLock(client, table=lock_table, key="schema"),
+        SyncFairLock(client, table=lock_table, key="queue-me"),
+    ):
+        result = dynalease("ls", "--table", lock_table, "--endpoint", endpoint, "--json")
+        assert result.code == 0, result.err
+        kinds = {row["key"]: row["kind"] for row in json.loads(result.out)["rows"]}
+    assert kinds["config"] == "read lock"
+    assert kinds["dynalease-writer:schema"] == "writer row, fenced"
+    assert kinds["schema"] == "lock"
+    assert kinds["dynalease-queue:queue-me"] == "fair queue"
+    assert kinds["queue-me"] == "lock"
+    assert kinds["dynalease-result:report:monday"] == "single-flight result"
 
 
 def test_a_bad_read_rate_names_the_flag(
