@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dynalease.cli.lock_rows import Watcher, _row, snapshot_rows
+from dynalease.cli.lock_rows import Watcher, row_of, snapshot_rows
 
 LIVE = {
     "key": {"S": "job"},
@@ -16,7 +16,7 @@ FREE = {"key": {"S": "job"}, "protocol": {"N": "2"}, "fence": {"N": "7"}}
 
 
 def test_a_live_and_a_free_fenced_row_in_one_off_and_watch_views() -> None:
-    live, free = _row(LIVE, "locks"), _row(FREE, "locks")
+    live, free = row_of(LIVE, "locks"), row_of(FREE, "locks")
     assert live.parsed is not None and live.parsed.fence == 7
     assert snapshot_rows([live])[0][-1] == "v2 fenced, token 7"
     assert free.parsed is None and free.free_fence == 7
@@ -29,5 +29,5 @@ def test_a_live_and_a_free_fenced_row_in_one_off_and_watch_views() -> None:
 
 
 def test_a_fenced_row_with_a_bad_counter_is_flagged() -> None:
-    row = _row({**LIVE, "fence": {"S": "7"}}, "locks")
+    row = row_of({**LIVE, "fence": {"S": "7"}}, "locks")
     assert row.parsed is None and "fence" in row.problem

@@ -8,6 +8,7 @@ matters to the protocol, the scenario shows the engine behaves the same anyway.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import uuid
 from typing import Any
@@ -42,7 +43,12 @@ def test_an_uncontended_acquire_writes_exactly_the_protocol_row_and_release_dele
         stored = emulator.row(table, "job")
         assert stored is not None
         version = stored["version"]["S"]
+        # The protocol row as pydynox 1.8 writes it, plus the holder map (issue 47), which
+        # pydynox ignores: who holds it, for people; nothing in the protocol reads it.
+        holder = stored.pop("holder")
         assert stored == lock_row("job", lease.owner, version, 10_000)
+        assert set(holder["M"]) == {"host", "pid", "acquired_at"}
+        assert holder["M"]["pid"] == {"N": str(os.getpid())}
         assert is_uuid4(lease.owner) and is_uuid4(version)
     assert emulator.row(table, "job") is None
     metrics = lease.metrics
