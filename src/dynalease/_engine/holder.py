@@ -11,9 +11,12 @@ Nothing secret by default: no environment, no event, no command arguments.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import threading
 import time
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,8 +33,12 @@ MAX_METADATA_BYTES = 512
 #: The longest command name a ``dynalease run`` holder names.
 _MAX_COMMAND = 128
 
-#: What this process says about itself beyond host and PID (``dynalease run``'s command).
+#: What this process says about itself beyond host and PID (``dynalease run``'s command,
+#: the ECS task ARN once read).
 _PROCESS: dict[str, str] = {}
+_ECS_READ = threading.Lock()
+#: The task metadata endpoint answers from the task's own network; a slower read is given up.
+_ECS_TIMEOUT_S = 2.0
 
 
 def set_command(command: str) -> None:
@@ -80,12 +87,50 @@ def _facts() -> dict[str, Any]:
         if request_id:
             where["request_id"] = {"S": request_id}
         facts["lambda"] = {"M": where}
-    elif os.environ.get(ENV_ECS_METADATA):
-        facts["platform"] = {"S": "ecs"}  # the task ARN is behind an HTTP request: not read
+    elif uri := os.environ.get(ENV_ECS_METADATA):
+        facts["platform"] = {"S": "ecs"}
+        arn = _task_arn(uri)
+        if arn:
+            facts["ecs_task"] = {"S": arn}
     command = _PROCESS.get("command")
     if command:
         facts["command"] = {"S": command}
     return facts
+
+
+def _task_arn(uri: str) -> str | None:
+    """The ECS task ARN, once known.
+
+    It is behind an HTTP request to the task metadata endpoint, so the first guard of a
+    process starts one read on a thread of its own and never waits for it: the guards made
+    after the answer name the task.
+    """
+    with _ECS_READ:
+        if "ecs_read" not in _PROCESS:
+            _PROCESS["ecs_read"] = "started"
+            threading.Thread(
+                target=_read_task_arn, args=(uri,), name="dynalease-ecs-metadata", daemon=True
+            ).start()
+    return _PROCESS.get("ecs_task")
+
+
+def _read_task_arn(uri: str) -> None:
+    """Read ``TaskARN`` from ``{uri}/task`` (plain HTTP on the task's link-local address)."""
+    parts = urllib.parse.urlsplit(f"{uri.rstrip('/')}/task")
+    try:
+        connection = http.client.HTTPConnection(
+            parts.hostname or "", parts.port, timeout=_ECS_TIMEOUT_S
+        )
+        try:
+            connection.request("GET", parts.path)
+            answer = connection.getresponse()
+            arn = json.loads(answer.read()).get("TaskARN") if answer.status == 200 else None
+        finally:
+            connection.close()
+    except (OSError, ValueError, AttributeError, http.client.HTTPException):
+        return  # no ARN: the holder says "ecs" only
+    if isinstance(arn, str) and arn:
+        _PROCESS["ecs_task"] = arn[: _MAX_COMMAND * 2]
 
 
 class Holder:

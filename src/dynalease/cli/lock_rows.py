@@ -239,7 +239,9 @@ def holder_text(holder: dict[str, Any]) -> str:
             f"Lambda {function.get('function')}:{function.get('version', '?')} "
             f"request {function.get('request_id', '?')}"
         )
-    if "platform" in holder:
+    if "ecs_task" in holder:
+        parts.append(f"ECS task {holder['ecs_task']}")
+    elif "platform" in holder:
         parts.append(str(holder["platform"]))
     if "command" in holder:
         parts.append(f"run {holder['command']}")

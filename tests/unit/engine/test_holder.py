@@ -181,3 +181,47 @@ def test_on_ecs_the_holder_says_ecs_and_sends_no_request(monkeypatch: pytest.Mon
     monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME", raising=False)
     monkeypatch.setenv("ECS_CONTAINER_METADATA_URI_V4", "http://169.254.170.2/v4/unreachable")
     assert from_attribute(h_module.Holder().for_write())["platform"] == "ecs"
+
+
+def test_on_ecs_the_task_arn_is_read_once_in_the_background_and_named_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import http.server
+    import json
+    import threading
+    import time
+
+    reads: list[str] = []
+
+    class Metadata(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            reads.append(self.path)
+            body = json.dumps({"TaskARN": "arn:aws:ecs:us-east-1:1:task/c/abc"}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Metadata)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME", raising=False)
+        monkeypatch.setenv(
+            "ECS_CONTAINER_METADATA_URI_V4", f"http://127.0.0.1:{server.server_port}/v4"
+        )
+        monkeypatch.setattr(h_module, "_PROCESS", {})
+        first = from_attribute(h_module.Holder().for_write())
+        assert first["platform"] == "ecs"  # never waits for the read
+        deadline = time.monotonic() + 30  # generous: a thread on a loaded 2-core machine
+        while "ecs_task" not in h_module._PROCESS:
+            assert time.monotonic() < deadline, "the task metadata was not read"
+            time.sleep(0.01)
+        later = from_attribute(h_module.Holder().for_write())
+        assert later["ecs_task"] == "arn:aws:ecs:us-east-1:1:task/c/abc"
+        from_attribute(h_module.Holder().for_write())
+        assert reads == ["/v4/task"]  # once per process
+    finally:
+        server.shutdown()
