@@ -25,6 +25,7 @@ from dynalease import DynamoDBClient
 from dynalease.exceptions import LockUnavailable
 from dynalease.keys import permit_keys
 from dynalease.lock import DistributedLock, SyncDistributedLock, distributed_lock
+from dynalease.rwlock import SyncReadLock
 from dynalease.semaphore import DistributedSemaphore
 
 pytestmark = pytest.mark.timeout(90)
@@ -140,3 +141,16 @@ def test_a_semaphore_permit_found_ours_too_late_is_refused(
     with pytest.raises(LockUnavailable, match="hand-over margin"):
         asyncio.run(enter())
     _rows_go(client, table, permit_keys("pool", 2))
+
+
+def test_a_reader_found_in_the_set_too_late_is_refused_and_leaves(
+    client: DynamoDBClient, proxy: FaultProxy
+) -> None:
+    table = fresh_lock_table(client, "handover")
+    _slowly_reconciled(proxy, "TransactWriteItems")  # a reader joins in a transaction
+    with pytest.raises(LockUnavailable, match="hand-over margin"):
+        with SyncReadLock(
+            _through(proxy), table=table, key="config", lease_duration=LEASE_S, wait_timeout=10
+        ):
+            pytest.fail("the body ran on a reader with too little validity left")
+    _rows_go(client, table, ("config",))  # the only reader left: the row is deleted

@@ -16,6 +16,7 @@ from .clock import Clock
 from .lease import Lease
 from .loop import sleep_or_wake
 from .observations import Observations
+from .requests import ignore_late
 from .store import ConditionFailed, Limit, LockStore, TimedOut
 
 __all__ = ["QueueWaiter", "get_in_line"]
@@ -241,8 +242,4 @@ class QueueWaiter:
 
     def _limit(self, deadline: float) -> Limit:
         left = max(0.0, deadline - self.clock.monotonic())
-        return Limit(max(p.request_timeout(self.lease_s, left), 0.05), _ignore)
-
-
-def _ignore(late: object) -> None:
-    """A late answer needs nothing: the next read shows the queue."""
+        return Limit(max(p.request_timeout(self.lease_s, left), 0.05), ignore_late)

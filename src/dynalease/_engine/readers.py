@@ -11,13 +11,20 @@ import asyncio
 import random
 from collections.abc import Callable
 
-from ..exceptions import DynamoDBError, LockLost, LockNotAcquired, MalformedLockRow
+from ..exceptions import (
+    DynamoDBError,
+    LockLost,
+    LockNotAcquired,
+    LockUnavailable,
+    MalformedLockRow,
+)
 from . import protocol as p
 from . import shared_rows as s
 from .base import _run_callback
 from .clock import Clock
 from .loop import sleep_or_wake
 from .observations import Observations
+from .requests import ignore_late
 from .store import ConditionFailed, Limit, LockStore, Reply, TimedOut
 
 __all__ = ["ReaderLease"]
@@ -80,7 +87,7 @@ class ReaderLease:
         last: BaseException | None = None
         while True:
             if isinstance(choice, s.Joined):  # an earlier join whose answer was lost
-                self._hold(joined_at)
+                await self._hand_over(joined_at)
                 return
             if isinstance(choice, s.Join):
                 joined_at = clock.monotonic()
@@ -91,7 +98,7 @@ class ReaderLease:
                 except (TimedOut, DynamoDBError) as error:
                     unknown, last = True, error
                 else:
-                    self._hold(joined_at)
+                    await self._hand_over(joined_at)
                     return
             elif isinstance(choice, s.FreeWriter):
                 params = s.free_writer_params(self.table, choice.observed)
@@ -110,6 +117,27 @@ class ReaderLease:
                 choice = await self._look(deadline)
             except (TimedOut, DynamoDBError) as error:
                 last, choice = error, s.Wait(writer=False)
+
+    async def _hand_over(self, joined_at: float) -> None:
+        """Hold from the join sent at ``joined_at``, unless its answer came so late that less
+        than the hand-over margin of validity is left (as a lock refuses its guard,
+        ``protocol.handover_margin``): then leave the readers again and refuse."""
+        self._hold(joined_at)
+        now = self.clock.monotonic()
+        left, margin = self._valid_until - now, p.handover_margin(self.lease_s)
+        if left >= margin:
+            return
+        await self._leave_quietly(now + p.cleanup_budget(self.lease_s))
+        raise LockUnavailable(
+            f"read lock {self.key!r} in table {self.table!r} was not acquired: its join was "
+            f"confirmed {now - joined_at:.2f} s after it was sent, with {max(left, 0.0):.2f} s "
+            f"of its validity left, under the hand-over margin of {margin:g} s; it left the "
+            f"readers again. A path to DynamoDB this slow cannot keep a {self.lease_s:g} s "
+            "lease: fix the path, or raise lease_duration",
+            table=self.table,
+            key=self.key,
+            owner=self.owner,
+        )
 
     async def _pause(self, seconds: float, choice: s.Wait) -> None:
         """Sleep, ending early when a guard of this client releases the row waited on (the
@@ -270,8 +298,4 @@ class ReaderLease:
 
     def _limit(self, deadline: float) -> Limit:
         left = max(0.0, deadline - self.clock.monotonic())
-        return Limit(max(p.request_timeout(self.lease_s, left), 0.05), _ignore)
-
-
-def _ignore(late: object) -> None:
-    """A late answer needs nothing: the next read shows what landed."""
+        return Limit(max(p.request_timeout(self.lease_s, left), 0.05), ignore_late)

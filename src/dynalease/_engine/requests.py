@@ -191,3 +191,11 @@ def retrieve(task: asyncio.Future[Reply]) -> None:
     """Look at a finished task's failure, so asyncio does not log it as never retrieved."""
     if not task.cancelled():
         task.exception()
+
+
+def ignore_late(late: object) -> None:
+    """An ``on_late`` for a request whose late answer changes nothing (the next read shows
+    what landed): its outcome is still looked at when it comes, so that asyncio never logs
+    it as never retrieved from a finalizer."""
+    if isinstance(late, asyncio.Future):
+        late.add_done_callback(retrieve)
