@@ -32,5 +32,7 @@ def test_the_leader_killed_or_stopped_again_and_again_one_leader_acts_at_a_time(
     assert max(history.failovers) <= lease + poll_cap(lease) + SLACK_S
     # A stopped leader is resumed after its successor wrote; most stops land in its pause
     # between writes, and the write that follows is refused (one landing in a request
-    # finds its lease lost first and writes nothing).
-    assert history.refused
+    # finds its lease lost first and writes nothing). With 10 stops, some land in a pause
+    # (7 or 8 do); with the 2 stops of the short run, both may land in a request.
+    if kills >= 10:
+        assert history.refused

@@ -66,16 +66,18 @@ def test_after_restore_reseeds_jitter_and_forgets_observations_and_connections(
 ) -> None:
     client = DynamoDBClient()
     key = f"snap-{uuid.uuid4().hex[:8]}"
-    # A lock cycle leaves a kept-alive connection in the client's pool (its 30 s lease
-    # gives each request 5 s: no answer is abandoned on a loaded machine), and a contended
-    # acquire an observation (with monotonic times).
-    with SyncDistributedLock(client, table=lock_table, key=f"{key}-free"):
-        pass
+    # A contended acquire leaves an observation (with monotonic times), and then a lock
+    # cycle a kept-alive connection in the client's pool (its 30 s lease gives each
+    # request 5 s: no answer is abandoned on a loaded machine). In the other order, the
+    # contended acquire's last read could be cut off by its 1 s wait on a loaded machine,
+    # closing the only pooled connection.
     with (
         SyncDistributedLock(other_client, table=lock_table, key=key, lease_duration=5),
         pytest.raises(LockNotAcquired),
         SyncDistributedLock(client, table=lock_table, key=key, wait_timeout=1),
     ):
+        pass
+    with SyncDistributedLock(client, table=lock_table, key=f"{key}-free"):
         pass
     assert len(client._observations) == 1
     route = client._lock_store.transport.route  # type: ignore[attr-defined]

@@ -253,9 +253,12 @@ def test_an_acquisition_that_lands_after_the_budget_ran_out_is_cleaned_up(matrix
 def test_a_renewal_that_lands_after_a_newer_one_is_rejected_and_the_lease_continues(
     matrix: Matrix,
 ) -> None:
-    slow = matrix.proxy.latency("UpdateItem", 0.8, times=1)
-    with matrix.guard() as lease:
-        assert slow.wait_forwarded(timeout=3)
+    # A 3 s lease: the first renewal (at 1 s) is held 2.4 s, past its 1 s request timeout,
+    # so a newer renewal is sent and must be confirmed before validity ends at 2.7 s: 0.7 s
+    # for it on a loaded machine (with a 1 s lease that was 0.23 s, and once not enough).
+    slow = matrix.proxy.latency("UpdateItem", 2.4, times=1)
+    with matrix.guard(lease=3.0) as lease:
+        assert slow.wait_forwarded(timeout=10)
         time.sleep(0.2)
         lease.raise_if_lost()
         matrix.assert_owner(lease.owner)
