@@ -92,14 +92,15 @@ test: $(STAMP) system-deps
 # 3.13+): each gets .venv-3.X with the test extra. A missing interpreter is skipped
 # with a warning here and fails under CI=true. What differs by version is the runtime and
 # the event loop the engine runs on, so the model tests explore 100 examples there (1,000
-# on the main interpreter), without the checks of their own power (marked test_power),
-# and without the benchmarks' smoke test (the benchmarks run from the main venv).
+# on the main interpreter), without the checks of their own power (marked test_power)
+# and the long crash histories across processes (marked process_history), and without
+# the benchmarks' smoke test (the benchmarks run from the main venv).
 OTHER_PYTHONS ?= 3.12 3.13
 SUITES_ON_EVERY_PYTHON := tests/unit/engine tests/lambda tests/integration
 OTHER_SUITES = "engine, Lambda and integration suites ($(1))" -- \
 	  env DYNALEASE_PYTHON313=$(PYTHON313) DYNALEASE_MODEL_EXAMPLES=100 \
 	  bash tests/support/other_python.sh $(1) -q -n $(WAITING_WORKERS) --dist loadfile \
-	  -p no:cacheprovider -m "not test_power" --ignore=tests/integration/test_benchmarks_smoke.py \
+	  -p no:cacheprovider -m "not test_power and not process_history" --ignore=tests/integration/test_benchmarks_smoke.py \
 	  $(SUITES_ON_EVERY_PYTHON)
 venv-%:
 	@bash tests/support/python_venv.sh $* >/dev/null || [ "$${CI:-}" != true ]

@@ -19,7 +19,7 @@ from support.election_history import SLACK_S, report, run_history
 from dynalease import DynamoDBClient
 from dynalease._engine.protocol import poll_cap
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.process_history]
 
 
 @pytest.mark.parametrize(("lease", "kills"), [(2.0, 20), (5.0, 4)])

@@ -9,6 +9,7 @@ import signal
 import time
 import uuid
 
+import pytest
 from support.fair_workers import fair_waiter
 from support.workers import reaped
 
@@ -26,6 +27,7 @@ def queued(client: DynamoDBClient, table: str) -> int:
     return 0 if row is None else len(row.get("q", []))
 
 
+@pytest.mark.process_history
 def test_processes_take_the_key_in_queue_order_and_a_killed_waiter_drops_out(
     client: DynamoDBClient, endpoint: str
 ) -> None:

@@ -17,6 +17,7 @@ import signal
 import time
 import uuid
 
+import pytest
 from support.rw_workers import RwHistory, rw_worker, wait_for
 from support.workers import reaped
 
@@ -34,6 +35,7 @@ CONTEND_S = 8.0
 spawn = multiprocessing.get_context("spawn")
 
 
+@pytest.mark.process_history
 def test_never_a_writer_with_anyone_across_processes_with_killed_holders(
     client: DynamoDBClient, endpoint: str
 ) -> None:
