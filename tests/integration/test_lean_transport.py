@@ -30,6 +30,7 @@ from dynalease._engine.protocol import LockRow, new_token
 from dynalease._engine.shapes import condition_item
 from dynalease._engine.store import ConditionFailed, LockStore, Request, TimedOut, late_answer
 from dynalease._transport.boto import BotoTransport
+from dynalease._transport.bounded import Bounded
 from dynalease._transport.lean import LeanTransport
 from dynalease.constants import ENV_TRANSPORT
 from dynalease.exceptions import (
@@ -376,6 +377,36 @@ def test_every_connection_has_keep_alive_and_no_delay(how: str, scheme: str, tmp
             sock = kept.sock
             assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE)
             assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+
+    asyncio.run(scenario())
+
+
+@HOW
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_a_request_goes_out_in_one_send(
+    how: str, scheme: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # http.client sends the head and the body apart: two system calls on each side (and
+    # two TLS records) for every request, where botocore's connection sends one.
+    tls, verify = _tls_for(scheme, tmp_path)
+    sent: list[bytes] = []
+    send = Bounded.send
+
+    def counted(connection: Bounded, data: Any) -> None:
+        sent.append(bytes(data))
+        send(connection, data)
+
+    monkeypatch.setattr(Bounded, "send", counted)
+
+    async def scenario() -> None:
+        async with _Server(_keep_alive_ok, tls=tls) as server:
+            transport = _lean(server.url, verify=verify)
+            await sender_for(transport, how)("PutItem", {**_get(), "Item": {"key": {"S": "k"}}})
+            [request] = sent
+            head, _, body = request.partition(b"\r\n\r\n")
+            assert head.startswith(b"POST / HTTP/1.1\r\n")
+            assert body.startswith(b"{") and body.endswith(b"}")
+            assert f"Content-Length: {len(body)}".encode() in head
 
     asyncio.run(scenario())
 
