@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ._engine.clock import SYSTEM_CLOCK
 from ._engine.protocol import fence_of, wait_left
 from ._engine.readers import ReaderLease
 from ._engine.shared_rows import WRITER_PREFIX, writer_key
@@ -64,9 +63,7 @@ class ReadGuard:
         self._client = client
         self._used = False
         self._reader = ReaderLease(
-            store=client._lock_store,
-            observations=client._observations,
-            clock=SYSTEM_CLOCK,
+            client._parts,
             table=table,
             key=rw_key(key),
             lease_s=lease_s,
