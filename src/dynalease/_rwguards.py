@@ -58,7 +58,9 @@ class ReadGuard:
         wait_timeout: float = 35.0,
         on_lost: OnLost | None = None,
     ) -> None:
-        lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
+        table, lease_s, wait_s, on_lost = _check_options(
+            client, table, lease_duration, wait_timeout, on_lost
+        )
         client._check_process()
         self._client = client
         self._used = False
@@ -163,7 +165,9 @@ class WriteGuard:
         on_lost: OnLost | None = None,
         fair: bool = False,
     ) -> None:
-        lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
+        table, lease_s, wait_s, on_lost = _check_options(
+            client, table, lease_duration, wait_timeout, on_lost
+        )
         name = rw_key(key)
         self._client, self._table, self._key = client, table, name
         self._lease_s, self._wait_s, self._on_lost = lease_s, wait_s, on_lost
