@@ -36,9 +36,9 @@ class PerProvider(Generic[T]):
     """What dynalease made of OpenTelemetry's configured provider (a tracer, instruments),
     made again only when another provider is configured; None while none is.
 
-    ``api`` is the OpenTelemetry API module; until something imported it no provider can
-    be configured, and it is never imported here. ``configured(module)`` is its provider,
-    or None while the API's default (proxy or no-op) stands in.
+    ``api`` names the OpenTelemetry API module: until something imported it no provider
+    can be configured, and it is never imported here. ``configured(module)`` is the
+    module's provider, or None while the API's default (proxy or no-op) stands in.
     """
 
     def __init__(
