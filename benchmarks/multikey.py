@@ -64,7 +64,7 @@ def _renewals(client: DynamoDBClient, n: int, rounds: int) -> tuple[float, float
 
         async def each(current: str, new: str) -> None:
             for key in keys:
-                await store.renew("locks", key, owner, current, new)
+                await store.renew_rows("locks", (key,), owner, current, new)
 
         start = time.perf_counter()
         runtime.run(each(version, new))

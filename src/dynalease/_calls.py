@@ -1,5 +1,5 @@
 """The decorator ``distributed_lock`` and ``distributed_semaphore`` share: a guard per call,
-and the call's guard for ``current_guard()``."""
+its checked options, and the call's guard for ``current_guard()``."""
 
 from __future__ import annotations
 
@@ -8,13 +8,25 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from typing import Any, ParamSpec, Protocol, TypeVar, cast
+from typing import Any, NamedTuple, ParamSpec, Protocol, TypeVar, cast
+
+from .exceptions import LockLost
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 #: The guard of the decorated call running in this context (``current_guard``).
 CALL: contextvars.ContextVar[Any] = contextvars.ContextVar("dynalease_call")
+
+
+class GuardOptions(NamedTuple):
+    """The options every guard takes, checked once (``lock._check_options``): a decorator
+    hands them to the guard it makes for each call."""
+
+    table: str
+    lease_duration: float
+    wait_timeout: float
+    on_lost: Callable[[LockLost], object] | None
 
 
 class Resolver(Protocol):

@@ -10,11 +10,11 @@ only: keys often hold customer identifiers, and one series per key would not sca
 from __future__ import annotations
 
 import contextlib
-import sys
 import weakref
 from collections.abc import Iterator
 from typing import Any
 
+from ._tracing import PerProvider
 from .exceptions import LockNotAcquired, LockUnavailable
 
 __all__ = ["acquiring", "releasing"]
@@ -22,26 +22,20 @@ __all__ = ["acquiring", "releasing"]
 #: The API's stand-ins for "no provider configured" (the proxy's class is private).
 _DEFAULT_PROVIDERS = ("_ProxyMeterProvider", "NoOpMeterProvider")
 _UNMETERED = contextlib.nullcontext()
-#: The last provider seen and its instruments (made once per provider).
-_cached: tuple[Any, dict[str, Any]] | None = None
 #: When each metered guard's acquisition was won, for its hold time (weak: a dropped guard
 #: takes its entry with it).
 _held_since: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
 
 
-def _instruments() -> dict[str, Any] | None:
-    metrics = sys.modules.get("opentelemetry.metrics")
-    if metrics is None:
-        return None  # nothing imported OpenTelemetry's metrics: no provider can be set
+def _meter_provider(metrics: Any) -> Any:
     provider = metrics.get_meter_provider()
-    if type(provider).__name__ in _DEFAULT_PROVIDERS:
-        return None
-    global _cached
-    cached = _cached
-    if cached is not None and cached[0] is provider:
-        return cached[1]
+    return None if type(provider).__name__ in _DEFAULT_PROVIDERS else provider
+
+
+def _make_instruments(provider: Any) -> dict[str, Any]:
+    """The instruments, made once per provider."""
     meter = provider.get_meter("dynalease")
-    found = {
+    return {
         "wait": meter.create_histogram(
             "dynalease.lock.wait", unit="s", description="time from asking for a lock to the answer"
         ),
@@ -64,8 +58,9 @@ def _instruments() -> dict[str, Any] | None:
             "dynalease.requests.throttled", description="lock requests DynamoDB throttled"
         ),
     }
-    _cached = (provider, found)
-    return found
+
+
+_instruments = PerProvider("opentelemetry.metrics", _meter_provider, _make_instruments)
 
 
 def acquiring(lease: Any) -> Any:

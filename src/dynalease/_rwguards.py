@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ._engine.clock import SYSTEM_CLOCK
 from ._engine.protocol import fence_of, wait_left
 from ._engine.readers import ReaderLease
 from ._engine.shared_rows import WRITER_PREFIX, writer_key
@@ -59,14 +58,14 @@ class ReadGuard:
         wait_timeout: float = 35.0,
         on_lost: OnLost | None = None,
     ) -> None:
-        lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
+        table, lease_s, wait_s, on_lost = _check_options(
+            client, table, lease_duration, wait_timeout, on_lost
+        )
         client._check_process()
         self._client = client
         self._used = False
         self._reader = ReaderLease(
-            store=client._lock_store,
-            observations=client._observations,
-            clock=SYSTEM_CLOCK,
+            client._parts,
             table=table,
             key=rw_key(key),
             lease_s=lease_s,
@@ -166,17 +165,13 @@ class WriteGuard:
         on_lost: OnLost | None = None,
         fair: bool = False,
     ) -> None:
-        lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
+        options = _check_options(client, table, lease_duration, wait_timeout, on_lost)
         name = rw_key(key)
-        self._client, self._table, self._key = client, table, name
-        self._lease_s, self._wait_s, self._on_lost = lease_s, wait_s, on_lost
+        self._client, self._key, self._options = client, name, options
         self._gate: Any = self._main_class(
             client,
-            table=table,
             key=writer_key(name),
-            lease_duration=lease_s,
-            wait_timeout=wait_s,
-            on_lost=on_lost,
+            **options._asdict(),
             fencing=True,
             fair=fair,  # writers wait for the writer row in arrival order
         )
@@ -186,7 +181,7 @@ class WriteGuard:
     @property
     def table(self) -> str:
         """The lock table."""
-        return self._table
+        return self._options.table
 
     @property
     def key(self) -> str:
@@ -228,15 +223,9 @@ class WriteGuard:
 
     def _next(self) -> Any:
         """The lock row's guard, waiting only for what is left of ``wait_timeout``."""
-        left = wait_left(self._wait_s, time.monotonic() - self._began)
-        self._main = self._main_class(
-            self._client,
-            table=self._table,
-            key=self._key,
-            lease_duration=self._lease_s,
-            wait_timeout=left,
-            on_lost=self._on_lost,
-        )
+        left = wait_left(self._options.wait_timeout, time.monotonic() - self._began)
+        options = self._options._replace(wait_timeout=left)
+        self._main = self._main_class(self._client, key=self._key, **options._asdict())
         return self._main
 
     def __repr__(self) -> str:

@@ -13,7 +13,7 @@ import contextvars
 import functools
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 __all__ = [
     "acquiring",
@@ -29,25 +29,52 @@ __all__ = [
     "tracer",
 ]
 
-#: The last provider seen and its ``dynalease`` tracer (kept, so the provider is the same object).
-_cached: tuple[Any, Any] | None = None
+T = TypeVar("T")
+
+
+class PerProvider(Generic[T]):
+    """What dynalease made of OpenTelemetry's configured provider (a tracer, instruments),
+    made again only when another provider is configured; None while none is.
+
+    ``api`` names the OpenTelemetry API module: until something imported it no provider
+    can be configured, and it is never imported here. ``configured(module)`` is the
+    module's provider, or None while the API's default (proxy or no-op) stands in.
+    """
+
+    def __init__(
+        self, api: str, configured: Callable[[Any], Any], make: Callable[[Any], T]
+    ) -> None:
+        self._api, self._configured, self._make = api, configured, make
+        #: The last provider seen and what was made of it (kept, so it is the same object).
+        self._cached: tuple[Any, T] | None = None
+
+    def __call__(self) -> T | None:
+        module = sys.modules.get(self._api)
+        provider = None if module is None else self._configured(module)
+        if provider is None:
+            return None
+        cached = self._cached
+        if cached is not None and cached[0] is provider:
+            return cached[1]
+        made = self._make(provider)
+        self._cached = (provider, made)
+        return made
+
+
+def _tracer_provider(trace: Any) -> Any:
+    provider = trace.get_tracer_provider()
+    defaults = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
+    return None if isinstance(provider, defaults) else provider
+
+
+_tracer = PerProvider(
+    "opentelemetry.trace", _tracer_provider, lambda provider: provider.get_tracer("dynalease")
+)
 
 
 def tracer() -> Any:
     """The ``dynalease`` tracer of the configured provider, or None when nobody traces."""
-    trace = sys.modules.get("opentelemetry.trace")
-    if trace is None:
-        return None  # nothing imported OpenTelemetry: no provider can be configured
-    provider = trace.get_tracer_provider()
-    if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
-        return None
-    global _cached
-    cached = _cached
-    if cached is not None and cached[0] is provider:
-        return cached[1]
-    found = provider.get_tracer("dynalease")
-    _cached = (provider, found)
-    return found
+    return _tracer()
 
 
 def carried(call: Callable[..., Any]) -> Callable[..., Any]:

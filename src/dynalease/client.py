@@ -18,6 +18,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from ._engine import runtime as _process
+from ._engine.base import ClientParts
 from ._engine.clock import SYSTEM_CLOCK
 from ._engine.journal import process_journal
 from ._engine.lease import Lease, LeaseSpec
@@ -169,6 +170,11 @@ class DynamoDBClient:
     # --- shared state -------------------------------------------------------
 
     @property
+    def _parts(self) -> ClientParts:
+        """What every guard of this client acts with: its store, observations and clock."""
+        return ClientParts(self._lock_store, self._observations, SYSTEM_CLOCK)
+
+    @property
     def region(self) -> str | None:
         """The AWS Region requests go to."""
         return self._region
@@ -233,7 +239,7 @@ class DynamoDBClient:
         if fair is not False:  # the queue's module loads only for a fair guard
             from ._engine.queue import get_in_line
 
-            get_in_line(lease, fair, self._lock_store, self._observations, queues)
+            get_in_line(lease, fair, self._parts, queues)
         self._leases.add(lease)
         return lease
 

@@ -42,7 +42,7 @@ class _Election:
         poll_interval: float | None = None,
         on_lost: OnLost | None = None,
     ) -> None:
-        lease_s, _ = _check_options(client, table, lease_duration, 0.0, on_lost, True)
+        lease_s = _check_options(client, table, lease_duration, 0.0, on_lost, True).lease_duration
         self._client, self.table, self.lease_duration = client, table, lease_s
         self.name = validate_key(name, parameter="name")
         if poll_interval is None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar, cast
 
 from . import _meters, _tracing, shutdown
 from ._advice import explain
-from ._calls import CALL, guarded_calls
+from ._calls import CALL, GuardOptions, guarded_calls
 from ._engine.deadline import suspension_warning
 from ._engine.lease import Lease
 from ._engine.protocol import check_durations, check_table_name
@@ -64,13 +64,13 @@ def _check_options(
     wait_timeout: object,
     on_lost: object,
     fencing: object = False,
-) -> tuple[float, float]:
+) -> GuardOptions:
     if not isinstance(client, DynamoDBClient):
         raise TypeError(
             f"client must be a dynalease.DynamoDBClient, got {type(client).__name__}; "
             "create one with DynamoDBClient() or DynamoDBClient.from_client(boto3_client)"
         )
-    check_table_name(table)
+    name = check_table_name(table)
     if on_lost is not None and not callable(on_lost):
         raise TypeError(f"on_lost must be a callable taking the LockLost error, got {on_lost!r}")
     if not isinstance(fencing, bool):
@@ -78,7 +78,8 @@ def _check_options(
             f"fencing must be True or False, got {type(fencing).__name__}; "
             "fencing=True hands the guard an increasing fencing_token (docs/fencing.md)"
         )
-    return check_durations(lease_duration, wait_timeout)
+    lease_s, wait_s = check_durations(lease_duration, wait_timeout)
+    return GuardOptions(name, lease_s, wait_s, cast(OnLost | None, on_lost))
 
 
 class _Guard:
@@ -101,7 +102,7 @@ class _Guard:
         fair: bool = False,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
-        lease_s, wait_s = _check_options(
+        table, lease_s, wait_s, on_lost = _check_options(
             client, table, lease_duration, wait_timeout, on_lost, fencing
         )
         resolved = key_set(key, keys, fencing=fencing)
@@ -401,15 +402,8 @@ def distributed_lock(
         def synchronize_customer(customer_id: str) -> None:
             ...
     """
-    lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost, fencing)
-    options: dict[str, Any] = {
-        "table": table,
-        "lease_duration": lease_s,
-        "wait_timeout": wait_s,
-        "on_lost": on_lost,
-        "fencing": fencing,
-        "fair": fair,
-    }
+    checked = _check_options(client, table, lease_duration, wait_timeout, on_lost, fencing)
+    options = checked._asdict() | {"fencing": fencing, "fair": fair}
     template = KeyTemplate(cast(str, key)) if keys is None else KeysTemplate(keys, key)
     name = "key" if keys is None else "keys"
     return guarded_calls(

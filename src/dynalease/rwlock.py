@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, ParamSpec, Self, TypeVar
+from typing import ParamSpec, Self, TypeVar
 
-from ._calls import guarded_calls
+from ._calls import GuardOptions, guarded_calls
 from ._rwguards import ReadGuard, WriteGuard, rw_key
 from .client import DynamoDBClient
 from .keys import KeyTemplate
@@ -166,19 +166,13 @@ def _decorator(
     async_guard: type[ReadLock] | type[WriteLock],
     sync_guard: type[SyncReadLock] | type[SyncWriteLock],
     client: DynamoDBClient,
-    options: dict[str, Any],
+    checked: GuardOptions,
     key: str,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    _check_options(
-        client,
-        options["table"],
-        options["lease_duration"],
-        options["wait_timeout"],
-        options["on_lost"],
-    )
     template = KeyTemplate(key)
     if not template.placeholders:
         rw_key(template.resolve({}))
+    options = checked._asdict()
     return guarded_calls(
         name,
         template,
@@ -206,8 +200,8 @@ def distributed_read_lock(
         def read_config(tenant: str) -> None:
             ...
     """
-    options = _options(table, lease_duration, wait_timeout, on_lost)
-    return _decorator("distributed_read_lock", ReadLock, SyncReadLock, client, options, key)
+    checked = _check_options(client, table, lease_duration, wait_timeout, on_lost)
+    return _decorator("distributed_read_lock", ReadLock, SyncReadLock, client, checked, key)
 
 
 def distributed_write_lock(
@@ -227,16 +221,5 @@ def distributed_write_lock(
         def write_config(tenant: str) -> None:
             ...
     """
-    options = _options(table, lease_duration, wait_timeout, on_lost)
-    return _decorator("distributed_write_lock", WriteLock, SyncWriteLock, client, options, key)
-
-
-def _options(
-    table: str, lease_duration: float, wait_timeout: float, on_lost: OnLost | None
-) -> dict[str, Any]:
-    return {
-        "table": table,
-        "lease_duration": lease_duration,
-        "wait_timeout": wait_timeout,
-        "on_lost": on_lost,
-    }
+    checked = _check_options(client, table, lease_duration, wait_timeout, on_lost)
+    return _decorator("distributed_write_lock", WriteLock, SyncWriteLock, client, checked, key)

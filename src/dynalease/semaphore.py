@@ -47,7 +47,9 @@ class _SemaphoreGuard(_Guard):
         fair: bool = False,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
-        lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
+        table, lease_s, wait_s, on_lost = _check_options(
+            client, table, lease_duration, wait_timeout, on_lost
+        )
         keys = permit_keys(key, permits)
         self._client = client
         # A fair semaphore has one queue for all its permits.
@@ -137,18 +139,11 @@ def distributed_semaphore(
         def reindex(index: str) -> None:
             ...
     """
-    lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, on_lost)
+    checked = _check_options(client, table, lease_duration, wait_timeout, on_lost)
     template = KeyTemplate(key)
     # A fixed key is checked whole now; else the count now, each resolved key at call time.
     permit_keys(template.resolve({}) if not template.placeholders else "k", permits)
-    options: dict[str, Any] = {
-        "table": table,
-        "permits": permits,
-        "lease_duration": lease_s,
-        "wait_timeout": wait_s,
-        "on_lost": on_lost,
-        "fair": fair,
-    }
+    options = checked._asdict() | {"permits": permits, "fair": fair}
     return guarded_calls(
         "distributed_semaphore",
         template,

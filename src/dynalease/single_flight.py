@@ -345,12 +345,11 @@ def single_flight(
         def build_report(day: str) -> dict:
             ...
     """
-    lease_s, wait_s = _check_options(client, table, lease_duration, wait_timeout, None)
+    options = _check_options(client, table, lease_duration, wait_timeout, None)._asdict()
     policy = flight if flight is not None else SingleFlight()
     if not isinstance(policy, SingleFlight):
         raise TypeError(f"flight must be a SingleFlight, got {type(policy).__name__}")
     template = KeyTemplate(key)
-    options: dict[str, Any] = {"table": table, "lease_duration": lease_s, "wait_timeout": wait_s}
 
     def decorate(function: Callable[P, R]) -> Callable[P, R]:
         if inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function):

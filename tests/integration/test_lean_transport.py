@@ -74,7 +74,7 @@ def test_every_store_request_works_on_the_lean_path(endpoint: str, table: str) -
         newer = LockRow("job", new_token(), new_token(), 3000)
         await store.write(table, newer, row)
         renewed = new_token()
-        await store.renew(table, "job", newer.owner, newer.version, renewed)
+        await store.renew_rows(table, ("job",), newer.owner, newer.version, renewed)
         check = condition_item(table, "job", newer.owner)
         await transport.handle_async(Request("TransactWriteItems", {"TransactItems": [check]}))
         with pytest.raises(TransactionCanceledException) as cancelled:
@@ -122,7 +122,7 @@ def test_lean_and_botocore_paths_report_the_same_failed_condition(
         row = _row(key)
         await store.write(table, row)
         try:
-            await store.renew(table, key, "not-the-owner", row.version, new_token())
+            await store.renew_rows(table, (key,), "not-the-owner", row.version, new_token())
         except ConditionFailed as failure:
             return failure.item, row.to_item()
         raise AssertionError("the renewal of someone else's row was applied")

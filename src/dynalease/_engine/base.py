@@ -105,6 +105,15 @@ class Held(NamedTuple):
     token: int | None = None
 
 
+class ClientParts(NamedTuple):
+    """What every guard of one client acts with: its store, its observation cache, and
+    the clock (a fair waiter and a reader are handed them as one)."""
+
+    store: LockStore
+    observations: Observations
+    clock: Clock
+
+
 class LeaseParts(TypedDict):
     """What a lease is made of besides its rows: the client's store, clock and observation
     cache, and the guard's settings (``Lease`` passes them on to :class:`LeaseCore`)."""

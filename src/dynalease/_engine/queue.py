@@ -12,22 +12,17 @@ import random
 from ..exceptions import DynamoDBError
 from . import protocol as p
 from . import queue_rows as q
-from .clock import Clock
+from .base import ClientParts
 from .lease import Lease
 from .loop import sleep_or_wake
-from .observations import Observations
 from .requests import ignore_late
-from .store import ConditionFailed, Limit, LockStore, TimedOut
+from .store import ConditionFailed, Limit, TimedOut
 
 __all__ = ["QueueWaiter", "get_in_line"]
 
 
 def get_in_line(
-    lease: Lease,
-    fair: object,
-    store: LockStore,
-    observations: Observations,
-    queues: tuple[str, ...] = (),
+    lease: Lease, fair: object, parts: ClientParts, queues: tuple[str, ...] = ()
 ) -> None:
     """``fair=True``: ``lease``'s acquisition first waits its turn in the queues of its keys
     (or of ``queues``: a semaphore's one name for all its permits; docs/fairness.md). Bad
@@ -45,12 +40,7 @@ def get_in_line(
             )
     if fair:
         lease.acquirer.line = QueueWaiter(
-            store=store,
-            observations=observations,
-            clock=lease.clock,
-            table=lease.table,
-            keys=queues or lease.keys,
-            lease_s=lease.lease_s,
+            parts, table=lease.table, keys=queues or lease.keys, lease_s=lease.lease_s
         )
 
 
@@ -69,16 +59,9 @@ class QueueWaiter:
     """
 
     def __init__(
-        self,
-        *,
-        store: LockStore,
-        observations: Observations,
-        clock: Clock,
-        table: str,
-        keys: tuple[str, ...],
-        lease_s: float,
+        self, parts: ClientParts, *, table: str, keys: tuple[str, ...], lease_s: float
     ) -> None:
-        self.store, self.observations, self.clock = store, observations, clock
+        self.store, self.observations, self.clock = parts
         self.table, self.keys, self.lease_s = table, keys, lease_s
         #: This waiter's entry in each queue.
         self.token = p.new_token()

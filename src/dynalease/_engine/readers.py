@@ -20,12 +20,10 @@ from ..exceptions import (
 )
 from . import protocol as p
 from . import shared_rows as s
-from .base import _run_callback
-from .clock import Clock
+from .base import ClientParts, _run_callback
 from .loop import sleep_or_wake
-from .observations import Observations
 from .requests import ignore_late
-from .store import ConditionFailed, Limit, LockStore, Reply, TimedOut
+from .store import ConditionFailed, Limit, Reply, TimedOut
 
 __all__ = ["ReaderLease"]
 
@@ -38,17 +36,15 @@ class ReaderLease:
 
     def __init__(
         self,
+        parts: ClientParts,
         *,
-        store: LockStore,
-        observations: Observations,
-        clock: Clock,
         table: str,
         key: str,
         lease_s: float,
         wait_s: float,
         on_lost: Callable[[LockLost], object] | None,
     ) -> None:
-        self.store, self.observations, self.clock = store, observations, clock
+        self.store, self.observations, self.clock = parts
         self.table, self.key = table, key
         self.lease_s, self.wait_s, self.on_lost = lease_s, wait_s, on_lost
         #: This reader's token in the main row's reader set.

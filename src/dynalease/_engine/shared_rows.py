@@ -144,14 +144,7 @@ def join_actions(
         condition = "#o = :oo AND #v = :ov"
         values[":oo"] = {"S": observed.owner}
         values[":ov"] = {"S": observed.version}
-    main = {
-        "TableName": table,
-        "Key": {KEY_ATTR: {"S": key}},
-        "UpdateExpression": update,
-        "ConditionExpression": condition,
-        "ExpressionAttributeNames": _names(update + condition),
-        "ExpressionAttributeValues": values,
-    }
+    main = _update_action(table, key, update, condition, values)
     check = {
         "TableName": table,
         "Key": {KEY_ATTR: {"S": writer_key(key)}},
@@ -231,6 +224,15 @@ def readers_of(item: Item | None) -> frozenset[str]:
 
 
 def _update(table: str, key: str, update: str, condition: str, values: dict[str, Any]) -> Item:
+    """An ``UpdateItem`` request: the action, with its consumed capacity asked for."""
+    action = _update_action(table, key, update, condition, values)
+    return {**action, "ReturnConsumedCapacity": "TOTAL"}
+
+
+def _update_action(
+    table: str, key: str, update: str, condition: str, values: dict[str, Any]
+) -> Item:
+    """One conditional update of ``key``'s row, as a request or a transaction's entry."""
     return {
         "TableName": table,
         "Key": {KEY_ATTR: {"S": key}},
@@ -238,7 +240,6 @@ def _update(table: str, key: str, update: str, condition: str, values: dict[str,
         "ConditionExpression": condition,
         "ExpressionAttributeNames": _names(update + condition),
         "ExpressionAttributeValues": values,
-        "ReturnConsumedCapacity": "TOTAL",
     }
 
 

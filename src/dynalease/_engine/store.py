@@ -8,7 +8,7 @@ dynalease errors.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from ..exceptions import RequestFailedError, TransactionCanceledException
 from . import shapes
@@ -36,6 +36,8 @@ __all__ = [
     "interrupted_failure",
 ]
 
+#: A row of a key set: its key, or the row written.
+R = TypeVar("R")
 
 #: The ``code`` of a request whose TLS handshake refused the endpoint's certificate (the
 #: ``ssl`` error's class name, on every transport): never sent, and a setting to fix.
@@ -117,6 +119,9 @@ class LockStore:
         request = Request(operation, params, *(limit or ()))
         return await self.transport.handle_async(request)
 
+    async def _written(self, operation: str, params: dict[str, Any], limit: Limit | None) -> Reply:
+        return write_reply(await self._send(operation, params, limit))
+
     async def prepare(self) -> None:
         await self.transport.prepare()
 
@@ -148,23 +153,7 @@ class LockStore:
     ) -> Reply:
         """Create the row (none there, or a free fenced one), or take over ``observed`` if its
         owner and version are still there. A fenced write's ``Reply.item`` holds the counter."""
-        operation, params = shapes.write_request(table, row, observed)
-        return write_reply(await self._send(operation, params, limit))
-
-    async def renew(
-        self,
-        table: str,
-        key: str,
-        owner: str,
-        current: str,
-        new: str,
-        limit: Limit | None = None,
-        holder: Item | None = None,
-    ) -> Reply:
-        """Replace our version with a new one, only if owner and version are still ours
-        (setting the ``holder`` map too when given)."""
-        params = shapes.renew_params(table, key, owner, current, new, holder)
-        return write_reply(await self._send("UpdateItem", params, limit))
+        return await self._written(*shapes.write_request(table, row, observed), limit)
 
     async def delete(
         self,
@@ -176,12 +165,12 @@ class LockStore:
         fencing: bool = False,
     ) -> Reply:
         """Delete the row only if we still own it (a fenced row: leave it free)."""
-        operation, params = shapes.release_request(table, key, owner, fencing)
-        return write_reply(await self._send(operation, params, limit))
+        return await self._written(*shapes.release_request(table, key, owner, fencing), limit)
 
     # --- a key set: one row, or several all or nothing ---------------------------
-    # A single lock is a key set of one: its requests are the one-row ones above; a
-    # set of several is written, renewed and deleted in one transaction.
+    # A single lock is a key set of one: its requests are one row's (the write and the
+    # delete above, or a renewal's update); a set of several is written, renewed and
+    # deleted in one transaction.
 
     async def read_rows(
         self, table: str, keys: tuple[str, ...], limit: Limit | None = None
@@ -202,10 +191,12 @@ class LockStore:
     ) -> Reply:
         """Write every row: each on no row (or a free fenced one), or over its ``observed`` row
         if that owner and version are still there. All or nothing."""
-        if len(rows) == 1:
-            return await self.write(table, rows[0], observed.get(rows[0].key), limit)
-        actions = [shapes.put_action(table, row, observed.get(row.key)) for row in rows]
-        return await self._transact(actions, limit)
+        return await self._one_or_all(
+            rows,
+            lambda row: self.write(table, row, observed.get(row.key), limit),
+            lambda row: shapes.put_action(table, row, observed.get(row.key)),
+            limit,
+        )
 
     async def renew_rows(
         self,
@@ -217,11 +208,16 @@ class LockStore:
         limit: Limit | None = None,
         holder: Item | None = None,
     ) -> Reply:
-        """Renew every row (each only if owner and version are still ours). All or nothing."""
-        if len(keys) == 1:
-            return await self.renew(table, keys[0], owner, current, new, limit, holder)
-        actions = [shapes.renew_action(table, key, owner, current, new, holder) for key in keys]
-        return await self._transact(actions, limit)
+        """Replace our version of every row with a new one, only if owner and version are
+        still ours (setting the ``holder`` map too when given). All or nothing."""
+        return await self._one_or_all(
+            keys,
+            lambda key: self._written(
+                "UpdateItem", shapes.renew_params(table, key, owner, current, new, holder), limit
+            ),
+            lambda key: shapes.renew_action(table, key, owner, current, new, holder),
+            limit,
+        )
 
     async def delete_rows(
         self,
@@ -233,10 +229,25 @@ class LockStore:
         fencing: bool = False,
     ) -> Reply:
         """Delete every row only if we still own each (a fenced row: left free). All or nothing."""
-        if len(keys) == 1:
-            return await self.delete(table, keys[0], owner, limit, fencing=fencing)
-        actions = [shapes.delete_action(table, key, owner) for key in keys]
-        return await self._transact(actions, limit)
+        return await self._one_or_all(
+            keys,
+            lambda key: self.delete(table, key, owner, limit, fencing=fencing),
+            lambda key: shapes.delete_action(table, key, owner),
+            limit,
+        )
+
+    async def _one_or_all(
+        self,
+        rows: tuple[R, ...],
+        one: Callable[[R], Awaitable[Reply]],
+        action: Callable[[R], dict[str, Any]],
+        limit: Limit | None,
+    ) -> Reply:
+        """A key set's request: ``one`` row's own request, or one transaction of every row's
+        ``action`` (a single lock is a key set of one)."""
+        if len(rows) == 1:
+            return await one(rows[0])
+        return await self._transact([action(row) for row in rows], limit)
 
     async def _transact(self, actions: list[dict[str, Any]], limit: Limit | None) -> Reply:
         """Send one ``TransactWriteItems``; a failed condition is :class:`ConditionFailed`.
