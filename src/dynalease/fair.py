@@ -9,8 +9,8 @@ exclude it and are excluded.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Self, cast
+from collections.abc import Mapping, Sequence
+from typing import Any, Self, cast
 
 from ._engine.queue import QueueWaiter
 from .client import DynamoDBClient
@@ -33,6 +33,7 @@ class _FairGuard(_Guard):
         on_lost: OnLost | None = None,
         fencing: bool = False,
         keys: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(
             client,
@@ -44,6 +45,7 @@ class _FairGuard(_Guard):
             fencing=fencing,
             keys=keys,
             fair=True,
+            metadata=metadata,
         )
 
     @property

@@ -15,6 +15,7 @@ import pytest
 from support.tables import fresh_lock_table
 
 from dynalease import DynamoDBClient, SyncDistributedLock, SyncDistributedSemaphore
+from dynalease.fair import SyncFairLock
 
 LEASE_S = 3.0
 BOUND_S = 10 * LEASE_S
@@ -60,6 +61,11 @@ def test_a_semaphore_permit_row_names_its_holder(client: DynamoDBClient, table: 
     ) as permit:
         assert permit.permit_key is not None
         assert holder(client, table, permit.permit_key)["metadata"] == {"who": "worker-1"}
+
+
+def test_a_fair_lock_row_names_its_holder(client: DynamoDBClient, table: str) -> None:
+    with SyncFairLock(client, table=table, key="report", metadata={"who": "worker-2"}):
+        assert holder(client, table, "report")["metadata"] == {"who": "worker-2"}
 
 
 def test_bad_metadata_is_refused_before_any_request(client: DynamoDBClient, table: str) -> None:
