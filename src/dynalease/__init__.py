@@ -57,23 +57,20 @@ __all__ = [
     "LockNotAcquired",
     "LockReleaseError",
     "LockUnavailable",
+    "ReadLock",
     "SyncDistributedLock",
     "SyncDistributedSemaphore",
+    "SyncReadLock",
     "SyncTransaction",
+    "SyncWriteLock",
     "Transaction",
     "TransactionCanceledError",
     "TransactionCanceledException",
+    "WriteLock",
     "__version__",
     "distributed_lock",
-    "distributed_semaphore",
-]
-# Read/write locks (docs/rwlocks.md).
-__all__ += [
-    "ReadLock",
-    "SyncReadLock",
-    "SyncWriteLock",
-    "WriteLock",
     "distributed_read_lock",
+    "distributed_semaphore",
     "distributed_write_lock",
 ]
 
@@ -95,8 +92,13 @@ _HOMES = {
     "LockUnavailable": "exceptions",
     "TransactionCanceledError": "exceptions",
     "TransactionCanceledException": "exceptions",
+    "ReadLock": "rwlock",
+    "SyncReadLock": "rwlock",
+    "WriteLock": "rwlock",
+    "SyncWriteLock": "rwlock",
+    "distributed_read_lock": "rwlock",
+    "distributed_write_lock": "rwlock",
 }
-_HOMES.update(dict.fromkeys(__all__[-6:], "rwlock"))
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
