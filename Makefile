@@ -58,31 +58,40 @@ typecheck: $(STAMP)
 # `make test` runs in phases, each timed (tests/support/phase.sh and side_by_side.sh print
 # the seconds each part took, and all of them again at the end). Work that keeps the cores
 # busy runs beside work that mostly waits, each part's output kept apart:
+# - the install of .venv and the system tools (pip on one core, its output shown as it
+#   goes), beside the builds of the 3.12 and 3.13 venvs on the other;
 # - ruff;
-# - mypy, the builds of the 3.12 and 3.13 venvs, and the unit, docs and CDK suites on two
-#   workers (CPU), side by side;
-# - the integration, Lambda and CLI suites, which mostly wait (on leases, processes,
-#   servers), on Python 3.11 (the lean request path, then the lock tests again over
-#   botocore), 3.12 and 3.13 side by side, WAITING_WORKERS each (a file per worker at a
-#   time; the timing, process and Lambda suites keep their bounds generous for that).
+# - mypy and the unit, docs and CDK suites on two workers (CPU), beside the CLI suite
+#   (its commands mostly wait on leases and processes);
+# - the integration and Lambda suites, which mostly wait (on leases, processes, servers),
+#   on Python 3.11 (the lean request path, then the lock tests again over botocore), 3.12
+#   and 3.13 side by side, WAITING_WORKERS each (a file per worker at a time; the timing,
+#   process and Lambda suites keep their bounds generous for that), and one more on 3.11:
+#   its run also carries what runs on the main interpreter only (the crash histories
+#   across processes, the benchmarks' smoke test), a third more waiting than the others'.
 # The Managed Instances tests run awslambdaric on Python 3.13 whatever runs the suite.
 PYTHON313 = $$(bash tests/support/python_venv.sh 3.13)
 WAITING_WORKERS ?= 3
+MAIN_WAITING_WORKERS = $(shell echo $$(($(WAITING_WORKERS) + 1)))
 TEST_PHASES := .venv/test-phases.txt
 PHASE = TEST_PHASES=$(TEST_PHASES) bash tests/support/phase.sh
 SIDE_BY_SIDE = TEST_PHASES=$(TEST_PHASES) bash tests/support/side_by_side.sh
-test: $(STAMP) system-deps
+test:
 	@rm -f $(TEST_PHASES)
+	@$(SIDE_BY_SIDE) \
+	  "install (.venv, system tools)" --show -- $(MAKE) --no-print-directory -s $(STAMP) system-deps :: \
+	  "venvs of $(OTHER_PYTHONS)" -- $(MAKE) --no-print-directory -j 2 $(OTHER_PYTHONS:%=venv-%)
 	@$(PHASE) "lint (ruff)" $(MAKE) --no-print-directory lint
 	@$(SIDE_BY_SIDE) \
 	  "types (mypy)" -- $(MAKE) --no-print-directory typecheck :: \
-	  "venvs of $(OTHER_PYTHONS)" -- $(MAKE) --no-print-directory -j 2 $(OTHER_PYTHONS:%=venv-%) :: \
 	  "unit, docs and CDK suites (3.11, 2 workers)" -- \
-	  $(BIN)/pytest -q -n 2 --dist loadfile -p no:cacheprovider tests/unit tests/docs tests/infra
+	  $(BIN)/pytest -q -n 2 --dist loadfile -p no:cacheprovider tests/unit tests/docs tests/infra :: \
+	  "CLI suite (3.11)" -- env DYNALEASE_PYTHON313=$(PYTHON313) \
+	  $(BIN)/pytest -q -p no:cacheprovider tests/cli
 	@$(SIDE_BY_SIDE) \
-	  "integration, Lambda and CLI suites (3.11)" -- env DYNALEASE_PYTHON313=$(PYTHON313) \
-	  $(BIN)/pytest -q -n $(WAITING_WORKERS) --dist loadfile -p no:cacheprovider \
-	  tests/integration tests/lambda tests/cli :: \
+	  "integration and Lambda suites (3.11)" -- env DYNALEASE_PYTHON313=$(PYTHON313) \
+	  $(BIN)/pytest -q -n $(MAIN_WAITING_WORKERS) --dist loadfile -p no:cacheprovider \
+	  tests/integration tests/lambda :: \
 	  $(foreach version,$(OTHER_PYTHONS),$(call OTHER_SUITES,$(version)) ::) \
 	  "the lock tests over botocore (3.11)" -- env DYNALEASE_TRANSPORT=boto \
 	  $(BIN)/pytest -q -p no:cacheprovider tests/integration/test_locks.py tests/integration/test_lock_examples.py
@@ -93,8 +102,10 @@ test: $(STAMP) system-deps
 # with a warning here and fails under CI=true. What differs by version is the runtime and
 # the event loop the engine runs on, so the model tests explore 100 examples there (1,000
 # on the main interpreter), without the checks of their own power (marked test_power)
-# and the long crash histories across processes (marked process_history), and without
-# the benchmarks' smoke test (the benchmarks run from the main venv).
+# and the long crash histories across processes (marked process_history: the election's,
+# the read/write, fair and semaphore locks', the soak's; they check the protocol between
+# processes, which the shorter process tests exercise on each version already), and
+# without the benchmarks' smoke test (the benchmarks run from the main venv).
 OTHER_PYTHONS ?= 3.12 3.13
 SUITES_ON_EVERY_PYTHON := tests/unit/engine tests/lambda tests/integration
 OTHER_SUITES = "engine, Lambda and integration suites ($(1))" -- \

@@ -36,6 +36,7 @@ SLACK_S = 10.0
 spawn = multiprocessing.get_context("spawn")
 
 
+@pytest.mark.process_history
 def test_eight_processes_never_hold_more_than_three_permits_and_none_leaks(
     client: DynamoDBClient, endpoint: str
 ) -> None:

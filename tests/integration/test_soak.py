@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -34,6 +36,7 @@ def short_soak(endpoint: str, *options: str) -> tuple[dict[str, Any], str]:
     return figures, result.stdout
 
 
+@pytest.mark.process_history
 def test_a_short_soak_with_killed_and_paused_holders_has_no_violations(endpoint: str) -> None:
     figures, output = short_soak(endpoint, "--progress-every", "4")
     assert figures["violations"] == 0
@@ -52,6 +55,7 @@ def test_a_short_soak_with_killed_and_paused_holders_has_no_violations(endpoint:
     ), progress
 
 
+@pytest.mark.process_history
 def test_a_short_fenced_soak_keeps_its_tokens_in_order_along_the_history(endpoint: str) -> None:
     figures, _ = short_soak(endpoint, "--fencing")
     assert figures["violations"] == 0 and figures["bad_tokens"] == 0

@@ -12,7 +12,6 @@ expressions) use :class:`dynalease.testing.MemoryBackend`, which is moto.
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +23,21 @@ from dynalease._transport.errors import map_error_code
 __all__ = ["MemoryDynamoDB", "MemoryTransport", "UnsupportedRequest", "memory_lock_table"]
 
 Item = dict[str, Any]
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of an AttributeValue (nested dicts and lists of str, bytes, bool, None).
+
+    ``copy.deepcopy`` does the same with a memo for cycles and shared parts that such a
+    value never has; the model tests read rows hundreds of thousands of times, and that
+    memo was a sixth of their run.
+    """
+    if isinstance(value, dict):
+        return {name: _copied(part) for name, part in value.items()}
+    if isinstance(value, list):
+        return [_copied(part) for part in value]
+    return value
+
 
 _CONDITION_FAILED = "The conditional request failed"
 _WRITE = {
@@ -213,7 +227,7 @@ class MemoryDynamoDB:
         """A copy of every table's rows (AttributeValue form)."""
         with self._lock:
             return {
-                name: [copy.deepcopy(row) for row in table.rows.values()]
+                name: [_copied(row) for row in table.rows.values()]
                 for name, table in self._tables.items()
             }
 
@@ -263,7 +277,7 @@ class MemoryDynamoDB:
         row = table.rows.get(table.key_of(params["Key"]))
         answer = _capacity(params, [table.name])
         if row is not None:
-            answer["Item"] = copy.deepcopy(row)
+            answer["Item"] = _copied(row)
         return answer
 
     def _batch_get_item(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -276,7 +290,7 @@ class MemoryDynamoDB:
             keys = request["Keys"]
             read = keys if self.batch_limit is None else keys[: self.batch_limit]
             rows = [table.rows.get(table.key_of(key)) for key in read]
-            responses[name] = [copy.deepcopy(row) for row in rows if row is not None]
+            responses[name] = [_copied(row) for row in rows if row is not None]
             if len(read) < len(keys):
                 unprocessed[name] = {"Keys": keys[len(read) :], "ConsistentRead": True}
         answer: dict[str, Any] = {"Responses": responses, "UnprocessedKeys": unprocessed}
@@ -293,7 +307,7 @@ class MemoryDynamoDB:
         if operation == "PutItem":
             item = params["Item"]
             row_key = table.key_of(item)
-            stored = copy.deepcopy(item)
+            stored = _copied(item)
             return _Write(table, row_key, holds, lambda row: stored, return_old)
         row_key = table.key_of(params["Key"])
         if operation == "DeleteItem":
@@ -313,9 +327,9 @@ class MemoryDynamoDB:
             or ":new" not in (values or {})
         ):
             raise _unsupported("this update (only the renewal's is known)", params)
-        changes = {"version": copy.deepcopy(values[":new"])}  # type: ignore[index]
+        changes = {"version": _copied(values[":new"])}  # type: ignore[index]
         if expression == _RENEW_HOLDER:
-            changes["holder"] = copy.deepcopy(values[":h"])  # type: ignore[index]
+            changes["holder"] = _copied(values[":h"])  # type: ignore[index]
         return _Write(table, row_key, holds, lambda row: {**(row or {}), **changes}, return_old)
 
     def _single_write(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -324,14 +338,14 @@ class MemoryDynamoDB:
         if not write.holds(row):
             failed: dict[str, Any] = {}
             if write.return_old and row is not None:
-                failed["Item"] = copy.deepcopy(row)
+                failed["Item"] = _copied(row)
             raise _Answer("ConditionalCheckFailedException", _CONDITION_FAILED, failed)
         self._commit(write, row)
         answer = _capacity(params, [write.table.name])
         if params.get("ReturnValues") == "UPDATED_NEW":
             stored = write.table.rows[write.row_key]
             changed = ("owner", "version", "lease_ms", "protocol", "fence")
-            answer["Attributes"] = {name: copy.deepcopy(stored[name]) for name in changed}
+            answer["Attributes"] = {name: _copied(stored[name]) for name in changed}
         return answer
 
     @staticmethod
@@ -368,7 +382,7 @@ class MemoryDynamoDB:
                 "Message": _CONDITION_FAILED,
             }
             if write.return_old and row is not None:
-                reason["Item"] = copy.deepcopy(row)
+                reason["Item"] = _copied(row)
             reasons.append(reason)
         if any(reason["Code"] != "None" for reason in reasons):
             codes = ", ".join(reason["Code"] for reason in reasons)
@@ -400,15 +414,15 @@ def _fenced_update(params: dict[str, Any]) -> Callable[[Item | None], Item | Non
     key_name = next(name for name in params["Key"])
 
     def acquired(row: Item | None) -> Item:
-        old = row or {key_name: copy.deepcopy(params["Key"][key_name])}
+        old = row or {key_name: _copied(params["Key"][key_name])}
         fence = int(old["fence"]["N"]) if "fence" in old else 0
         return {
             **old,
-            "owner": copy.deepcopy(values[":owner"]),
-            "version": copy.deepcopy(values[":version"]),
-            "lease_ms": copy.deepcopy(values[":lease"]),
-            "protocol": copy.deepcopy(values[":protocol"]),
-            "holder": copy.deepcopy(values[":holder"]),
+            "owner": _copied(values[":owner"]),
+            "version": _copied(values[":version"]),
+            "lease_ms": _copied(values[":lease"]),
+            "protocol": _copied(values[":protocol"]),
+            "holder": _copied(values[":holder"]),
             "fence": {"N": str(fence + 1)},
         }
 

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Usage: tests/support/side_by_side.sh NAME -- COMMAND... [:: NAME -- COMMAND...]...
+# Usage: tests/support/side_by_side.sh NAME [--show] -- COMMAND... [:: NAME -- COMMAND...]...
 #
 # Runs the commands at once (make test puts CPU-bound work beside work that mostly
 # waits), each with its output kept in a file of its own, so that none interleaves.
 # Prints each one's output once all have ended (a failed one's last, in full), with the
 # time each took, also appended to $TEST_PHASES. Exits 1 if any failed.
+# One command may be marked --show: its output goes to the terminal as it runs instead
+# (the first install, whose progress a newcomer should see).
 set -uo pipefail
 
 logs=$(mktemp -d)
@@ -12,9 +14,12 @@ trap 'rm -rf "$logs"' EXIT
 names=()
 pids=()
 starts=()
+shown=()
 while [ $# -gt 0 ]; do
   name="$1"
   shift
+  show=false
+  [ "${1:-}" = "--show" ] && { show=true; shift; }
   [ "${1:-}" = "--" ] || { echo "side_by_side.sh: expected -- after $name" >&2; exit 2; }
   shift
   command=()
@@ -26,9 +31,15 @@ while [ $# -gt 0 ]; do
   index=${#names[@]}
   names+=("$name")
   starts+=("$SECONDS")
-  ( "${command[@]}" >"$logs/$index.log" 2>&1; echo $? >"$logs/$index.status"; echo $SECONDS >"$logs/$index.end" ) &
+  if $show; then
+    shown+=("$index")
+    echo "make test: started $name (its output follows as it runs)"
+    ( "${command[@]}" 2>&1 | tee "$logs/$index.log"; echo $? >"$logs/$index.status"; echo $SECONDS >"$logs/$index.end" ) &
+  else
+    echo "make test: started $name"
+    ( "${command[@]}" >"$logs/$index.log" 2>&1; echo $? >"$logs/$index.status"; echo $SECONDS >"$logs/$index.end" ) &
+  fi
   pids+=($!)
-  echo "make test: started $name"
 done
 wait "${pids[@]}"
 
@@ -44,21 +55,29 @@ for index in "${!names[@]}"; do
   fi
   summary+=("$line")
 done
-# The passing ones briefly (their last lines say what ran), the failing ones in full.
+# The passing ones briefly (their last lines say what ran), the failing ones in full;
+# a shown one's output is above already.
 for index in "${!names[@]}"; do
-  if [ "$(cat "$logs/$index.status")" = 0 ]; then
+  if [[ " ${shown[*]} " == *" $index "* ]]; then
+    continue
+  elif [ "$(cat "$logs/$index.status")" = 0 ]; then
     echo "--- ${names[$index]}: passed; its last lines:"
     tail -n 3 "$logs/$index.log"
   fi
 done
 for index in "${!names[@]}"; do
-  if [ "$(cat "$logs/$index.status")" != 0 ]; then
+  if [ "$(cat "$logs/$index.status")" = 0 ]; then
+    continue
+  elif [[ " ${shown[*]} " == *" $index "* ]]; then
+    echo "--- ${names[$index]}: FAILED; its output is above"
+  else
     echo "--- ${names[$index]}: FAILED; its whole output:"
     cat "$logs/$index.log"
   fi
 done
 for line in "${summary[@]}"; do
   echo "$line"
-  [ -n "${TEST_PHASES:-}" ] && echo "$line" >>"$TEST_PHASES"
+  # The file's folder is .venv, which the first phase may be the one to make (or fail to).
+  [ -n "${TEST_PHASES:-}" ] && [ -d "$(dirname "$TEST_PHASES")" ] && echo "$line" >>"$TEST_PHASES"
 done
 exit "$failed"

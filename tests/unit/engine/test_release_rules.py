@@ -116,16 +116,17 @@ def test_an_interrupt_during_a_sync_release_does_not_stop_the_release(
             os.kill(os.getpid(), signal.SIGINT)
 
     # The gate holds the first delete until the interrupt has landed (this transport
-    # bounds requests by its manual clock, which nothing here advances); a 6 s lease's
-    # 3.6 s cleanup budget leaves the retry after it plenty of time.
-    guard = SyncDistributedLock(client, table=TABLE, key="interrupted", lease_duration=6)
+    # bounds requests by its manual clock, which nothing here advances). The cleanup
+    # budget runs on the system clock meanwhile: a 30 s lease's 10 s leave the retry
+    # after it time on a loaded machine, where the 3.6 s of a 6 s lease once ran out
+    # between the delete's start and the interrupt's arrival.
+    guard = SyncDistributedLock(client, table=TABLE, key="interrupted", lease_duration=30)
     with pytest.raises(KeyboardInterrupt):
         with guard:
             threading.Thread(target=interrupt_once_the_delete_is_in_flight).start()
     gate.set()
-    for _ in range(250):
-        if guard._lease.state is State.RELEASED:
-            break
+    deadline = time.monotonic() + 30
+    while guard._lease.state is not State.RELEASED and time.monotonic() < deadline:
         time.sleep(0.02)
     assert guard._lease.state is State.RELEASED
     assert transport.inner.db.tables()[TABLE] == []

@@ -104,10 +104,17 @@ def _direct(endpoint_url: str | None = None) -> DirectConfig | None:
     )
 
 
+#: botocore's data loader (the service model and endpoint rules it reads from disk), shared
+#: by the tests' sessions: each test's client comes from a fresh session, which reads the
+#: environment as it is then, without parsing those files again (most of a client's cost,
+#: for the 180 clients made here).
+_LOADER = botocore.session.Session().get_component("data_loader")
+
+
 def _client(url: str | None = None, **options: Any) -> Any:
-    return botocore.session.Session().create_client(
-        "dynamodb", region_name="us-east-1", endpoint_url=url, **options
-    )
+    session = botocore.session.Session()
+    session.register_component("data_loader", _LOADER)
+    return session.create_client("dynamodb", region_name="us-east-1", endpoint_url=url, **options)
 
 
 # --- proxies ------------------------------------------------------------------------
