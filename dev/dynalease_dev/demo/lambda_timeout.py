@@ -25,17 +25,18 @@ KEY = "demo:lambda-timeout"
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, float]:
-    """Take the key; with ``sleep``, hold it past the function's timeout."""
+    """Take the key (for ``lease_s``, default 3 s); with ``sleep``, hold it past the timeout."""
     from dynalease.client import DynamoDBClient
     from dynalease.lock import SyncDistributedLock
 
+    lease_s = float(event.get("lease_s", LEASE_S))
     started = time.monotonic()
     with SyncDistributedLock(
         DynamoDBClient(),
         table=os.environ["DYNALEASE_TABLE"],
         key=event["key"],
-        lease_duration=LEASE_S,
-        wait_timeout=LEASE_S + 5,
+        lease_duration=lease_s,
+        wait_timeout=lease_s + 5,
     ):
         waited = time.monotonic() - started
         if event.get("sleep"):
@@ -43,7 +44,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, float]:
     return {"waited_s": waited}
 
 
-def scenario(table: str, key: str = KEY) -> str:
+def scenario(table: str, key: str = KEY, lease_s: float = LEASE_S) -> str:
     """Run the timeout and the next invocation; one line saying what happened."""
     import importlib.util
 
@@ -64,8 +65,8 @@ def scenario(table: str, key: str = KEY) -> str:
             logs=directory / "logs",
         )
         try:
-            first = plane.invoke({"key": key, "sleep": True})
-            second = plane.invoke({"key": key}, timeout=LEASE_S + 10)
+            first = plane.invoke({"key": key, "sleep": True, "lease_s": lease_s})
+            second = plane.invoke({"key": key, "lease_s": lease_s}, timeout=lease_s + 10)
         finally:
             plane.close()
     if first.status != "timeout" or second.status != "ok" or not isinstance(second.payload, dict):
@@ -73,5 +74,5 @@ def scenario(table: str, key: str = KEY) -> str:
     return (
         f"a Lambda handler holding {key} was killed at its {TIMEOUT_S:g} s timeout; the "
         f"recovery extension deleted its row; the next invocation waited "
-        f"{second.payload['waited_s']:.2f} s for the lock (without it: the {LEASE_S:g} s lease)"
+        f"{second.payload['waited_s']:.2f} s for the lock (without it: the {lease_s:g} s lease)"
     )
