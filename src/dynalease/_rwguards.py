@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ._calls import GuardOptions, OnLost, Options
 from ._engine.protocol import fence_of, wait_left
 from ._engine.readers import ReaderLease
 from ._engine.shared_rows import WRITER_PREFIX, writer_key
@@ -13,10 +14,10 @@ from ._engine.store import Limit
 from .client import DynamoDBClient
 from .exceptions import GuardReused, LockLost
 from .keys import MAX_KEY_BYTES, validate_key
-from .lock import DistributedLock, OnLost, SyncDistributedLock, _check_options
+from .lock import DistributedLock, SyncDistributedLock
 from .metrics import LockMetrics
 
-__all__ = ["ReadGuard", "WriteGuard", "rw_key"]
+__all__ = ["ReadGuard", "ReadOptions", "WriteGuard", "WriteOptions", "rw_key"]
 
 _COUNTS = (
     "conditional_failures",
@@ -45,8 +46,8 @@ def rw_key(key: object) -> str:
     return name
 
 
-class ReadGuard:
-    """What sync and async read guards share."""
+class ReadOptions(Options):
+    """A reader's options, taken alike by read guards and their decorator (`Options`)."""
 
     def __init__(
         self,
@@ -58,14 +59,42 @@ class ReadGuard:
         wait_timeout: float = 35.0,
         on_lost: OnLost | None = None,
     ) -> None:
-        table, lease_s, wait_s, on_lost = _check_options(
-            client, table, lease_duration, wait_timeout, on_lost
-        )
-        client._check_process()
-        self._client = client
+        self._made(self._checked(client, table, lease_duration, wait_timeout, on_lost), key)
+
+    def _made(self, options: GuardOptions, key: str) -> None:
+        raise NotImplementedError
+
+
+class WriteOptions(Options):
+    """A writer's options, taken alike by write guards and their decorator (`Options`)."""
+
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        *,
+        table: str,
+        key: str,
+        lease_duration: float = 30.0,
+        wait_timeout: float = 35.0,
+        on_lost: OnLost | None = None,
+        fair: bool = False,
+    ) -> None:
+        options = self._checked(client, table, lease_duration, wait_timeout, on_lost)
+        self._made(options, key, fair)
+
+    def _made(self, options: GuardOptions, key: str, fair: bool) -> None:
+        raise NotImplementedError
+
+
+class ReadGuard(ReadOptions):
+    """What sync and async read guards share."""
+
+    def _made(self, options: GuardOptions, key: str) -> None:
+        self._client._check_process()
         self._used = False
+        table, lease_s, wait_s, on_lost = options
         self._reader = ReaderLease(
-            client._parts,
+            self._client._parts,
             table=table,
             key=rw_key(key),
             lease_s=lease_s,
@@ -149,27 +178,16 @@ class ReadGuard:
         return f"{type(self).__name__}(table={self.table!r}, key={self.key!r})"
 
 
-class WriteGuard:
+class WriteGuard(WriteOptions):
     """What sync and async write guards share: the writer row, then the lock row."""
 
     _main_class: type[DistributedLock] | type[SyncDistributedLock]
 
-    def __init__(
-        self,
-        client: DynamoDBClient,
-        *,
-        table: str,
-        key: str,
-        lease_duration: float = 30.0,
-        wait_timeout: float = 35.0,
-        on_lost: OnLost | None = None,
-        fair: bool = False,
-    ) -> None:
-        options = _check_options(client, table, lease_duration, wait_timeout, on_lost)
+    def _made(self, options: GuardOptions, key: str, fair: bool) -> None:
         name = rw_key(key)
-        self._client, self._key, self._options = client, name, options
+        self._key, self._options = name, options
         self._gate: Any = self._main_class(
-            client,
+            self._client,
             key=writer_key(name),
             **options._asdict(),
             fencing=True,

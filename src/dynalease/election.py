@@ -17,12 +17,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Self, TypeVar
 
 from . import _election
+from ._calls import OnLost, check_options
 from ._election import Leader, Sightings, check_value, leader_of, read_leader_item
 from ._engine.protocol import MAX_DURATION_S, poll_cap
 from .client import DynamoDBClient
 from .exceptions import LockLost, LockNotAcquired
 from .keys import validate_key
-from .lock import DistributedLock, OnLost, SyncDistributedLock, _check_options
+from .lock import DistributedLock, SyncDistributedLock
 
 __all__ = ["Election", "Leader", "Leadership", "SyncElection", "SyncLeadership"]
 
@@ -42,7 +43,7 @@ class _Election:
         poll_interval: float | None = None,
         on_lost: OnLost | None = None,
     ) -> None:
-        lease_s = _check_options(client, table, lease_duration, 0.0, on_lost, True).lease_duration
+        lease_s = check_options(client, table, lease_duration, 0.0, on_lost, True).lease_duration
         self._client, self.table, self.lease_duration = client, table, lease_s
         self.name = validate_key(name, parameter="name")
         if poll_interval is None:
@@ -59,7 +60,7 @@ class _Election:
 
     def _lock_options(self, wait_timeout: float | None) -> dict[str, Any]:
         if wait_timeout is not None:
-            _check_options(self._client, self.table, self.lease_duration, wait_timeout, None)
+            check_options(self._client, self.table, self.lease_duration, wait_timeout, None)
         return {
             "table": self.table,
             "key": self.name,

@@ -9,44 +9,20 @@ exclude it and are excluded.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Self, cast
+from typing import Self, cast
 
+from ._calls import Chosen, GuardOptions
 from ._engine.queue import QueueWaiter
-from .client import DynamoDBClient
-from .lock import DistributedLock, OnLost, SyncDistributedLock, _Guard
+from .lock import DistributedLock, SyncDistributedLock, _Guard
 
 __all__ = ["FairLock", "SyncFairLock"]
 
 
 class _FairGuard(_Guard):
-    """A lock guard with ``fair=True``."""
+    """A lock guard with ``fair=True`` whatever its ``fair`` says."""
 
-    def __init__(
-        self,
-        client: DynamoDBClient,
-        *,
-        table: str,
-        key: str | None = None,
-        lease_duration: float = 30.0,
-        wait_timeout: float = 35.0,
-        on_lost: OnLost | None = None,
-        fencing: bool = False,
-        keys: Sequence[str] | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(
-            client,
-            table=table,
-            key=key,
-            lease_duration=lease_duration,
-            wait_timeout=wait_timeout,
-            on_lost=on_lost,
-            fencing=fencing,
-            keys=keys,
-            fair=True,
-            metadata=metadata,
-        )
+    def _made(self, options: GuardOptions, chosen: Chosen) -> None:
+        super()._made(options, chosen._replace(fair=True))
 
     @property
     def waiters_ahead_at_arrival(self) -> int | None:

@@ -9,20 +9,19 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar, cast
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Self, cast
 
 from . import _meters, _tracing, shutdown
 from ._advice import explain
-from ._calls import CALL, GuardOptions, guarded_calls
+from ._calls import CALL, Chosen, GuardedCalls, GuardOptions, LockOptions, Template
 from ._engine.deadline import suspension_warning
+from ._engine.holder import check_metadata
 from ._engine.lease import Lease
-from ._engine.protocol import check_durations, check_table_name
 from ._engine.states import State
 from ._keyset import KeysTemplate, key_set
 from ._redact import logged_key
-from .client import DynamoDBClient
-from .exceptions import DynamoDBError, FencingUnavailable, GuardReused, LockLost
+from .exceptions import DynamoDBError, FencingUnavailable, GuardReused
 from .keys import KeyTemplate
 from .metrics import LockMetrics
 
@@ -40,9 +39,6 @@ __all__ = [
     "distributed_lock",
 ]
 
-P = ParamSpec("P")
-R = TypeVar("R")
-OnLost = Callable[[LockLost], object]
 
 #: Set at interpreter exit: from then on ``_Guard.__del__`` releases nothing, as a
 #: ``weakref.finalize`` with ``atexit=False`` would not run then either.
@@ -57,57 +53,17 @@ def _stop_releasing_dropped_guards() -> None:
 atexit.register(_stop_releasing_dropped_guards)
 
 
-def _check_options(
-    client: object,
-    table: object,
-    lease_duration: object,
-    wait_timeout: object,
-    on_lost: object,
-    fencing: object = False,
-) -> GuardOptions:
-    if not isinstance(client, DynamoDBClient):
-        raise TypeError(
-            f"client must be a dynalease.DynamoDBClient, got {type(client).__name__}; "
-            "create one with DynamoDBClient() or DynamoDBClient.from_client(boto3_client)"
-        )
-    name = check_table_name(table)
-    if on_lost is not None and not callable(on_lost):
-        raise TypeError(f"on_lost must be a callable taking the LockLost error, got {on_lost!r}")
-    if not isinstance(fencing, bool):
-        raise TypeError(
-            f"fencing must be True or False, got {type(fencing).__name__}; "
-            "fencing=True hands the guard an increasing fencing_token (docs/fencing.md)"
-        )
-    lease_s, wait_s = check_durations(lease_duration, wait_timeout)
-    return GuardOptions(name, lease_s, wait_s, cast(OnLost | None, on_lost))
-
-
-class _Guard:
+class _Guard(LockOptions):
     """What sync and async guards share: construction, checks and metrics."""
 
     #: While held: the runtime ``__del__`` releases on.
     _dropped: Runtime | None = None
 
-    def __init__(
-        self,
-        client: DynamoDBClient,
-        *,
-        table: str,
-        key: str | None = None,
-        lease_duration: float = 30.0,
-        wait_timeout: float = 35.0,
-        on_lost: OnLost | None = None,
-        fencing: bool = False,
-        keys: Sequence[str] | None = None,
-        fair: bool = False,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> None:
-        table, lease_s, wait_s, on_lost = _check_options(
-            client, table, lease_duration, wait_timeout, on_lost, fencing
-        )
+    def _made(self, options: GuardOptions, chosen: Chosen) -> None:
+        table, lease_s, wait_s, on_lost = options
+        key, keys, fencing, fair, metadata = chosen
         resolved = key_set(key, keys, fencing=fencing)
-        self._client = client
-        self._lease: Lease = client._new_lease(
+        self._lease: Lease = self._client._new_lease(
             table, resolved[0], lease_s, wait_s, on_lost, fencing=fencing, keys=resolved, fair=fair
         )
         self.set_metadata(metadata)  # checked here, before any request
@@ -376,20 +332,10 @@ def current_guard() -> SyncDistributedLock | DistributedLock:
     return guard
 
 
-def distributed_lock(
-    client: DynamoDBClient,
-    *,
-    table: str,
-    key: str | None = None,
-    lease_duration: float = 30.0,
-    wait_timeout: float = 35.0,
-    on_lost: OnLost | None = None,
-    fencing: bool = False,
-    keys: Sequence[str] | None = None,
-    fair: bool = False,
-) -> Callable[[Callable[P, R]], Callable[P, R]]:
+class distributed_lock(LockOptions, GuardedCalls):
     """Run each call of a ``def`` or ``async def`` function under a lock.
 
+    Takes the options of `SyncDistributedLock` (each call's guard is made with them).
     ``key`` (or each entry of ``keys``) is a template over the function's arguments, e.g.
     ``"customer:{customer_id}"``; referenced arguments must be ``str``. Several placeholders are
     length-framed (``"{tenant}:{id}"`` -> ``"4:acme:3:123"``). Template errors are raised here;
@@ -402,13 +348,18 @@ def distributed_lock(
         def synchronize_customer(customer_id: str) -> None:
             ...
     """
-    checked = _check_options(client, table, lease_duration, wait_timeout, on_lost, fencing)
-    options = checked._asdict() | {"fencing": fencing, "fair": fair}
-    template = KeyTemplate(cast(str, key)) if keys is None else KeysTemplate(keys, key)
-    name = "key" if keys is None else "keys"
-    return guarded_calls(
-        "distributed_lock",
-        template,
-        lambda resolved: DistributedLock(client, **{name: resolved}, **options),
-        lambda resolved: SyncDistributedLock(client, **{name: resolved}, **options),
-    )
+
+    _guards = (DistributedLock, SyncDistributedLock)
+
+    def _made(self, options: GuardOptions, chosen: Chosen) -> None:
+        check_metadata(chosen.metadata)
+        if chosen.keys is None:
+            self._template: Template = KeyTemplate(cast(str, chosen.key))
+        else:
+            self._template, self._key_name = KeysTemplate(chosen.keys, chosen.key), "keys"
+        _, _, fencing, fair, metadata = chosen
+        self._keywords = options._asdict() | {
+            "fencing": fencing,
+            "fair": fair,
+            "metadata": metadata,
+        }

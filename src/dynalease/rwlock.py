@@ -9,14 +9,12 @@ writers, and any reader or writer keeps pydynox out (docs/rwlocks.md).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import ParamSpec, Self, TypeVar
 
-from ._calls import GuardOptions, guarded_calls
-from ._rwguards import ReadGuard, WriteGuard, rw_key
-from .client import DynamoDBClient
+from ._calls import GuardedCalls, GuardOptions
+from ._rwguards import ReadGuard, ReadOptions, WriteGuard, WriteOptions, rw_key
 from .keys import KeyTemplate
-from .lock import DistributedLock, OnLost, SyncDistributedLock, _check_options
+from .lock import DistributedLock, SyncDistributedLock
 
 __all__ = [
     "ReadLock",
@@ -161,38 +159,11 @@ class SyncWriteLock(WriteGuard):
             self._gate.__exit__(exc_type, exc, traceback)
 
 
-def _decorator(
-    name: str,
-    async_guard: type[ReadLock] | type[WriteLock],
-    sync_guard: type[SyncReadLock] | type[SyncWriteLock],
-    client: DynamoDBClient,
-    checked: GuardOptions,
-    key: str,
-) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    template = KeyTemplate(key)
-    if not template.placeholders:
-        rw_key(template.resolve({}))
-    options = checked._asdict()
-    return guarded_calls(
-        name,
-        template,
-        lambda resolved: async_guard(client, key=resolved, **options),
-        lambda resolved: sync_guard(client, key=resolved, **options),
-    )
-
-
-def distributed_read_lock(
-    client: DynamoDBClient,
-    *,
-    table: str,
-    key: str,
-    lease_duration: float = 30.0,
-    wait_timeout: float = 35.0,
-    on_lost: OnLost | None = None,
-) -> Callable[[Callable[P, R]], Callable[P, R]]:
+class distributed_read_lock(ReadOptions, GuardedCalls):
     """Run each call of a ``def`` or ``async def`` function as a reader of ``key``.
 
-    ``key`` is a template over the function's arguments, as for `distributed_lock`.
+    Takes the options of `SyncReadLock`. ``key`` is a template over the function's
+    arguments, as for `distributed_lock`.
 
     For example:
 
@@ -200,20 +171,18 @@ def distributed_read_lock(
         def read_config(tenant: str) -> None:
             ...
     """
-    checked = _check_options(client, table, lease_duration, wait_timeout, on_lost)
-    return _decorator("distributed_read_lock", ReadLock, SyncReadLock, client, checked, key)
+
+    _guards = (ReadLock, SyncReadLock)
+
+    def _made(self, options: GuardOptions, key: str) -> None:
+        self._template = _template(key)
+        self._keywords = options._asdict()
 
 
-def distributed_write_lock(
-    client: DynamoDBClient,
-    *,
-    table: str,
-    key: str,
-    lease_duration: float = 30.0,
-    wait_timeout: float = 35.0,
-    on_lost: OnLost | None = None,
-) -> Callable[[Callable[P, R]], Callable[P, R]]:
+class distributed_write_lock(WriteOptions, GuardedCalls):
     """Run each call of a ``def`` or ``async def`` function as the writer of ``key``.
+
+    Takes the options of `SyncWriteLock` (``fair=True``: writers in arrival order).
 
     For example:
 
@@ -221,5 +190,17 @@ def distributed_write_lock(
         def write_config(tenant: str) -> None:
             ...
     """
-    checked = _check_options(client, table, lease_duration, wait_timeout, on_lost)
-    return _decorator("distributed_write_lock", WriteLock, SyncWriteLock, client, checked, key)
+
+    _guards = (WriteLock, SyncWriteLock)
+
+    def _made(self, options: GuardOptions, key: str, fair: bool) -> None:
+        self._template = _template(key)
+        self._keywords = options._asdict() | {"fair": fair}
+
+
+def _template(key: str) -> KeyTemplate:
+    """``key`` as a template; a fixed key is checked whole now, a template at each call."""
+    template = KeyTemplate(key)
+    if not template.placeholders:
+        rw_key(template.resolve({}))
+    return template

@@ -7,32 +7,33 @@ permit is held, the guard behaves exactly like a lock guard on that row.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, ParamSpec, TypeVar, cast
+from collections.abc import Mapping
+from typing import Any, NamedTuple, cast
 
-from ._calls import guarded_calls
+from ._calls import GuardedCalls, GuardOptions, OnLost, Options
+from ._engine.holder import check_metadata
 from ._engine.permits import PermitTarget
 from ._engine.states import State
 from .client import DynamoDBClient
 from .keys import PERMIT_PREFIX, KeyTemplate, permit_keys
-from .lock import (
-    DistributedLock,
-    OnLost,
-    SyncDistributedLock,
-    _check_options,
-    _Guard,
-)
+from .lock import DistributedLock, SyncDistributedLock, _Guard
 
 __all__ = ["DistributedSemaphore", "SyncDistributedSemaphore", "distributed_semaphore"]
 
 _UNHELD = frozenset({State.NEW, State.ACQUIRING, State.NOT_ACQUIRED, State.CANCELLED})
 
-P = ParamSpec("P")
-R = TypeVar("R")
+
+class _Permits(NamedTuple):
+    """What a semaphore's options choose beside `GuardOptions`."""
+
+    key: str
+    permits: int
+    fair: bool
+    metadata: Mapping[str, Any] | None
 
 
-class _SemaphoreGuard(_Guard):
-    """What sync and async semaphore guards share: the permits and their keys."""
+class _SemaphoreOptions(Options):
+    """A semaphore's options, taken alike by its guards and its decorator (`Options`)."""
 
     def __init__(
         self,
@@ -47,14 +48,24 @@ class _SemaphoreGuard(_Guard):
         fair: bool = False,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
-        table, lease_s, wait_s, on_lost = _check_options(
-            client, table, lease_duration, wait_timeout, on_lost
-        )
+        options = self._checked(client, table, lease_duration, wait_timeout, on_lost)
+        self._made(options, _Permits(key, permits, fair, metadata))
+
+    def _made(self, options: GuardOptions, chosen: _Permits) -> None:
+        raise NotImplementedError
+
+
+class _SemaphoreGuard(_SemaphoreOptions, _Guard):
+    """What sync and async semaphore guards share: the permits and their keys."""
+
+    # A semaphore has options of its own: its _made takes them, not a lock's.
+    def _made(self, options: GuardOptions, chosen: _Permits) -> None:  # type: ignore[override]
+        table, lease_s, wait_s, on_lost = options
+        key, permits, fair, metadata = chosen
         keys = permit_keys(key, permits)
-        self._client = client
         # A fair semaphore has one queue for all its permits.
         queue = (f"{PERMIT_PREFIX}{key}",)
-        self._lease = client._new_lease(
+        self._lease = self._client._new_lease(
             table, key, lease_s, wait_s, on_lost, keys, fair=fair, queues=queue
         )
         self.set_metadata(metadata)  # checked here, before any request
@@ -116,22 +127,12 @@ class SyncDistributedSemaphore(_SemaphoreGuard, SyncDistributedLock):
     """
 
 
-def distributed_semaphore(
-    client: DynamoDBClient,
-    *,
-    table: str,
-    key: str,
-    permits: int,
-    lease_duration: float = 30.0,
-    wait_timeout: float = 35.0,
-    on_lost: OnLost | None = None,
-    fair: bool = False,
-) -> Callable[[Callable[P, R]], Callable[P, R]]:
+class distributed_semaphore(_SemaphoreOptions, GuardedCalls):
     """Run each call of a ``def`` or ``async def`` function holding one of ``permits`` permits.
 
-    ``key`` is a template over the function's arguments, as for
-    `distributed_lock`; errors in it, and a bad ``permits``,
-    are raised here, before any request.
+    Takes the options of `SyncDistributedSemaphore` (each call's guard is made with them).
+    ``key`` is a template over the function's arguments, as for `distributed_lock`; errors
+    in it, and a bad ``permits`` or ``metadata``, are raised here, before any request.
 
     For example:
 
@@ -139,14 +140,14 @@ def distributed_semaphore(
         def reindex(index: str) -> None:
             ...
     """
-    checked = _check_options(client, table, lease_duration, wait_timeout, on_lost)
-    template = KeyTemplate(key)
-    # A fixed key is checked whole now; else the count now, each resolved key at call time.
-    permit_keys(template.resolve({}) if not template.placeholders else "k", permits)
-    options = checked._asdict() | {"permits": permits, "fair": fair}
-    return guarded_calls(
-        "distributed_semaphore",
-        template,
-        lambda resolved: DistributedSemaphore(client, key=resolved, **options),
-        lambda resolved: SyncDistributedSemaphore(client, key=resolved, **options),
-    )
+
+    _guards = (DistributedSemaphore, SyncDistributedSemaphore)
+
+    def _made(self, options: GuardOptions, chosen: _Permits) -> None:
+        key, permits, fair, metadata = chosen
+        self._template = KeyTemplate(key)
+        # A fixed key is checked whole now; else the count now, each resolved key at call time.
+        permit_keys(self._template.resolve({}) if not self._template.placeholders else "k", permits)
+        check_metadata(metadata)
+        chosen_now = {"permits": permits, "fair": fair, "metadata": metadata}
+        self._keywords = options._asdict() | chosen_now

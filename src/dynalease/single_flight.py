@@ -38,13 +38,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
+from ._calls import check_options
 from ._lambda.holding import shared_client
 from ._lambda.invocation import lambda_context_of
 from ._redact import logged_key
 from ._results import ITEM_LIMIT, JSONSerializer, Outcome, Serializer, item_size, result_key
 from .exceptions import SharedCallFailed, SharedResultTooLarge
 from .keys import KeyTemplate
-from .lock import DistributedLock, SyncDistributedLock, _check_options
+from .lock import DistributedLock, SyncDistributedLock
 
 if TYPE_CHECKING:
     from ._lambda.plan import LockPlan
@@ -345,7 +346,7 @@ def single_flight(
         def build_report(day: str) -> dict:
             ...
     """
-    options = _check_options(client, table, lease_duration, wait_timeout, None)._asdict()
+    options = check_options(client, table, lease_duration, wait_timeout, None)._asdict()
     policy = flight if flight is not None else SingleFlight()
     if not isinstance(policy, SingleFlight):
         raise TypeError(f"flight must be a SingleFlight, got {type(policy).__name__}")

@@ -14,8 +14,15 @@ from typing import Any
 import pytest
 from support.tables import fresh_lock_table
 
-from dynalease import DynamoDBClient, SyncDistributedLock, SyncDistributedSemaphore
+from dynalease import (
+    DynamoDBClient,
+    SyncDistributedLock,
+    SyncDistributedSemaphore,
+    distributed_lock,
+    distributed_semaphore,
+)
 from dynalease.fair import SyncFairLock
+from dynalease.lock import current_guard
 
 LEASE_S = 3.0
 BOUND_S = 10 * LEASE_S
@@ -66,6 +73,25 @@ def test_a_semaphore_permit_row_names_its_holder(client: DynamoDBClient, table: 
 def test_a_fair_lock_row_names_its_holder(client: DynamoDBClient, table: str) -> None:
     with SyncFairLock(client, table=table, key="report", metadata={"who": "worker-2"}):
         assert holder(client, table, "report")["metadata"] == {"who": "worker-2"}
+
+
+def test_the_decorators_take_their_guards_metadata(client: DynamoDBClient, table: str) -> None:
+    """Each decorator takes its guards' options: each call's row names the holder."""
+
+    @distributed_lock(client, table=table, key="sync:{name}", metadata={"job": "sync"})
+    def locked(name: str) -> dict[str, Any]:
+        return holder(client, table, f"sync:{name}")
+
+    @distributed_semaphore(client, table=table, key="api", permits=2, metadata={"job": "api"})
+    def permitted() -> dict[str, Any]:
+        guard = current_guard()
+        assert isinstance(guard, SyncDistributedSemaphore) and guard.permit_key is not None
+        return holder(client, table, guard.permit_key)
+
+    assert locked("a")["metadata"] == {"job": "sync"}
+    assert permitted()["metadata"] == {"job": "api"}
+    with pytest.raises(ValueError, match="metadata"):
+        distributed_lock(client, table=table, key="k", metadata={"x": "y" * 600})
 
 
 def test_bad_metadata_is_refused_before_any_request(client: DynamoDBClient, table: str) -> None:

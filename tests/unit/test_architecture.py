@@ -36,7 +36,8 @@ ALLOWED: dict[str, set[str]] = {
     "keys": BASE,
     "fencing": BASE,
     "shutdown": BASE,
-    "_calls": BASE | {"keys"},
+    # _calls: each kind's options base checks the client and the durations (the engine's).
+    "_calls": BASE | {"keys", "_engine", "client"},
     "_keyset": BASE | {"keys"},
     # _engine: _values only for the holder's user metadata, when a guard is given some.
     "_engine": BASE | {"metrics", "_values"},
@@ -51,11 +52,11 @@ ALLOWED: dict[str, set[str]] = {
     "client": BASE | {"_engine", "_transport", "_values"},
     "semaphore": BASE | {"_engine", "keys", "client", "lock", "_calls"},
     "_results": BASE | {"keys"},
-    "single_flight": BASE | {"_results", "keys", "client", "lock", "_lambda"},
+    "single_flight": BASE | {"_results", "keys", "client", "lock", "_lambda", "_calls"},
     "_election": BASE | {"_engine", "client"},
-    "election": BASE | {"_engine", "_election", "keys", "client", "lock"},
-    "fair": BASE | {"_engine", "client", "lock"},
-    "_rwguards": BASE | {"_engine", "keys", "client", "lock", "metrics"},
+    "election": BASE | {"_engine", "_election", "keys", "client", "lock", "_calls"},
+    "fair": BASE | {"_engine", "client", "lock", "_calls"},
+    "_rwguards": BASE | {"_engine", "keys", "client", "lock", "metrics", "_calls"},
     "rwlock": BASE | {"_engine", "keys", "client", "lock", "_calls", "_rwguards"},
     # _lambda: SnapStart's hooks, registered on import where the runtime runs them.
     "__init__": BASE

@@ -130,9 +130,7 @@ def test_lock_classes_take_a_client_then_keyword_options_with_the_reference_defa
 
 
 def test_the_decorator_has_the_same_options_and_defaults() -> None:
-    # but metadata: a decorated call sets it with current_guard().set_metadata(...)
-    options = [option for option in LOCK_PARAMETERS if option[0] != "metadata"]
-    assert parameters(distributed_lock) == [("client", POS, EMPTY), *options]
+    assert parameters(distributed_lock) == [("client", POS, EMPTY), *LOCK_PARAMETERS]
 
 
 def test_the_async_lock_is_an_async_context_and_the_sync_lock_a_sync_one() -> None:
