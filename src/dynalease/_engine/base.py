@@ -4,8 +4,6 @@
 a loss is recorded only in :meth:`LeaseCore.lose`.
 """
 
-from __future__ import annotations
-
 import logging
 import threading
 from collections.abc import Callable
@@ -217,7 +215,7 @@ class LeaseCore:
         return (self.table, self.key)
 
     @property
-    def lost_signal(self) -> concurrent.futures.Future[None]:
+    def lost_signal(self) -> "concurrent.futures.Future[None]":
         """A future done once the lease is lost; made on first use (most guards never ask)."""
         with _SIGNALS:
             signal = self._lost_signal

@@ -7,8 +7,6 @@ where requests go is written. The reader trusts no file and acts only on entries
 whose writer is gone (docs/lambda.md, "Recovery after a timeout or a crash").
 """
 
-from __future__ import annotations
-
 import json
 import logging
 import os

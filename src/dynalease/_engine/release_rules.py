@@ -7,8 +7,6 @@ retry pauses first. :func:`decide` does no I/O and reads no clock: the releaser
 ``attempts.decide``. One row or several (deleted in one transaction) go the same way.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal, NamedTuple
 
 from .protocol import OWNER_ATTR

@@ -7,8 +7,6 @@ What botocore decides around the exchange is decided here its way: the proxy
 whether anything reached the server).
 """
 
-from __future__ import annotations
-
 import base64
 import functools
 import http.client
