@@ -69,7 +69,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("_transport/connections.py", "proxy_for", "urllib.request"): (
         "the system proxy reader: only when proxy variables are set (a budget test)"
     ),
-    ("_transport/connections.py", "_tls_context", "ssl"): "TLS: only for an https endpoint",
     ("_transport/connections.py", "_default_ca_bundle", "certifi"): (
         "optional: botocore's bundle is the fallback"
     ),
@@ -96,7 +95,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("middleware.py", "_import_ahead", "._lambda"): _COLD,
     ("testing/__init__.py", "MemoryBackend.__init__", "._moto"): _MOTO,
     ("testing/__init__.py", "MemoryBackend.__init__", "._transport"): _MOTO,
-    ("testing/_moto.py", "_tracked_models", "moto.dynamodb.models"): _MOTO,
 }
 
 
