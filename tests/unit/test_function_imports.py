@@ -30,6 +30,9 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("_engine/acquire.py", "Acquirer.acquire", ".driver"): _LOOP,
     ("_engine/base.py", "LeaseCore.lost_signal", "concurrent.futures"): _LOOP,
     ("_engine/clock.py", "SystemClock.sleep", "asyncio"): _LOOP,
+    ("_engine/journal_switch.py", "process_journal", ".journal"): (
+        "the journal: only a process that keeps one (the recovery extension installed) loads it"
+    ),
     ("_engine/permits.py", "PermitTarget.rules", ".attempts"): _ATTEMPTS,
     ("_engine/release.py", "Releaser.on_loop", ".release_loop"): _LOOP,
     ("_engine/renew.py", "Renewer.start_renewing", ".watch"): _LOOP,

@@ -16,7 +16,6 @@ from . import protocol as p
 from .clock import Clock, Stamp
 from .counters import Tally
 from .holder import Holder
-from .journal import Journal
 from .observations import Observations
 from .shapes import condition_item
 from .states import TRANSITIONS, Event, IllegalTransition, State
@@ -25,6 +24,8 @@ from .store import LockStore
 if TYPE_CHECKING:
     import asyncio
     import concurrent.futures
+
+    from .journal import Journal
 
 __all__ = ["Held", "LeaseCore", "LeaseEvents", "LeaseParts", "LeaseSpec", "logged_key"]
 
@@ -65,7 +66,7 @@ class LeaseSpec:
         wait_s: float,
         *,
         fencing: bool = False,
-        journal: Journal | None = None,
+        journal: "Journal | None" = None,
         on_lost: Callable[[LockLost], object] | None = None,
         holder: Holder | None = None,
     ) -> None:
