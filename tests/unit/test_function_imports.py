@@ -66,6 +66,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("_tooling/local_server.py", "dynamodb_app", "..testing._moto"): _MOTO,
     ("_tooling/local_server.py", "main", "werkzeug.serving"): _MOTO,
     ("_tracing.py", "_spans", "."): "OpenTelemetry: only once a tracer provider is found",
+    ("_values.py", "_exact", "decimal"): "exact numbers: only for a number no int can hold",
     ("_transport/boto.py", "lock_config", "botocore.config"): _BOTOCORE,
     ("_transport/boto.py", "BotoTransport.prepare", "asyncio"): _LOOP,
     ("_transport/boto.py", "BotoTransport.handle", "botocore.exceptions"): _BOTOCORE,
