@@ -2,13 +2,18 @@
 
 Numbers are stored exactly (a ``float`` through ``Decimal(str(value))``: ``0.1`` as
 ``0.1``) and come back as ``int`` when integral, else ``float``; binary as ``bytes``.
+``decimal`` loads with the first number that needs it: integers never do (nor does a
+lock, whose rows hold integers only).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Set
-from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+if TYPE_CHECKING:
+    from decimal import Decimal
 
 __all__ = ["from_attribute", "from_item", "to_attribute", "to_item"]
 
@@ -21,7 +26,7 @@ def to_attribute(value: Any, *, path: str = "value") -> dict[str, Any]:
         return {"BOOL": value}
     if isinstance(value, str):
         return {"S": value}
-    if isinstance(value, int | float | Decimal):
+    if _is_number(value):
         return {"N": _number(value, path)}
     if isinstance(value, bytes | bytearray | memoryview):
         return {"B": bytes(value)}
@@ -37,10 +42,26 @@ def to_attribute(value: Any, *, path: str = "value") -> dict[str, Any]:
     )
 
 
+def _is_number(value: object) -> TypeGuard[int | float | Decimal]:
+    """An int, float or Decimal (a bool too: callers that store it as BOOL ask first)."""
+    if isinstance(value, int | float):
+        return True
+    # A Decimal exists only once its module is loaded: no need to load it to ask.
+    decimal = sys.modules.get("decimal")
+    return decimal is not None and isinstance(value, decimal.Decimal)
+
+
+def _exact(text: str) -> Decimal:
+    """``text`` as a Decimal: the module loads with the first number that needs one."""
+    from decimal import Decimal
+
+    return Decimal(text)
+
+
 def _number(value: int | float | Decimal, path: str) -> str:
     if isinstance(value, int):
         return str(value)
-    number = Decimal(str(value)) if isinstance(value, float) else value
+    number = _exact(str(value)) if isinstance(value, float) else value
     if not number.is_finite():
         raise ValueError(f"{path}: DynamoDB cannot store {value!r}; use a finite number")
     return str(number)
@@ -61,7 +82,7 @@ def _set(value: Set[Any], path: str) -> dict[str, Any]:
     members = list(value)
     if all(isinstance(m, str) for m in members):
         return {"SS": sorted(members)}
-    if all(isinstance(m, int | float | Decimal) and not isinstance(m, bool) for m in members):
+    if all(_is_number(m) and not isinstance(m, bool) for m in members):
         return {"NS": [_number(m, path) for m in members]}
     if all(isinstance(m, bytes | bytearray) for m in members):
         return {"BS": sorted(bytes(m) for m in members)}
@@ -86,7 +107,10 @@ def from_attribute(value: Mapping[str, Any]) -> Any:
 
 
 def _from_number(text: str) -> int | float:
-    number = Decimal(text)
+    try:
+        return int(text)  # Decimal reads every text int() reads as the same integer
+    except ValueError:
+        number = _exact(text)
     if number == number.to_integral_value():
         return int(number)
     return float(number)

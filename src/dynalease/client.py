@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 from ._engine import runtime as _process
 from ._engine.base import ClientParts
 from ._engine.clock import SYSTEM_CLOCK
-from ._engine.journal import process_journal
+from ._engine.journal_switch import process_journal
 from ._engine.lease import Lease, LeaseSpec
 from ._engine.observations import Observations
 from ._engine.permits import PermitTarget

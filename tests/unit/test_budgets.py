@@ -283,7 +283,9 @@ def test_a_sync_hold_ended_before_its_first_renewal_imports_no_asyncio(
     lease's validity each second and otherwise waits, also past the wake-up the
     hold asked for (it has ended by then). Its pool is not made either (nor a
     future for its lost signal), nor the acquire driver and its decision loaded
-    (the first create simply succeeded), nor any loop-side module."""
+    (the first create simply succeeded), nor any loop-side module, nor the journal
+    (without the recovery extension a client only asks whether to keep one), nor
+    ``decimal``."""
     table = fresh_lock_table(client, "budget")
     loaded = _loaded_after(_SHORT_HOLD.format(endpoint=endpoint, table=table))
     unwanted = [
@@ -298,6 +300,11 @@ def test_a_sync_hold_ended_before_its_first_renewal_imports_no_asyncio(
         "dynalease._engine.requests",
         "dynalease._engine.release_loop",
         "dynalease._engine.watch",
+        # The recovery extension's journal: not installed here, so nothing of it is kept.
+        "dynalease._engine.journal",
+        "dynalease._engine.journal_looks",
+        # Exact numbers: a lock's rows hold integers only.
+        "decimal",
     ]
     assert [m for m in unwanted if m in loaded["modules"]] == []  # type: ignore[operator]
     assert loaded["threads"] == 2  # the main thread and the runtime's, waiting

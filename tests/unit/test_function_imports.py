@@ -30,6 +30,9 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("_engine/acquire.py", "Acquirer.acquire", ".driver"): _LOOP,
     ("_engine/base.py", "LeaseCore.lost_signal", "concurrent.futures"): _LOOP,
     ("_engine/clock.py", "SystemClock.sleep", "asyncio"): _LOOP,
+    ("_engine/journal_switch.py", "process_journal", ".journal"): (
+        "the journal: only a process that keeps one (the recovery extension installed) loads it"
+    ),
     ("_engine/permits.py", "PermitTarget.rules", ".attempts"): _ATTEMPTS,
     ("_engine/release.py", "Releaser.on_loop", ".release_loop"): _LOOP,
     ("_engine/renew.py", "Renewer.start_renewing", ".watch"): _LOOP,
@@ -63,13 +66,13 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("_tooling/local_server.py", "dynamodb_app", "..testing._moto"): _MOTO,
     ("_tooling/local_server.py", "main", "werkzeug.serving"): _MOTO,
     ("_tracing.py", "_spans", "."): "OpenTelemetry: only once a tracer provider is found",
+    ("_values.py", "_exact", "decimal"): "exact numbers: only for a number no int can hold",
     ("_transport/boto.py", "lock_config", "botocore.config"): _BOTOCORE,
     ("_transport/boto.py", "BotoTransport.prepare", "asyncio"): _LOOP,
     ("_transport/boto.py", "BotoTransport.handle", "botocore.exceptions"): _BOTOCORE,
     ("_transport/connections.py", "proxy_for", "urllib.request"): (
         "the system proxy reader: only when proxy variables are set (a budget test)"
     ),
-    ("_transport/connections.py", "_tls_context", "ssl"): "TLS: only for an https endpoint",
     ("_transport/connections.py", "_default_ca_bundle", "certifi"): (
         "optional: botocore's bundle is the fallback"
     ),
@@ -96,7 +99,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("middleware.py", "_import_ahead", "._lambda"): _COLD,
     ("testing/__init__.py", "MemoryBackend.__init__", "._moto"): _MOTO,
     ("testing/__init__.py", "MemoryBackend.__init__", "._transport"): _MOTO,
-    ("testing/_moto.py", "_tracked_models", "moto.dynamodb.models"): _MOTO,
 }
 
 

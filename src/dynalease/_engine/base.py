@@ -4,13 +4,10 @@
 a loss is recorded only in :meth:`LeaseCore.lose`.
 """
 
-from __future__ import annotations
-
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypedDict, TypeGuard
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypedDict, TypeGuard
 
 from .._redact import escaped, logged_key
 from ..exceptions import LockLost
@@ -19,7 +16,6 @@ from . import protocol as p
 from .clock import Clock, Stamp
 from .counters import Tally
 from .holder import Holder
-from .journal import Journal
 from .observations import Observations
 from .shapes import condition_item
 from .states import TRANSITIONS, Event, IllegalTransition, State
@@ -28,6 +24,8 @@ from .store import LockStore
 if TYPE_CHECKING:
     import asyncio
     import concurrent.futures
+
+    from .journal import Journal
 
 __all__ = ["Held", "LeaseCore", "LeaseEvents", "LeaseParts", "LeaseSpec", "logged_key"]
 
@@ -56,22 +54,34 @@ class LeaseEvents(Protocol):
         ...
 
 
-@dataclass(frozen=True)
 class LeaseSpec:
     """One guard's settings, fixed when the guard is made (``DynamoDBClient._new_lease``)."""
 
-    table: str
-    lease_s: float
-    wait_s: float
-    #: Protocol-2 rows, and a fencing token per acquisition.
-    fencing: bool = False
-    #: Where the rows this guard may hold are named for the recovery extension.
-    journal: Journal | None = None
-    #: Called (on a thread of its own) once ownership is lost.
-    on_lost: Callable[[LockLost], object] | None = None
-    #: Who holds the rows, written with each create and takeover (``holder.py``): the
-    #: one part of the spec that changes (``set_metadata``), and only its metadata.
-    holder: Holder = field(default_factory=Holder)
+    __slots__ = ("fencing", "holder", "journal", "lease_s", "on_lost", "table", "wait_s")
+
+    def __init__(
+        self,
+        table: str,
+        lease_s: float,
+        wait_s: float,
+        *,
+        fencing: bool = False,
+        journal: "Journal | None" = None,
+        on_lost: Callable[[LockLost], object] | None = None,
+        holder: Holder | None = None,
+    ) -> None:
+        self.table: Final = table
+        self.lease_s: Final = lease_s
+        self.wait_s: Final = wait_s
+        #: Protocol-2 rows, and a fencing token per acquisition.
+        self.fencing: Final = fencing
+        #: Where the rows this guard may hold are named for the recovery extension.
+        self.journal: Final = journal
+        #: Called (on a thread of its own) once ownership is lost.
+        self.on_lost: Final = on_lost
+        #: Who holds the rows, written with each create and takeover (``holder.py``): the
+        #: one part of the spec that changes (``set_metadata``), and only its metadata.
+        self.holder: Final = Holder() if holder is None else holder
 
     @property
     def protocol(self) -> int:
@@ -206,7 +216,7 @@ class LeaseCore:
         return (self.table, self.key)
 
     @property
-    def lost_signal(self) -> concurrent.futures.Future[None]:
+    def lost_signal(self) -> "concurrent.futures.Future[None]":
         """A future done once the lease is lost; made on first use (most guards never ask)."""
         with _SIGNALS:
             signal = self._lost_signal

@@ -4,10 +4,8 @@ The lease logic asks a clock, never ``time`` or ``asyncio.sleep``, so tests can 
 time by hand.
 """
 
-from __future__ import annotations
-
 import time
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, Self
 
 
 class Clock(Protocol):
@@ -49,7 +47,7 @@ class Stamp(NamedTuple):
     wall: float
 
     @classmethod
-    def now(cls, clock: Clock) -> Stamp:
+    def now(cls, clock: Clock) -> Self:
         return cls(clock.monotonic(), clock.wall())
 
     def remaining(self, clock: Clock, span: float) -> float:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..metrics import LockMetrics
 
 
-@dataclass
 class Tally:
     """The counts one lease keeps while it runs; only the runtime loop writes most of them.
 
-    The release's delete sent from a sync caller's thread may overlap a renewal
+    Each count starts at its class-level default; the first ``+=`` gives the instance its
+    own. The release's delete sent from a sync caller's thread may overlap a renewal
     counting on the runtime thread; ``+=`` on one attribute from both could lose
     a count, so that thread counts in ``caller_writes`` and ``caller_wcu``.
     """

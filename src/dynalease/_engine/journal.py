@@ -5,9 +5,8 @@ acquisition request (so a create that committed just before the writer died is
 covered) and removes it once its release or loss is confirmed. Nothing about
 where requests go is written. The reader trusts no file and acts only on entries
 whose writer is gone (docs/lambda.md, "Recovery after a timeout or a crash").
+Whether a process keeps a journal, and where, is :mod:`.journal_switch`'s to say.
 """
-
-from __future__ import annotations
 
 import json
 import logging
@@ -17,14 +16,7 @@ import stat
 from collections.abc import Collection, Iterator
 from typing import Any, NamedTuple, TypeGuard
 
-from ..constants import (
-    ENV_EXTENSIONS_DIR,
-    ENV_JOURNAL_DIR,
-    ENV_RECOVERY_TABLES,
-    ENV_RUNTIME_API,
-    ENV_TABLE,
-    RECOVERY_EXTENSION,
-)
+from ..constants import ENV_RECOVERY_TABLES, ENV_TABLE
 from . import journal_looks
 from .journal_looks import identity
 
@@ -35,19 +27,14 @@ __all__ = [
     "Entry",
     "Journal",
     "Skipped",
-    "directory",
-    "enabled",
     "entries",
     "pid_namespace",
-    "process_journal",
     "start_time",
     "writer_alive",
 ]
 
 log = logging.getLogger("dynalease")
 
-DEFAULT_DIRECTORY = "/tmp/dynalease-journal"
-DEFAULT_EXTENSIONS = "/opt/extensions"
 _SUFFIX = ".json"
 _FORMAT = 1
 #: The most keys one entry names: a multi-key lock's rows (one transaction writes 100).
@@ -68,30 +55,6 @@ _MAX_PID = 2**31 - 1
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-
-#: (pid, answer) of the last :func:`enabled` check: one check per process.
-_checked: tuple[int, bool] | None = None
-
-
-def directory() -> str:
-    """Where entries are written: ``DYNALEASE_JOURNAL_DIR``, else ``/tmp/dynalease-journal``."""
-    return os.environ.get(ENV_JOURNAL_DIR) or DEFAULT_DIRECTORY
-
-
-def enabled() -> bool:
-    """True when the sandbox's Runtime API is set and the recovery extension is installed.
-
-    Read once per process (a forked child reads again).
-    """
-    global _checked
-    pid = os.getpid()
-    if _checked is None or _checked[0] != pid:
-        extensions = os.environ.get(ENV_EXTENSIONS_DIR) or DEFAULT_EXTENSIONS
-        on = bool(os.environ.get(ENV_RUNTIME_API)) and os.path.isfile(
-            os.path.join(extensions, RECOVERY_EXTENSION)
-        )
-        _checked = (pid, on)
-    return _checked[1]
 
 
 def start_time(pid: int) -> str | None:
@@ -259,11 +222,6 @@ def _problem(info: os.stat_result) -> str | None:
             "remove it, or make it 0700"
         )
     return None
-
-
-def process_journal() -> Journal | None:
-    """A client's journal when :func:`enabled`, else None (and nothing is ever written)."""
-    return Journal(directory()) if enabled() else None
 
 
 def entries(

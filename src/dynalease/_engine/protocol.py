@@ -5,8 +5,6 @@ protocol 2 is the fenced row (docs/fencing.md). Every timing rule is a function
 here, so the engine and the tests share one definition.
 """
 
-from __future__ import annotations
-
 import math
 import os
 import re

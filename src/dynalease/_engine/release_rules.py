@@ -7,9 +7,6 @@ retry pauses first. :func:`decide` does no I/O and reads no clock: the releaser
 ``attempts.decide``. One row or several (deleted in one transaction) go the same way.
 """
 
-from __future__ import annotations
-
-from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from .protocol import OWNER_ATTR
@@ -102,20 +99,30 @@ class Noted(NamedTuple):
 Outcome = Deleted | Refused | Unknown | Failed | Rows | Unread | Spent | Noted
 
 
-@dataclass
 class Deletion:
     """One release's state: what :func:`decide` reads, kept up by the releaser."""
 
-    keys: tuple[str, ...]
-    owner: str
-    #: Whether the guard is releasing (a loss counts), not cleaning up after giving up.
-    releasing: bool = True
-    #: Whether a delete's outcome was unknown: a refusal afterwards may be our own delete.
-    uncertain: bool = False
-    #: The last failure, named in the error if the release is not confirmed.
-    last_error: BaseException | None = None
-    step: Action = field(default_factory=Done)
-    outcome: Outcome = field(default_factory=Noted)
+    __slots__ = ("keys", "last_error", "outcome", "owner", "releasing", "step", "uncertain")
+
+    def __init__(
+        self,
+        keys: tuple[str, ...],
+        owner: str,
+        *,
+        releasing: bool = True,
+        uncertain: bool = False,
+    ) -> None:
+        self.keys = keys
+        self.owner = owner
+        #: Whether the guard is releasing (a loss counts), not cleaning up after giving up.
+        self.releasing = releasing
+        #: Whether a delete's outcome was unknown: a refusal afterwards may be our own delete.
+        self.uncertain = uncertain
+        #: The last failure, named in the error if the release is not confirmed.
+        self.last_error: BaseException | None = None
+        #: The last action and how it ended: :meth:`end` sets them before :func:`decide` reads.
+        self.step: Action = Done()
+        self.outcome: Outcome = Noted()
 
     def end(self, step: Action, outcome: Outcome) -> None:
         """``step`` ended with ``outcome``."""

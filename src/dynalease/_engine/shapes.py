@@ -5,8 +5,6 @@ release are docs/fencing.md's (the token is the ``fence`` counter the write
 returns, so it costs no extra request).
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple

@@ -5,8 +5,6 @@ Every transport (botocore, the lean path, the in-memory backend) implements the 
 dynalease errors.
 """
 
-from __future__ import annotations
-
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -69,7 +67,7 @@ class FirstWrite(NamedTuple):
 class OutcomeUnknown(Exception):
     """A request whose outcome is unknown: timed out, reset, or a 5xx answer."""
 
-    def __init__(self, task: asyncio.Future[Reply], cause: BaseException | None) -> None:
+    def __init__(self, task: "asyncio.Future[Reply]", cause: BaseException | None) -> None:
         super().__init__(str(cause) if cause else "no answer within the request timeout")
         self.task = task
         self.cause = cause

@@ -7,8 +7,6 @@ property (``blocking``). ``prepare`` stays apart: one-time setup (a botocore cli
 endpoint) that must not count toward the first request's ``timeout``.
 """
 
-from __future__ import annotations
-
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple, Protocol
 

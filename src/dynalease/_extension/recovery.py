@@ -26,7 +26,7 @@ from typing import Any
 # Only what registering and waiting need: the request path (client, transport, TLS) loads
 # at shutdown, so the waiting process stays small.
 from .. import _compute_modes
-from .._engine import journal
+from .._engine import journal, journal_switch
 from ..constants import ENV_RECOVERY_TABLES, ENV_RUNTIME_API, ENV_TABLE, RECOVERY_EXTENSION
 from . import workers
 
@@ -262,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if _compute_modes.managed_instances():  # no event when a worker dies: watch the journal
         view = workers.PidView(journal.pid_namespace())
         watched = functools.partial(recover, tables=tables, judged=view.judges)
-        workers.WorkerWatch(journal.directory(), watched).start()
+        workers.WorkerWatch(journal_switch.directory(), watched).start()
     while True:
         try:
             event = control.next_event()
@@ -277,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         deadline = shutdown_deadline(event.get("deadlineMs"), time.time())
         watchdog = watch(deadline)
         try:
-            outcome = recover(journal.directory(), deadline, tables=tables)
+            outcome = recover(journal_switch.directory(), deadline, tables=tables)
         except Exception as error:
             log.exception("dynalease-recovery: recovery failed")
             control.exit_error("Extension.RecoveryFailed", f"{type(error).__name__}: {error}")

@@ -7,11 +7,9 @@ credentials, FIPS or dual-stack, an account-ID mode it would refuse, a Region ou
 fixed-pattern partitions) the answer is ``None``: build the botocore client and follow it.
 """
 
-from __future__ import annotations
-
 import os
 import re
-from typing import NamedTuple
+from typing import NamedTuple, Self
 
 _HAND_TO_BOTOCORE = (
     "AWS_PROFILE",
@@ -38,7 +36,7 @@ class StaticCredentials(NamedTuple):
     secret_key: str
     token: str | None
 
-    def get_frozen_credentials(self) -> StaticCredentials:
+    def get_frozen_credentials(self) -> Self:
         return self
 
     def __repr__(self) -> str:  # never the secret or the token

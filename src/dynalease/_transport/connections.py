@@ -7,8 +7,6 @@ What botocore decides around the exchange is decided here its way: the proxy
 whether anything reached the server).
 """
 
-from __future__ import annotations
-
 import base64
 import functools
 import http.client
@@ -16,11 +14,12 @@ import importlib.util
 import os
 import select
 import socket
+import ssl  # loaded with http.client already: no cost of its own
 import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from .bounded import Bounded, HTTPConnection, HTTPSConnection, time_left
@@ -306,9 +305,7 @@ def _readable(sock: socket.socket) -> bool:
     return bool(select.select([sock], [], [], 0)[0])
 
 
-def _tls_context(verify: bool | str | None) -> Any:
-    import ssl
-
+def _tls_context(verify: bool | str | None) -> ssl.SSLContext:
     if verify is False:
         context = ssl.create_default_context()
         context.check_hostname = False

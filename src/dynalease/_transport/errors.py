@@ -2,8 +2,6 @@
 the same error for the same failure whichever path carried the request.
 """
 
-from __future__ import annotations
-
 import sys
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -79,7 +77,7 @@ def throttling_reasons(response: dict[str, Any]) -> list[dict[str, str]]:
     ]
 
 
-def map_client_error(error: botocore.exceptions.ClientError, operation: str) -> Exception:
+def map_client_error(error: "botocore.exceptions.ClientError", operation: str) -> Exception:
     response: dict[str, Any] = dict(error.response or {})
     err = response.get("Error", {}) or {}
     code = str(err.get("Code", "")).rsplit("#", 1)[-1]

@@ -119,8 +119,7 @@ class SnapshotBackend(DynamoDBBackend):
 
 @functools.cache
 def _tracked_models() -> tuple[type, ...]:
-    import moto.dynamodb.models  # noqa: F401  (registers the models)
-
+    # The models registered themselves as this module imported moto.dynamodb.models.
     models = cast(dict[str, type], model_data.get("dynamodb", {}))
     return tuple(models.values())
 

@@ -26,7 +26,7 @@ from support.lease_harness import (
 from support.memory import ScriptedTransport
 
 from dynalease import DynamoDBClient
-from dynalease._engine import journal
+from dynalease._engine import journal, journal_switch
 from dynalease._engine.journal import Journal, entries, writer_alive
 from dynalease._engine.store import Request
 from dynalease.constants import ENV_EXTENSIONS_DIR, ENV_JOURNAL_DIR, ENV_RUNTIME_API
@@ -145,7 +145,7 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv(ENV_RUNTIME_API, "127.0.0.1:9")
     monkeypatch.setenv(ENV_EXTENSIONS_DIR, str(extensions))
     monkeypatch.setenv(ENV_JOURNAL_DIR, str(tmp_path / "journal"))
-    monkeypatch.setattr(journal, "_checked", None)
+    monkeypatch.setattr(journal_switch, "_checked", None)
     return tmp_path / "journal"
 
 
@@ -172,15 +172,15 @@ def test_a_sync_guard_on_the_callers_own_thread_journals_too(sandbox: Path) -> N
 def test_the_check_needs_both_the_runtime_api_and_the_extension(
     sandbox: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert journal.enabled()
-    monkeypatch.setattr(journal, "_checked", None)
+    assert journal_switch.enabled()
+    monkeypatch.setattr(journal_switch, "_checked", None)
     monkeypatch.delenv(ENV_RUNTIME_API)
-    assert not journal.enabled()
+    assert not journal_switch.enabled()
     monkeypatch.setenv(ENV_RUNTIME_API, "127.0.0.1:9")
-    monkeypatch.setattr(journal, "_checked", None)
+    monkeypatch.setattr(journal_switch, "_checked", None)
     os.unlink(sandbox.parent / "extensions" / "dynalease-recovery")
-    assert not journal.enabled()
-    assert journal.process_journal() is None
+    assert not journal_switch.enabled()
+    assert journal_switch.process_journal() is None
 
 
 def test_without_the_extension_a_guard_writes_nothing(
@@ -189,7 +189,7 @@ def test_without_the_extension_a_guard_writes_nothing(
     monkeypatch.setenv(ENV_RUNTIME_API, "127.0.0.1:9")
     monkeypatch.setenv(ENV_EXTENSIONS_DIR, str(tmp_path / "none"))
     monkeypatch.setenv(ENV_JOURNAL_DIR, str(tmp_path / "journal"))
-    monkeypatch.setattr(journal, "_checked", None)
+    monkeypatch.setattr(journal_switch, "_checked", None)
     client, _ = recording_client()
     assert client._journal is None
     with SyncDistributedLock(client, table="locks", key="k"):
@@ -200,9 +200,9 @@ def test_without_the_extension_a_guard_writes_nothing(
 def test_the_answer_is_read_once_per_process(
     sandbox: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert journal.enabled()
+    assert journal_switch.enabled()
     monkeypatch.delenv(ENV_RUNTIME_API)
-    assert journal.enabled()  # cached: one check per process
+    assert journal_switch.enabled()  # cached: one check per process
 
 
 def test_writer_alive_checks_the_process_table_and_its_start_time() -> None:
