@@ -44,13 +44,18 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, float]:
     return {"waited_s": waited}
 
 
-def scenario(table: str, key: str = KEY, lease_s: float = LEASE_S) -> str:
-    """Run the timeout and the next invocation; one line saying what happened."""
+def scenario(
+    table: str, key: str = KEY, lease_s: float = LEASE_S, shutdown_window_ms: int | None = None
+) -> str:
+    """Run the timeout and the next invocation; one line saying what happened.
+
+    ``shutdown_window_ms``: the extensions' time after SHUTDOWN (default Lambda's 2,000 ms).
+    """
     import importlib.util
 
     if importlib.util.find_spec("awslambdaric") is None:
         return "Lambda timeout skipped: awslambdaric (dev extra) is not installed"
-    from dynalease_dev.lambda_plane import ControlPlane
+    from dynalease_dev.lambda_plane import SHUTDOWN_WINDOW_MS, ControlPlane
     from dynalease_dev.lifecycle import layer_directory
 
     with tempfile.TemporaryDirectory(prefix="dynalease-demo-lambda-") as temporary:
@@ -63,6 +68,7 @@ def scenario(table: str, key: str = KEY, lease_s: float = LEASE_S) -> str:
             timeout=TIMEOUT_S,
             journal=directory / "journal",
             logs=directory / "logs",
+            shutdown_window_ms=shutdown_window_ms or SHUTDOWN_WINDOW_MS,
         )
         try:
             first = plane.invoke({"key": key, "sleep": True, "lease_s": lease_s})
