@@ -144,8 +144,7 @@ class ControlPlane:
         self.python = python or sys.executable
         #: Managed Instances: how long past its timeout an invocation is waited for.
         self.overrun = overrun
-        #: How long extensions have after SHUTDOWN (Lambda's 2,000 ms by default; a test
-        #: about what they do, not how fast, may give a starved machine longer).
+        #: How long extensions have after SHUTDOWN (Lambda's 2,000 ms unless a test says).
         self.shutdown_window_ms = shutdown_window_ms
         self.task = task
         self.handler = handler
