@@ -9,7 +9,7 @@ writers, and any reader or writer keeps pydynox out (docs/rwlocks.md).
 from __future__ import annotations
 
 import time
-from typing import ParamSpec, Self, TypeVar
+from typing import Self
 
 from ._calls import GuardedCalls, GuardOptions
 from ._rwguards import ReadGuard, ReadOptions, WriteGuard, WriteOptions, rw_key
@@ -24,9 +24,6 @@ __all__ = [
     "distributed_read_lock",
     "distributed_write_lock",
 ]
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 
 class ReadLock(ReadGuard):
