@@ -42,6 +42,8 @@ class SigV4Signer:
         self.region = _one_line(region)
         self.service = service
         self._keys: dict[tuple[str, str], bytes] = {}
+        #: The canonical lines of the two headers every request signs with the same value.
+        self._fixed_lines = f"content-type:{CONTENT_TYPE}\nhost:{_folded(self.host)}\n"
 
     def _signing_key(self, secret: str, day: str) -> bytes:
         # It depends only on the secret, the day, the Region and the service.
@@ -64,7 +66,12 @@ class SigV4Signer:
         token: str | None,
         date: str | None = None,
     ) -> dict[str, str]:
-        """``Authorization`` last; the caller adds the unsigned headers."""
+        """``Authorization`` last; the caller adds the unsigned headers.
+
+        Every request signs the same headers, so their canonical lines are written in
+        their sorted order (content-type, host, x-amz-date, x-amz-security-token when
+        there is a session token, x-amz-target), each value folded as botocore folds it.
+        """
         date = date or amz_date()
         headers = {
             "Host": self.host,
@@ -72,32 +79,29 @@ class SigV4Signer:
             "X-Amz-Target": _one_line(target),
             "X-Amz-Date": date,
         }
+        lines = f"{self._fixed_lines}x-amz-date:{date}\n"
+        names = "content-type;host;x-amz-date"
         if token:
             headers["X-Amz-Security-Token"] = _one_line(token)
-        # Inner runs of white space folded to one space, as botocore folds them.
-        signed = sorted((name.lower(), " ".join(value.split())) for name, value in headers.items())
-        names = ";".join(name for name, _ in signed)
-        canonical = "\n".join(
-            [
-                "POST",
-                "/",
-                "",
-                *(f"{name}:{value}" for name, value in signed),
-                "",
-                names,
-                hashlib.sha256(body).hexdigest(),
-            ]
-        )
+            lines += f"x-amz-security-token:{_folded(token)}\n"
+            names += ";x-amz-security-token"
+        lines += f"x-amz-target:{_folded(target)}\n"
+        names += ";x-amz-target"
+        payload = hashlib.sha256(body).hexdigest()
+        canonical = f"POST\n/\n\n{lines}\n{names}\n{payload}"
         scope = f"{date[:8]}/{self.region}/{self.service}/aws4_request"
         to_sign = f"{_ALGORITHM}\n{date}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
-        signature = hmac.new(
-            self._signing_key(secret_key, date[:8]), to_sign.encode(), hashlib.sha256
-        ).hexdigest()
+        signature = _hmac(self._signing_key(secret_key, date[:8]), to_sign).hex()
         headers["Authorization"] = (
             f"{_ALGORITHM} Credential={_one_line(access_key)}/{scope}, "
             f"SignedHeaders={names}, Signature={signature}"
         )
         return headers
+
+
+def _folded(value: str) -> str:
+    """A header value as SigV4 signs it: inner runs of white space folded to one space."""
+    return " ".join(value.split())
 
 
 def _hmac(key: bytes, message: str) -> bytes:
