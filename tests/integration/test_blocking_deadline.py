@@ -15,6 +15,7 @@ loaded two-core machine; before the fix each scenario took several times the bud
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 import time
 import uuid
@@ -23,6 +24,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+import trustme
 from support.tables import fresh_lock_table
 from support.trickle_relay import TrickleRelay
 from test_hostile_endpoints import RawServer, read_request
@@ -138,6 +140,28 @@ def test_a_sync_attempt_against_a_trickling_answer_ends_within_its_budget(
     serve: Callable[[socket.socket, threading.Event], None], hostile: Any
 ) -> None:
     _ends_within_the_budget(_client(hostile(serve)))
+
+
+@pytest.mark.parametrize("serve", [drip_fed_200, slow_body], ids=["drip-fed-200", "slow-body"])
+def test_a_sync_attempt_against_a_trickling_answer_over_tls_ends_within_its_budget(
+    serve: Callable[[socket.socket, threading.Event], None],
+    hostile: Any,
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Over TLS the reads go through the TLS socket, not the plain one: bounded as well."""
+    authority = trustme.CA()
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("localhost").configure_cert(tls)
+    authority.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    monkeypatch.setenv("AWS_CA_BUNDLE", str(tmp_path / "ca.pem"))
+
+    def over_tls(conn: socket.socket, stop: threading.Event) -> None:
+        with tls.wrap_socket(conn, server_side=True) as wrapped:
+            serve(wrapped, stop)
+
+    url = hostile(over_tls).replace("http://127.0.0.1", "https://localhost")
+    _ends_within_the_budget(_client(url))
 
 
 def test_a_sync_attempt_through_a_proxy_with_endless_connect_headers_ends_within_its_budget(

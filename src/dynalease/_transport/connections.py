@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
-from .bounded import Bounded, HTTPConnection, HTTPSConnection, time_left
+from .bounded import Bounded, DeadlineTLSSocket, HTTPConnection, HTTPSConnection, time_left
 
 __all__ = ["MAX_BODY", "Answer", "Connections", "Dialing", "NoAnswer", "proxy_for"]
 
@@ -155,9 +155,7 @@ class Connections:
             reused = connection is not None
             if connection is None:
                 connection = self._connect(deadline)
-            connection.deadline = deadline
-            assert connection.sock is not None
-            connection.sock.settimeout(min(self.read_timeout, time_left(deadline)))
+            connection.until(deadline)
             try:
                 connection.request("POST", self._path, body, headers)
                 response = self._head(connection, late)
@@ -199,7 +197,7 @@ class Connections:
     def _rest(self, connection: Bounded) -> Answer:
         # A late answer gets read_timeout in all, not per read: one that keeps bytes
         # coming would otherwise hold its thread for as long as it likes.
-        connection.deadline = time.monotonic() + self.read_timeout
+        connection.until(time.monotonic() + self.read_timeout)
         try:
             response = connection.getresponse()
             answer = _read(response)
@@ -310,12 +308,16 @@ def _tls_context(verify: bool | str | None) -> ssl.SSLContext:
         context = ssl.create_default_context()
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
-        return context
-    # botocore: True (or unset) means its default bundle; a string is a CA file or directory.
-    path = verify if isinstance(verify, str) else _default_ca_bundle()
-    if os.path.isdir(path):
-        return ssl.create_default_context(capath=path)
-    return ssl.create_default_context(cafile=path)
+    else:
+        # botocore: True (or unset) means its default bundle; a string is a CA file or
+        # directory.
+        path = verify if isinstance(verify, str) else _default_ca_bundle()
+        if os.path.isdir(path):
+            context = ssl.create_default_context(capath=path)
+        else:
+            context = ssl.create_default_context(cafile=path)
+    context.sslsocket_class = DeadlineTLSSocket  # each read of an answer ends by its deadline
+    return context
 
 
 def _default_ca_bundle() -> str:
