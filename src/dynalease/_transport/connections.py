@@ -157,7 +157,7 @@ class Connections:
                 connection = self._connect(deadline)
             connection.until(deadline)
             try:
-                connection.request("POST", self._path, body, headers)
+                connection.post(self._path, headers, body)
                 response = self._head(connection, late)
                 if response is None:  # handed to ``late``
                     raise NoAnswer(None, sent=True, timeout=True)
