@@ -20,7 +20,8 @@ $(STAMP): pyproject.toml dev/pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 # libfaketime runs the clock-jump tests; Node runs dynalite and the CDK's jsii runtime;
-# PostgreSQL (initdb, pg_ctl: the tests start their own cluster) checks the fencing helpers.
+# PostgreSQL (initdb, pg_ctl: the tests start their own cluster) checks the fencing helpers;
+# valgrind counts instructions (benchmarks/instructions.py).
 system-deps:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then \
@@ -40,6 +41,12 @@ system-deps:
 	    (apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	      || echo "warning: could not install chromium; the docs site's browser test will be skipped"; \
 	  else echo "warning: chromium missing (apt-get install chromium); the docs site's browser test will be skipped"; fi; }
+	@command -v valgrind >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "make: installing Debian's valgrind (apt-get install valgrind) for the instruction-count benchmark's test"; \
+	    (apt-get update -qq >/dev/null && apt-get install -y -qq valgrind >/dev/null) \
+	      || echo "warning: could not install valgrind; the instruction-count benchmark's test will be skipped"; \
+	  else echo "warning: valgrind missing (apt-get install valgrind); the instruction-count benchmark's test will be skipped"; fi; }
 	@if command -v npm >/dev/null 2>&1 && [ ! -d tests/support/node/node_modules ] \
 	    && [ -f tests/support/node/package.json ]; then \
 	  echo "make: installing dynalite for the emulator tests (npm ci in tests/support/node)"; \

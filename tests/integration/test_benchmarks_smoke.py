@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -138,3 +139,19 @@ def test_the_journal_entry_figures_name_the_filesystem_and_the_entry_size(tmp_pa
     assert re.search(r"machine: \d+ cores .*load average", out)
     assert re.search(rf"journal directory: {re.escape(str(tmp_path))}\S* on \w+ \(", out)
     assert re.search(r"median \d+, p90 \d+, min \d+, max \d+ us over 50; .*: \d+ bytes", out)
+
+
+@pytest.mark.skipif(
+    shutil.which("valgrind") is None, reason="valgrind missing: make system-deps installs it"
+)
+def test_the_instruction_count_runs_under_callgrind_and_prints_one_cycle() -> None:
+    """One cycle of dynalease, counted under callgrind."""
+    command = [sys.executable, "-m", "benchmarks.instructions", "--keep-alive",
+               "--few", "1", "--cycles", "1", "--library", "dynalease"]  # fmt: skip
+    result = subprocess.run(
+        command, cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=180
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    found = re.search(r"\| kept alive \| ([\d,]+)k \| - \|", result.stdout)
+    assert found is not None, result.stdout
+    assert int(found.group(1).replace(",", "")) > 100, result.stdout  # a cycle, not nothing
