@@ -16,7 +16,14 @@ import ssl
 import time
 from typing import Any, cast
 
-__all__ = ["Bounded", "DeadlineTLSSocket", "HTTPConnection", "HTTPSConnection", "time_left"]
+__all__ = [
+    "Bounded",
+    "DeadlineSocket",
+    "DeadlineTLSSocket",
+    "HTTPConnection",
+    "HTTPSConnection",
+    "time_left",
+]
 
 
 class DeadlineSocket(socket.socket):
@@ -52,7 +59,7 @@ class Bounded(http.client.HTTPConnection):
     deadline = math.inf
     #: The longest one read may wait, however far the deadline (botocore's read_timeout).
     read_timeout = math.inf
-    #: http.client's lines of the request's head, filled by putrequest and putheader.
+    #: http.client's lines of the request's head: putrequest's, then :meth:`post`'s.
     _buffer: list[bytes]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
