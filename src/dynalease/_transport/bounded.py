@@ -52,10 +52,11 @@ class DeadlineTLSSocket(DeadlineSocket, ssl.SSLSocket):
 
 
 class Bounded(http.client.HTTPConnection):
-    """A connection whose every step ends by :attr:`deadline`: set before it connects
-    (the TCP connection, a proxy's CONNECT answer and the TLS handshake share it), then
-    for each exchange by :meth:`until`."""
+    """A connection whose every step ends by a deadline: :attr:`deadline` while it
+    connects (the TCP connection, a proxy's CONNECT answer and the TLS handshake share
+    it), then each exchange's, given to its socket by :meth:`until`."""
 
+    #: The deadline of connecting; each exchange's lives on the socket (:meth:`until`).
     deadline = math.inf
     #: The longest one read may wait, however far the deadline (botocore's read_timeout).
     read_timeout = math.inf
@@ -68,7 +69,6 @@ class Bounded(http.client.HTTPConnection):
 
     def until(self, deadline: float) -> None:
         """The next exchange ends by ``deadline``: its send, and each read of its answer."""
-        self.deadline = deadline
         sock = cast(DeadlineSocket, self.sock)
         sock.deadline, sock.most = deadline, self.read_timeout
         sock.settimeout(min(self.read_timeout, time_left(deadline)))
