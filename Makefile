@@ -19,6 +19,17 @@ $(STAMP): pyproject.toml dev/pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --progress-bar on -e '.[dev]' -e ./dev
 	touch $(STAMP)
 
+# $(call debian_tool,COMMAND,PACKAGE,WHAT NEEDS IT): install Debian's PACKAGE when COMMAND is
+# missing (as root; otherwise say what to install); what needs it is skipped without it.
+define debian_tool
+@command -v $(1) >/dev/null 2>&1 || { \
+  if [ "$$(id -u)" = 0 ]; then \
+    echo "make: installing Debian's $(2) (apt-get install $(2)) for $(3)"; \
+    (apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null) \
+      || echo "warning: could not install $(2); $(3) will be skipped"; \
+  else echo "warning: $(2) missing (apt-get install $(2)); $(3) will be skipped"; fi; }
+endef
+
 # libfaketime runs the clock-jump tests; Node runs dynalite and the CDK's jsii runtime;
 # PostgreSQL (initdb, pg_ctl: the tests start their own cluster) checks the fencing helpers;
 # valgrind counts instructions (benchmarks/instructions.py).
@@ -29,24 +40,9 @@ system-deps:
 	    (apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null) \
 	      || echo "warning: could not install postgresql; PostgreSQL fencing tests will be skipped"; \
 	  else echo "warning: PostgreSQL missing (apt-get install postgresql); its fencing tests will be skipped"; fi; }
-	@command -v faketime >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "make: installing Debian's faketime (apt-get install faketime) for the clock-jump tests"; \
-	    (apt-get update -qq >/dev/null && apt-get install -y -qq faketime >/dev/null) \
-	      || echo "warning: could not install faketime; clock tests will be skipped"; \
-	  else echo "warning: faketime missing (apt-get install faketime); clock tests will be skipped"; fi; }
-	@command -v chromium >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "make: installing Debian's chromium (apt-get install chromium) for the docs site's browser test"; \
-	    (apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-	      || echo "warning: could not install chromium; the docs site's browser test will be skipped"; \
-	  else echo "warning: chromium missing (apt-get install chromium); the docs site's browser test will be skipped"; fi; }
-	@command -v valgrind >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "make: installing Debian's valgrind (apt-get install valgrind) for the instruction-count benchmark's test"; \
-	    (apt-get update -qq >/dev/null && apt-get install -y -qq valgrind >/dev/null) \
-	      || echo "warning: could not install valgrind; the instruction-count benchmark's test will be skipped"; \
-	  else echo "warning: valgrind missing (apt-get install valgrind); the instruction-count benchmark's test will be skipped"; fi; }
+	$(call debian_tool,faketime,faketime,the clock-jump tests)
+	$(call debian_tool,chromium,chromium,the docs site's browser test)
+	$(call debian_tool,valgrind,valgrind,the instruction-count benchmark's test)
 	@if command -v npm >/dev/null 2>&1 && [ ! -d tests/support/node/node_modules ] \
 	    && [ -f tests/support/node/package.json ]; then \
 	  echo "make: installing dynalite for the emulator tests (npm ci in tests/support/node)"; \
