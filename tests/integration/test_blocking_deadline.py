@@ -7,9 +7,12 @@ expired was handed to its body while another owner held the lock. Each scenario 
 runs ``SyncDistributedLock`` against a raw-socket server (``test_hostile_endpoints``'s)
 that answers one way, slowly, from the caller's own thread.
 
-The promise under test is a time budget, so these tests do assert a wall time: the
-budget plus 0.5 s. The lease is 5 s (a 3 s budget), so the slack is a sixth of it on a
-loaded two-core machine; before the fix each scenario took several times the budget.
+The promise under test is a time budget, so these tests do assert a wall time, and a
+generous one: the attempt must end before the lease it asked for could have run out
+(5 s; the budget is 3 s). The 2 s between them are for a loaded two-core machine: with
+three suites running at once, one CI run took 3.86 s (0.86 s past the budget, the cost
+of being scheduled, not of a read the deadline missed). Before the fix each scenario
+took 11 to 22 s, or never returned, so the bound still tells the two apart.
 """
 
 from __future__ import annotations
@@ -37,8 +40,9 @@ from dynalease.lock import SyncDistributedLock
 pytestmark = pytest.mark.timeout(90)
 
 LEASE_S = 5.0
-#: What the assertions allow past the documented budget (see the module's docstring).
-SLACK_S = 0.5
+#: What the assertions allow past the documented budget: up to the lease itself (see the
+#: module's docstring).
+SLACK_S = LEASE_S - zero_wait_budget(LEASE_S)
 #: One byte (or one line) per this many seconds: the review's pace.
 DRIP_S = 0.05
 BODY = b'{"ConsumedCapacity":{"CapacityUnits":1.0,"TableName":"locks"},"Pad":"' + b"x" * 300 + b'"}'
