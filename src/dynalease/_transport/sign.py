@@ -42,8 +42,6 @@ class SigV4Signer:
         self.region = _one_line(region)
         self.service = service
         self._keys: dict[tuple[str, str], bytes] = {}
-        #: The canonical lines of the two headers every request signs with the same value.
-        self._fixed_lines = f"content-type:{CONTENT_TYPE}\nhost:{_folded(self.host)}\n"
 
     def _signing_key(self, secret: str, day: str) -> bytes:
         # It depends only on the secret, the day, the Region and the service.
@@ -66,12 +64,7 @@ class SigV4Signer:
         token: str | None,
         date: str | None = None,
     ) -> dict[str, str]:
-        """``Authorization`` last; the caller adds the unsigned headers.
-
-        Every request signs the same headers, so their canonical lines are written in
-        their sorted order (content-type, host, x-amz-date, x-amz-security-token when
-        there is a session token, x-amz-target), each value folded as botocore folds it.
-        """
+        """``Authorization`` last; the caller adds the unsigned headers."""
         date = date or amz_date()
         headers = {
             "Host": self.host,
@@ -79,14 +72,11 @@ class SigV4Signer:
             "X-Amz-Target": _one_line(target),
             "X-Amz-Date": date,
         }
-        lines = f"{self._fixed_lines}x-amz-date:{date}\n"
-        names = "content-type;host;x-amz-date"
         if token:
             headers["X-Amz-Security-Token"] = _one_line(token)
-            lines += f"x-amz-security-token:{_folded(token)}\n"
-            names += ";x-amz-security-token"
-        lines += f"x-amz-target:{_folded(target)}\n"
-        names += ";x-amz-target"
+        signed = sorted((name.lower(), _folded(value)) for name, value in headers.items())
+        lines = "".join(f"{name}:{value}\n" for name, value in signed)
+        names = ";".join(name for name, _ in signed)
         payload = hashlib.sha256(body).hexdigest()
         canonical = f"POST\n/\n\n{lines}\n{names}\n{payload}"
         scope = f"{date[:8]}/{self.region}/{self.service}/aws4_request"
