@@ -27,7 +27,7 @@ __all__ = [
 
 
 class DeadlineSocket(socket.socket):
-    """A socket whose every read waits at most :attr:`most` seconds and never past
+    """A socket whose every read waits at most :attr:`read_timeout` seconds and never past
     :attr:`deadline`. ``http.client`` reads an answer only through ``recv_into`` (of the
     file ``makefile`` gives it), so an answer that keeps bytes coming (one byte at a time,
     an endless run of ``100 Continue``, trailer lines, a proxy's CONNECT headers) ends
@@ -35,13 +35,13 @@ class DeadlineSocket(socket.socket):
 
     deadline = math.inf
     #: The longest one read may wait, however far the deadline (botocore's read_timeout).
-    most = math.inf
+    read_timeout = math.inf
 
     def recv_into(self, buffer: Any, nbytes: int | None = None, flags: int = 0) -> int:
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError("the exchange's deadline passed")
-        self.settimeout(min(left, self.most))
+        self.settimeout(min(left, self.read_timeout))
         # None as SSLSocket's own default: up to the buffer's size (0 says the same).
         return super().recv_into(buffer, nbytes or 0, flags)
 
@@ -70,7 +70,7 @@ class Bounded(http.client.HTTPConnection):
     def until(self, deadline: float) -> None:
         """The next exchange ends by ``deadline``: its send, and each read of its answer."""
         sock = cast(DeadlineSocket, self.sock)
-        sock.deadline, sock.most = deadline, self.read_timeout
+        sock.deadline, sock.read_timeout = deadline, self.read_timeout
         sock.settimeout(min(self.read_timeout, time_left(deadline)))
 
     def post(self, path: str, headers: dict[str, str], body: bytes) -> None:
@@ -106,9 +106,9 @@ class Bounded(http.client.HTTPConnection):
     def _open(
         self, address: tuple[str, int], timeout: float, source: tuple[str, int] | None = None
     ) -> socket.socket:
-        made = socket.create_connection(address, timeout, source)
+        made = socket.create_connection(address, timeout, source)  # its address walk, as is
         sock = DeadlineSocket(made.family, made.type, made.proto, fileno=made.detach())
-        sock.deadline, sock.most = self.deadline, self.read_timeout
+        sock.deadline, sock.read_timeout = self.deadline, self.read_timeout
         sock.settimeout(time_left(self.deadline))  # for a TLS handshake, next on this socket
         return sock
 
