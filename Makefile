@@ -19,10 +19,11 @@ $(STAMP): pyproject.toml dev/pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --progress-bar on -e '.[dev]' -e ./dev
 	touch $(STAMP)
 
-# $(call debian_tool,COMMAND,PACKAGE,WHAT NEEDS IT): install Debian's PACKAGE when COMMAND is
-# missing (as root; otherwise say what to install); what needs it is skipped without it.
+# $(call debian_tool,CHECK,PACKAGE,WHAT NEEDS IT): install Debian's PACKAGE when the shell
+# command CHECK fails (as root; otherwise say what to install); what needs it is skipped
+# without it.
 define debian_tool
-@command -v $(1) >/dev/null 2>&1 || { \
+@{ $(1); } >/dev/null 2>&1 || { \
   if [ "$$(id -u)" = 0 ]; then \
     echo "make: installing Debian's $(2) (apt-get install $(2)) for $(3)"; \
     (apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null) \
@@ -31,18 +32,13 @@ define debian_tool
 endef
 
 # libfaketime runs the clock-jump tests; Node runs dynalite and the CDK's jsii runtime;
-# PostgreSQL (initdb, pg_ctl: the tests start their own cluster) checks the fencing helpers;
-# valgrind counts instructions (benchmarks/instructions.py).
+# PostgreSQL (initdb, pg_ctl: the tests start their own cluster; Debian keeps them out of
+# PATH) checks the fencing helpers; valgrind counts instructions (benchmarks/instructions.py).
 system-deps:
-	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "make: installing Debian's postgresql (apt-get install postgresql) for the fencing tests"; \
-	    (apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null) \
-	      || echo "warning: could not install postgresql; PostgreSQL fencing tests will be skipped"; \
-	  else echo "warning: PostgreSQL missing (apt-get install postgresql); its fencing tests will be skipped"; fi; }
-	$(call debian_tool,faketime,faketime,the clock-jump tests)
-	$(call debian_tool,chromium,chromium,the docs site's browser test)
-	$(call debian_tool,valgrind,valgrind,the instruction-count benchmark's test)
+	$(call debian_tool,ls /usr/lib/postgresql/*/bin/initdb || command -v initdb,postgresql,the PostgreSQL fencing tests)
+	$(call debian_tool,command -v faketime,faketime,the clock-jump tests)
+	$(call debian_tool,command -v chromium,chromium,the docs site's browser test)
+	$(call debian_tool,command -v valgrind,valgrind,the instruction-count benchmark's test)
 	@if command -v npm >/dev/null 2>&1 && [ ! -d tests/support/node/node_modules ] \
 	    && [ -f tests/support/node/package.json ]; then \
 	  echo "make: installing dynalite for the emulator tests (npm ci in tests/support/node)"; \
