@@ -18,7 +18,6 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from ._engine import runtime as _process
-from ._engine.base import ClientParts
 from ._engine.clock import SYSTEM_CLOCK
 from ._engine.journal_switch import process_journal
 from ._engine.lease import Lease, LeaseSpec
@@ -26,6 +25,7 @@ from ._engine.observations import Observations
 from ._engine.permits import PermitTarget
 from ._engine.protocol import check_table_name
 from ._engine.runtime import Runtime, get_runtime
+from ._engine.spec import ClientParts
 from ._engine.store import LockStore, Request, Transport
 from ._engine.targets import KeysTarget
 from ._redact import shown_url

@@ -12,11 +12,12 @@ from typing import Any
 from ..exceptions import DynamoDBError
 from . import protocol as p
 from .acquire import Acquirer
-from .base import Held, LeaseCore
+from .base import LeaseCore
 from .release import Releaser
 from .renew import Renewer
 from .runtime import Runtime
 from .shapes import create_operation, release_operation
+from .spec import Held
 from .states import Event, State
 from .store import ConditionFailed, FirstWrite, interrupted_failure
 

@@ -48,11 +48,12 @@ from .attempts import (
     TakeOverAll,
     decide,
 )
-from .base import Held, LeaseCore, LeaseEvents
+from .base import LeaseCore, LeaseEvents
 from .clock import Stamp
 from .loop import sleep_or_wake
 from .pacing import Sighting, first_pause
 from .requests import Requests
+from .spec import Held
 from .store import TLS_REFUSED, BudgetSpent, FirstWrite, OutcomeUnknown
 from .targets import Target, gave_up, not_acquired
 

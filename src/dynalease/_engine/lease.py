@@ -9,10 +9,11 @@ from __future__ import annotations
 from typing import Unpack
 
 from .acquire import Acquirer
-from .base import LeaseCore, LeaseParts, LeaseSpec
+from .base import LeaseCore
 from .caller import CallerPath
 from .release import Releaser
 from .renew import Renewer
+from .spec import LeaseParts, LeaseSpec
 from .store import FirstWrite
 from .targets import KeyTarget, Target
 

@@ -12,10 +12,10 @@ import random
 from ..exceptions import DynamoDBError
 from . import protocol as p
 from . import queue_rows as q
-from .base import ClientParts
 from .lease import Lease
 from .loop import sleep_or_wake
 from .requests import ignore_late
+from .spec import ClientParts
 from .store import ConditionFailed, Limit, TimedOut
 
 __all__ = ["QueueWaiter", "get_in_line"]

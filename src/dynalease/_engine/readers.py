@@ -20,9 +20,10 @@ from ..exceptions import (
 )
 from . import protocol as p
 from . import shared_rows as s
-from .base import ClientParts, _run_callback
+from .base import _run_callback
 from .loop import sleep_or_wake
 from .requests import ignore_late
+from .spec import ClientParts
 from .store import ConditionFailed, Limit, Reply, TimedOut
 
 __all__ = ["ReaderLease"]

@@ -14,10 +14,10 @@ import pytest
 from support.lease_harness import TABLE, Harness, run
 
 from dynalease._engine import holder as h_module
-from dynalease._engine.base import LeaseSpec
 from dynalease._engine.holder import MAX_METADATA_BYTES, check_metadata
 from dynalease._engine.invocation_id import INVOCATION
 from dynalease._engine.lease import Lease
+from dynalease._engine.spec import LeaseSpec
 from dynalease._engine.store import LockStore
 from dynalease._engine.targets import KeysTarget
 from dynalease._values import from_attribute
