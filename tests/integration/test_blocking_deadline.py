@@ -18,7 +18,6 @@ took 11 to 22 s, or never returned, so the bound still tells the two apart.
 from __future__ import annotations
 
 import socket
-import ssl
 import threading
 import time
 import uuid
@@ -27,8 +26,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-import trustme
 from support.tables import fresh_lock_table
+from support.tls import localhost_tls
 from support.trickle_relay import TrickleRelay
 from test_hostile_endpoints import RawServer, read_request
 
@@ -154,11 +153,8 @@ def test_a_sync_attempt_against_a_trickling_answer_over_tls_ends_within_its_budg
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Over TLS the reads go through the TLS socket, not the plain one: bounded as well."""
-    authority = trustme.CA()
-    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    authority.issue_cert("localhost").configure_cert(tls)
-    authority.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
-    monkeypatch.setenv("AWS_CA_BUNDLE", str(tmp_path / "ca.pem"))
+    tls, bundle = localhost_tls(tmp_path)
+    monkeypatch.setenv("AWS_CA_BUNDLE", str(bundle))
 
     def over_tls(conn: socket.socket, stop: threading.Event) -> None:
         with tls.wrap_socket(conn, server_side=True) as wrapped:

@@ -20,10 +20,10 @@ from typing import Any
 
 import boto3
 import pytest
-import trustme
 from botocore.config import Config
 from botocore.credentials import RefreshableCredentials
 from support.lean_paths import HOW, botocore_client, sender_for
+from support.tls import localhost_tls
 
 from dynalease import DynamoDBClient
 from dynalease._engine.protocol import LockRow, new_token
@@ -354,11 +354,8 @@ def _tls_for(scheme: str, directory: Any) -> tuple[ssl.SSLContext | None, str | 
     """For ``https``: the test server's TLS context and the CA file that verifies it."""
     if scheme != "https":
         return None, None
-    authority = trustme.CA()
-    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    authority.issue_cert("localhost").configure_cert(tls)
-    authority.cert_pem.write_to_path(str(directory / "ca.pem"))
-    return tls, str(directory / "ca.pem")
+    tls, bundle = localhost_tls(directory)
+    return tls, str(bundle)
 
 
 @HOW
@@ -467,11 +464,7 @@ def test_a_request_larger_than_the_socket_buffers_is_sent_whole(how: str) -> Non
 def test_requests_over_tls_are_verified_against_the_configured_ca_bundle(
     how: str, tmp_path: Any
 ) -> None:
-    authority = trustme.CA()
-    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    authority.issue_cert("localhost").configure_cert(tls)
-    bundle = tmp_path / "ca.pem"
-    authority.cert_pem.write_to_path(str(bundle))
+    tls, bundle = localhost_tls(tmp_path)
 
     async def scenario() -> None:
         async with _Server(_keep_alive_ok, tls=tls) as server:
