@@ -525,6 +525,9 @@ def test_the_size_table_in_docs_cdk_is_this_build(full: LayerBuild, tmp_path: Pa
         versions["aws-lambda-powertools"],
         versions["typing-extensions"],
     )
+    modules = re.search(r"for each of the (\d+) modules with Powertools, (\d+) without", text)
+    assert modules, "docs/cdk.md no longer says how many modules each layer compiles"
+    assert (int(modules[1]), int(modules[2])) == (full.bytecode_files, slim.bytecode_files), FIX
     (version,) = full.pythons
     python = f"python{version}"
     rows = ((f"{python} with Powertools", full), (f"{python} `--no-powertools`", slim))
