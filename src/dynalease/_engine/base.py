@@ -25,8 +25,7 @@ if TYPE_CHECKING:
     import asyncio
     import concurrent.futures
 
-
-__all__ = ["LeaseCore", "LeaseEvents", "logged_key"]
+__all__ = ["LeaseCore", "LeaseEvents", "logged_key", "run_callback"]
 
 log = logging.getLogger("dynalease")
 DEADLINE_PASSED = (
@@ -181,7 +180,7 @@ class LeaseCore:
         if callback is not None:
             # A user callback must never stall the runtime that renews every lease.
             threading.Thread(
-                target=_run_callback, args=(callback, error), name="dynalease-on-lost", daemon=True
+                target=run_callback, args=(callback, error), name="dynalease-on-lost", daemon=True
             ).start()
 
     # --- validity ----------------------------------------------------------------
@@ -324,7 +323,8 @@ class LeaseCore:
             journal.forget(self.owner)
 
 
-def _run_callback(callback: Callable[[LockLost], object], error: LockLost) -> None:
+def run_callback(callback: Callable[[LockLost], object], error: LockLost) -> None:
+    """Call a guard's ``on_lost`` with ``error``; what it raises is logged, not raised."""
     try:
         callback(error)
     except Exception:

@@ -20,7 +20,7 @@ from ..exceptions import (
 )
 from . import protocol as p
 from . import shared_rows as s
-from .base import _run_callback
+from .base import run_callback
 from .loop import sleep_or_wake
 from .requests import ignore_late
 from .spec import ClientParts
@@ -266,7 +266,7 @@ class ReaderLease:
             owner=self.owner,
         )
         if self.on_lost is not None:
-            _run_callback(self.on_lost, self.lost)
+            run_callback(self.on_lost, self.lost)
 
     # --- release --------------------------------------------------------------
 
