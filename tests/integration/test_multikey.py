@@ -98,7 +98,9 @@ def test_a_multi_key_guard_blocks_pydynox_and_single_key_guards_on_each_key(
     client: DynamoDBClient, pdx: pydynox.DynamoDBClient, table: str, index: int
 ) -> None:
     keys = keys_of(5)
-    with SyncDistributedLock(client, table=table, keys=keys, lease_duration=2.0) as lease:
+    # The lease only has to outlast the two refused attempts: 6 s, so that a renewal slowed
+    # by a busy machine cannot lose it first (nothing here waits the lease out).
+    with SyncDistributedLock(client, table=table, keys=keys, lease_duration=6.0) as lease:
         with pytest.raises(PydynoxNotAcquired):
             with PydynoxLock(pdx, table=table, key=keys[index], wait_timeout=0):
                 pass
@@ -153,8 +155,11 @@ def test_renewals_keep_every_row_and_check_in_adds_one_check_per_key(
     client: DynamoDBClient, table: str
 ) -> None:
     keys = keys_of(3)
-    with SyncDistributedLock(client, table=table, keys=keys, lease_duration=1.5) as lease:
-        time.sleep(1.8)
+    # 4.5 s: a renewal every 1.5 s, each with 1.5 s to be answered (with a 1.5 s lease, 0.5 s
+    # for the three rows' transaction was once not enough beside a busy core). The sleep
+    # leaves the first renewal 1.2 s to be confirmed.
+    with SyncDistributedLock(client, table=table, keys=keys, lease_duration=4.5) as lease:
+        time.sleep(2.7)
         lease.raise_if_lost()
         # Renewed together, one version (a renewal may land between two of the reads).
         assert any(
