@@ -67,9 +67,10 @@ def test_renewal_keeps_the_lease_over_several_windows(client: DynamoDBClient) ->
         client.sync_create_table("renewing", partition_key=("key", "S"), wait=True)
 
     async def hold() -> DistributedLock:
-        # Renewals every 0.5 s: the release falls between two, none is in flight then.
-        async with DistributedLock(client, table="renewing", key="r", lease_duration=1.5) as lease:
-            await asyncio.sleep(2.25)
+        # Renewals every 1 s, each with 1 s to be answered (0.5 s with a 1.5 s lease, thin on
+        # a busy machine): the release at 4.5 s falls between two, none is in flight then.
+        async with DistributedLock(client, table="renewing", key="r", lease_duration=3.0) as lease:
+            await asyncio.sleep(4.5)
             lease.raise_if_lost()
         return lease
 
