@@ -158,7 +158,11 @@ def test_a_multi_key_waiter_acquires_while_single_key_holders_keep_arriving(
     for thread in holders:
         thread.start()
     try:
-        time.sleep(1.0)  # both keys busy
+        # Both keys busy: each has had a holder (not a fixed sleep: on a busy machine the
+        # first fair acquisitions once took longer than the second this waited).
+        deadline = time.monotonic() + 30
+        while {key for key, _, _ in spans} != {"A", "B"} and time.monotonic() < deadline:
+            time.sleep(0.05)
         before = len(spans)
         with SyncFairLock(
             client, table=table, keys=["A", "B"], lease_duration=LEASE_S, wait_timeout=40
