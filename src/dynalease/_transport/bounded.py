@@ -16,6 +16,8 @@ import ssl
 import time
 from typing import Any, cast
 
+from .heads import Response
+
 __all__ = [
     "Bounded",
     "DeadlineSocket",
@@ -62,6 +64,8 @@ class Bounded(http.client.HTTPConnection):
     read_timeout = math.inf
     #: http.client's lines of the request's head: putrequest's, then :meth:`post`'s.
     _buffer: list[bytes]
+    #: Answers whose heads are read without the ``email`` parser (``heads.py``).
+    response_class = Response
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
