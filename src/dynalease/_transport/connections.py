@@ -19,10 +19,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, cast
 from urllib.parse import unquote, urlsplit
 
 from .bounded import Bounded, DeadlineTLSSocket, HTTPConnection, HTTPSConnection, time_left
+from .heads import Response
 
 __all__ = ["MAX_BODY", "Answer", "Connections", "Dialing", "NoAnswer", "proxy_for"]
 
@@ -176,14 +177,14 @@ class Connections:
         self,
         connection: Bounded,
         late: Callable[[Callable[[], Answer]], object] | None,
-    ) -> http.client.HTTPResponse | None:
+    ) -> Response | None:
         """The answer's status line and headers, or None once the rest is ``late``'s.
 
         A timeout in ``getresponse()`` leaves the request outstanding: another call reads
         the answer from its start (one cut off inside its head is garbled: unanswered).
         """
         try:
-            return connection.getresponse()
+            return cast(Response, connection.getresponse())  # Bounded's response_class
         except TimeoutError:
             if late is None:
                 raise
@@ -199,7 +200,7 @@ class Connections:
         # coming would otherwise hold its thread for as long as it likes.
         connection.until(time.monotonic() + self.read_timeout)
         try:
-            response = connection.getresponse()
+            response = cast(Response, connection.getresponse())
             answer = _read(response)
         except (http.client.HTTPException, OSError, ValueError) as error:
             connection.close()
@@ -256,8 +257,8 @@ class Connections:
         connection.close()
 
 
-def _read(response: http.client.HTTPResponse) -> Answer:
-    lengths = set(response.msg.get_all("content-length") or ())
+def _read(response: Response) -> Answer:
+    lengths = set(response.fields.get("content-length", ()))
     if len(lengths) > 1:  # http.client would read by the first; the framing is unknowable
         raise ConnectionResetError("answer with conflicting Content-Length headers")
     length = lengths.pop() if lengths else ""
@@ -266,13 +267,13 @@ def _read(response: http.client.HTTPResponse) -> Answer:
     payload = response.read(MAX_BODY + 1)
     if len(payload) > MAX_BODY:
         raise ConnectionResetError("answer larger than dynalease reads")
-    crc = response.getheader("x-amz-crc32")
+    crc = response.field("x-amz-crc32")
     return Answer(
         response.status,
         payload,
         # A checksum that is not a 32-bit number matches no body: the answer is garbled.
         None if crc is None else int(crc) if crc.isdigit() and len(crc) <= 10 else -1,
-        response.getheader("x-amzn-RequestId") or None,
+        response.field("x-amzn-requestid") or None,
     )
 
 

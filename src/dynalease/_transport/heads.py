@@ -38,12 +38,22 @@ def read_head(lines: list[bytes]) -> http.client.HTTPMessage:
         return http.client.parse_headers(io.BytesIO(b"".join(lines)))
     message = http.client.HTTPMessage()
     for name, value in fields:
-        message[name] = value
+        message.set_raw(name, value)  # as the mail parser stores a field it has read
     return message
 
 
 class Response(http.client.HTTPResponse):
-    """``http.client``'s answer with its head read by :func:`read_head`."""
+    """``http.client``'s answer with its head read by :func:`read_head`, and its fields
+    also by lower-case name (:attr:`fields`, :meth:`field`): a lookup in ``msg`` runs the
+    ``email`` package's code for every field it passes."""
+
+    #: Every field's values in the order they came, by lower-case name.
+    fields: dict[str, list[str]]
+
+    def field(self, name: str) -> str | None:
+        """The field ``name`` (lower case) as ``getheader`` gives it: its values joined."""
+        values = self.fields.get(name)
+        return ", ".join(values) if values else None
 
     def begin(self) -> None:
         """Read the status line and the head, and how the body ends, as
@@ -63,15 +73,24 @@ class Response(http.client.HTTPResponse):
         else:
             raise http.client.UnknownProtocol(version)
         self.headers = self.msg = read_head(http.client._read_headers(self.fp))
-        coding = self.headers.get("transfer-encoding")
+        self.fields = {}
+        for name, value in self.headers.raw_items():
+            self.fields.setdefault(name.lower(), []).append(value)
+        # As HTTPResponse.begin reads them: the first value of each.
+        coding = _first(self.fields, "transfer-encoding")
         self.chunked = bool(coding) and coding.lower() == "chunked"
         self.chunk_left = None
         self.will_close = self._check_close()
-        self.length = _length(self.headers.get("content-length"), self.chunked)
+        self.length = _length(_first(self.fields, "content-length"), self.chunked)
         if status in _NO_BODY or status < 200 or self._method == "HEAD":
             self.length = 0
         if self.length is None and not self.chunked:
             self.will_close = True  # the body ends when the connection does
+
+
+def _first(fields: dict[str, list[str]], name: str) -> str | None:
+    values = fields.get(name)
+    return values[0] if values else None
 
 
 def _length(value: str | None, chunked: bool) -> int | None:

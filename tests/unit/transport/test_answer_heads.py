@@ -67,6 +67,16 @@ def _read(kind: type[http.client.HTTPResponse], data: bytes, method: str) -> dic
 def _same(data: bytes, method: str = "POST") -> dict[str, Any]:
     ours = _read(Response, data, method)
     assert ours == _read(http.client.HTTPResponse, data, method)
+    if "error" not in ours:  # each field by name, as getheader and get_all give it
+        response = Response(_Socket(data), method=method)  # type: ignore[arg-type]
+        response.begin()
+        names = {name.lower() for name, _ in ours["fields"]} | {"x-absent"}
+        assert {name: response.fields.get(name) for name in names} == {
+            name: response.msg.get_all(name) for name in names
+        }
+        assert {name: response.field(name) for name in names} == {
+            name: response.getheader(name) for name in names
+        }
     return ours
 
 
