@@ -121,6 +121,8 @@ def test_heads_the_mail_parser_reads_its_own_way_read_the_same(head: bytes) -> N
         b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n{}",
         b"HTTP/1.1 200 OK\r\nContent-Length: x\r\nConnection: keep-alive\r\n\r\n{}",
         b"HTTP/1.0 200 OK\r\nKeep-Alive: timeout=5\r\nContent-Length: 2\r\n\r\n{}",
+        b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nConnection: TE, Close\r\nContent-Length: 2\r\n\r\n{}",
         b"HTTP/1.0 200 OK\r\nProxy-Connection: keep-alive\r\nContent-Length: 2\r\n\r\n{}",
         b"HTTP/1.1 200 OK\r\nX-A: b\rContent-Length: 2\r\n",  # the head ends at EOF
         b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-A: b",
