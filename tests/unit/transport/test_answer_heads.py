@@ -30,19 +30,36 @@ MOTO_ANSWER = (
 )
 
 
+class _Trickle(io.RawIOBase):
+    """A connection's bytes, at most ``each`` at a time (a head split over packets)."""
+
+    def __init__(self, data: bytes, each: int) -> None:
+        self.data, self.each = data, each
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        part, self.data = self.data[: self.each], self.data[self.each :]
+        buffer[: len(part)] = part
+        return len(part)
+
+
 class _Socket:
     """What HTTPResponse needs of a socket: a file to read the answer from."""
 
-    def __init__(self, data: bytes) -> None:
-        self.data = data
+    def __init__(self, data: bytes, each: int = 1 << 20) -> None:
+        self.data, self.each = data, each
 
     def makefile(self, mode: str) -> io.BufferedReader:
-        return io.BufferedReader(io.BytesIO(self.data))  # type: ignore[arg-type]
+        return io.BufferedReader(_Trickle(self.data, self.each))
 
 
-def _read(kind: type[http.client.HTTPResponse], data: bytes, method: str) -> dict[str, Any]:
+def _read(
+    kind: type[http.client.HTTPResponse], data: bytes, method: str, each: int
+) -> dict[str, Any]:
     """Everything a reader of the answer sees, or the error it gets first."""
-    response = kind(_Socket(data), method=method)  # type: ignore[arg-type]
+    response = kind(_Socket(data, each), method=method)  # type: ignore[arg-type]
     try:
         response.begin()
     except Exception as error:
@@ -64,11 +81,11 @@ def _read(kind: type[http.client.HTTPResponse], data: bytes, method: str) -> dic
     return seen
 
 
-def _same(data: bytes, method: str = "POST") -> dict[str, Any]:
-    ours = _read(Response, data, method)
-    assert ours == _read(http.client.HTTPResponse, data, method)
+def _same(data: bytes, method: str = "POST", each: int = 1 << 20) -> dict[str, Any]:
+    ours = _read(Response, data, method, each)
+    assert ours == _read(http.client.HTTPResponse, data, method, each)
     if "error" not in ours:  # each field by name, as getheader and get_all give it
-        response = Response(_Socket(data), method=method)  # type: ignore[arg-type]
+        response = Response(_Socket(data, each), method=method)  # type: ignore[arg-type]
         response.begin()
         names = {name.lower() for name, _ in ours["fields"]} | {"x-absent"}
         assert {name: response.fields.get(name) for name in names} == {
@@ -85,7 +102,7 @@ def test_a_plain_head_is_read_without_the_mail_parser(monkeypatch: pytest.Monkey
         raise AssertionError("a plain head went to http.client's parser")
 
     monkeypatch.setattr(http.client, "parse_headers", refuse)
-    seen = _read(Response, MOTO_ANSWER, "POST")
+    seen = _read(Response, MOTO_ANSWER, "POST", 1 << 20)
     assert seen["fields"][3] == (
         "x-amzn-RequestId",
         "0S8VU9ZD4BV3OFHPGAFGD6XDK7XY3KQNC8WB5W1RZBVHT3L7TYQX",
@@ -126,11 +143,19 @@ def test_heads_the_mail_parser_reads_its_own_way_read_the_same(head: bytes) -> N
         b"HTTP/1.0 200 OK\r\nProxy-Connection: keep-alive\r\nContent-Length: 2\r\n\r\n{}",
         b"HTTP/1.1 200 OK\r\nX-A: b\rContent-Length: 2\r\n",  # the head ends at EOF
         b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-A: b",
+        b"HTTP/1.1 200 OK\r\n\r\nA: b\r\n\r\n",  # no fields; the body looks like a head
+        b"HTTP/1.1 200 OK\r\n\nA: b\n\n",
     ],
 )
 def test_how_a_body_ends_is_read_the_same(answer: bytes) -> None:
     _same(answer)
     _same(answer, "HEAD")
+    _same(answer, each=3)  # the head over several reads
+
+
+def test_a_head_of_too_many_lines_gets_http_client_s_error() -> None:
+    for count in (98, 99, 100, 101):
+        _same(b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * count + b"Content-Length: 2\r\n\r\n{}")
 
 
 _NAMES = st.sampled_from(
@@ -194,6 +219,7 @@ _LINE = st.builds(
     end=st.sampled_from([b"\r\n", b"\n", b""]),
     body=st.sampled_from([b"", b"{}", b"2\r\n{}\r\n0\r\n\r\n", b"zz\r\n"]),
     method=st.sampled_from(["POST", "HEAD"]),
+    each=st.sampled_from([1, 5, 40, 1 << 20]),
 )
 @example(
     status=b"HTTP/1.1 200 OK",
@@ -201,11 +227,12 @@ _LINE = st.builds(
     end=b"\r\n",
     body=b"{}",
     method="POST",
+    each=1,
 )
 def test_any_answer_reads_as_http_client_reads_it(
-    status: bytes, lines: list[bytes], end: bytes, body: bytes, method: str
+    status: bytes, lines: list[bytes], end: bytes, body: bytes, method: str, each: int
 ) -> None:
-    _same(status + b"\r\n" + b"".join(lines) + end + body, method)
+    _same(status + b"\r\n" + b"".join(lines) + end + body, method, each)
 
 
 def test_a_head_without_fields_is_empty() -> None:
