@@ -2,14 +2,15 @@
 
 ``http.client`` hands every answer's header lines to ``email``'s feed parser, built for
 mail: a generator per message, a policy object per field, and checks for multipart
-bodies. For the two answers of a lock cycle that is about a seventh of the cycle's CPU
+bodies. For the two answers of a lock cycle that was about a tenth of the cycle's CPU
 (docs/benchmarks.md, "Reading answer heads"). :class:`Response` reads a plain head (every
 line ``name: value``) into the same ``HTTPMessage`` itself and gives any other head
 (folded lines, a line that is not a field, stray line breaks) to ``http.client``'s
-parser unchanged. Reading the body, chunked or not, stays ``http.client``'s; so do the
-status line and the rules by which a head says how its body ends, which
-``tests/unit/transport/test_answer_heads.py`` checks against ``http.client``'s own on
-every head it generates.
+parser unchanged. The status line, the head's lines and the body (chunked or not) are
+still read by ``http.client``; the rules by which a head says how its body ends are
+``HTTPResponse.begin``'s, restated in :meth:`Response.begin`, and
+``tests/unit/transport/test_answer_heads.py`` checks everything a reader sees against
+``http.client``'s own on every answer it generates.
 """
 
 from __future__ import annotations
