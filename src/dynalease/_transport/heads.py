@@ -23,7 +23,7 @@ __all__ = ["Response", "read_head"]
 
 #: A field's name as the ``email`` parser takes it: visible ASCII up to the colon.
 _FIELD = re.compile(r"([\x21-\x39\x3b-\x7e]+):[ \t]*(.*)")
-#: Answers to HEAD, 1xx, 204 and 304 have no body, whatever their head says.
+#: Statuses whose answers have no body, whatever their head says (as 1xx and HEAD's).
 _NO_BODY = (http.client.NO_CONTENT, http.client.NOT_MODIFIED)
 
 
