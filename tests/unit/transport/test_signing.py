@@ -77,7 +77,14 @@ def test_host_header_matches_botocore_for_ports_case_and_ipv6(url: str) -> None:
     assert host_header(parts.scheme, parts.hostname, parts.port) == _host_from_url(url)
 
 
-@pytest.mark.parametrize("token", [None, "FwoGZXIvYXdzEJr//////////wEaDK+token/with=chars"])
+@pytest.mark.parametrize(
+    "token",
+    [
+        None,
+        "FwoGZXIvYXdzEJr//////////wEaDK+token/with=chars",
+        "  a token\twith   runs of white space  ",  # signed folded, sent as it is
+    ],
+)
 @pytest.mark.parametrize("region", ["us-east-1", "eu-central-1", "ap-southeast-2"])
 def test_signature_matches_botocore_with_and_without_session_token(
     region: str, token: str | None
