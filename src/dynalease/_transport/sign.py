@@ -12,9 +12,6 @@ __all__ = ["CONTENT_TYPE", "SigV4Signer", "amz_date", "host_header"]
 
 CONTENT_TYPE = "application/x-amz-json-1.0"
 _ALGORITHM = "AWS4-HMAC-SHA256"
-#: The signed headers' names, in the order SigV4 signs them (sorted).
-_SIGNED = "content-type;host;x-amz-date;x-amz-target"
-_SIGNED_WITH_TOKEN = "content-type;host;x-amz-date;x-amz-security-token;x-amz-target"
 
 
 def amz_date(epoch: float | None = None) -> str:
@@ -42,7 +39,6 @@ def _one_line(value: str) -> str:
 class SigV4Signer:
     def __init__(self, host: str, region: str, service: str = "dynamodb") -> None:
         self.host = _one_line(host)
-        self._signed_host = _folded(self.host)
         self.region = _one_line(region)
         self.service = service
         self._keys: dict[tuple[str, str], bytes] = {}
@@ -76,14 +72,11 @@ class SigV4Signer:
             "X-Amz-Target": _one_line(target),
             "X-Amz-Date": date,
         }
-        # Signed as SigV4 asks: sorted by lower-case name, inner runs of white space folded.
-        lines = f"content-type:{CONTENT_TYPE}\nhost:{self._signed_host}\nx-amz-date:{date}\n"
-        names = _SIGNED
         if token:
             headers["X-Amz-Security-Token"] = _one_line(token)
-            lines += f"x-amz-security-token:{_folded(token)}\n"
-            names = _SIGNED_WITH_TOKEN
-        lines += f"x-amz-target:{_folded(target)}\n"
+        signed = sorted((name.lower(), _folded(value)) for name, value in headers.items())
+        lines = "".join(f"{name}:{value}\n" for name, value in signed)
+        names = ";".join(name for name, _ in signed)
         payload = hashlib.sha256(body).hexdigest()
         canonical = f"POST\n/\n\n{lines}\n{names}\n{payload}"
         scope = f"{date[:8]}/{self.region}/{self.service}/aws4_request"
