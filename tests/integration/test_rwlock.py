@@ -27,6 +27,10 @@ from dynalease.rwlock import (
 REGION = "us-east-1"
 #: Leases of several seconds: nothing here may expire on a loaded machine.
 LEASE_S = 6.0
+#: For the tests that count requests: no renewal falls due (a third of the lease) and no
+#: request times out and is sent again (a third too, at most 5 s) while a loaded machine
+#: holds them. With 6 s, one did beside a busy core (4 requests where 3 were counted).
+COUNTED_LEASE_S = 30.0
 
 
 @pytest.fixture
@@ -48,8 +52,8 @@ def stored(client: DynamoDBClient, table: str, key: str) -> dict[str, Any] | Non
 def test_readers_share_the_key_and_the_last_one_out_deletes_its_row(
     client: DynamoDBClient, table: str
 ) -> None:
-    with SyncReadLock(client, table=table, key="cfg", lease_duration=LEASE_S) as first:
-        with SyncReadLock(client, table=table, key="cfg", lease_duration=LEASE_S) as second:
+    with SyncReadLock(client, table=table, key="cfg", lease_duration=COUNTED_LEASE_S) as first:
+        with SyncReadLock(client, table=table, key="cfg", lease_duration=COUNTED_LEASE_S) as second:
             row = stored(client, table, "cfg")
             assert row is not None and row["owner"] == "dynalease-readers"
             assert set(row["readers"]) == {first.owner, second.owner}
@@ -62,10 +66,10 @@ def test_readers_share_the_key_and_the_last_one_out_deletes_its_row(
 def test_an_uncontended_read_costs_three_requests_and_a_write_four(
     client: DynamoDBClient, table: str
 ) -> None:
-    with SyncReadLock(client, table=table, key="k", lease_duration=LEASE_S) as reader:
+    with SyncReadLock(client, table=table, key="k", lease_duration=COUNTED_LEASE_S) as reader:
         pass
     assert reader.requests == 3  # join, leave (set now empty), delete
-    with SyncWriteLock(client, table=table, key="k", lease_duration=LEASE_S) as writer:
+    with SyncWriteLock(client, table=table, key="k", lease_duration=COUNTED_LEASE_S) as writer:
         pass
     gate, main = writer._gate.metrics, writer._main.metrics
     assert gate.write_requests + main.write_requests == 4
